@@ -1,0 +1,54 @@
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+namespace pterun {
+
+/// Element types, numbered as ExecuTorch's ScalarType (and c10::ScalarType).
+enum class DType : int8_t {
+  UInt8 = 0,
+  Int8 = 1,
+  Int16 = 2,
+  Int32 = 3,
+  Int64 = 4,
+  Float16 = 5,
+  Float32 = 6,
+  Float64 = 7,
+  Complex32 = 8,
+  Complex64 = 9,
+  Complex128 = 10,
+  Bool = 11,
+  QInt8 = 12,
+  QUInt8 = 13,
+  QInt32 = 14,
+  BFloat16 = 15,
+  QUInt4x2 = 16,
+  QUInt2x4 = 17,
+  Bits16 = 22,
+  Float8E5M2 = 23,
+  Float8E4M3FN = 24,
+  Float8E5M2FNUZ = 25,
+  Float8E4M3FNUZ = 26,
+  UInt16 = 27,
+  UInt32 = 28,
+  UInt64 = 29,
+};
+
+/// The DType with ScalarType number `number`, or nullopt for numbers that
+/// name no element type pterun accepts (the bit-packed 18..21, negatives,
+/// 30 and above).
+std::optional<DType> dtype_from_number(int number);
+
+/// Bytes per element.
+size_t element_size(DType dtype);
+
+/// NumPy-style name: "float32", "bfloat16", "complex64", "bool" ...
+std::string_view dtype_name(DType dtype);
+
+/// The DType called `name` (as dtype_name spells it), or nullopt.
+std::optional<DType> dtype_from_name(std::string_view name);
+
+}  // namespace pterun

@@ -1,0 +1,59 @@
+#include "pterun/program/program.h"
+
+#include <set>
+
+#include "pterun/core/error.h"
+
+namespace pterun {
+
+std::shared_ptr<const Program> Program::load(Buffer program, Buffer data) {
+  PTERUN_CHECK(program != nullptr, ErrorCode::InvalidArgument, "load: no program bytes");
+  std::shared_ptr<Program> p(new Program());
+  p->desc_ = format::read_program(*program);
+  if (data != nullptr) p->external_ = format::read_external_data(*data);
+  p->program_buffer_ = std::move(program);
+  p->data_buffer_ = std::move(data);
+  return p;
+}
+
+std::shared_ptr<const Program> Program::load_file(const std::string& path,
+                                                  const std::string& data_path) {
+  Buffer program = format::DataBuffer::map_file(path);
+  Buffer data = data_path.empty() ? nullptr : format::DataBuffer::map_file(data_path);
+  return load(std::move(program), std::move(data));
+}
+
+std::vector<std::string> Program::method_names() const {
+  std::vector<std::string> names;
+  for (const auto& m : desc_.methods) names.push_back(m.name);
+  return names;
+}
+
+const format::MethodDesc& Program::method(const std::string& name) const {
+  const format::MethodDesc* m = desc_.find_method(name);
+  if (m == nullptr) {
+    std::string known;
+    for (const auto& n : desc_.methods) known += (known.empty() ? "'" : ", '") + n.name + "'";
+    throw_error(ErrorCode::InvalidArgument,
+                str_cat("program: no method named '", name, "' (it has ", known, ")"));
+  }
+  return *m;
+}
+
+MethodMeta Program::method_meta(const std::string& name) const {
+  return MethodMeta(shared_from_this(), method(name));
+}
+
+std::vector<std::string> Program::missing_external_keys(const std::string& name) const {
+  std::set<std::string> missing;
+  for (const auto& v : method(name).values) {
+    if (v.kind != format::ValueKind::Tensor) continue;
+    const auto& t = *v.tensor;
+    bool external = t.storage == format::TensorStorage::External ||
+                    t.storage == format::TensorStorage::ExternalMutable;
+    if (external && (!external_ || external_->find(t.name) == nullptr)) missing.insert(t.name);
+  }
+  return {missing.begin(), missing.end()};
+}
+
+}  // namespace pterun

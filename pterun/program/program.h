@@ -1,0 +1,60 @@
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "pterun/format/data_buffer.h"
+#include "pterun/format/program_desc.h"
+#include "pterun/program/method_meta.h"
+
+namespace pterun {
+
+/// A loaded, verified, immutable ExecuTorch program and its optional
+/// external data. Shared by every Method loaded from it; always held by
+/// shared_ptr.
+class Program : public std::enable_shared_from_this<Program> {
+ public:
+  using Buffer = std::shared_ptr<const format::DataBuffer>;
+
+  /// Loads a program from bytes (and a .ptd from `data`, when given).
+  /// Error InvalidProgram / InvalidExternalData for damaged files.
+  static std::shared_ptr<const Program> load(Buffer program, Buffer data = nullptr);
+
+  /// Memory-maps and loads `path` (and `data_path` when not empty). Error
+  /// FileNotFound when a file does not exist.
+  static std::shared_ptr<const Program> load_file(const std::string& path,
+                                                  const std::string& data_path = {});
+
+  /// Method names in file order.
+  std::vector<std::string> method_names() const;
+
+  /// Metadata of method `name`. Error InvalidArgument naming the methods
+  /// that exist when there is no such method.
+  MethodMeta method_meta(const std::string& name) const;
+
+  /// The decoded method `name`, with the same error as method_meta.
+  const format::MethodDesc& method(const std::string& name) const;
+
+  const format::ProgramDesc& desc() const { return desc_; }
+  /// The .ptd contents, or nullptr when none was given.
+  const format::ExternalData* external_data() const {
+    return external_ ? &*external_ : nullptr;
+  }
+
+  /// Keys of external tensors that method `name` needs and the given data
+  /// lacks (all of them when no data was given).
+  std::vector<std::string> missing_external_keys(const std::string& name) const;
+
+ private:
+  Program() = default;
+
+  Buffer program_buffer_;
+  Buffer data_buffer_;
+  format::ProgramDesc desc_;
+  std::optional<format::ExternalData> external_;
+};
+
+}  // namespace pterun

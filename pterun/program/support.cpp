@@ -1,0 +1,58 @@
+#include "pterun/program/support.h"
+
+#include <algorithm>
+
+#include "pterun/core/str_cat.h"
+#include "pterun/kernels/registry.h"
+
+namespace pterun {
+namespace {
+
+void add_once(std::vector<std::string>& list, std::string item) {
+  if (std::find(list.begin(), list.end(), item) == list.end()) list.push_back(std::move(item));
+}
+
+std::string join(const std::vector<std::string>& items) {
+  std::string out;
+  for (const auto& s : items) out += (out.empty() ? "" : ", ") + s;
+  return out;
+}
+
+}  // namespace
+
+std::string SupportReport::describe(const std::string& method, kernels::Device device) const {
+  std::string out = str_cat("method '", method, "' cannot run on ", kernels::device_name(device),
+                            " in this build of pterun");
+  if (!missing_operators.empty()) out += "; missing operators: " + join(missing_operators);
+  if (!missing_backends.empty()) out += "; missing delegate backends: " + join(missing_backends);
+  if (!other.empty()) out += "; " + join(other);
+  return out;
+}
+
+SupportReport check_support(const format::MethodDesc& method, kernels::Device device) {
+  SupportReport report;
+  const auto& registry = kernels::KernelRegistry::global();
+  std::vector<bool> used(method.operators.size(), false);
+  for (const auto& chain : method.chains) {
+    for (const auto& instr : chain.instructions) {
+      if (instr.kind == format::InstructionKind::KernelCall) used[instr.index] = true;
+    }
+  }
+  for (size_t i = 0; i < method.operators.size(); ++i) {
+    std::string name = method.operators[i].full_name();
+    if (used[i] && registry.find(name, device) == nullptr) {
+      add_once(report.missing_operators, name);
+    }
+  }
+  // pterun has no delegate backends yet: every delegate is missing.
+  for (const auto& d : method.delegates) add_once(report.missing_backends, d.id);
+  for (const auto& v : method.values) {
+    if (v.kind == format::ValueKind::Tensor &&
+        v.tensor->dynamism == format::ShapeDynamism::DynamicUnbound) {
+      add_once(report.other, "tensors with unbounded dynamic shapes are not supported");
+    }
+  }
+  return report;
+}
+
+}  // namespace pterun

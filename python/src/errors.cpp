@@ -1,0 +1,60 @@
+#include "python/src/errors.h"
+
+#include "pterun/core/error.h"
+
+namespace nb = nanobind;
+
+namespace pterun::python {
+namespace {
+
+PyObject* program_error = nullptr;
+
+PyObject* python_type(ErrorCode code) {
+  switch (code) {
+    case ErrorCode::InvalidProgram:
+    case ErrorCode::InvalidExternalData:
+      return program_error;
+    case ErrorCode::FileNotFound:
+      return PyExc_FileNotFoundError;
+    case ErrorCode::AccessFailed:
+      return PyExc_OSError;
+    case ErrorCode::NotSupported:
+    case ErrorCode::NotImplemented:
+    case ErrorCode::OperatorMissing:
+      return PyExc_NotImplementedError;
+    case ErrorCode::InvalidArgument:
+      return PyExc_ValueError;
+    case ErrorCode::InvalidType:
+      return PyExc_TypeError;
+    case ErrorCode::IndexOutOfRange:
+      return PyExc_IndexError;
+    case ErrorCode::MemoryAllocationFailed:
+    case ErrorCode::OutOfResources:
+      return PyExc_MemoryError;
+    case ErrorCode::NotFound:
+      return PyExc_KeyError;
+    case ErrorCode::InvalidState:
+    case ErrorCode::Internal:
+      return PyExc_RuntimeError;
+  }
+  return PyExc_RuntimeError;
+}
+
+}  // namespace
+
+void init_errors(nb::module_& m) {
+  program_error = PyErr_NewExceptionWithDoc(
+      "pterun.ProgramError",
+      "A file that is not an ExecuTorch program, or a damaged one (a ValueError).",
+      PyExc_ValueError, nullptr);
+  m.attr("ProgramError") = nb::handle(program_error);
+  nb::register_exception_translator([](const std::exception_ptr& p, void*) {
+    try {
+      std::rethrow_exception(p);
+    } catch (const Error& e) {
+      PyErr_SetString(python_type(e.code()), e.what());
+    }
+  });
+}
+
+}  // namespace pterun::python

@@ -1,0 +1,12 @@
+// The _pterun extension module: one init function per bound area.
+
+#include <nanobind/nanobind.h>
+
+#include "python/src/errors.h"
+#include "python/src/program.h"
+
+NB_MODULE(_pterun, m) {
+  m.doc() = "pterun: run ExecuTorch programs (.pte) without PyTorch";
+  pterun::python::init_errors(m);
+  pterun::python::init_program(m);
+}

@@ -1,0 +1,42 @@
+#include "tests/cpp/program_walk.h"
+
+#include "pterun/program/support.h"
+
+namespace pterun::test {
+namespace {
+
+uint64_t touch(std::span<const uint8_t> bytes) {
+  return bytes.empty() ? 0 : uint64_t{bytes.front()} + bytes.back();
+}
+
+}  // namespace
+
+uint64_t walk_program(const Program& p) {
+  uint64_t sum = 0;
+  for (const auto& m : p.desc().methods) {
+    MethodMeta meta = p.method_meta(m.name);
+    for (size_t i = 0; i < meta.num_inputs(); ++i) {
+      if (meta.input_tag(i) == ValueKind::Tensor) sum += meta.input_tensor_meta(i).nbytes;
+    }
+    for (size_t i = 0; i < meta.num_outputs(); ++i) {
+      if (meta.output_tag(i) == ValueKind::Tensor) sum += meta.output_tensor_meta(i).nbytes;
+    }
+    for (size_t i = 0; i < meta.num_attributes(); ++i) sum += meta.attribute_tensor_meta(i).nbytes;
+    for (const auto& v : m.values) {
+      if (v.kind == ValueKind::Tensor) sum += touch(v.tensor->data);
+    }
+    for (const auto& d : m.delegates) {
+      sum += touch(d.payload);
+      for (const auto& cs : d.compile_specs) sum += touch(cs.value);
+    }
+    sum += check_support(m, kernels::Device::CPU).missing_operators.size();
+    sum += p.missing_external_keys(m.name).size();
+  }
+  for (const auto& n : p.desc().named_data) sum += touch(n.data);
+  if (const auto* ext = p.external_data()) {
+    for (const auto& e : ext->entries) sum += touch(e.data);
+  }
+  return sum;
+}
+
+}  // namespace pterun::test

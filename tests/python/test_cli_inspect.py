@@ -1,0 +1,81 @@
+"""`pterun inspect` prints correct metadata for every fixture."""
+
+import json
+import shutil
+import subprocess
+import sysconfig
+import pathlib
+
+import pytest
+
+from conftest import FIXTURES, fixture_names, fixture_paths
+
+
+def pterun_cli():
+    scripts = pathlib.Path(sysconfig.get_path("scripts")) / "pterun"
+    if scripts.exists():
+        return str(scripts)
+    found = shutil.which("pterun")
+    assert found, "the pterun command is not installed"
+    return found
+
+
+def inspect(*args):
+    return subprocess.run([pterun_cli(), "inspect", *map(str, args)], capture_output=True, text=True)
+
+
+@pytest.mark.parametrize("name", fixture_names())
+def test_inspect_json_matches_exporter(manifest, name):
+    entry = manifest["fixtures"][name]
+    pte, ptd = fixture_paths(entry)
+    args = [pte, "--json"] + (["--data", ptd] if ptd else [])
+    result = inspect(*args)
+    assert result.returncode == 0, result.stderr
+    got = json.loads(result.stdout)
+    prog = entry["program"]
+    assert got["format"]["extended_header"] == prog["has_extended_header"]
+    assert got["format"]["constant_bytes"] == prog["constant_bytes"]
+    assert got["format"]["segments"] == prog["num_segments"]
+    assert got["format"]["file_size"] == prog["file_size"]
+    methods = {m["name"]: m for m in got["methods"]}
+    assert set(methods) == set(entry["methods"])
+    for mname, expected in entry["methods"].items():
+        m = methods[mname]
+        assert m["operators"] == expected["operators"]
+        assert m["delegates"] == expected["delegates"]
+        assert m["memory_planned_buffer_sizes"] == expected["memory_planned_buffer_sizes"]
+        assert m["num_instructions"] == expected["num_instructions"]
+        for kind in ("inputs", "outputs"):
+            assert len(m[kind]) == len(expected[kind])
+            for g, e in zip(m[kind], expected[kind]):
+                assert g["tag"] == e["tag"]
+                if e["tag"] == "Tensor":
+                    for key in ("dtype", "sizes", "dim_order", "shape_dynamism", "is_memory_planned", "nbytes"):
+                        assert g[key] == e[key], (kind, key)
+
+
+def test_inspect_text_for_people():
+    result = inspect(FIXTURES / "cnn_channels_last.pte")
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    assert "method 'forward'" in out
+    assert "float32[1, 3, 32, 32] dim_order=[0, 2, 3, 1]" in out
+    assert "aten::convolution.out" in out
+    assert "runs on cpu:" in out
+
+
+def test_inspect_notes_what_cannot_run():
+    out = inspect(FIXTURES / "xnnpack_mlp.pte").stdout
+    assert "XnnpackBackend" in out
+    assert "no delegate backend" in out
+    out = inspect(FIXTURES / "external_weights.pte").stdout
+    assert "needs external data (.ptd)" in out
+
+
+def test_inspect_errors_exit_nonzero(tmp_path):
+    missing = inspect(tmp_path / "missing.pte")
+    assert missing.returncode == 2 and "no such file" in missing.stderr
+    bad = tmp_path / "bad.pte"
+    bad.write_bytes(b"not a program at all")
+    result = inspect(bad)
+    assert result.returncode == 1 and "InvalidProgram" in result.stderr
