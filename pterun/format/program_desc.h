@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "pterun/core/dtype.h"
+#include "pterun/core/value_kind.h"
 #include "pterun/format/data_buffer.h"
 
 namespace pterun::format {
@@ -17,7 +18,9 @@ namespace pterun::format {
 // and every size product fits in 64 bits. Higher layers never see
 // flatbuffers.
 
-enum class ShapeDynamism : uint8_t { Static = 0, DynamicBound = 1, DynamicUnbound = 2 };
+using pterun::ShapeDynamism;
+using pterun::ValueKind;
+using pterun::value_kind_name;
 enum class DeviceType : uint8_t { CPU = 0, CUDA = 1 };
 
 /// Where a tensor's data comes from at method load (pte-format.md 3.3).
@@ -52,22 +55,7 @@ struct TensorDesc {
   }
 };
 
-enum class ValueKind : uint8_t {
-  None,
-  Int,
-  Bool,
-  Double,
-  Tensor,
-  String,
-  IntList,
-  DoubleList,
-  BoolList,
-  TensorList,
-  OptionalTensorList,
-};
 
-/// "Int", "TensorList" ...
-const char* value_kind_name(ValueKind kind);
 
 struct ValueDesc {
   ValueKind kind = ValueKind::None;

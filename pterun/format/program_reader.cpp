@@ -16,23 +16,6 @@ constexpr flatbuffers::uoffset_t kMaxTables = 50'000'000;
 
 }  // namespace
 
-const char* value_kind_name(ValueKind kind) {
-  switch (kind) {
-    case ValueKind::None: return "None";
-    case ValueKind::Int: return "Int";
-    case ValueKind::Bool: return "Bool";
-    case ValueKind::Double: return "Double";
-    case ValueKind::Tensor: return "Tensor";
-    case ValueKind::String: return "String";
-    case ValueKind::IntList: return "IntList";
-    case ValueKind::DoubleList: return "DoubleList";
-    case ValueKind::BoolList: return "BoolList";
-    case ValueKind::TensorList: return "TensorList";
-    case ValueKind::OptionalTensorList: return "OptionalTensorList";
-  }
-  return "Unknown";
-}
-
 size_t MethodDesc::num_instructions() const {
   size_t n = 0;
   for (const auto& c : chains) n += c.instructions.size();

@@ -1,5 +1,7 @@
 #pragma once
 
+#include <cstddef>
+#include <memory>
 #include <span>
 
 namespace pterun {
@@ -14,7 +16,24 @@ enum class Device : unsigned char { CPU, CUDA };
 /// "cpu" / "cuda".
 const char* device_name(Device device);
 
-struct KernelContext;
+/// Per-call state a kernel may use: the thread bound and scratch memory
+/// that the method keeps between calls (so steady-state calls allocate
+/// nothing).
+struct KernelContext {
+  int num_threads = 1;
+
+  /// At least `bytes` of 64-byte-aligned scratch, valid until the next call
+  /// of scratch() by the same kernel invocation or the next kernel. Grows
+  /// (allocates) only when a larger size is asked for than ever before.
+  void* scratch(size_t bytes);
+
+ private:
+  struct Aligned {
+    void operator()(void* p) const;
+  };
+  std::unique_ptr<void, Aligned> scratch_;
+  size_t scratch_size_ = 0;
+};
 
 /// A kernel: reads and writes the values named by one KernelCall's
 /// arguments, in schema order with the out argument(s) last. Reports

@@ -11,15 +11,6 @@ TensorInfo TensorInfo::from(const format::TensorDesc& t) {
   return {t.sizes, t.dtype, t.dim_order, t.is_memory_planned, t.nbytes, t.dynamism, t.name};
 }
 
-const char* shape_dynamism_name(ShapeDynamism d) {
-  switch (d) {
-    case ShapeDynamism::Static: return "static";
-    case ShapeDynamism::DynamicBound: return "dynamic_bound";
-    case ShapeDynamism::DynamicUnbound: return "dynamic_unbound";
-  }
-  return "unknown";
-}
-
 MethodMeta::MethodMeta(std::shared_ptr<const Program> program, const format::MethodDesc& method)
     : program_(std::move(program)), method_(&method) {
   for (size_t i = 0; i < method.values.size(); ++i) {

@@ -11,8 +11,6 @@
 namespace pterun {
 
 class Program;
-using format::ShapeDynamism;
-using format::ValueKind;
 
 /// What the program declares about one tensor input, output or attribute.
 struct TensorInfo {
@@ -26,9 +24,6 @@ struct TensorInfo {
 
   static TensorInfo from(const format::TensorDesc& t);
 };
-
-/// "static", "dynamic_bound", "dynamic_unbound".
-const char* shape_dynamism_name(ShapeDynamism d);
 
 /// Metadata of one method, read from the program without loading it. Keeps
 /// its Program alive.

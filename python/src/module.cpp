@@ -4,9 +4,11 @@
 
 #include "python/src/errors.h"
 #include "python/src/program.h"
+#include "python/src/testing.h"
 
 NB_MODULE(_pterun, m) {
   m.doc() = "pterun: run ExecuTorch programs (.pte) without PyTorch";
   pterun::python::init_errors(m);
   pterun::python::init_program(m);
+  pterun::python::init_testing(m);
 }

@@ -1,0 +1,7 @@
+#include "pterun/backend/cpu/ops/ops.h"
+
+namespace pterun::cpu {
+
+void register_unary_ops(kernels::KernelRegistry& /*r*/) {}
+
+}  // namespace pterun::cpu

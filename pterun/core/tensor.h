@@ -1,0 +1,92 @@
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+
+#include "pterun/core/dtype.h"
+#include "pterun/core/value_kind.h"
+
+namespace pterun {
+
+constexpr size_t kMaxRank = 16;
+
+/// A tensor seen by kernels: a data pointer that the runtime owns or points
+/// elsewhere, a dtype, sizes, and strides derived from a dim order (the
+/// memory order of the logical dimensions, outermost first). Tensors do not
+/// own their data.
+class Tensor {
+ public:
+  Tensor() = default;
+  /// A tensor with the given sizes and dim order (empty dim order =
+  /// contiguous), no data, and capacity 0.
+  Tensor(DType dtype, std::span<const int64_t> sizes, std::span<const uint8_t> dim_order = {},
+         ShapeDynamism dynamism = ShapeDynamism::Static);
+
+  DType dtype() const { return dtype_; }
+  size_t dim() const { return rank_; }
+  std::span<const int64_t> sizes() const { return {sizes_.data(), rank_}; }
+  int64_t size(size_t d) const { return sizes_[d]; }
+  /// Strides in elements.
+  std::span<const int64_t> strides() const { return {strides_.data(), rank_}; }
+  int64_t stride(size_t d) const { return strides_[d]; }
+  std::span<const uint8_t> dim_order() const { return {dim_order_.data(), rank_}; }
+  int64_t numel() const { return numel_; }
+  size_t element_size() const { return pterun::element_size(dtype_); }
+  size_t nbytes() const { return static_cast<size_t>(numel_) * element_size(); }
+  ShapeDynamism dynamism() const { return dynamism_; }
+  /// True when the dim order is 0..rank-1 (row-major).
+  bool is_contiguous_order() const;
+  /// True when the dim order is channels-last (rank 4 [0,2,3,1] or rank 5
+  /// [0,2,3,4,1]).
+  bool is_channels_last_order() const;
+
+  void* data() const { return data_; }
+  template <typename T>
+  T* data_as() const {
+    return static_cast<T*>(data_);
+  }
+  /// Bytes available at data(); a resize may not need more.
+  size_t capacity() const { return capacity_; }
+
+  /// Points the tensor at `data` holding `capacity` bytes.
+  void set_data(void* data, size_t capacity) {
+    data_ = data;
+    capacity_ = capacity;
+  }
+
+  /// Changes the shape (same rank) and recomputes strides. Error
+  /// NotSupported for a static tensor given another shape, InvalidArgument
+  /// for a rank change, a negative size, or more bytes than the capacity of
+  /// a tensor that has data or a bound.
+  void resize(std::span<const int64_t> sizes);
+
+  /// Sets the shape without any check other than rank and sign, for
+  /// tensors the runtime owns entirely (views, scratch).
+  void reshape_unchecked(std::span<const int64_t> sizes, std::span<const uint8_t> dim_order = {});
+
+  /// Bytes the bound shape needs (set at load; resize keeps nbytes within).
+  size_t bound_nbytes() const { return bound_nbytes_; }
+  void set_bound_nbytes(size_t n) { bound_nbytes_ = n; }
+
+ private:
+  void compute_strides();
+
+  DType dtype_ = DType::Float32;
+  ShapeDynamism dynamism_ = ShapeDynamism::Static;
+  uint8_t rank_ = 0;
+  std::array<int64_t, kMaxRank> sizes_{};
+  std::array<int64_t, kMaxRank> strides_{};
+  std::array<uint8_t, kMaxRank> dim_order_{};
+  int64_t numel_ = 1;
+  void* data_ = nullptr;
+  size_t capacity_ = 0;
+  size_t bound_nbytes_ = 0;
+};
+
+/// "float32[2, 3]" (plus the dim order when it is not contiguous).
+std::string describe(const Tensor& t);
+
+}  // namespace pterun

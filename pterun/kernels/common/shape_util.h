@@ -1,0 +1,35 @@
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <initializer_list>
+#include <span>
+
+#include "pterun/core/tensor.h"
+
+namespace pterun::kernels {
+
+/// A small fixed-capacity shape (no allocation).
+struct Shape {
+  std::array<int64_t, kMaxRank> dims{};
+  size_t rank = 0;
+  std::span<const int64_t> span() const { return {dims.data(), rank}; }
+  int64_t numel() const;
+  void push_back(int64_t d);
+};
+
+/// NumPy broadcast of the given shapes. Error InvalidArgument naming `op`
+/// when they do not broadcast.
+Shape broadcast_shapes(std::initializer_list<std::span<const int64_t>> shapes, const char* op);
+
+/// Resizes `out` to the broadcast shape of `inputs`.
+void resize_to_broadcast(Tensor& out, std::initializer_list<const Tensor*> inputs, const char* op);
+
+/// Resizes `out` to `sizes`, prefixing errors with `op`.
+void resize_output(Tensor& out, std::span<const int64_t> sizes, const char* op);
+
+/// `dim` wrapped into [0, rank) (negative counts from the end); rank 0
+/// accepts -1 and 0. Error IndexOutOfRange naming `op` otherwise.
+int64_t wrap_dim(int64_t dim, int64_t rank, const char* op);
+
+}  // namespace pterun::kernels

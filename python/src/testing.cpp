@@ -1,0 +1,186 @@
+// A test hook: builds Values from plain Python descriptions, calls one
+// kernel from the registry and returns what it wrote. Used by the kernel
+// tests to compare every kernel with NumPy without exporting programs.
+
+#include "python/src/testing.h"
+
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <memory>
+#include <vector>
+
+#include "pterun/core/error.h"
+#include "pterun/core/value.h"
+#include "pterun/kernels/common/strided_copy.h"
+#include "pterun/kernels/registry.h"
+
+namespace nb = nanobind;
+
+namespace pterun::python {
+namespace {
+
+struct FreeDeleter {
+  void operator()(void* p) const { std::free(p); }
+};
+
+/// Owns everything the Values of one call point into.
+struct Arena {
+  std::deque<Tensor> tensors;
+  std::deque<Value> values;  // boxed ints and top-level values
+  std::deque<std::vector<Value*>> boxed;
+  std::deque<std::vector<Tensor*>> lists;
+  std::deque<std::vector<double>> doubles;
+  std::deque<std::vector<uint8_t>> bools;
+  std::deque<std::string> strings;
+  std::vector<std::unique_ptr<void, FreeDeleter>> buffers;
+
+  void* allocate(size_t bytes, uint8_t fill) {
+    void* p = std::aligned_alloc(64, (bytes + 64) / 64 * 64);
+    std::memset(p, fill, (bytes + 64) / 64 * 64);
+    buffers.emplace_back(p);
+    return p;
+  }
+};
+
+std::vector<int64_t> contiguous_strides(std::span<const int64_t> sizes) {
+  std::vector<int64_t> s(sizes.size());
+  int64_t st = 1;
+  for (size_t i = sizes.size(); i-- > 0;) {
+    s[i] = st;
+    st *= sizes[i] == 0 ? 1 : sizes[i];
+  }
+  return s;
+}
+
+// ("tensor", data: bytes (C-contiguous, logical order), dtype: int, shape,
+//  dim_order, is_out, dynamic, capacity_shape)
+Tensor* make_tensor(Arena& a, const nb::tuple& spec) {
+  auto dtype = dtype_from_number(nb::cast<int>(spec[2]));
+  PTERUN_CHECK(dtype.has_value(), ErrorCode::InvalidArgument, "testing: bad dtype");
+  auto shape = nb::cast<std::vector<int64_t>>(spec[3]);
+  auto order = nb::cast<std::vector<uint8_t>>(spec[4]);
+  bool is_out = nb::cast<bool>(spec[5]);
+  bool dynamic = nb::cast<bool>(spec[6]);
+  auto capacity_shape = nb::cast<std::vector<int64_t>>(spec[7]);
+  Tensor& t = a.tensors.emplace_back(*dtype, capacity_shape, order,
+                                     dynamic ? ShapeDynamism::DynamicBound : ShapeDynamism::Static);
+  size_t capacity = t.nbytes();
+  void* data = a.allocate(capacity, is_out ? 0xA5 : 0);
+  t.set_data(data, capacity);
+  t.resize(shape);
+  if (!is_out) {
+    nb::bytes raw = nb::cast<nb::bytes>(spec[1]);
+    PTERUN_CHECK(raw.size() == t.nbytes(), ErrorCode::InvalidArgument, "testing: ", raw.size(),
+                 " bytes for ", describe(t));
+    auto src_strides = contiguous_strides(t.sizes());
+    kernels::strided_copy(t.data(), t.strides(), raw.c_str(), src_strides, t.sizes(),
+                          t.element_size());
+  }
+  return &t;
+}
+
+Value* make_value(Arena& a, nb::handle item, std::vector<std::pair<size_t, Tensor*>>& outs) {
+  nb::tuple spec = nb::cast<nb::tuple>(item);
+  std::string kind = nb::cast<std::string>(spec[0]);
+  Value v;
+  if (kind == "tensor") {
+    Tensor* t = make_tensor(a, spec);
+    if (nb::cast<bool>(spec[5])) outs.emplace_back(outs.size(), t);
+    v = Value::from_tensor(t);
+  } else if (kind == "none") {
+    v = Value::none();
+  } else if (kind == "int") {
+    v = Value::from_int(nb::cast<int64_t>(spec[1]));
+  } else if (kind == "double") {
+    v = Value::from_double(nb::cast<double>(spec[1]));
+  } else if (kind == "bool") {
+    v = Value::from_bool(nb::cast<bool>(spec[1]));
+  } else if (kind == "str") {
+    v = Value::from_string(a.strings.emplace_back(nb::cast<std::string>(spec[1])));
+  } else if (kind == "int_list") {
+    auto& boxes = a.boxed.emplace_back();
+    for (auto x : nb::cast<nb::list>(spec[1])) {
+      boxes.push_back(&a.values.emplace_back(Value::from_int(nb::cast<int64_t>(x))));
+    }
+    v = Value::from_int_list(boxes);
+  } else if (kind == "double_list") {
+    v = Value::from_double_list(
+        a.doubles.emplace_back(nb::cast<std::vector<double>>(spec[1])));
+  } else if (kind == "bool_list") {
+    auto& b = a.bools.emplace_back();
+    for (auto x : nb::cast<nb::list>(spec[1])) b.push_back(nb::cast<bool>(x) ? 1 : 0);
+    v = Value::from_bool_list(b);
+  } else if (kind == "tensor_list" || kind == "optional_tensor_list") {
+    auto& list = a.lists.emplace_back();
+    for (auto x : nb::cast<nb::list>(spec[1])) {
+      if (x.is_none()) {
+        list.push_back(nullptr);
+        continue;
+      }
+      nb::tuple ts = nb::cast<nb::tuple>(x);
+      Tensor* t = make_tensor(a, ts);
+      if (nb::cast<bool>(ts[5])) outs.emplace_back(outs.size(), t);
+      list.push_back(t);
+    }
+    v = Value::from_tensor_list(list, kind == "optional_tensor_list");
+  } else {
+    throw_error(ErrorCode::InvalidArgument, "testing: unknown argument kind '" + kind + "'");
+  }
+  return &a.values.emplace_back(v);
+}
+
+nb::object value_result(const Value& v) {
+  switch (v.kind()) {
+    case ValueKind::Int: return nb::int_(v.to_int());
+    case ValueKind::Double: return nb::float_(v.to_double());
+    case ValueKind::Bool: return nb::bool_(v.to_bool());
+    default: return nb::none();
+  }
+}
+
+// Returns (outs, scalars): outs = [(dtype, shape, bytes)] for every out
+// tensor in argument order; scalars = final value of each top-level
+// Int/Double/Bool argument (None for others).
+nb::tuple call_kernel(const std::string& name, const nb::list& args, int num_threads) {
+  kernels::KernelFn fn = kernels::KernelRegistry::global().find(name, kernels::Device::CPU);
+  PTERUN_CHECK(fn != nullptr, ErrorCode::OperatorMissing, "testing: no CPU kernel for '", name,
+               "'");
+  Arena arena;
+  std::vector<Value*> values;
+  std::vector<std::pair<size_t, Tensor*>> outs;
+  for (auto item : args) values.push_back(make_value(arena, item, outs));
+  kernels::KernelContext ctx;
+  ctx.num_threads = num_threads;
+  {
+    nb::gil_scoped_release release;
+    fn(ctx, values);
+  }
+  nb::list out_list;
+  for (auto& [index, t] : outs) {
+    std::vector<uint8_t> host(t->nbytes());
+    auto dst_strides = contiguous_strides(t->sizes());
+    kernels::strided_copy(host.data(), dst_strides, t->data(), t->strides(), t->sizes(),
+                          t->element_size());
+    nb::list shape;
+    for (int64_t s : t->sizes()) shape.append(s);
+    out_list.append(nb::make_tuple(static_cast<int>(t->dtype()), nb::tuple(shape),
+                                   nb::bytes(reinterpret_cast<const char*>(host.data()),
+                                             host.size())));
+  }
+  nb::list scalars;
+  for (Value* v : values) scalars.append(value_result(*v));
+  return nb::make_tuple(out_list, scalars);
+}
+
+}  // namespace
+
+void init_testing(nb::module_& m) {
+  m.def("_testing_call_kernel", &call_kernel, nb::arg("name"), nb::arg("args"),
+        nb::arg("num_threads") = 1, "Test hook: run one CPU kernel (see pterun._testing).");
+}
+
+}  // namespace pterun::python
