@@ -44,6 +44,13 @@ MethodMeta Program::method_meta(const std::string& name) const {
   return MethodMeta(shared_from_this(), method(name));
 }
 
+std::shared_ptr<SharedState> Program::shared_state(int device_type, int device_index) const {
+  std::lock_guard lock(state_mutex_);
+  auto& slot = shared_states_[{device_type, device_index}];
+  if (!slot) slot = std::make_shared<SharedState>();
+  return slot;
+}
+
 std::vector<std::string> Program::missing_external_keys(const std::string& name) const {
   std::set<std::string> missing;
   for (const auto& v : method(name).values) {

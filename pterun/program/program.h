@@ -1,6 +1,8 @@
 #pragma once
 
+#include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <span>
 #include <string>
@@ -9,6 +11,7 @@
 #include "pterun/format/data_buffer.h"
 #include "pterun/format/program_desc.h"
 #include "pterun/program/method_meta.h"
+#include "pterun/program/shared_state.h"
 
 namespace pterun {
 
@@ -44,6 +47,10 @@ class Program : public std::enable_shared_from_this<Program> {
     return external_ ? &*external_ : nullptr;
   }
 
+  /// The state buffers shared by this program's methods on one device
+  /// (B15a); created on first use.
+  std::shared_ptr<SharedState> shared_state(int device_type, int device_index) const;
+
   /// Keys of external tensors that method `name` needs and the given data
   /// lacks (all of them when no data was given).
   std::vector<std::string> missing_external_keys(const std::string& name) const;
@@ -55,6 +62,8 @@ class Program : public std::enable_shared_from_this<Program> {
   Buffer data_buffer_;
   format::ProgramDesc desc_;
   std::optional<format::ExternalData> external_;
+  mutable std::mutex state_mutex_;
+  mutable std::map<std::pair<int, int>, std::shared_ptr<SharedState>> shared_states_;
 };
 
 }  // namespace pterun

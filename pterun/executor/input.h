@@ -1,0 +1,63 @@
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string_view>
+
+#include "pterun/core/dtype.h"
+#include "pterun/core/value_kind.h"
+
+namespace pterun {
+
+/// One caller-supplied input of a method call: a tensor view of the
+/// caller's memory, or a number, string or None.
+struct InputArg {
+  ValueKind kind = ValueKind::None;  // Tensor, Int, Double, Bool, String or None
+
+  // Tensor: host memory the caller keeps valid while `keep_alive` lives.
+  const void* data = nullptr;
+  DType dtype = DType::Float32;
+  std::span<const int64_t> sizes;
+  std::span<const int64_t> strides;  // in elements; empty = contiguous row-major
+  std::shared_ptr<void> keep_alive;  // held while the method uses the memory in place
+
+  int64_t int_value = 0;
+  double double_value = 0;
+  bool bool_value = false;
+  std::string_view string_value;
+
+  static InputArg tensor(const void* data, DType dtype, std::span<const int64_t> sizes,
+                         std::span<const int64_t> strides = {},
+                         std::shared_ptr<void> keep_alive = nullptr) {
+    InputArg a;
+    a.kind = ValueKind::Tensor;
+    a.data = data;
+    a.dtype = dtype;
+    a.sizes = sizes;
+    a.strides = strides;
+    a.keep_alive = std::move(keep_alive);
+    return a;
+  }
+  static InputArg from_int(int64_t v) {
+    InputArg a;
+    a.kind = ValueKind::Int;
+    a.int_value = v;
+    return a;
+  }
+  static InputArg from_double(double v) {
+    InputArg a;
+    a.kind = ValueKind::Double;
+    a.double_value = v;
+    return a;
+  }
+  static InputArg from_bool(bool v) {
+    InputArg a;
+    a.kind = ValueKind::Bool;
+    a.bool_value = v;
+    return a;
+  }
+  static InputArg none() { return InputArg(); }
+};
+
+}  // namespace pterun

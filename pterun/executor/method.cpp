@@ -1,0 +1,334 @@
+// Method loading: values, planned memory, constants, and the flat step
+// list with every kernel resolved once (pte-format.md sections 3-5).
+
+#include "pterun/executor/method.h"
+
+#include <algorithm>
+#include <cstring>
+#include <set>
+
+#include "pterun/core/error.h"
+#include "pterun/kernels/registry.h"
+#include "pterun/program/support.h"
+
+namespace pterun {
+
+namespace {
+
+using format::InstructionKind;
+using format::TensorDesc;
+using format::TensorStorage;
+
+bool is_state(const TensorDesc& t) {
+  return t.storage == TensorStorage::PlannedWithData ||
+         t.storage == TensorStorage::ExternalMutable ||
+         (t.storage == TensorStorage::Planned && (t.memory_id >= 2 || !t.name.empty()));
+}
+
+bool is_planned(const TensorDesc& t) {
+  return t.storage == TensorStorage::Planned || t.storage == TensorStorage::PlannedWithData ||
+         t.storage == TensorStorage::ExternalMutable;
+}
+
+bool overlaps(const TensorDesc& a, const TensorDesc& b) {
+  return a.memory_id == b.memory_id && a.memory_offset < b.memory_offset + b.nbytes &&
+         b.memory_offset < a.memory_offset + a.nbytes && a.nbytes > 0 && b.nbytes > 0;
+}
+
+}  // namespace
+
+struct Method::Loader {
+  Method& m;
+  const format::MethodDesc& d;
+  std::vector<int> tensor_of_value;  // value index -> index in m.tensors_, or -1
+  std::set<int32_t> written;         // tensor values a kernel writes (its return entry)
+  std::set<int32_t> aliased;         // values whose data a kernel re-points (et_view) or moves
+
+  void analyse_instructions() {
+    for (const auto& chain : d.chains) {
+      for (const auto& instr : chain.instructions) {
+        if (instr.kind == InstructionKind::MoveCall) {
+          aliased.insert(instr.target);
+          continue;
+        }
+        if (instr.kind != InstructionKind::KernelCall && instr.kind != InstructionKind::DelegateCall) {
+          continue;
+        }
+        if (instr.args.empty()) continue;
+        int32_t ret = instr.args.back();
+        const auto& v = d.values[ret];
+        if (v.kind == ValueKind::Tensor) written.insert(ret);
+        if (v.kind == ValueKind::TensorList) {
+          for (int64_t item : v.items) written.insert(static_cast<int32_t>(item));
+        }
+        if (instr.kind == InstructionKind::KernelCall &&
+            d.operators[instr.index].full_name() == "executorch_prim::et_view.default") {
+          aliased.insert(ret);
+        }
+      }
+    }
+  }
+
+  void check_support() {
+    auto device = m.options_.device;
+    SupportReport report = pterun::check_support(d, device);
+    if (!report.ok()) throw_error(ErrorCode::NotImplemented, report.describe(d.name, device));
+    std::vector<std::string> missing = m.program_->missing_external_keys(d.name);
+    if (!missing.empty()) {
+      std::string keys;
+      for (const auto& k : missing) keys += (keys.empty() ? "'" : ", '") + k + "'";
+      throw_error(ErrorCode::InvalidArgument,
+                  str_cat("method '", d.name, "' needs external data (.ptd) for ", keys,
+                          ": pass it with data= when loading the program"));
+    }
+  }
+
+  void allocate_buffers() {
+    bool uses_shared = false;
+    m.buffers_.resize(d.buffer_sizes.size());
+    for (size_t i = 0; i < d.buffer_sizes.size(); ++i) {
+      if (i >= 1) {  // memory id 2 and above: shared state (B15a)
+        uses_shared = uses_shared || d.buffer_sizes[i] > 0;
+        continue;
+      }
+      m.buffers_[i] = HostBuffer(d.buffer_sizes[i]);
+    }
+    if (uses_shared) {
+      m.shared_state_ = m.program_->shared_state(static_cast<int>(m.options_.device),
+                                                 m.options_.device_index);
+    }
+  }
+
+  uint8_t* planned_address(const TensorDesc& t, bool& fresh_shared) {
+    fresh_shared = false;
+    size_t index = t.memory_id - 1;
+    if (index == 0) return m.buffers_[0].data() + t.memory_offset;
+    std::lock_guard lock(m.shared_state_->mutex());
+    uint8_t* base = m.shared_state_->buffer(t.memory_id, d.buffer_sizes[index], fresh_shared);
+    return base + t.memory_offset;
+  }
+
+  void build_tensors() {
+    tensor_of_value.assign(d.values.size(), -1);
+    size_t count = 0;
+    for (const auto& v : d.values) count += v.kind == ValueKind::Tensor;
+    m.tensors_.reserve(count);
+    const format::ExternalData* ext = m.program_->external_data();
+    for (size_t i = 0; i < d.values.size(); ++i) {
+      const auto& v = d.values[i];
+      if (v.kind != ValueKind::Tensor) continue;
+      const TensorDesc& t = *v.tensor;
+      std::string what = str_cat("method '", d.name, "', value ", i);
+      PTERUN_CHECK(t.dynamism != ShapeDynamism::DynamicUnbound, ErrorCode::NotImplemented, what,
+                   ": tensors with unbounded dynamic shapes are not supported");
+      tensor_of_value[i] = static_cast<int>(m.tensors_.size());
+      Tensor& tensor = m.tensors_.emplace_back(t.dtype, t.sizes, t.dim_order, t.dynamism);
+      switch (t.storage) {
+        case TensorStorage::Constant:
+          tensor.set_data(const_cast<uint8_t*>(t.data.data()), t.data.size());
+          break;
+        case TensorStorage::External: {
+          const auto* e = ext->find(t.name);  // presence checked in check_support()
+          check_external_layout(t, *e, what);
+          tensor.set_data(const_cast<uint8_t*>(e->data.data()), e->data.size());
+          break;
+        }
+        case TensorStorage::Planned:
+        case TensorStorage::PlannedWithData:
+        case TensorStorage::ExternalMutable: {
+          bool fresh_shared = false;
+          uint8_t* p = planned_address(t, fresh_shared);
+          tensor.set_data(p, t.nbytes);
+          bool owned = t.memory_id == 1;
+          if (t.storage == TensorStorage::PlannedWithData && (owned || fresh_shared)) {
+            std::memcpy(p, t.data.data(), t.data.size());
+          } else if (t.storage == TensorStorage::ExternalMutable && (owned || fresh_shared)) {
+            const auto* e = ext->find(t.name);
+            check_external_layout(t, *e, what);
+            std::memcpy(p, e->data.data(), t.nbytes);
+          }
+          break;
+        }
+        case TensorStorage::Unplanned:
+          break;
+      }
+      m.has_state_ = m.has_state_ || is_state(t);
+    }
+  }
+
+  static void check_external_layout(const TensorDesc& t, const format::ExternalEntry& e,
+                                    const std::string& what) {
+    PTERUN_CHECK(e.layout.has_value(), ErrorCode::InvalidExternalData, what, ": external key '",
+                 t.name, "' has no tensor layout in the data file");
+    const auto& l = *e.layout;
+    PTERUN_CHECK(l.dtype == t.dtype && l.sizes == t.sizes && l.dim_order == t.dim_order,
+                 ErrorCode::InvalidExternalData, what, ": external key '", t.name,
+                 "' has layout ", dtype_name(l.dtype), " with ", l.sizes.size(),
+                 " dims in the data file, which does not match the program's ",
+                 dtype_name(t.dtype), " with ", t.sizes.size(), " dims");
+    PTERUN_CHECK(e.data.size() >= t.nbytes, ErrorCode::InvalidExternalData, what,
+                 ": external key '", t.name, "' has too few bytes");
+  }
+
+  // Unplanned tensors that kernels write (outputs exported unplanned, for
+  // instance) get memory of their own; views and inputs do not.
+  void allocate_unplanned_outputs(std::vector<HostBuffer>& extra) {
+    std::set<int32_t> inputs(d.inputs.begin(), d.inputs.end());
+    for (int32_t vi : written) {
+      int ti = tensor_of_value[vi];
+      if (ti < 0 || aliased.count(vi) || inputs.count(vi)) continue;
+      if (d.values[vi].tensor->storage != TensorStorage::Unplanned) continue;
+      Tensor& t = m.tensors_[ti];
+      extra.emplace_back(t.bound_nbytes());
+      t.set_data(extra.back().data(), t.bound_nbytes());
+    }
+  }
+
+  void build_values() {
+    m.values_.resize(d.values.size());
+    size_t lists = 0;
+    for (const auto& v : d.values) {
+      lists += v.kind == ValueKind::IntList || v.kind == ValueKind::TensorList ||
+               v.kind == ValueKind::OptionalTensorList;
+    }
+    m.boxed_lists_.reserve(lists);
+    m.tensor_lists_.reserve(lists);
+    for (size_t i = 0; i < d.values.size(); ++i) {
+      const auto& v = d.values[i];
+      Value& out = m.values_[i];
+      switch (v.kind) {
+        case ValueKind::None: out = Value::none(); break;
+        case ValueKind::Int: out = Value::from_int(v.int_value); break;
+        case ValueKind::Bool: out = Value::from_bool(v.bool_value); break;
+        case ValueKind::Double: out = Value::from_double(v.double_value); break;
+        case ValueKind::String: out = Value::from_string(v.string_value); break;
+        case ValueKind::Tensor: out = Value::from_tensor(&m.tensors_[tensor_of_value[i]]); break;
+        case ValueKind::IntList: {
+          auto& boxes = m.boxed_lists_.emplace_back();
+          for (int64_t item : v.items) boxes.push_back(&m.values_[item]);
+          out = Value::from_int_list(boxes);
+          break;
+        }
+        case ValueKind::DoubleList: out = Value::from_double_list(v.doubles); break;
+        case ValueKind::BoolList: out = Value::from_bool_list(v.bools); break;
+        case ValueKind::TensorList:
+        case ValueKind::OptionalTensorList: {
+          auto& list = m.tensor_lists_.emplace_back();
+          for (int64_t item : v.items) {
+            list.push_back(item < 0 ? nullptr : &m.tensors_[tensor_of_value[item]]);
+          }
+          out = Value::from_tensor_list(list, v.kind == ValueKind::OptionalTensorList);
+          break;
+        }
+      }
+    }
+  }
+
+  void build_steps() {
+    const auto& registry = kernels::KernelRegistry::global();
+    for (const auto& chain : d.chains) {
+      auto& steps = m.chains_.emplace_back();
+      steps.reserve(chain.instructions.size());
+      for (const auto& instr : chain.instructions) {
+        Step s;
+        s.kind = instr.kind;
+        s.index = instr.index;
+        s.target = instr.target;
+        if (instr.kind == InstructionKind::KernelCall) {
+          s.fn = registry.find(d.operators[instr.index].full_name(), m.options_.device);
+          s.args_begin = static_cast<uint32_t>(m.arg_pool_.size());
+          s.args_count = static_cast<uint32_t>(instr.args.size());
+          for (int32_t a : instr.args) m.arg_pool_.push_back(&m.values_[a]);
+        }
+        steps.push_back(s);
+      }
+    }
+  }
+
+  // Inputs: planned inputs whose region other tensors reuse get a private
+  // home, so a second execute() reads the same inputs (B11).
+  void plan_inputs() {
+    size_t n = d.inputs.size();
+    m.input_set_.assign(n, false);
+    m.input_alias_ok_.assign(n, false);
+    m.input_copies_.resize(n);
+    m.input_keep_alive_.resize(n);
+    m.input_home_.assign(n, nullptr);
+    for (size_t i = 0; i < n; ++i) {
+      int32_t vi = d.inputs[i];
+      const auto& v = d.values[vi];
+      if (v.kind != ValueKind::Tensor) {
+        m.input_set_[i] = v.kind == ValueKind::None;
+        continue;
+      }
+      const TensorDesc& t = *v.tensor;
+      Tensor& tensor = m.tensors_[tensor_of_value[vi]];
+      if (t.storage == TensorStorage::Unplanned) {
+        m.input_alias_ok_[i] = !written.count(vi) && !aliased.count(vi);
+        continue;
+      }
+      if (!is_planned(t)) continue;
+      bool shared = false;
+      for (size_t j = 0; j < d.values.size() && !shared; ++j) {
+        const auto& o = d.values[j];
+        if (static_cast<int32_t>(j) == vi || o.kind != ValueKind::Tensor || !is_planned(*o.tensor)) {
+          continue;
+        }
+        shared = overlaps(t, *o.tensor);
+      }
+      if (shared) {
+        m.input_copies_[i] = HostBuffer(t.nbytes);
+        tensor.set_data(m.input_copies_[i].data(), t.nbytes);
+      }
+      m.input_home_[i] = tensor.data();
+    }
+  }
+
+  void plan_outputs() {
+    size_t n = d.outputs.size();
+    m.redirectable_.assign(n, false);
+    m.output_home_.assign(n, nullptr);
+    m.output_home_capacity_.assign(n, 0);
+    std::set<int32_t> inputs(d.inputs.begin(), d.inputs.end());
+    for (size_t i = 0; i < n; ++i) {
+      int32_t vi = d.outputs[i];
+      const auto& v = d.values[vi];
+      if (v.kind != ValueKind::Tensor) continue;
+      const TensorDesc& t = *v.tensor;
+      bool unique = std::count(d.outputs.begin(), d.outputs.end(), vi) == 1;
+      bool ok = unique && written.count(vi) && !aliased.count(vi) && !inputs.count(vi) &&
+                !t.is_constant() && !is_state(t);
+      m.redirectable_[i] = ok;
+      Tensor& tensor = m.tensors_[tensor_of_value[vi]];
+      m.output_home_[i] = tensor.data();
+      m.output_home_capacity_[i] = tensor.capacity();
+    }
+  }
+};
+
+std::unique_ptr<Method> Method::load(std::shared_ptr<const Program> program,
+                                     const std::string& name, const MethodOptions& options) {
+  PTERUN_CHECK(options.device == kernels::Device::CPU, ErrorCode::NotImplemented,
+               "load_method: device '", kernels::device_name(options.device),
+               "' is not supported by this build");
+  std::unique_ptr<Method> m(new Method());
+  m->program_ = std::move(program);
+  m->desc_ = &m->program_->method(name);
+  m->meta_.emplace(m->program_, *m->desc_);
+  m->options_ = options;
+  Loader loader{*m, *m->desc_, {}, {}, {}};
+  loader.analyse_instructions();
+  loader.check_support();
+  loader.allocate_buffers();
+  loader.build_tensors();
+  loader.allocate_unplanned_outputs(m->owned_);
+  loader.build_values();
+  loader.build_steps();
+  loader.plan_inputs();
+  loader.plan_outputs();
+  return m;
+}
+
+Method::~Method() = default;
+
+}  // namespace pterun

@@ -1,0 +1,133 @@
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "pterun/core/tensor.h"
+#include "pterun/core/value.h"
+#include "pterun/executor/input.h"
+#include "pterun/core/error.h"
+#include "pterun/core/host_buffer.h"
+#include "pterun/kernels/kernel.h"
+#include "pterun/program/program.h"
+
+namespace pterun {
+
+/// Where a method runs.
+struct MethodOptions {
+  kernels::Device device = kernels::Device::CPU;
+  int device_index = 0;
+};
+
+/// A loaded method: its values, planned memory and a flat instruction list
+/// with every kernel resolved at load. Not thread-safe: one call at a time
+/// (the Python layer serialises calls).
+class Method {
+ public:
+  /// Loads method `name`. Errors: InvalidArgument (no such method, or a
+  /// .ptd key missing), NotImplemented naming every missing operator and
+  /// delegate backend (B23), MemoryAllocationFailed for planned memory
+  /// that cannot be allocated, InvalidProgram for a plan that does not fit.
+  static std::unique_ptr<Method> load(std::shared_ptr<const Program> program,
+                                      const std::string& name, const MethodOptions& options = {});
+  ~Method();
+
+  const std::string& name() const { return desc_->name; }
+  const MethodMeta& meta() const { return *meta_; }
+  size_t num_inputs() const { return desc_->inputs.size(); }
+  size_t num_outputs() const { return desc_->outputs.size(); }
+
+  /// Checks every input (count, kind, dtype, rank, shape bounds, number
+  /// values) before changing anything (B9), then installs them: copied
+  /// into planned memory (reordered to the declared dim order, B1), or used
+  /// in place when unplanned and already in the declared layout. Errors
+  /// start with "input i of method 'name': " (B6).
+  void set_inputs(std::span<const InputArg> inputs);
+
+  /// Installs input `i` alone (same checks).
+  void set_input(size_t i, const InputArg& input);
+
+  /// True once every input has been set.
+  bool inputs_ready() const;
+
+  /// Runs every instruction. Error InvalidState when an input was never
+  /// set; kernel errors carry the instruction and operator.
+  void execute();
+
+  /// Output `i` after a successful execute().
+  const Value& output(size_t i) const;
+
+  /// True when output `i` is a tensor a kernel writes in place, so that the
+  /// caller may point it at memory of its own before a run (B18). Outputs
+  /// that alias an input, a constant, state, a view or another output are
+  /// not.
+  bool output_redirectable(size_t i) const { return redirectable_[i]; }
+
+  /// Points redirectable output `i` at `data` (at least the output's bound
+  /// size in bytes) for the following runs; nullptr restores the planned
+  /// memory.
+  void set_output_data(size_t i, void* data, size_t capacity);
+
+  /// Bytes the output's bound shape needs.
+  size_t output_capacity(size_t i) const;
+
+  /// The named tensor `name` (a mutable buffer or constant), or nullptr.
+  Tensor* attribute(std::string_view name);
+
+  /// True when some tensor in this method is state shared with other
+  /// methods or kept across calls.
+  bool has_state() const { return has_state_; }
+
+ private:
+  Method() = default;
+  // One instruction, resolved at load.
+  struct Step {
+    format::InstructionKind kind = format::InstructionKind::KernelCall;
+    kernels::KernelFn fn = nullptr;
+    uint32_t args_begin = 0;
+    uint32_t args_count = 0;
+    int32_t index = 0;
+    int32_t target = 0;
+  };
+  struct Loader;
+
+  void check_input(size_t i, const InputArg& input) const;
+  void install_input(size_t i, const InputArg& input);
+  [[noreturn]] void fail_step(size_t chain, size_t pc, const Error& e) const;
+
+  std::shared_ptr<const Program> program_;
+  const format::MethodDesc* desc_ = nullptr;
+  std::optional<MethodMeta> meta_;
+  MethodOptions options_;
+  std::shared_ptr<SharedState> shared_state_;
+
+  std::vector<HostBuffer> buffers_;         // planned arenas owned by this method
+  std::vector<HostBuffer> owned_;           // memory for unplanned tensors kernels write
+  std::vector<Tensor> tensors_;             // one per tensor value (stable addresses)
+  std::vector<Value> values_;               // the value table
+  std::vector<Value*> arg_pool_;            // kernel arguments, flattened
+  std::vector<std::vector<Value*>> boxed_lists_;
+  std::vector<std::vector<Tensor*>> tensor_lists_;
+  std::vector<std::vector<Step>> chains_;
+  kernels::KernelContext context_;
+
+  // Inputs.
+  std::vector<bool> input_set_;
+  std::vector<bool> input_alias_ok_;        // unplanned input never written by the program
+  std::vector<HostBuffer> input_copies_;    // private copies for inputs that cannot alias
+  std::vector<std::shared_ptr<void>> input_keep_alive_;
+  std::vector<void*> input_home_;           // planned address of each tensor input (or null)
+
+  // Outputs.
+  std::vector<bool> redirectable_;
+  std::vector<void*> output_home_;
+  std::vector<size_t> output_home_capacity_;
+
+  bool has_state_ = false;
+};
+
+}  // namespace pterun

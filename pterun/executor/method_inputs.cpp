@@ -1,0 +1,201 @@
+// Checking and installing method inputs (behaviour.md B1, B3-B6, B9).
+
+#include <cmath>
+#include <cstring>
+
+#include "pterun/core/error.h"
+#include "pterun/core/stats.h"
+#include "pterun/executor/method.h"
+#include "pterun/kernels/common/strided_copy.h"
+
+namespace pterun {
+namespace {
+
+std::string shape_text(std::span<const int64_t> sizes) {
+  std::string s = "(";
+  for (size_t i = 0; i < sizes.size(); ++i) s += (i ? ", " : "") + std::to_string(sizes[i]);
+  return s + (sizes.size() == 1 ? ",)" : ")");
+}
+
+std::string number_text(const InputArg& a) {
+  switch (a.kind) {
+    case ValueKind::Int: return std::to_string(a.int_value);
+    case ValueKind::Double: return str_cat(a.double_value);
+    case ValueKind::Bool: return a.bool_value ? "True" : "False";
+    case ValueKind::String: return "'" + std::string(a.string_value) + "'";
+    default: return value_kind_name(a.kind);
+  }
+}
+
+bool doubles_match(double got, double expected) {
+  if (std::isnan(got) || std::isnan(expected)) return std::isnan(got) && std::isnan(expected);
+  if (std::isinf(got) || std::isinf(expected)) return got == expected;
+  return std::fabs(got - expected) <= 1e-4 + 1e-5 * std::fabs(expected);
+}
+
+// True when `strides` (empty = contiguous) describe the same memory layout
+// as `t` for its current sizes (size-1 dimensions do not matter).
+bool same_layout(const Tensor& t, std::span<const int64_t> strides) {
+  int64_t expected = 1;
+  for (size_t i = t.dim(); i-- > 0;) {
+    int64_t s = strides.empty() ? expected : strides[i];
+    if (t.size(i) != 1 && s != t.stride(i)) return false;
+    expected *= t.size(i) == 0 ? 1 : t.size(i);
+  }
+  return true;
+}
+
+}  // namespace
+
+void Method::check_input(size_t i, const InputArg& a) const {
+  const auto& v = desc_->values[desc_->inputs[i]];
+  auto fail = [&](ErrorCode code, const std::string& msg) {
+    throw_error(code, str_cat("input ", i, " of method '", name(), "': ", msg));
+  };
+  auto kind_mismatch = [&](const char* expected) {
+    fail(ErrorCode::InvalidType,
+         str_cat("expected ", expected, ", got ", a.kind == ValueKind::Tensor ? "a tensor"
+                                                  : a.kind == ValueKind::None ? "None"
+                                                                              : "a number"));
+  };
+  switch (v.kind) {
+    case ValueKind::Tensor: {
+      if (a.kind != ValueKind::Tensor) kind_mismatch("a tensor");
+      const auto& t = *v.tensor;
+      if (a.dtype != t.dtype) {
+        fail(ErrorCode::InvalidType, str_cat("dtype ", dtype_name(a.dtype),
+                                             " does not match the declared dtype ",
+                                             dtype_name(t.dtype)));
+      }
+      if (a.sizes.size() != t.sizes.size()) {
+        fail(ErrorCode::InvalidArgument,
+             str_cat("rank ", a.sizes.size(), " (shape ", shape_text(a.sizes),
+                     ") does not match the declared rank ", t.sizes.size(), " (shape ",
+                     shape_text(t.sizes), ")"));
+      }
+      if (!a.strides.empty() && a.strides.size() != a.sizes.size()) {
+        fail(ErrorCode::InvalidArgument, "strides do not match the rank");
+      }
+      for (size_t d = 0; d < t.sizes.size(); ++d) {
+        if (a.sizes[d] < 0) fail(ErrorCode::InvalidArgument, "negative size");
+        if (t.dynamism == ShapeDynamism::Static && a.sizes[d] != t.sizes[d]) {
+          fail(ErrorCode::InvalidArgument,
+               str_cat("shape ", shape_text(a.sizes), " does not match the declared static shape ",
+                       shape_text(t.sizes)));
+        }
+        if (a.sizes[d] > t.sizes[d]) {
+          fail(ErrorCode::InvalidArgument,
+               str_cat("shape ", shape_text(a.sizes), " exceeds the bound ", shape_text(t.sizes),
+                       " in dimension ", d));
+        }
+      }
+      int64_t numel = 1;
+      for (int64_t s : a.sizes) numel *= s;
+      if (numel > 0 && a.data == nullptr) fail(ErrorCode::InvalidArgument, "tensor has no data");
+      break;
+    }
+    case ValueKind::Int:
+      if (a.kind != ValueKind::Int) kind_mismatch("an int");
+      if (a.int_value != v.int_value) {
+        fail(ErrorCode::InvalidArgument,
+             str_cat("the program was exported with the value ", v.int_value, " and got ",
+                     a.int_value, " (torch.export fixes number inputs)"));
+      }
+      break;
+    case ValueKind::Double: {
+      if (a.kind != ValueKind::Double && a.kind != ValueKind::Int) kind_mismatch("a float");
+      double got = a.kind == ValueKind::Int ? static_cast<double>(a.int_value) : a.double_value;
+      if (!doubles_match(got, v.double_value)) {
+        fail(ErrorCode::InvalidArgument,
+             str_cat("the program was exported with the value ", v.double_value, " and got ", got,
+                     " (torch.export fixes number inputs)"));
+      }
+      break;
+    }
+    case ValueKind::Bool:
+      if (a.kind != ValueKind::Bool) kind_mismatch("a bool");
+      if (a.bool_value != v.bool_value) {
+        fail(ErrorCode::InvalidArgument,
+             str_cat("the program was exported with the value ", v.bool_value ? "True" : "False",
+                     " and got ", number_text(a), " (torch.export fixes number inputs)"));
+      }
+      break;
+    case ValueKind::String:
+      if (a.kind != ValueKind::String) kind_mismatch("a string");
+      if (a.string_value != v.string_value) {
+        fail(ErrorCode::InvalidArgument, str_cat("the program was exported with '",
+                                                 v.string_value, "' and got ", number_text(a)));
+      }
+      break;
+    case ValueKind::None:
+      if (a.kind != ValueKind::None) kind_mismatch("None");
+      break;
+    default:
+      fail(ErrorCode::InvalidProgram, "input kind is not supported");
+  }
+}
+
+void Method::install_input(size_t i, const InputArg& a) {
+  input_set_[i] = false;
+  int32_t vi = desc_->inputs[i];
+  if (a.kind != ValueKind::Tensor) {
+    input_set_[i] = true;
+    return;
+  }
+  Tensor& t = values_[vi].to_tensor();
+  t.resize(a.sizes);
+  bool layout_ok = same_layout(t, a.strides);
+  std::vector<int64_t> contiguous;
+  std::span<const int64_t> src_strides = a.strides;
+  if (src_strides.empty()) {
+    contiguous.resize(a.sizes.size());
+    int64_t s = 1;
+    for (size_t d = a.sizes.size(); d-- > 0;) {
+      contiguous[d] = s;
+      s *= a.sizes[d] == 0 ? 1 : a.sizes[d];
+    }
+    src_strides = contiguous;
+  }
+  void* home = input_home_[i];
+  if (home == nullptr && input_alias_ok_[i] && layout_ok) {
+    // Unplanned and already in the declared layout: use the caller's memory
+    // in place (B4: the program never writes it).
+    t.set_data(const_cast<void*>(a.data), t.nbytes());
+    input_keep_alive_[i] = a.keep_alive;
+    input_set_[i] = true;
+    return;
+  }
+  if (home == nullptr) {
+    if (input_copies_[i].size() < t.bound_nbytes()) input_copies_[i] = HostBuffer(t.bound_nbytes());
+    home = input_copies_[i].data();
+    t.set_data(home, input_copies_[i].size());
+  }
+  input_keep_alive_[i].reset();
+  if (!layout_ok) stats::add(stats::Counter::LayoutConversions);
+  kernels::strided_copy(context_, home, t.strides(), a.data, src_strides, t.sizes(),
+                        t.element_size());
+  input_set_[i] = true;
+}
+
+void Method::set_input(size_t i, const InputArg& input) {
+  PTERUN_CHECK(i < num_inputs(), ErrorCode::IndexOutOfRange, "method '", name(), "': input ", i,
+               " is out of range (", num_inputs(), " inputs)");
+  check_input(i, input);
+  install_input(i, input);
+}
+
+void Method::set_inputs(std::span<const InputArg> inputs) {
+  PTERUN_CHECK(inputs.size() == num_inputs(), ErrorCode::InvalidArgument, "method '", name(),
+               "' takes ", num_inputs(), " inputs, got ", inputs.size());
+  for (size_t i = 0; i < inputs.size(); ++i) check_input(i, inputs[i]);
+  try {
+    for (size_t i = 0; i < inputs.size(); ++i) install_input(i, inputs[i]);
+  } catch (...) {
+    // Installing started changing memory: nothing is usable until every
+    // input is passed again (B9).
+    std::fill(input_set_.begin(), input_set_.end(), false);
+    throw;
+  }
+}
+
+}  // namespace pterun

@@ -1,0 +1,137 @@
+// The per-call work of a Method: the flat instruction loop and outputs.
+
+#include <cstring>
+
+#include "pterun/core/error.h"
+#include "pterun/core/threads.h"
+#include "pterun/executor/method.h"
+
+namespace pterun {
+
+namespace {
+
+constexpr uint64_t kInstructionBudget = 10'000'000;
+
+bool condition_true(const Value& v) {
+  if (v.kind() == ValueKind::Bool) return v.to_bool();
+  const Tensor& t = v.to_tensor();
+  PTERUN_CHECK(t.dtype() == DType::Bool, ErrorCode::InvalidProgram,
+               "jump condition is a ", describe(t), " tensor, not bool");
+  // All elements must be true; an empty tensor counts as true.
+  const auto* p = t.data_as<const uint8_t>();
+  if (t.numel() > 0 && p == nullptr) {
+    throw_error(ErrorCode::InvalidState, "jump condition tensor has no data");
+  }
+  auto sizes = t.sizes();
+  auto strides = t.strides();
+  int64_t n = t.numel();
+  for (int64_t linear = 0; linear < n; ++linear) {
+    int64_t rem = linear, off = 0;
+    for (size_t d = sizes.size(); d-- > 0;) {
+      off += (rem % sizes[d]) * strides[d];
+      rem /= sizes[d];
+    }
+    if (!p[off]) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+bool Method::inputs_ready() const {
+  for (bool set : input_set_) {
+    if (!set) return false;
+  }
+  return true;
+}
+
+void Method::fail_step(size_t chain, size_t pc, const Error& e) const {
+  const auto& instr = desc_->chains[chain].instructions[pc];
+  std::string what = str_cat("method '", name(), "', instruction ", pc);
+  if (instr.kind == format::InstructionKind::KernelCall) {
+    what += " (" + desc_->operators[instr.index].full_name() + ")";
+  }
+  throw Error(e.code(), what + ": " + e.what());
+}
+
+void Method::execute() {
+  if (!inputs_ready()) {
+    std::string missing;
+    for (size_t i = 0; i < input_set_.size(); ++i) {
+      if (!input_set_[i]) missing += (missing.empty() ? "" : ", ") + std::to_string(i);
+    }
+    throw_error(ErrorCode::InvalidState,
+                str_cat("method '", name(), "': inputs ", missing, " were never set"));
+  }
+  context_.num_threads = get_num_threads();
+  uint64_t budget = kInstructionBudget;
+  for (size_t c = 0; c < chains_.size(); ++c) {
+    const auto& steps = chains_[c];
+    size_t pc = 0;
+    while (pc < steps.size()) {
+      if (--budget == 0) [[unlikely]] {
+        throw_error(ErrorCode::InvalidProgram,
+                    str_cat("method '", name(), "': more than ", kInstructionBudget,
+                            " instructions executed (an endless loop?)"));
+      }
+      const Step& s = steps[pc];
+      try {
+        switch (s.kind) {
+          case format::InstructionKind::KernelCall:
+            s.fn(context_, std::span<Value* const>(arg_pool_.data() + s.args_begin, s.args_count));
+            ++pc;
+            break;
+          case format::InstructionKind::JumpFalseCall:
+            pc = condition_true(values_[s.index]) ? pc + 1 : static_cast<size_t>(s.target);
+            break;
+          case format::InstructionKind::MoveCall:
+            values_[s.target] = values_[s.index];
+            ++pc;
+            break;
+          case format::InstructionKind::FreeCall:
+            values_[s.index].to_tensor().set_data(nullptr, 0);
+            ++pc;
+            break;
+          case format::InstructionKind::DelegateCall:
+            throw_error(ErrorCode::NotImplemented, "delegate calls are not supported");
+        }
+      } catch (const Error& e) {
+        fail_step(c, pc, e);
+      }
+    }
+  }
+}
+
+const Value& Method::output(size_t i) const {
+  PTERUN_CHECK(i < desc_->outputs.size(), ErrorCode::IndexOutOfRange, "method '", name(),
+               "': output ", i, " is out of range (", desc_->outputs.size(), " outputs)");
+  return values_[desc_->outputs[i]];
+}
+
+size_t Method::output_capacity(size_t i) const {
+  const Value& v = output(i);
+  return v.is_tensor() ? v.to_tensor().bound_nbytes() : 0;
+}
+
+void Method::set_output_data(size_t i, void* data, size_t capacity) {
+  PTERUN_CHECK(i < redirectable_.size() && redirectable_[i], ErrorCode::InvalidState, "method '",
+               name(), "': output ", i, " cannot be redirected");
+  Tensor& t = values_[desc_->outputs[i]].to_tensor();
+  if (data == nullptr) {
+    t.set_data(output_home_[i], output_home_capacity_[i]);
+    return;
+  }
+  PTERUN_CHECK(capacity >= t.bound_nbytes(), ErrorCode::InvalidArgument, "method '", name(),
+               "': output ", i, " needs ", t.bound_nbytes(), " bytes, got ", capacity);
+  t.set_data(data, capacity);
+}
+
+Tensor* Method::attribute(std::string_view attr) {
+  for (size_t i = 0; i < desc_->values.size(); ++i) {
+    const auto& v = desc_->values[i];
+    if (v.kind == ValueKind::Tensor && v.tensor->name == attr) return &values_[i].to_tensor();
+  }
+  return nullptr;
+}
+
+}  // namespace pterun

@@ -1,0 +1,424 @@
+#pragma once
+
+// Reduction plumbing shared by the reduce, softmax and norm kernels: dim-list
+// parsing, iteration plans over any strides and dim orders, a generic
+// reduction engine with vectorisable inner loops, and a vectorisable expf.
+
+#include <algorithm>
+#include <array>
+#include <bitset>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <optional>
+#include <span>
+
+#include "pterun/core/tensor.h"
+#include "pterun/kernels/common/dtype_util.h"
+#include "pterun/kernels/common/elementwise.h"
+#include "pterun/kernels/common/parallel.h"
+#include "pterun/kernels/common/shape_util.h"
+
+namespace pterun::kernels {
+
+/// Walks a row-major index space of `rank` dimensions, keeping one offset
+/// per stride set (input, outputs ...) in step.
+template <size_t N>
+struct Odometer {
+  size_t rank = 0;
+  std::array<int64_t, kMaxRank> sizes{};
+  std::array<std::array<int64_t, kMaxRank>, N> strides{};
+  std::array<int64_t, kMaxRank> coord{};
+  std::array<int64_t, N> offset{};
+
+  int64_t count() const {
+    int64_t n = 1;
+    for (size_t d = 0; d < rank; ++d) n *= sizes[d];
+    return n;
+  }
+  void push(int64_t size, const std::array<int64_t, N>& s) {
+    sizes[rank] = size;
+    for (size_t k = 0; k < N; ++k) strides[k][rank] = s[k];
+    ++rank;
+  }
+  /// Positions the odometer at row-major index `linear`.
+  void seek(int64_t linear) {
+    offset.fill(0);
+    for (size_t d = rank; d-- > 0;) {
+      coord[d] = linear % sizes[d];
+      linear /= sizes[d];
+      for (size_t k = 0; k < N; ++k) offset[k] += coord[d] * strides[k][d];
+    }
+  }
+  void next() {
+    for (size_t d = rank; d-- > 0;) {
+      for (size_t k = 0; k < N; ++k) offset[k] += strides[k][d];
+      if (++coord[d] < sizes[d]) return;
+      for (size_t k = 0; k < N; ++k) offset[k] -= sizes[d] * strides[k][d];
+      coord[d] = 0;
+    }
+  }
+};
+
+using DimMask = std::bitset<kMaxRank>;
+
+/// The dims of an `int[]? dim` argument as a mask over `rank` dims: None or
+/// an empty list select every dim. Negative dims wrap; a repeated dim is
+/// Error InvalidArgument, an out-of-range one IndexOutOfRange.
+DimMask reduce_dim_mask(std::optional<std::span<const int64_t>> dims, int64_t rank,
+                        const char* op);
+
+/// `in`'s shape with the masked dims removed, or set to 1 with keepdim.
+Shape reduced_shape(const Tensor& in, DimMask mask, bool keepdim);
+
+/// Number of elements each output of a reduction over `mask` combines.
+int64_t reduced_count(const Tensor& in, DimMask mask);
+
+/// out's stride for each of in's dims when out is `in` reduced over `mask`
+/// (0 for reduced dims).
+std::array<int64_t, kMaxRank> reduced_out_strides(const Tensor& in, const Tensor& out,
+                                                  DimMask mask, bool keepdim);
+
+/// How a reduction walks memory: the kept dims (input and output strides)
+/// and the reduced dims (input strides), each ordered outermost first,
+/// with size-1 dims dropped and contiguous neighbours merged.
+struct ReducePlan {
+  Odometer<2> kept;
+  Odometer<1> reduced;
+  int64_t num_out = 1;
+  int64_t count = 1;
+};
+
+ReducePlan make_reduce_plan(const Tensor& in, const Tensor& out, DimMask mask, bool keepdim);
+
+/// Iteration along one dim of `in` (size `len`, strides `in_step` and
+/// `out_step[k]` in each out), for softmax, scans and arg-reductions.
+/// Every other position is a "line"; lines are grouped as `outer` x `vec`,
+/// where vec is the other dim with the smallest input stride, so that a
+/// block of lines can be processed side by side with unit-stride loads.
+template <size_t NOut>
+struct LinePlan {
+  int64_t len = 1;
+  int64_t in_step = 0;
+  std::array<int64_t, NOut> out_step{};
+  int64_t vec = 1;
+  int64_t vec_in = 0;
+  std::array<int64_t, NOut> vec_out{};
+  Odometer<NOut + 1> outer;
+};
+
+/// Builds a LinePlan over `in` and outputs whose stride for each of in's
+/// dims is given (0 for dims the output does not have).
+template <size_t NOut>
+LinePlan<NOut> make_line_plan(const Tensor& in, size_t dim,
+                              const std::array<std::span<const int64_t>, NOut>& out_strides) {
+  LinePlan<NOut> p;
+  const size_t rank = in.dim();
+  p.len = rank == 0 ? 1 : in.size(dim);
+  p.in_step = rank == 0 ? 0 : in.stride(dim);
+  for (size_t k = 0; k < NOut; ++k) p.out_step[k] = rank == 0 ? 0 : out_strides[k][dim];
+  // Other dims by decreasing input stride, size-1 dims dropped.
+  std::array<size_t, kMaxRank> order{};
+  size_t n = 0;
+  for (size_t d = 0; d < rank; ++d) {
+    if (d != dim && in.size(d) != 1) order[n++] = d;
+  }
+  std::stable_sort(order.begin(), order.begin() + n,
+                   [&](size_t a, size_t b) { return in.stride(a) > in.stride(b); });
+  Odometer<NOut + 1> all;
+  for (size_t i = 0; i < n; ++i) {
+    size_t d = order[i];
+    std::array<int64_t, NOut + 1> s{};
+    s[0] = in.stride(d);
+    for (size_t k = 0; k < NOut; ++k) s[k + 1] = out_strides[k][d];
+    if (all.rank > 0) {
+      size_t q = all.rank - 1;
+      bool merge = true;
+      for (size_t k = 0; k <= NOut; ++k) merge = merge && all.strides[k][q] == s[k] * in.size(d);
+      if (merge) {
+        all.sizes[q] *= in.size(d);
+        for (size_t k = 0; k <= NOut; ++k) all.strides[k][q] = s[k];
+        continue;
+      }
+    }
+    all.push(in.size(d), s);
+  }
+  if (all.rank > 0) {
+    size_t q = all.rank - 1;
+    p.vec = all.sizes[q];
+    p.vec_in = all.strides[0][q];
+    for (size_t k = 0; k < NOut; ++k) p.vec_out[k] = all.strides[k + 1][q];
+    all.rank = q;
+  }
+  p.outer = all;
+  return p;
+}
+
+// ---- vectorisable math -------------------------------------------------
+
+/// expf to about 2 ulp, written so that loops over it vectorise: range
+/// reduction by ln2 and a degree-6 polynomial. Underflow gives 0, overflow
+/// inf, NaN stays NaN.
+inline float fast_exp(float x) {
+  const float kLog2e = 1.44269504088896341f;
+  const float kLn2Hi = 0.693359375f;
+  const float kLn2Lo = -2.12194440e-4f;
+  const float kRound = 12582912.0f;  // 1.5 * 2^23: adding it rounds to an integer
+  float xc = std::min(std::max(x, -87.3f), 88.72f);
+  float n = (xc * kLog2e + kRound) - kRound;
+  float r = xc - n * kLn2Hi;
+  r = r - n * kLn2Lo;
+  float p = 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  p = p * r * r + r + 1.0f;
+  // 2^n as float bits; n = 128 (just below overflow) takes one extra doubling.
+  int32_t ni = static_cast<int32_t>(n);
+  int32_t n1 = std::min(ni, 127);
+  int32_t bits = (n1 + 127) << 23;
+  float scale;
+  std::memcpy(&scale, &bits, sizeof(scale));
+  float y = p * scale;
+  y = ni > n1 ? y * 2.0f : y;
+  y = x < -87.3f ? 0.0f : y;
+  y = x > 88.72f ? std::numeric_limits<float>::infinity() : y;
+  return x != x ? x : y;
+}
+
+// ---- reduction operators -----------------------------------------------
+
+/// Operators for reduce(): Acc is both the type inputs are loaded as and the
+/// accumulator; step() folds one input into a partial result, combine()
+/// joins two partial results, finish() turns a total into the stored value.
+template <typename A>
+struct SumOp {
+  using Acc = A;
+  A identity() const { return A(0); }
+  A step(A a, A x) const { return A(a + x); }
+  A combine(A a, A b) const { return A(a + b); }
+  A finish(A a) const { return a; }
+};
+
+template <typename A>
+struct MeanOp : SumOp<A> {
+  A denom = A(1);
+  A finish(A a) const { return a / denom; }
+};
+
+/// Sum of squared deviations from `mean` (the second pass of a variance).
+template <typename A>
+struct SquaredDeviationOp : SumOp<A> {
+  A mean = A(0);
+  A step(A a, A x) const { return a + (x - mean) * (x - mean); }
+};
+
+template <typename A>
+struct ProdOp {
+  using Acc = A;
+  A identity() const { return A(1); }
+  A step(A a, A x) const { return A(a * x); }
+  A combine(A a, A b) const { return A(a * b); }
+  A finish(A a) const { return a; }
+};
+
+/// max / min where NaN wins (torch's amax/amin).
+template <typename A, bool kMax>
+struct ExtremeOp {
+  using Acc = A;
+  A identity() const {
+    if constexpr (std::numeric_limits<A>::has_infinity) {
+      return kMax ? -std::numeric_limits<A>::infinity() : std::numeric_limits<A>::infinity();
+    } else {
+      return kMax ? std::numeric_limits<A>::lowest() : std::numeric_limits<A>::max();
+    }
+  }
+  A step(A a, A x) const {
+    bool take = kMax ? x > a : x < a;
+    return (take || x != x) ? x : a;
+  }
+  A combine(A a, A b) const { return step(a, b); }
+  A finish(A a) const { return a; }
+};
+
+struct AnyOp {
+  using Acc = bool;
+  bool identity() const { return false; }
+  bool step(bool a, bool x) const { return a | x; }
+  bool combine(bool a, bool b) const { return a | b; }
+  bool finish(bool a) const { return a; }
+};
+
+struct AllOp {
+  using Acc = bool;
+  bool identity() const { return true; }
+  bool step(bool a, bool x) const { return a & x; }
+  bool combine(bool a, bool b) const { return a & b; }
+  bool finish(bool a) const { return a; }
+};
+
+namespace detail {
+
+constexpr int64_t kReduceChunk = 1024;
+constexpr int64_t kReduceBlock = 256;
+
+/// Folds x[0..n) into acc with independent lanes so the loop vectorises.
+template <typename Op, typename A>
+A fold(const Op& op, A acc, const A* x, int64_t n) {
+  constexpr int64_t kLanes = std::max<int64_t>(1, 128 / static_cast<int64_t>(sizeof(A)));
+  int64_t i = 0;
+  if (n >= kLanes) {
+    A lanes[kLanes];
+    for (int64_t j = 0; j < kLanes; ++j) lanes[j] = op.identity();
+    for (; i + kLanes <= n; i += kLanes) {
+      for (int64_t j = 0; j < kLanes; ++j) lanes[j] = op.step(lanes[j], x[i + j]);
+    }
+    for (int64_t w = kLanes / 2; w > 0; w /= 2) {
+      for (int64_t j = 0; j < w; ++j) lanes[j] = op.combine(lanes[j], lanes[j + w]);
+    }
+    acc = op.combine(acc, lanes[0]);
+  }
+  for (; i < n; ++i) acc = op.step(acc, x[i]);
+  return acc;
+}
+
+/// Folds `n` elements of `in` from element `offset` with `stride`,
+/// converting them to A in chunks unless they already are dense A.
+template <typename Op, typename A = typename Op::Acc>
+A fold_strided(const Op& op, A acc, const Tensor& in, int64_t offset, int64_t stride, int64_t n) {
+  if (in.dtype() == dtype_of<A>() && (stride == 1 || n == 1)) {
+    return fold(op, acc, in.data_as<const A>() + offset, n);
+  }
+  alignas(64) A buf[kReduceChunk];
+  for (int64_t i = 0; i < n; i += kReduceChunk) {
+    int64_t m = std::min(kReduceChunk, n - i);
+    load<A>(in.data(), in.dtype(), offset + i * stride, stride, m, buf);
+    acc = fold(op, acc, buf, m);
+  }
+  return acc;
+}
+
+/// Folds the reduced elements [begin, end) (row-major over the reduced
+/// dims) of the output whose first input element is at `base`.
+template <typename Op, typename A = typename Op::Acc>
+A fold_reduced(const Op& op, A acc, const Tensor& in, const ReducePlan& p, int64_t base,
+               int64_t begin, int64_t end) {
+  const size_t rr = p.reduced.rank;
+  if (begin >= end) return acc;
+  if (rr == 0) return fold_strided(op, acc, in, base, 1, 1);
+  const int64_t run = p.reduced.sizes[rr - 1];
+  const int64_t stride = p.reduced.strides[0][rr - 1];
+  Odometer<1> outer = p.reduced;
+  outer.rank = rr - 1;
+  outer.seek(begin / run);
+  for (int64_t pos = begin; pos < end;) {
+    int64_t j = pos % run;
+    int64_t n = std::min(run - j, end - pos);
+    acc = fold_strided(op, acc, in, base + outer.offset[0] + j * stride, stride, n);
+    pos += n;
+    outer.next();
+  }
+  return acc;
+}
+
+}  // namespace detail
+
+/// out[o] = op.finish(fold of every input element that reduces into o).
+/// Chooses between folding each output's elements in turn (when the
+/// reduced dims are innermost in memory) and folding blocks of outputs
+/// side by side (when a kept dim is), and splits work over threads.
+template <typename Op>
+void reduce(KernelContext& ctx, const Tensor& in, Tensor& out, const ReducePlan& p,
+            const Op& op) {
+  using A = typename Op::Acc;
+  using R = decltype(op.finish(A()));
+  if (p.num_out == 0) return;
+  char* out_base = static_cast<char*>(out.data());
+  const size_t kr = p.kept.rank;
+  const size_t rr = p.reduced.rank;
+
+  // A whole-tensor reduction is split over threads with partial results.
+  if (p.num_out == 1) {
+    int64_t parts = std::min<int64_t>(ctx.num_threads, p.count / kParallelGrain);
+    if (parts <= 1) {
+      R r = op.finish(detail::fold_reduced(op, op.identity(), in, p, 0, 0, p.count));
+      detail::store<R>(out_base, out.dtype(), p.kept.offset[1], 1, 1, &r);
+      return;
+    }
+    A* partial = static_cast<A*>(ctx.scratch(sizeof(A) * static_cast<size_t>(parts)));
+    parallel_for(ctx, parts, kParallelGrain, [&](int64_t b, int64_t e) {
+      for (int64_t t = b; t < e; ++t) {
+        partial[t] = detail::fold_reduced(op, op.identity(), in, p, 0, p.count * t / parts,
+                                          p.count * (t + 1) / parts);
+      }
+    });
+    A acc = op.identity();
+    for (int64_t t = 0; t < parts; ++t) acc = op.combine(acc, partial[t]);
+    R r = op.finish(acc);
+    detail::store<R>(out_base, out.dtype(), 0, 1, 1, &r);
+    return;
+  }
+
+  const int64_t kept_inner_stride = kr == 0 ? 0 : p.kept.strides[0][kr - 1];
+  const int64_t red_inner_stride = rr == 0 ? 0 : p.reduced.strides[0][rr - 1];
+  const int64_t vec = kr == 0 ? 1 : p.kept.sizes[kr - 1];
+  const bool side_by_side = rr > 0 && vec >= 4 && kept_inner_stride < red_inner_stride;
+
+  if (!side_by_side) {
+    parallel_for(ctx, p.num_out, std::max<int64_t>(p.count, 1), [&](int64_t b, int64_t e) {
+      Odometer<2> kept = p.kept;
+      kept.seek(b);
+      for (int64_t o = b; o < e; ++o) {
+        R r = op.finish(detail::fold_reduced(op, op.identity(), in, p, kept.offset[0], 0, p.count));
+        detail::store<R>(out_base, out.dtype(), kept.offset[1], 1, 1, &r);
+        kept.next();
+      }
+    });
+    return;
+  }
+
+  // Blocks of up to kReduceBlock outputs along the innermost kept dim, each
+  // accumulating one input element per reduced position.
+  constexpr int64_t kB = detail::kReduceBlock;
+  const int64_t vec_in = p.kept.strides[0][kr - 1];
+  const int64_t vec_out = p.kept.strides[1][kr - 1];
+  const int64_t blocks = (vec + kB - 1) / kB;
+  Odometer<2> others = p.kept;
+  others.rank = kr - 1;
+  const bool direct = in.dtype() == dtype_of<A>() && vec_in == 1;
+  const A* in_typed = in.data_as<const A>();
+  parallel_for(ctx, others.count() * blocks, p.count * std::min(vec, kB),
+               [&](int64_t b, int64_t e) {
+    alignas(64) A acc[kB];
+    alignas(64) A buf[kB];
+    alignas(64) R res[kB];
+    Odometer<2> outer = others;
+    for (int64_t u = b; u < e; ++u) {
+      outer.seek(u / blocks);
+      int64_t j0 = (u % blocks) * kB;
+      int64_t nb = std::min(kB, vec - j0);
+      int64_t base = outer.offset[0] + j0 * vec_in;
+      for (int64_t j = 0; j < nb; ++j) acc[j] = op.identity();
+      Odometer<1> red = p.reduced;
+      red.seek(0);
+      for (int64_t r = 0; r < p.count; ++r) {
+        const A* x;
+        if (direct) {
+          x = in_typed + base + red.offset[0];
+        } else {
+          detail::load<A>(in.data(), in.dtype(), base + red.offset[0], vec_in, nb, buf);
+          x = buf;
+        }
+        for (int64_t j = 0; j < nb; ++j) acc[j] = op.step(acc[j], x[j]);
+        red.next();
+      }
+      for (int64_t j = 0; j < nb; ++j) res[j] = op.finish(acc[j]);
+      detail::store<R>(out_base, out.dtype(), outer.offset[1] + j0 * vec_out, vec_out, nb, res);
+    }
+  });
+}
+
+}  // namespace pterun::kernels
