@@ -51,6 +51,15 @@ class Method {
   /// Installs input `i` alone (same checks).
   void set_input(size_t i, const InputArg& input);
 
+  /// Marks input `i` as not set (a failed partial call, B13).
+  void forget_input(size_t i) { input_set_[i] = false; }
+  /// Checks input `i` without installing it.
+  void validate_input(size_t i, const InputArg& input) const { check_input(i, input); }
+  /// Installs a checked input.
+  void install_checked_input(size_t i, const InputArg& input) { install_input(i, input); }
+  /// Indices of inputs never set, for messages.
+  std::string missing_inputs() const;
+
   /// True once every input has been set.
   bool inputs_ready() const;
 

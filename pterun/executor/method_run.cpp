@@ -54,14 +54,18 @@ void Method::fail_step(size_t chain, size_t pc, const Error& e) const {
   throw Error(e.code(), what + ": " + e.what());
 }
 
+std::string Method::missing_inputs() const {
+  std::string missing;
+  for (size_t i = 0; i < input_set_.size(); ++i) {
+    if (!input_set_[i]) missing += (missing.empty() ? "" : ", ") + std::to_string(i);
+  }
+  return missing;
+}
+
 void Method::execute() {
   if (!inputs_ready()) {
-    std::string missing;
-    for (size_t i = 0; i < input_set_.size(); ++i) {
-      if (!input_set_[i]) missing += (missing.empty() ? "" : ", ") + std::to_string(i);
-    }
-    throw_error(ErrorCode::InvalidState,
-                str_cat("method '", name(), "': inputs ", missing, " were never set"));
+    throw_error(ErrorCode::InvalidState, str_cat("method '", name(), "': inputs ",
+                                                 missing_inputs(), " were never set"));
   }
   context_.num_threads = get_num_threads();
   uint64_t budget = kInstructionBudget;

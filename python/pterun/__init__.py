@@ -1,8 +1,11 @@
 """pterun: run ExecuTorch programs (.pte) on CPU and NVIDIA GPUs without PyTorch."""
 
 from pterun._pterun import (
+    Method,
     MethodMeta,
+    Module,
     Program,
+    Tensor,
     ProgramError,
     TensorInfo,
     dtype,
@@ -10,8 +13,11 @@ from pterun._pterun import (
 )
 
 __all__ = [
+    "Method",
     "MethodMeta",
+    "Module",
     "Program",
+    "Tensor",
     "ProgramError",
     "TensorInfo",
     "dtype",

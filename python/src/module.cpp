@@ -3,12 +3,16 @@
 #include <nanobind/nanobind.h>
 
 #include "python/src/errors.h"
+#include "python/src/method.h"
 #include "python/src/program.h"
+#include "python/src/tensor.h"
 #include "python/src/testing.h"
 
 NB_MODULE(_pterun, m) {
   m.doc() = "pterun: run ExecuTorch programs (.pte) without PyTorch";
   pterun::python::init_errors(m);
+  pterun::python::init_tensor(m);
   pterun::python::init_program(m);
+  pterun::python::init_method(m);
   pterun::python::init_testing(m);
 }

@@ -5,6 +5,7 @@
 
 #include "pterun/core/error.h"
 #include "pterun/program/program.h"
+#include "python/src/method.h"
 
 namespace nb = nanobind;
 using namespace nb::literals;
@@ -13,6 +14,8 @@ namespace pterun::python {
 namespace {
 
 using Buffer = std::shared_ptr<const format::DataBuffer>;
+
+}  // namespace
 
 /// A Python buffer held by C++; released under the GIL.
 struct HeldBuffer {
@@ -55,9 +58,7 @@ Buffer read_source(nb::handle src, const char* what) {
   return format::DataBuffer::borrow(bytes, held);
 }
 
-struct PyProgram {
-  std::shared_ptr<const Program> program;
-};
+namespace {
 
 nb::tuple to_tuple(const auto& items) {
   nb::list out;
@@ -165,6 +166,8 @@ void bind_program(nb::module_& m) {
       .def("method_meta",
            [](const PyProgram& p, const std::string& name) { return p.program->method_meta(name); },
            "name"_a, "Metadata of method `name` (ValueError when there is none).")
+      .def("load_method", &load_method, "name"_a, nb::kw_only(), "device"_a = "cpu",
+           "Loads method `name` on `device` ('cpu', 'cuda', 'cuda:N').")
       .def("__repr__", [](const PyProgram& p) {
         std::string names;
         for (const auto& n : p.program->method_names()) {

@@ -1,0 +1,147 @@
+#include "pterun/executor/runner.h"
+
+#include <cstring>
+
+#include "pterun/core/error.h"
+#include "pterun/core/stats.h"
+#include "pterun/kernels/common/strided_copy.h"
+
+namespace pterun {
+
+size_t TensorResult::nbytes() const {
+  size_t n = element_size(dtype);
+  for (int64_t s : sizes) n *= static_cast<size_t>(s);
+  return n;
+}
+
+std::shared_ptr<MethodRunner> MethodRunner::create(std::unique_ptr<Method> method) {
+  return std::shared_ptr<MethodRunner>(new MethodRunner(std::move(method)));
+}
+
+MethodRunner::MethodRunner(std::unique_ptr<Method> method)
+    : method_(std::move(method)),
+      pools_(method_->num_outputs()),
+      current_(method_->num_outputs()),
+      last_(method_->num_outputs(), nullptr) {}
+
+void MethodRunner::set_inputs(std::span<const InputArg> inputs) {
+  std::lock_guard lock(mutex_);
+  method_->set_inputs(inputs);
+  inputs_valid_ = true;
+  executed_ = false;  // B10: an output can share planned memory with an input
+}
+
+void MethodRunner::set_leading_inputs(std::span<const InputArg> inputs) {
+  std::lock_guard lock(mutex_);
+  Method& m = *method_;
+  PTERUN_CHECK(inputs.size() <= m.num_inputs(), ErrorCode::InvalidArgument, "method '", m.name(),
+               "' takes ", m.num_inputs(), " inputs, got ", inputs.size());
+  try {
+    for (size_t i = 0; i < inputs.size(); ++i) m.validate_input(i, inputs[i]);
+    for (size_t i = 0; i < inputs.size(); ++i) m.install_checked_input(i, inputs[i]);
+    executed_ = false;
+    PTERUN_CHECK(m.inputs_ready(), ErrorCode::InvalidState, "method '", m.name(), "': inputs ",
+                 m.missing_inputs(), " were never passed (a partial call keeps only inputs ",
+                 "from earlier successful calls)");
+  } catch (...) {
+    for (size_t i = 0; i < inputs.size(); ++i) m.forget_input(i);
+    throw;
+  }
+}
+
+std::shared_ptr<HostBuffer> MethodRunner::acquire(size_t output, size_t bytes) {
+  auto& pool = pools_[output];
+  std::shared_ptr<HostBuffer>* best = nullptr;
+  for (auto& b : pool) {
+    if (b.use_count() != 1 || b->size() < bytes) continue;  // handed out, or too small
+    if (best == nullptr || b.get() == last_[output]) best = &b;
+  }
+  if (best != nullptr) return *best;
+  pool.push_back(std::make_shared<HostBuffer>(bytes));
+  return pool.back();
+}
+
+void MethodRunner::prepare_outputs() {
+  Method& m = *method_;
+  for (size_t i = 0; i < m.num_outputs(); ++i) {
+    current_[i].reset();
+    if (!m.output_redirectable(i)) continue;
+    auto buffer = acquire(i, m.output_capacity(i));
+    m.set_output_data(i, buffer->data(), buffer->size());
+    last_[i] = buffer.get();
+    current_[i] = std::move(buffer);
+  }
+}
+
+void MethodRunner::execute() {
+  std::lock_guard lock(mutex_);
+  PTERUN_CHECK(inputs_valid_ && method_->inputs_ready(), ErrorCode::InvalidState, "method '",
+               method_->name(), "': execute() needs inputs: call set_inputs() first");
+  executed_ = false;
+  prepare_outputs();
+  method_->execute();
+  executed_ = true;
+}
+
+std::vector<OutputValue> MethodRunner::collect(bool clone) {
+  Method& m = *method_;
+  std::vector<OutputValue> out;
+  out.reserve(m.num_outputs());
+  for (size_t i = 0; i < m.num_outputs(); ++i) {
+    const Value& v = m.output(i);
+    switch (v.kind()) {
+      case ValueKind::Tensor: {
+        const Tensor& t = v.to_tensor();
+        TensorResult r;
+        r.dtype = t.dtype();
+        r.sizes.assign(t.sizes().begin(), t.sizes().end());
+        r.strides.assign(t.strides().begin(), t.strides().end());
+        if (current_[i] && t.data() == current_[i]->data()) {
+          // Written by its kernel straight into a buffer of its own (B18).
+          r.data = t.data();
+          r.storage = clone ? std::shared_ptr<void>(current_[i])
+                            : std::shared_ptr<void>(shared_from_this());
+        } else if (!clone) {
+          r.data = t.data();
+          r.storage = shared_from_this();
+        } else {
+          // Aliases an input, a constant, state or another output: copy.
+          auto buffer = acquire(i, t.nbytes());
+          if (t.nbytes() > 0) std::memcpy(buffer->data(), t.data(), t.nbytes());
+          stats::add(stats::Counter::OutputCopies);
+          r.data = buffer->data();
+          r.storage = std::move(buffer);
+        }
+        out.emplace_back(std::move(r));
+        break;
+      }
+      case ValueKind::Int: out.emplace_back(v.to_int()); break;
+      case ValueKind::Double: out.emplace_back(v.to_double()); break;
+      case ValueKind::Bool: out.emplace_back(v.to_bool()); break;
+      case ValueKind::String: out.emplace_back(std::string(v.to_string())); break;
+      default: out.emplace_back(std::monostate{}); break;
+    }
+  }
+  return out;
+}
+
+std::vector<OutputValue> MethodRunner::get_outputs(bool clone) {
+  std::lock_guard lock(mutex_);
+  PTERUN_CHECK(executed_, ErrorCode::InvalidState, "method '", method_->name(),
+               "': no outputs: call execute() first (outputs are cleared by set_inputs() and by "
+               "a failed execute())");
+  return collect(clone);
+}
+
+std::vector<OutputValue> MethodRunner::call(std::span<const InputArg> inputs, bool clone) {
+  std::lock_guard lock(mutex_);
+  method_->set_inputs(inputs);
+  inputs_valid_ = true;
+  executed_ = false;
+  prepare_outputs();
+  method_->execute();
+  executed_ = true;
+  return collect(clone);
+}
+
+}  // namespace pterun

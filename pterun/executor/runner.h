@@ -1,0 +1,74 @@
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "pterun/core/host_buffer.h"
+#include "pterun/executor/input.h"
+#include "pterun/executor/method.h"
+
+namespace pterun {
+
+/// A tensor result handed to a caller: a view of `storage` (kept alive by
+/// the result) with its own shape and strides.
+struct TensorResult {
+  std::shared_ptr<void> storage;  // owns or keeps alive the memory at `data`
+  void* data = nullptr;
+  DType dtype = DType::Float32;
+  std::vector<int64_t> sizes;
+  std::vector<int64_t> strides;  // in elements
+  std::string device = "cpu";
+
+  size_t nbytes() const;
+};
+
+/// One output of a call: a tensor, a number, a string or None (B16).
+using OutputValue = std::variant<std::monostate, TensorResult, int64_t, double, bool, std::string>;
+
+/// The call protocol around a Method, shared by the Python layer and the
+/// CLI: the state rules B8-B12, one call at a time (B15: a second caller
+/// waits), and outputs returned without copies through buffers that take
+/// turns (B18).
+class MethodRunner : public std::enable_shared_from_this<MethodRunner> {
+ public:
+  /// Always held by shared_ptr: views (clone=false) keep the runner alive.
+  static std::shared_ptr<MethodRunner> create(std::unique_ptr<Method> method);
+
+  Method& method() { return *method_; }
+  const Method& method() const { return *method_; }
+
+  /// B9: all inputs checked before any is installed.
+  void set_inputs(std::span<const InputArg> inputs);
+  /// A partial call's inputs (B13): installs inputs 0..k-1 and keeps the
+  /// rest from earlier calls. Error InvalidArgument for more inputs than
+  /// the method takes, InvalidState naming inputs never passed. On any
+  /// failure inputs 0..k-1 must be passed again.
+  void set_leading_inputs(std::span<const InputArg> inputs);
+  /// B8, B12. Releases no lock the caller holds; safe to call without the
+  /// Python GIL.
+  void execute();
+  /// B8, B10, B17, B18.
+  std::vector<OutputValue> get_outputs(bool clone);
+  /// set_inputs + execute + get_outputs under one lock.
+  std::vector<OutputValue> call(std::span<const InputArg> inputs, bool clone);
+
+ private:
+  explicit MethodRunner(std::unique_ptr<Method> method);
+  std::vector<OutputValue> collect(bool clone);
+  void prepare_outputs();
+  std::shared_ptr<HostBuffer> acquire(size_t output, size_t bytes);
+
+  std::mutex mutex_;
+  std::unique_ptr<Method> method_;
+  bool executed_ = false;                // outputs valid
+  bool inputs_valid_ = false;            // every input installed
+  std::vector<std::vector<std::shared_ptr<HostBuffer>>> pools_;  // per output
+  std::vector<std::shared_ptr<HostBuffer>> current_;  // buffer each output was written into
+  std::vector<const HostBuffer*> last_;  // previous run's buffer, preferred when free
+};
+
+}  // namespace pterun

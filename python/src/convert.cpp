@@ -1,0 +1,227 @@
+#include "python/src/convert.h"
+
+#include <nanobind/stl/string.h>
+
+#include <cstring>
+
+#include "pterun/core/error.h"
+#include "python/src/tensor.h"
+
+namespace nb = nanobind;
+
+namespace pterun::python {
+namespace {
+
+/// A Python buffer held by C++; released under the GIL.
+struct HeldView {
+  Py_buffer view{};
+  ~HeldView() {
+    nb::gil_scoped_acquire gil;
+    PyBuffer_Release(&view);
+  }
+};
+
+[[noreturn]] void raise(PyObject* type, const std::string& prefix, const std::string& msg) {
+  std::string text = prefix + msg;
+  PyErr_SetString(type, text.c_str());
+  throw nb::python_error();
+}
+
+// Maps a struct-module format (one item, optional byte-order prefix) to a
+// dtype, by kind and item size (B2: 'l' is int64 on Linux).
+bool format_dtype(const char* fmt, Py_ssize_t itemsize, DType& out, std::string& why) {
+  std::string f = fmt ? fmt : "B";
+  if (!f.empty() && (f[0] == '@' || f[0] == '=' || f[0] == '<')) f = f.substr(1);
+  else if (!f.empty() && (f[0] == '>' || f[0] == '!')) {
+    why = "big-endian data is not supported; convert it to native byte order first";
+    return false;
+  }
+  if (f == "?") { out = DType::Bool; return true; }
+  if (f == "e") { out = DType::Float16; return true; }
+  if (f == "f") { out = DType::Float32; return true; }
+  if (f == "d") { out = DType::Float64; return true; }
+  if (f == "Zf") { out = DType::Complex64; return true; }
+  if (f == "Zd") { out = DType::Complex128; return true; }
+  static const std::string signed_codes = "bhilq", unsigned_codes = "BHILQ";
+  if (f.size() == 1 && signed_codes.find(f[0]) != std::string::npos) {
+    switch (itemsize) {
+      case 1: out = DType::Int8; return true;
+      case 2: out = DType::Int16; return true;
+      case 4: out = DType::Int32; return true;
+      case 8: out = DType::Int64; return true;
+    }
+  }
+  if (f.size() == 1 && unsigned_codes.find(f[0]) != std::string::npos) {
+    switch (itemsize) {
+      case 1: out = DType::UInt8; return true;
+      case 2: out = DType::UInt16; return true;
+      case 4: out = DType::UInt32; return true;
+      case 8: out = DType::UInt64; return true;
+    }
+  }
+  why = "buffer format '" + std::string(fmt ? fmt : "") + "' is not supported";
+  return false;
+}
+
+bool is_numpy_scalar(nb::handle obj, const char* kind) {
+  nb::handle type = obj.type();
+  if (!PyObject_HasAttrString(type.ptr(), "__module__")) return false;
+  nb::object module = type.attr("__module__");
+  if (!nb::isinstance<nb::str>(module) || nb::cast<std::string>(module) != "numpy") return false;
+  nb::object np_kind = nb::getattr(obj, "dtype", nb::none());
+  if (np_kind.is_none()) return false;
+  std::string k = nb::cast<std::string>(np_kind.attr("kind"));
+  return k.find_first_of(kind) != std::string::npos && nb::cast<int>(obj.attr("ndim")) == 0;
+}
+
+void convert_number(nb::handle obj, ValueKind declared, const std::string& prefix,
+                    InputBatch& batch) {
+  const bool is_bool = PyBool_Check(obj.ptr()) || is_numpy_scalar(obj, "b");
+  const bool is_int = (PyLong_Check(obj.ptr()) && !PyBool_Check(obj.ptr())) ||
+                      is_numpy_scalar(obj, "iu");
+  const bool is_float = PyFloat_Check(obj.ptr()) || is_numpy_scalar(obj, "f");
+  auto type_error = [&](const char* expected) {
+    raise(PyExc_TypeError, prefix,
+          std::string("expected ") + expected + ", got " +
+              nb::cast<std::string>(nb::str(obj.type().attr("__name__"))));
+  };
+  switch (declared) {
+    case ValueKind::Int:
+      if (!is_int) type_error("an int");
+      {
+        int overflow = 0;
+        nb::object as_int = nb::steal(PyNumber_Index(obj.ptr()));
+        if (!as_int.is_valid()) throw nb::python_error();
+        long long v = PyLong_AsLongLongAndOverflow(as_int.ptr(), &overflow);
+        if (overflow) raise(PyExc_OverflowError, prefix, "int does not fit in 64 bits");
+        batch.args.push_back(InputArg::from_int(v));
+      }
+      return;
+    case ValueKind::Double:
+      if (!is_float && !is_int) type_error("a float");
+      batch.args.push_back(InputArg::from_double(PyFloat_AsDouble(obj.ptr())));
+      if (PyErr_Occurred()) throw nb::python_error();
+      return;
+    case ValueKind::Bool:
+      if (!is_bool) type_error("a bool");
+      batch.args.push_back(InputArg::from_bool(PyObject_IsTrue(obj.ptr()) == 1));
+      return;
+    default:
+      type_error("a tensor");
+  }
+}
+
+void convert_tensor(nb::handle obj, const std::string& prefix, InputBatch& batch) {
+  if (nb::isinstance<PyTensor>(obj)) {
+    PyTensor& pt = nb::cast<PyTensor&>(obj);
+    if (pt.t.device != "cpu") {
+      raise(PyExc_TypeError, prefix, "CUDA tensors are not supported by this method yet");
+    }
+    batch.shapes.emplace_back(pt.t.sizes);
+    auto& sizes = batch.shapes.back();
+    batch.shapes.emplace_back(pt.t.strides);
+    auto& strides = batch.shapes.back();
+    batch.args.push_back(InputArg::tensor(pt.t.data, pt.t.dtype, sizes, strides, pt.t.storage));
+    return;
+  }
+  if (!PyObject_CheckBuffer(obj.ptr())) {
+    raise(PyExc_TypeError, prefix,
+          "expected an array (buffer protocol or pterun.Tensor), got " +
+              nb::cast<std::string>(nb::str(obj.type().attr("__name__"))));
+  }
+  auto held = std::make_shared<HeldView>();
+  if (PyObject_GetBuffer(obj.ptr(), &held->view, PyBUF_RECORDS_RO) != 0) {
+    nb::python_error err;
+    raise(PyExc_BufferError, prefix, std::string("cannot read the buffer: ") + err.what());
+  }
+  const Py_buffer& v = held->view;
+  DType dtype;
+  std::string why;
+  if (!format_dtype(v.format, v.itemsize, dtype, why)) raise(PyExc_TypeError, prefix, why);
+  std::vector<int64_t> sizes(v.ndim), strides(v.ndim);
+  for (int d = 0; d < v.ndim; ++d) {
+    sizes[d] = v.shape[d];
+    Py_ssize_t s = v.strides ? v.strides[d] : 0;
+    if (s % v.itemsize != 0) {
+      raise(PyExc_ValueError, prefix, "strides that are not a multiple of the item size");
+    }
+    strides[d] = s / v.itemsize;
+  }
+  if (v.strides == nullptr) strides.clear();
+  batch.shapes.push_back(std::move(sizes));
+  auto& sz = batch.shapes.back();
+  batch.shapes.push_back(std::move(strides));
+  auto& st = batch.shapes.back();
+  batch.args.push_back(InputArg::tensor(v.buf, dtype, sz, st, held));
+}
+
+}  // namespace
+
+void convert_input(nb::handle obj, ValueKind declared, const std::string& prefix,
+                   InputBatch& batch) {
+  if (declared == ValueKind::Tensor) return convert_tensor(obj, prefix, batch);
+  if (declared == ValueKind::None) {
+    if (!obj.is_none()) raise(PyExc_TypeError, prefix, "expected None");
+    batch.args.push_back(InputArg::none());
+    return;
+  }
+  if (declared == ValueKind::String) {
+    if (!nb::isinstance<nb::str>(obj)) raise(PyExc_TypeError, prefix, "expected a str");
+    batch.shapes.emplace_back();  // keeps indices stable; strings live in the Python object
+    InputArg a;
+    a.kind = ValueKind::String;
+    Py_ssize_t len = 0;
+    const char* s = PyUnicode_AsUTF8AndSize(obj.ptr(), &len);
+    a.string_value = std::string_view(s, static_cast<size_t>(len));
+    batch.args.push_back(a);
+    return;
+  }
+  convert_number(obj, declared, prefix, batch);
+}
+
+InputBatch convert_inputs(nb::handle inputs, const Method& method, size_t max_count) {
+  if (!PyList_Check(inputs.ptr()) && !PyTuple_Check(inputs.ptr())) {
+    throw nb::type_error(("method '" + method.name() + "': inputs must be a list or tuple, got " +
+                          nb::cast<std::string>(nb::str(inputs.type().attr("__name__"))))
+                             .c_str());
+  }
+  size_t n = static_cast<size_t>(PySequence_Size(inputs.ptr()));
+  if (n > max_count) {
+    throw nb::value_error(("method '" + method.name() + "' takes " +
+                           std::to_string(method.num_inputs()) + " inputs, got " +
+                           std::to_string(n))
+                              .c_str());
+  }
+  InputBatch batch;
+  batch.args.reserve(n);
+  batch.shapes.reserve(2 * n + 1);
+  const MethodMeta& meta = method.meta();
+  for (size_t i = 0; i < n; ++i) {
+    nb::handle item = PySequence_Fast_GET_ITEM(inputs.ptr(), static_cast<Py_ssize_t>(i));
+    convert_input(item, meta.input_tag(i),
+                  "input " + std::to_string(i) + " of method '" + method.name() + "': ", batch);
+  }
+  return batch;
+}
+
+nb::object to_python(OutputValue&& value) {
+  return std::visit(
+      [](auto&& v) -> nb::object {
+        using V = std::decay_t<decltype(v)>;
+        if constexpr (std::is_same_v<V, std::monostate>) return nb::none();
+        else if constexpr (std::is_same_v<V, TensorResult>) return nb::cast(PyTensor{std::move(v)});
+        else if constexpr (std::is_same_v<V, int64_t>) return nb::int_(v);
+        else if constexpr (std::is_same_v<V, double>) return nb::float_(v);
+        else if constexpr (std::is_same_v<V, bool>) return nb::bool_(v);
+        else return nb::str(v.c_str(), v.size());
+      },
+      std::move(value));
+}
+
+nb::list to_python(std::vector<OutputValue>&& values) {
+  nb::list out;
+  for (auto& v : values) out.append(to_python(std::move(v)));
+  return out;
+}
+
+}  // namespace pterun::python

@@ -1,0 +1,39 @@
+#pragma once
+
+// All conversions between Python objects and pterun values live here:
+// buffer-protocol objects, pterun.Tensor and numbers to InputArg (B2, B3),
+// and call results back to Python objects (B16).
+
+#include <nanobind/nanobind.h>
+
+#include <string>
+#include <vector>
+
+#include "pterun/executor/input.h"
+#include "pterun/executor/runner.h"
+
+namespace pterun::python {
+
+/// Storage for converted inputs: InputArg spans point into it.
+struct InputBatch {
+  std::vector<InputArg> args;
+  std::vector<std::vector<int64_t>> shapes;  // sizes and strides of tensor inputs
+};
+
+/// Converts `obj` for an input declared as `declared` (B2, B3). Errors keep
+/// their Python type and start with `prefix` ("input i of method 'name': ",
+/// B6).
+void convert_input(nanobind::handle obj, ValueKind declared, const std::string& prefix,
+                   InputBatch& batch);
+
+/// Converts a call's inputs (a list or tuple, else TypeError).
+InputBatch convert_inputs(nanobind::handle inputs, const Method& method, size_t max_count);
+
+/// The Python object for one output: pterun.Tensor, int, float, bool, str
+/// or None.
+nanobind::object to_python(OutputValue&& value);
+
+/// Python result list of a call.
+nanobind::list to_python(std::vector<OutputValue>&& values);
+
+}  // namespace pterun::python

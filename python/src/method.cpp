@@ -1,0 +1,216 @@
+#include "python/src/method.h"
+
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include <map>
+
+#include "pterun/backend/device_info.h"
+#include "pterun/core/error.h"
+#include "pterun/executor/runner.h"
+#include "python/src/convert.h"
+#include "python/src/program.h"
+
+namespace nb = nanobind;
+using namespace nb::literals;
+
+namespace pterun::python {
+namespace {
+
+struct PyMethod {
+  std::shared_ptr<MethodRunner> runner;
+  std::string device;
+};
+
+/// Parses "cpu", "cuda", "cuda:N" (B25: a CUDA device without a GPU is a
+/// RuntimeError saying why).
+MethodOptions parse_device(const std::string& device, std::string& canonical) {
+  MethodOptions o;
+  if (device == "cpu") {
+    canonical = "cpu";
+    return o;
+  }
+  int index = 0;
+  if (device == "cuda") {
+    index = 0;
+  } else if (device.rfind("cuda:", 0) == 0 && device.size() > 5 &&
+             device.find_first_not_of("0123456789", 5) == std::string::npos && device.size() < 9) {
+    index = std::stoi(device.substr(5));
+  } else {
+    throw nb::value_error(("device must be 'cpu', 'cuda' or 'cuda:N', got '" + device + "'").c_str());
+  }
+  int count = backend::cuda_device_count();
+  if (count == 0) {
+    throw std::runtime_error("device '" + device + "' is not available: " +
+                             backend::cuda_unavailable_reason());
+  }
+  if (index >= count) {
+    throw std::runtime_error("device '" + device + "' does not exist (" + std::to_string(count) +
+                             " CUDA devices)");
+  }
+  o.device = kernels::Device::CUDA;
+  o.device_index = index;
+  canonical = "cuda:" + std::to_string(index);
+  return o;
+}
+
+PyMethod make_method(std::shared_ptr<const Program> program, const std::string& name,
+                     const std::string& device) {
+  std::string canonical;
+  MethodOptions options = parse_device(device, canonical);
+  std::unique_ptr<Method> m;
+  {
+    nb::gil_scoped_release release;
+    m = Method::load(std::move(program), name, options);
+  }
+  return PyMethod{MethodRunner::create(std::move(m)), canonical};
+}
+
+nb::list call_method(PyMethod& self, nb::handle inputs, bool clone) {
+  Method& m = self.runner->method();
+  InputBatch batch = convert_inputs(inputs, m, SIZE_MAX);
+  std::vector<OutputValue> out;
+  {
+    nb::gil_scoped_release release;
+    out = self.runner->call(batch.args, clone);
+  }
+  return to_python(std::move(out));
+}
+
+/// A program plus its lazily loaded methods (executorch.runtime's Module).
+struct PyModule {
+  std::shared_ptr<const Program> program;
+  std::string device;
+  std::map<std::string, PyMethod> methods;
+
+  PyMethod& get(const std::string& name) {
+    auto it = methods.find(name);
+    if (it == methods.end()) it = methods.emplace(name, make_method(program, name, device)).first;
+    return it->second;
+  }
+
+  nb::list run(const std::string& name, nb::handle inputs, bool clone) {
+    PyMethod& pm = get(name);
+    Method& m = pm.runner->method();
+    size_t k = 0;
+    try {
+      InputBatch batch = convert_inputs(inputs, m, m.num_inputs());
+      k = batch.args.size();
+      std::vector<OutputValue> out;
+      {
+        nb::gil_scoped_release release;
+        pm.runner->set_leading_inputs(batch.args);
+        pm.runner->execute();
+        out = pm.runner->get_outputs(clone);
+      }
+      return to_python(std::move(out));
+    } catch (...) {
+      // Inputs of a failed call are not trusted until passed again (B13).
+      if (PySequence_Check(inputs.ptr())) {
+        Py_ssize_t n = PySequence_Size(inputs.ptr());
+        if (n < 0) PyErr_Clear();
+        k = n > 0 ? std::min<size_t>(static_cast<size_t>(n), m.num_inputs()) : 0;
+      }
+      for (size_t i = 0; i < k; ++i) m.forget_input(i);
+      throw;
+    }
+  }
+
+  nb::list plan_execute(const std::string& name, bool clone) {
+    PyMethod& pm = get(name);
+    std::vector<OutputValue> out;
+    {
+      nb::gil_scoped_release release;
+      pm.runner->execute();
+      out = pm.runner->get_outputs(clone);
+    }
+    return to_python(std::move(out));
+  }
+};
+
+}  // namespace
+
+nb::object load_method(const PyProgram& program, const std::string& name,
+                       const std::string& device) {
+  return nb::cast(make_method(program.program, name, device));
+}
+
+void init_method(nb::module_& m) {
+  nb::class_<PyMethod>(m, "Method", "A loaded method of a program.")
+      .def("set_inputs",
+           [](PyMethod& self, nb::handle inputs) {
+             InputBatch batch = convert_inputs(inputs, self.runner->method(), SIZE_MAX);
+             nb::gil_scoped_release release;
+             self.runner->set_inputs(batch.args);
+           },
+           "inputs"_a, "Checks every input, then installs them all (B9).")
+      .def("execute",
+           [](PyMethod& self) {
+             nb::gil_scoped_release release;
+             self.runner->execute();
+           },
+           "Runs the method on the installed inputs (releases the GIL).")
+      .def("get_outputs",
+           [](PyMethod& self, bool clone) {
+             std::vector<OutputValue> out;
+             {
+               nb::gil_scoped_release release;
+               out = self.runner->get_outputs(clone);
+             }
+             return to_python(std::move(out));
+           },
+           nb::kw_only(), "clone_outputs"_a = true)
+      .def("__call__", &call_method, "inputs"_a, nb::kw_only(), "clone_outputs"_a = true,
+           "set_inputs + execute + get_outputs.")
+      .def("call", &call_method, "inputs"_a, nb::kw_only(), "clone_outputs"_a = true)
+      .def("method_meta", [](PyMethod& self) { return self.runner->method().meta(); })
+      .def_prop_ro("name", [](PyMethod& self) { return self.runner->method().name(); })
+      .def_prop_ro("device", [](PyMethod& self) { return self.device; })
+      .def("__repr__", [](PyMethod& self) {
+        return "Method(name='" + self.runner->method().name() + "', device='" + self.device + "')";
+      });
+
+  nb::class_<PyModule>(m, "Module", "A program with lazily loaded methods.")
+      .def(
+          "__init__",
+          [](PyModule* self, nb::handle src, nb::handle data, const std::string& device) {
+            auto program_bytes = read_source(src, "Module(src)");
+            auto data_bytes = data.is_none() ? nullptr : read_source(data, "Module(data=)");
+            std::string canonical;
+            parse_device(device, canonical);
+            std::shared_ptr<const Program> program;
+            {
+              nb::gil_scoped_release release;
+              program = Program::load(std::move(program_bytes), std::move(data_bytes));
+            }
+            new (self) PyModule{std::move(program), canonical, {}};
+          },
+          "src"_a, nb::kw_only(), "data"_a = nb::none(), "device"_a = "cpu")
+      .def_prop_ro("method_names", [](PyModule& self) { return self.program->method_names(); })
+      .def("method_meta", [](PyModule& self, const std::string& name) {
+        return self.program->method_meta(name);
+      }, "name"_a)
+      .def("forward",
+           [](PyModule& self, nb::handle inputs, bool clone) {
+             return self.run("forward", inputs, clone);
+           },
+           "inputs"_a, nb::kw_only(), "clone_outputs"_a = true)
+      .def("__call__",
+           [](PyModule& self, nb::handle inputs, bool clone) {
+             return self.run("forward", inputs, clone);
+           },
+           "inputs"_a, nb::kw_only(), "clone_outputs"_a = true)
+      .def("run_method", &PyModule::run, "name"_a, "inputs"_a, nb::kw_only(),
+           "clone_outputs"_a = true)
+      .def("plan_execute", &PyModule::plan_execute, "name"_a = "forward", nb::kw_only(),
+           "clone_outputs"_a = true)
+      .def("__repr__", [](PyModule& self) {
+        std::string names;
+        for (const auto& n : self.program->method_names()) {
+          names += (names.empty() ? "'" : ", '") + n + "'";
+        }
+        return "Module(methods=[" + names + "], device='" + self.device + "')";
+      });
+}
+
+}  // namespace pterun::python

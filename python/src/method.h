@@ -1,0 +1,18 @@
+#pragma once
+
+#include <nanobind/nanobind.h>
+
+#include <string>
+
+namespace pterun::python {
+
+struct PyProgram;
+
+/// Program.load_method(name, *, device).
+nanobind::object load_method(const PyProgram& program, const std::string& name,
+                             const std::string& device);
+
+/// Binds Method and Module.
+void init_method(nanobind::module_& m);
+
+}  // namespace pterun::python
