@@ -3,6 +3,7 @@
 #include <set>
 
 #include "pterun/core/error.h"
+#include "pterun/core/logging.h"
 
 namespace pterun {
 
@@ -11,6 +12,11 @@ std::shared_ptr<const Program> Program::load(Buffer program, Buffer data) {
   std::shared_ptr<Program> p(new Program());
   p->desc_ = format::read_program(*program);
   if (data != nullptr) p->external_ = format::read_external_data(*data);
+  if (p->desc_.uses_inline_constant_buffer && p->desc_.constant_bytes > 0) {
+    log(LogLevel::Warning, "program '" + program->origin() +
+                               "' keeps its constants in the deprecated inline constant_buffer; "
+                               "re-export it with a current ExecuTorch");
+  }
   p->program_buffer_ = std::move(program);
   p->data_buffer_ = std::move(data);
   return p;

@@ -8,9 +8,17 @@ from pterun._pterun import (
     Tensor,
     ProgramError,
     TensorInfo,
+    cuda_device_count,
     dtype,
+    get_num_threads,
     load_program,
+    reset_stats,
+    set_num_threads,
+    stats,
 )
+from pterun._logging import install_log_handler as _install_log_handler
+
+_install_log_handler()
 
 __all__ = [
     "Method",
@@ -20,6 +28,11 @@ __all__ = [
     "Tensor",
     "ProgramError",
     "TensorInfo",
+    "cuda_device_count",
     "dtype",
+    "get_num_threads",
     "load_program",
+    "reset_stats",
+    "set_num_threads",
+    "stats",
 ]

@@ -5,6 +5,7 @@
 #include "python/src/errors.h"
 #include "python/src/method.h"
 #include "python/src/program.h"
+#include "python/src/runtime.h"
 #include "python/src/tensor.h"
 #include "python/src/testing.h"
 
@@ -14,5 +15,6 @@ NB_MODULE(_pterun, m) {
   pterun::python::init_tensor(m);
   pterun::python::init_program(m);
   pterun::python::init_method(m);
+  pterun::python::init_runtime(m);
   pterun::python::init_testing(m);
 }
