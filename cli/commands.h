@@ -1,6 +1,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 namespace pterun::cli {
 
@@ -10,7 +11,28 @@ struct InspectOptions {
   bool json = false;
 };
 
+/// Options shared by `run` and `bench`.
+struct RunOptions {
+  std::string file;
+  std::string data;
+  std::string method = "forward";
+  std::string device = "cpu";
+  std::vector<std::string> input_files;  // .npy, one per input
+  std::string inputs_npz;                // or one .npz
+  std::string keys;                      // comma-separated npz keys to use, in order
+  std::string output;                    // run: .npz to write
+  int iterations = 0;                    // bench: 0 = about one second's worth
+  int warmup = 3;
+  int threads = 0;                       // 0 = default
+};
+
 /// `pterun inspect`: prints what a program holds and what this build can run.
 int run_inspect(const InspectOptions& options);
+
+/// `pterun run`: runs a method once and prints (or saves) its outputs.
+int run_run(const RunOptions& options);
+
+/// `pterun bench`: load time, first call, median and p90 per call.
+int run_bench(const RunOptions& options);
 
 }  // namespace pterun::cli

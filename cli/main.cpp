@@ -1,4 +1,4 @@
-// The pterun command: inspect (and, as the runtime grows, run and bench).
+// The pterun command: inspect, run, bench.
 
 #include <CLI/CLI.hpp>
 #include <iostream>
@@ -16,9 +16,30 @@ int main(int argc, char** argv) {
   inspect_cmd->add_option("--data", inspect.data, "A .ptd file with external data");
   inspect_cmd->add_flag("--json", inspect.json, "Print machine-readable JSON");
 
+  pterun::cli::RunOptions run, bench;
+  auto add_run_options = [](CLI::App* cmd, pterun::cli::RunOptions& o) {
+    cmd->add_option("file", o.file, "The .pte file")->required();
+    cmd->add_option("--data", o.data, "A .ptd file with external data");
+    cmd->add_option("--method", o.method, "Method to run")->capture_default_str();
+    cmd->add_option("--device", o.device, "cpu (cuda in CUDA builds)")->capture_default_str();
+    cmd->add_option("--input", o.input_files, "An .npy file per input, in order");
+    cmd->add_option("--inputs", o.inputs_npz, "An .npz holding the inputs (archive order)");
+    cmd->add_option("--keys", o.keys, "Comma-separated .npz keys to use as inputs, in order");
+    cmd->add_option("--threads", o.threads, "CPU threads (default: PTERUN_NUM_THREADS or all)");
+  };
+  auto* run_cmd = app.add_subcommand("run", "Run a method once and print its outputs");
+  add_run_options(run_cmd, run);
+  run_cmd->add_option("--output", run.output, "Write tensor outputs to this .npz");
+  auto* bench_cmd = app.add_subcommand("bench", "Time loading and calling a method");
+  add_run_options(bench_cmd, bench);
+  bench_cmd->add_option("--iterations,-n", bench.iterations, "Timed calls (default: ~1 s)");
+  bench_cmd->add_option("--warmup", bench.warmup, "Untimed calls first")->capture_default_str();
+
   CLI11_PARSE(app, argc, argv);
   try {
     if (inspect_cmd->parsed()) return pterun::cli::run_inspect(inspect);
+    if (run_cmd->parsed()) return pterun::cli::run_run(run);
+    if (bench_cmd->parsed()) return pterun::cli::run_bench(bench);
   } catch (const pterun::Error& e) {
     std::cerr << "pterun: error (" << pterun::error_code_name(e.code()) << "): " << e.what()
               << "\n";
