@@ -1,5 +1,6 @@
 // Checking and installing method inputs (behaviour.md B1, B3-B6, B9).
 
+#include <array>
 #include <cmath>
 #include <cstring>
 
@@ -145,16 +146,15 @@ void Method::install_input(size_t i, const InputArg& a) {
   Tensor& t = values_[vi].to_tensor();
   t.resize(a.sizes);
   bool layout_ok = same_layout(t, a.strides);
-  std::vector<int64_t> contiguous;
+  std::array<int64_t, kMaxRank> contiguous{};
   std::span<const int64_t> src_strides = a.strides;
   if (src_strides.empty()) {
-    contiguous.resize(a.sizes.size());
     int64_t s = 1;
     for (size_t d = a.sizes.size(); d-- > 0;) {
       contiguous[d] = s;
       s *= a.sizes[d] == 0 ? 1 : a.sizes[d];
     }
-    src_strides = contiguous;
+    src_strides = std::span<const int64_t>(contiguous.data(), a.sizes.size());
   }
   void* home = input_home_[i];
   if (home == nullptr && input_alias_ok_[i] && layout_ok) {
