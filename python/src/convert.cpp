@@ -1,5 +1,6 @@
 #include "python/src/convert.h"
 
+#include <nanobind/ndarray.h>
 #include <nanobind/stl/string.h>
 
 #include <cstring>
@@ -61,6 +62,72 @@ bool format_dtype(const char* fmt, Py_ssize_t itemsize, DType& out, std::string&
   }
   why = "buffer format '" + std::string(fmt ? fmt : "") + "' is not supported";
   return false;
+}
+
+bool dlpack_dtype(nb::dlpack::dtype t, DType& out) {
+  using nb::dlpack::dtype_code;
+  if (t.lanes != 1) return false;
+  auto code = static_cast<dtype_code>(t.code);
+  struct Entry {
+    dtype_code code;
+    int bits;
+    DType dtype;
+  };
+  static constexpr Entry kEntries[] = {
+      {dtype_code::Bool, 8, DType::Bool},       {dtype_code::Int, 8, DType::Int8},
+      {dtype_code::Int, 16, DType::Int16},      {dtype_code::Int, 32, DType::Int32},
+      {dtype_code::Int, 64, DType::Int64},      {dtype_code::UInt, 8, DType::UInt8},
+      {dtype_code::UInt, 16, DType::UInt16},    {dtype_code::UInt, 32, DType::UInt32},
+      {dtype_code::UInt, 64, DType::UInt64},    {dtype_code::Float, 16, DType::Float16},
+      {dtype_code::Float, 32, DType::Float32},  {dtype_code::Float, 64, DType::Float64},
+      {dtype_code::Bfloat, 16, DType::BFloat16}, {dtype_code::Complex, 64, DType::Complex64},
+      {dtype_code::Complex, 128, DType::Complex128},
+  };
+  for (const auto& e : kEntries) {
+    if (e.code == code && e.bits == t.bits) {
+      out = e.dtype;
+      return true;
+    }
+  }
+  return false;
+}
+
+/// An imported DLPack tensor, released under the GIL.
+struct HeldArray {
+  nb::ndarray<nb::ro> array;
+  ~HeldArray() {
+    nb::gil_scoped_acquire gil;
+    array = nb::ndarray<nb::ro>();
+  }
+};
+
+void convert_dlpack(nb::handle obj, const std::string& prefix, InputBatch& batch) {
+  auto held = std::make_shared<HeldArray>();
+  try {
+    held->array = nb::cast<nb::ndarray<nb::ro>>(obj);
+  } catch (const std::exception& e) {
+    PyErr_Clear();
+    raise(PyExc_TypeError, prefix, std::string("cannot import it through DLPack: ") + e.what());
+  }
+  const auto& a = held->array;
+  if (a.device_type() != nb::device::cpu::value) {
+    raise(PyExc_TypeError, prefix,
+          "the array lives on a GPU; this method runs on the CPU of a build without CUDA support");
+  }
+  DType dtype;
+  if (!dlpack_dtype(a.dtype(), dtype)) {
+    raise(PyExc_TypeError, prefix, "the array's DLPack dtype is not supported");
+  }
+  std::vector<int64_t> sizes(a.ndim()), strides(a.ndim());
+  for (size_t d = 0; d < a.ndim(); ++d) {
+    sizes[d] = static_cast<int64_t>(a.shape(d));
+    strides[d] = a.stride(d);
+  }
+  batch.shapes.push_back(std::move(sizes));
+  auto& sz = batch.shapes.back();
+  batch.shapes.push_back(std::move(strides));
+  auto& st = batch.shapes.back();
+  batch.args.push_back(InputArg::tensor(a.data(), dtype, sz, st, held));
 }
 
 bool is_numpy_scalar(nb::handle obj, const char* kind) {
@@ -125,8 +192,9 @@ void convert_tensor(nb::handle obj, const std::string& prefix, InputBatch& batch
     return;
   }
   if (!PyObject_CheckBuffer(obj.ptr())) {
+    if (PyObject_HasAttrString(obj.ptr(), "__dlpack__")) return convert_dlpack(obj, prefix, batch);
     raise(PyExc_TypeError, prefix,
-          "expected an array (buffer protocol or pterun.Tensor), got " +
+          "expected an array (buffer protocol, DLPack or pterun.Tensor), got " +
               nb::cast<std::string>(nb::str(obj.type().attr("__name__"))));
   }
   auto held = std::make_shared<HeldView>();
@@ -194,7 +262,6 @@ InputBatch convert_inputs(nb::handle inputs, const Method& method, size_t max_co
   }
   InputBatch batch;
   batch.args.reserve(n);
-  batch.shapes.reserve(2 * n + 1);
   const MethodMeta& meta = method.meta();
   for (size_t i = 0; i < n; ++i) {
     nb::handle item = PySequence_Fast_GET_ITEM(inputs.ptr(), static_cast<Py_ssize_t>(i));

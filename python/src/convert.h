@@ -6,6 +6,7 @@
 
 #include <nanobind/nanobind.h>
 
+#include <deque>
 #include <string>
 #include <vector>
 
@@ -17,7 +18,7 @@ namespace pterun::python {
 /// Storage for converted inputs: InputArg spans point into it.
 struct InputBatch {
   std::vector<InputArg> args;
-  std::vector<std::vector<int64_t>> shapes;  // sizes and strides of tensor inputs
+  std::deque<std::vector<int64_t>> shapes;  // sizes and strides (stable addresses)
 };
 
 /// Converts `obj` for an input declared as `declared` (B2, B3). Errors keep

@@ -169,6 +169,33 @@ void init_tensor(nb::module_& m) {
              return arr;
            },
            nb::arg("dtype") = nb::none(), nb::arg("copy") = nb::none())
+      .def("__dlpack__",
+           [](nb::handle self, nb::handle stream, nb::handle max_version, nb::handle dl_device,
+              nb::handle copy) {
+             PyTensor& p = nb::cast<PyTensor&>(self);
+             if (!copy.is_none() && nb::cast<bool>(copy)) {
+               throw nb::buffer_error("Tensor.__dlpack__: copy=True is not supported; "
+                                      "use Tensor.from_host for a copy");
+             }
+             (void)stream;  // host memory: no stream ordering needed
+             std::vector<size_t> shape(p.t.sizes.begin(), p.t.sizes.end());
+             std::vector<int64_t> strides(p.t.strides.begin(), p.t.strides.end());
+             nb::ndarray<nb::array_api> view(p.t.data, shape.size(), shape.data(), self,
+                                             strides.data(), dl_dtype(p.t.dtype),
+                                             nb::device::cpu::value, 0);
+             nb::object exporter = nb::cast(view);
+             nb::dict kwargs;
+             if (!max_version.is_none()) kwargs["max_version"] = max_version;
+             if (!dl_device.is_none()) kwargs["dl_device"] = dl_device;
+             return exporter.attr("__dlpack__")(**kwargs);
+           },
+           nb::kw_only(), nb::arg("stream") = nb::none(), nb::arg("max_version") = nb::none(),
+           nb::arg("dl_device") = nb::none(), nb::arg("copy") = nb::none(),
+           "A DLPack capsule sharing this tensor's memory (versioned when max_version >= (1, 0)).")
+      .def("__dlpack_device__",
+           [](const PyTensor& p) {
+             return p.t.device == "cpu" ? nb::make_tuple(1, 0) : nb::make_tuple(2, 0);
+           })
       .def("to_host", [](nb::handle self) { return nb::borrow(self); },
            "This tensor on the host (a CPU tensor returns itself).")
       .def("item", [](nb::handle self) {
