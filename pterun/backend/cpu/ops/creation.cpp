@@ -1,7 +1,224 @@
+// Creation ops: fills (full, zeros, ones, fill, scalar_tensor and the
+// *_like forms), empty (shape only) and ranges (arange, linspace). The
+// output's dtype decides the element type.
+
+#include <cmath>
+#include <type_traits>
+
 #include "pterun/backend/cpu/ops/ops.h"
+#include "pterun/backend/cpu/ops/shape_copy.h"
+#include "pterun/core/error.h"
+#include "pterun/core/value.h"
+#include "pterun/kernels/common/dtype_util.h"
+#include "pterun/kernels/common/parallel.h"
 
 namespace pterun::cpu {
+namespace {
 
-void register_creation_ops(kernels::KernelRegistry& /*r*/) {}
+using kernels::Family;
+using kernels::KernelContext;
+
+// full.out(SymInt[] size, Scalar fill_value, *, Tensor(a!) out)
+void full_out(KernelContext& ctx, std::span<Value* const> args) {
+  const char* op = "aten::full.out";
+  Tensor& out = args[2]->to_tensor();
+  kernels::resize_output(out, args[0]->to_int_list(), op);
+  fill_scalar(ctx, out, args[1]->to_scalar(), op);
+}
+
+// full_like.out(Tensor self, Scalar fill_value, *, MemoryFormat? memory_format=None,
+//               Tensor(a!) out)
+void full_like_out(KernelContext& ctx, std::span<Value* const> args) {
+  const char* op = "aten::full_like.out";
+  const Tensor& self = args[0]->to_tensor();
+  Tensor& out = args[3]->to_tensor();
+  check_memory_format(args[2]->to_optional_int(), out, op);
+  kernels::resize_output(out, self.sizes(), op);
+  fill_scalar(ctx, out, args[1]->to_scalar(), op);
+}
+
+// scalar_tensor.out(Scalar s, *, Tensor(a!) out): a 0-dim tensor holding s.
+void scalar_tensor_out(KernelContext& ctx, std::span<Value* const> args) {
+  const char* op = "aten::scalar_tensor.out";
+  Tensor& out = args[1]->to_tensor();
+  kernels::resize_output(out, {}, op);
+  fill_scalar(ctx, out, args[0]->to_scalar(), op);
+}
+
+// zeros.out / ones.out (SymInt[] size, *, Tensor(a!) out)
+template <int kValue>
+void constant_out(KernelContext& ctx, std::span<Value* const> args) {
+  const char* op = kValue == 0 ? "aten::zeros.out" : "aten::ones.out";
+  Tensor& out = args[1]->to_tensor();
+  kernels::resize_output(out, args[0]->to_int_list(), op);
+  fill_scalar(ctx, out, Scalar::from_int(kValue), op);
+}
+
+// zeros_like.out / ones_like.out (Tensor self, *, MemoryFormat? memory_format=None,
+//                                 Tensor(a!) out)
+template <int kValue>
+void constant_like_out(KernelContext& ctx, std::span<Value* const> args) {
+  const char* op = kValue == 0 ? "aten::zeros_like.out" : "aten::ones_like.out";
+  const Tensor& self = args[0]->to_tensor();
+  Tensor& out = args[2]->to_tensor();
+  check_memory_format(args[1]->to_optional_int(), out, op);
+  kernels::resize_output(out, self.sizes(), op);
+  fill_scalar(ctx, out, Scalar::from_int(kValue), op);
+}
+
+// empty.out(SymInt[] size, *, MemoryFormat? memory_format=None, Tensor(a!) out): shape only.
+void empty_out(KernelContext& /*ctx*/, std::span<Value* const> args) {
+  const char* op = "aten::empty.out";
+  Tensor& out = args[2]->to_tensor();
+  check_memory_format(args[1]->to_optional_int(), out, op);
+  kernels::resize_output(out, args[0]->to_int_list(), op);
+}
+
+// empty_like.out(Tensor self, *, MemoryFormat? memory_format=None, Tensor(a!) out)
+void empty_like_out(KernelContext& /*ctx*/, std::span<Value* const> args) {
+  const char* op = "aten::empty_like.out";
+  Tensor& out = args[2]->to_tensor();
+  check_memory_format(args[1]->to_optional_int(), out, op);
+  kernels::resize_output(out, args[0]->to_tensor().sizes(), op);
+}
+
+// fill.Scalar_out(Tensor self, Scalar value, *, Tensor(a!) out)
+void fill_scalar_out(KernelContext& ctx, std::span<Value* const> args) {
+  const char* op = "aten::fill.Scalar_out";
+  const Tensor& self = args[0]->to_tensor();
+  Tensor& out = args[2]->to_tensor();
+  check_same_dtype(self, out, op);
+  kernels::resize_output(out, self.sizes(), op);
+  fill_scalar(ctx, out, args[1]->to_scalar(), op);
+}
+
+// fill.Tensor_out(Tensor self, Tensor value, *, Tensor(a!) out): value is 0-dim.
+void fill_tensor_out(KernelContext& ctx, std::span<Value* const> args) {
+  const char* op = "aten::fill.Tensor_out";
+  const Tensor& self = args[0]->to_tensor();
+  const Tensor& value = args[1]->to_tensor();
+  Tensor& out = args[2]->to_tensor();
+  check_same_dtype(self, out, op);
+  check_rank(value, 0, "a value", op);
+  kernels::resize_output(out, self.sizes(), op);
+  // The value converted to out's dtype, then repeated.
+  alignas(16) unsigned char element[16] = {};
+  Tensor one(out.dtype(), {});
+  one.set_data(element, sizeof(element));
+  convert_copy(ctx, one, value, op);
+  fill_bytes(ctx, out, element);
+}
+
+/// Writes f(i) into the 1-D tensor `out` for every i, on threads.
+template <typename T, typename F>
+void fill_indexed(const KernelContext& ctx, Tensor& out, F f) {
+  T* data = out.data_as<T>();
+  const int64_t stride = out.numel() > 0 ? out.stride(0) : 1;
+  kernels::parallel_for(ctx, out.numel(), 4, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) data[i * stride] = f(i);
+  });
+}
+
+/// arange: out[i] = start + i * step for i < ceil((end - start) / step), following ATen:
+/// integer outputs use start and step truncated to int64 (int64 also sizes with them);
+/// floating outputs compute in double (float for f16/bf16).
+void arange_into(const KernelContext& ctx, Tensor& out, const Scalar& start, const Scalar& end,
+                 const Scalar& step, const char* op) {
+  const double ds = start.to_double(), de = end.to_double(), dt = step.to_double();
+  PTERUN_CHECK(std::isfinite(ds) && std::isfinite(de), ErrorCode::InvalidArgument, op,
+               ": unsupported range ", ds, " -> ", de);
+  PTERUN_CHECK(dt != 0, ErrorCode::InvalidArgument, op, ": step must be nonzero");
+  PTERUN_CHECK((dt > 0 && de >= ds) || (dt < 0 && de <= ds), ErrorCode::InvalidArgument, op,
+               ": upper bound and lower bound inconsistent with step sign");
+  kernels::visit(out.dtype(), Family::RealHBF16, op, [&]<typename T>() {
+    if constexpr (std::is_integral_v<T>) {
+      PTERUN_CHECK(step.to_int() != 0, ErrorCode::InvalidArgument, op, ": step ", dt,
+                   " truncates to zero for an integer output");
+    }
+    double length;
+    if constexpr (std::is_same_v<T, int64_t>) {
+      const int64_t s = start.to_int(), e = end.to_int(), st = step.to_int();
+      // ATen's (end - start + step - sign(step)) / step, overflow-checked.
+      int64_t span = 0;
+      bool overflow = __builtin_sub_overflow(e, s, &span) ||
+                      __builtin_add_overflow(span, st - (st > 0 ? 1 : -1), &span);
+      PTERUN_CHECK(!overflow, ErrorCode::InvalidArgument, op, ": range overflows");
+      int64_t count = span / st;
+      length = count < 0 ? -1.0 : static_cast<double>(count);
+    } else {
+      length = std::ceil((de - ds) / dt);
+    }
+    PTERUN_CHECK(length >= 0 && length < 9.2e18, ErrorCode::InvalidArgument, op,
+                 ": invalid length ", length);
+    const int64_t n[1] = {static_cast<int64_t>(length)};
+    kernels::resize_output(out, n, op);
+    if constexpr (std::is_integral_v<T>) {
+      const int64_t s = start.to_int(), st = step.to_int();
+      fill_indexed<T>(ctx, out, [&](int64_t i) { return kernels::convert<T>(s + i * st); });
+    } else {
+      using A = std::conditional_t<sizeof(T) == 2, float, double>;
+      const A s = static_cast<A>(ds), st = static_cast<A>(dt);
+      fill_indexed<T>(ctx, out, [&](int64_t i) {
+        return kernels::convert<T>(static_cast<A>(s + static_cast<A>(i) * st));
+      });
+    }
+  });
+}
+
+// arange.out(Scalar end, *, Tensor(a!) out)
+void arange_out(KernelContext& ctx, std::span<Value* const> args) {
+  arange_into(ctx, args[1]->to_tensor(), Scalar::from_int(0), args[0]->to_scalar(),
+              Scalar::from_int(1), "aten::arange.out");
+}
+
+// arange.start_out(Scalar start, Scalar end, Scalar step=1, *, Tensor(a!) out)
+void arange_start_out(KernelContext& ctx, std::span<Value* const> args) {
+  arange_into(ctx, args[3]->to_tensor(), args[0]->to_scalar(), args[1]->to_scalar(),
+              args[2]->to_scalar(), "aten::arange.start_out");
+}
+
+// linspace.out(Scalar start, Scalar end, int steps, *, Tensor(a!) out): `steps` evenly
+// spaced values, the first half counted from start and the second from end (as ATen does).
+void linspace_out(KernelContext& ctx, std::span<Value* const> args) {
+  const char* op = "aten::linspace.out";
+  const Scalar start = args[0]->to_scalar(), end = args[1]->to_scalar();
+  const int64_t steps = args[2]->to_int();
+  Tensor& out = args[3]->to_tensor();
+  PTERUN_CHECK(steps >= 0, ErrorCode::InvalidArgument, op, ": steps must be >= 0, got ", steps);
+  const int64_t n[1] = {steps};
+  kernels::resize_output(out, n, op);
+  kernels::visit(out.dtype(), Family::RealHBF16, op, [&]<typename T>() {
+    // Integer outputs step in double from start and end truncated to T.
+    using A = std::conditional_t<std::is_integral_v<T>, double, kernels::ComputeOf<T>>;
+    const A s = std::is_integral_v<T> ? A(start.to_int()) : A(start.to_double());
+    const A e = std::is_integral_v<T> ? A(end.to_int()) : A(end.to_double());
+    const A step = steps > 1 ? (e - s) / static_cast<A>(steps - 1) : A(0);
+    const int64_t half = steps / 2;
+    fill_indexed<T>(ctx, out, [&](int64_t i) {
+      A v = i < half ? s + step * static_cast<A>(i) : e - step * static_cast<A>(steps - i - 1);
+      return kernels::convert<T>(steps == 1 ? s : v);
+    });
+  });
+}
+
+}  // namespace
+
+void register_creation_ops(kernels::KernelRegistry& r) {
+  using kernels::Device;
+  r.add("aten::full.out", Device::CPU, &full_out);
+  r.add("aten::full_like.out", Device::CPU, &full_like_out);
+  r.add("aten::scalar_tensor.out", Device::CPU, &scalar_tensor_out);
+  r.add("aten::zeros.out", Device::CPU, &constant_out<0>);
+  r.add("aten::ones.out", Device::CPU, &constant_out<1>);
+  r.add("aten::zeros_like.out", Device::CPU, &constant_like_out<0>);
+  r.add("aten::ones_like.out", Device::CPU, &constant_like_out<1>);
+  r.add("aten::empty.out", Device::CPU, &empty_out);
+  r.add("aten::empty_like.out", Device::CPU, &empty_like_out);
+  r.add("aten::fill.Scalar_out", Device::CPU, &fill_scalar_out);
+  r.add("aten::fill.Tensor_out", Device::CPU, &fill_tensor_out);
+  r.add("aten::arange.out", Device::CPU, &arange_out);
+  r.add("aten::arange.start_out", Device::CPU, &arange_start_out);
+  r.add("aten::linspace.out", Device::CPU, &linspace_out);
+}
 
 }  // namespace pterun::cpu
