@@ -133,6 +133,24 @@ std::vector<OutputValue> MethodRunner::get_outputs(bool clone) {
   return collect(clone);
 }
 
+TensorResult MethodRunner::attribute(const std::string& name) {
+  std::lock_guard lock(mutex_);
+  Tensor* t = method_->attribute(name);
+  PTERUN_CHECK(t != nullptr, ErrorCode::InvalidArgument, "method '", method_->name(),
+               "' has no attribute '", name, "'");
+  PTERUN_CHECK(t->data() != nullptr || t->numel() == 0, ErrorCode::InvalidState, "method '",
+               method_->name(), "': attribute '", name, "' has no data");
+  auto buffer = std::make_shared<HostBuffer>(t->nbytes());
+  TensorResult r;
+  r.dtype = t->dtype();
+  r.sizes.assign(t->sizes().begin(), t->sizes().end());
+  r.strides.assign(t->strides().begin(), t->strides().end());
+  if (t->nbytes() > 0) std::memcpy(buffer->data(), t->data(), t->nbytes());
+  r.data = buffer->data();
+  r.storage = std::move(buffer);
+  return r;
+}
+
 std::vector<OutputValue> MethodRunner::call(std::span<const InputArg> inputs, bool clone) {
   std::lock_guard lock(mutex_);
   method_->set_inputs(inputs);

@@ -53,6 +53,10 @@ class MethodRunner : public std::enable_shared_from_this<MethodRunner> {
   void execute();
   /// B8, B10, B17, B18.
   std::vector<OutputValue> get_outputs(bool clone);
+  /// A copy of the named tensor `name` (a mutable buffer or constant), as it
+  /// is now. Error InvalidArgument when the method has no such attribute.
+  TensorResult attribute(const std::string& name);
+
   /// set_inputs + execute + get_outputs under one lock.
   std::vector<OutputValue> call(std::span<const InputArg> inputs, bool clone);
 

@@ -164,6 +164,16 @@ void init_method(nb::module_& m) {
            "set_inputs + execute + get_outputs.")
       .def("call", &call_method, "inputs"_a, nb::kw_only(), "clone_outputs"_a = true)
       .def("method_meta", [](PyMethod& self) { return self.runner->method().meta(); })
+      .def("get_attribute",
+           [](PyMethod& self, const std::string& name) {
+             TensorResult r;
+             {
+               nb::gil_scoped_release release;
+               r = self.runner->attribute(name);
+             }
+             return to_python(OutputValue(std::move(r)));
+           },
+           "name"_a, "A copy of the named buffer `name` as it is now.")
       .def_prop_ro("name", [](PyMethod& self) { return self.runner->method().name(); })
       .def_prop_ro("device", [](PyMethod& self) { return self.device; })
       .def("__repr__", [](PyMethod& self) {
