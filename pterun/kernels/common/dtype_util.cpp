@@ -41,7 +41,8 @@ bool is_floating(DType d) {
 }
 
 bool is_integral(DType d, bool include_bool) {
-  return int_width(d) > 0 || (include_bool && d == DType::Bool);
+  return int_width(d) > 0 || d == DType::UInt16 || d == DType::UInt32 || d == DType::UInt64 ||
+         (include_bool && d == DType::Bool);
 }
 
 bool is_complex(DType d) {
