@@ -1,0 +1,269 @@
+"""pterun: run ExecuTorch programs (.pte) without PyTorch"""
+
+import enum
+
+from pterun import ProgramError as ProgramError
+
+
+class Tensor:
+    """A tensor produced by pterun (B20)."""
+
+    @property
+    def shape(self) -> tuple: ...
+
+    @property
+    def ndim(self) -> int: ...
+
+    @property
+    def dtype(self) -> dtype: ...
+
+    @property
+    def dtype_name(self) -> str: ...
+
+    @property
+    def device(self) -> str: ...
+
+    @property
+    def nbytes(self) -> int: ...
+
+    @property
+    def data_ptr(self) -> int: ...
+
+    def __len__(self) -> int: ...
+
+    def __repr__(self) -> str: ...
+
+    def numpy(self) -> object:
+        """A NumPy array sharing this tensor's memory (CPU tensors only)."""
+
+    def __array__(self, dtype: object | None = None, copy: object | None = None) -> object: ...
+
+    def __dlpack__(self, *, stream: object | None = None, max_version: object | None = None, dl_device: object | None = None, copy: object | None = None) -> object:
+        """
+        A DLPack capsule sharing this tensor's memory (versioned when max_version >= (1, 0)).
+        """
+
+    def __dlpack_device__(self) -> tuple: ...
+
+    def to_host(self) -> object:
+        """This tensor on the host (a CPU tensor returns itself)."""
+
+    def item(self) -> object: ...
+
+    def tolist(self) -> object: ...
+
+    @staticmethod
+    def from_host(data: object, device: str = 'cpu', *, dtype: object | None = None) -> Tensor:
+        """
+        A copy of `data` (buffer, pterun.Tensor) on `device`. `dtype` reinterprets elements of the same size (uint16 bits as 'bfloat16').
+        """
+
+class dtype(enum.IntEnum):
+    """Element types, numbered as ExecuTorch's ScalarType."""
+
+    uint8 = 0
+
+    int8 = 1
+
+    int16 = 2
+
+    int32 = 3
+
+    int64 = 4
+
+    float16 = 5
+
+    float32 = 6
+
+    float64 = 7
+
+    complex32 = 8
+
+    complex64 = 9
+
+    complex128 = 10
+
+    bool = 11
+
+    qint8 = 12
+
+    quint8 = 13
+
+    qint32 = 14
+
+    bfloat16 = 15
+
+    quint4x2 = 16
+
+    quint2x4 = 17
+
+    bits16 = 22
+
+    float8_e5m2 = 23
+
+    float8_e4m3fn = 24
+
+    float8_e5m2fnuz = 25
+
+    float8_e4m3fnuz = 26
+
+    uint16 = 27
+
+    uint32 = 28
+
+    uint64 = 29
+
+class TensorInfo:
+    """What a program declares about one tensor."""
+
+    @property
+    def sizes(self) -> tuple:
+        """The shape; for dynamic tensors, the upper bound."""
+
+    @property
+    def dtype(self) -> dtype: ...
+
+    @property
+    def dtype_name(self) -> str: ...
+
+    @property
+    def dim_order(self) -> tuple:
+        """Dimensions from outermost to innermost in memory."""
+
+    @property
+    def is_memory_planned(self) -> bool: ...
+
+    @property
+    def nbytes(self) -> int: ...
+
+    @property
+    def shape_dynamism(self) -> str:
+        """'static', 'dynamic_bound' or 'dynamic_unbound'."""
+
+    @property
+    def name(self) -> object:
+        """The fully qualified name, or None."""
+
+    def __repr__(self) -> str: ...
+
+class MethodMeta:
+    """Metadata of one method, read without loading it."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def num_inputs(self) -> int: ...
+
+    @property
+    def num_outputs(self) -> int: ...
+
+    @property
+    def num_attributes(self) -> int: ...
+
+    @property
+    def memory_planned_buffer_sizes(self) -> tuple: ...
+
+    @property
+    def backends(self) -> tuple:
+        """Delegate backend ids the method uses."""
+
+    def input_tag(self, index: int) -> str:
+        """'Tensor', 'Int', 'Double', 'Bool', 'String' or 'None'."""
+
+    def output_tag(self, index: int) -> str: ...
+
+    def input_tensor_meta(self, index: int) -> TensorInfo: ...
+
+    def output_tensor_meta(self, index: int) -> TensorInfo: ...
+
+    def attribute_tensor_meta(self, index: int) -> TensorInfo: ...
+
+    def __repr__(self) -> str: ...
+
+class Program:
+    """A loaded, verified ExecuTorch program."""
+
+    @property
+    def method_names(self) -> list[str]:
+        """Method names in file order."""
+
+    def method_meta(self, name: str) -> MethodMeta:
+        """Metadata of method `name` (ValueError when there is none)."""
+
+    def load_method(self, name: str, *, device: str = 'cpu') -> object:
+        """Loads method `name` on `device` ('cpu', 'cuda', 'cuda:N')."""
+
+    def __repr__(self) -> str: ...
+
+def load_program(src: object, *, data: object | None = None) -> Program:
+    """
+    Loads a .pte program from a path (memory-mapped) or a bytes-like object, with an optional .ptd data file. Raises FileNotFoundError for a missing file and ProgramError for a damaged one.
+    """
+
+class Method:
+    """A loaded method of a program."""
+
+    def set_inputs(self, inputs: object) -> None:
+        """Checks every input, then installs them all (B9)."""
+
+    def execute(self) -> None:
+        """Runs the method on the installed inputs (releases the GIL)."""
+
+    def get_outputs(self, *, clone_outputs: bool = True) -> list: ...
+
+    def __call__(self, inputs: object, *, clone_outputs: bool = True) -> list:
+        """set_inputs + execute + get_outputs."""
+
+    def call(self, inputs: object, *, clone_outputs: bool = True) -> list: ...
+
+    def method_meta(self) -> MethodMeta: ...
+
+    def get_attribute(self, name: str) -> object:
+        """A copy of the named buffer `name` as it is now."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def device(self) -> str: ...
+
+    def __repr__(self) -> str: ...
+
+class Module:
+    """A program with lazily loaded methods."""
+
+    def __init__(self, src: object, *, data: object | None = None, device: str = 'cpu') -> None: ...
+
+    @property
+    def method_names(self) -> list[str]: ...
+
+    def method_meta(self, name: str) -> MethodMeta: ...
+
+    def forward(self, inputs: object, *, clone_outputs: bool = True) -> list: ...
+
+    def __call__(self, inputs: object, *, clone_outputs: bool = True) -> list: ...
+
+    def run_method(self, name: str, inputs: object, *, clone_outputs: bool = True) -> list: ...
+
+    def plan_execute(self, name: str = 'forward', *, clone_outputs: bool = True) -> list: ...
+
+    def __repr__(self) -> str: ...
+
+def stats() -> dict:
+    """
+    Process-wide counters: device_syncs, device_allocs, copies, layout_conversions, output_copies.
+    """
+
+def reset_stats() -> None:
+    """Sets every counter of stats() to 0."""
+
+def set_num_threads(n: int) -> None:
+    """Bounds the CPU threads one call may use (B15)."""
+
+def get_num_threads() -> int: ...
+
+def cuda_device_count() -> int:
+    """
+    Usable CUDA devices; 0 without a GPU, a driver, or CUDA support in this build.
+    """
