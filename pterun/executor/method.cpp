@@ -184,6 +184,27 @@ struct Method::Loader {
     }
   }
 
+  // A tensor that is read but has no data from anywhere (not planned, not a
+  // constant, not an input, not written by a kernel) would be read through
+  // a null pointer: refuse the program instead (B22).
+  void check_data_sources() {
+    std::set<int32_t> inputs(d.inputs.begin(), d.inputs.end());
+    for (size_t i = 0; i < d.values.size(); ++i) {
+      const auto& v = d.values[i];
+      if (v.kind != ValueKind::Tensor) continue;
+      const TensorDesc& t = *v.tensor;
+      int32_t vi = static_cast<int32_t>(i);
+      if (t.storage != TensorStorage::Unplanned || t.numel == 0 || inputs.count(vi) ||
+          written.count(vi) || aliased.count(vi)) {
+        continue;
+      }
+      throw_error(ErrorCode::InvalidProgram,
+                  str_cat("method '", d.name, "', value ", i, ": tensor ", describe(m.tensors_[
+                              tensor_of_value[i]]), " has no data (not planned, constant, input "
+                              "or written by an instruction)"));
+    }
+  }
+
   void build_values() {
     m.values_.resize(d.values.size());
     size_t lists = 0;
@@ -321,6 +342,7 @@ std::unique_ptr<Method> Method::load(std::shared_ptr<const Program> program,
   loader.check_support();
   loader.allocate_buffers();
   loader.build_tensors();
+  loader.check_data_sources();
   loader.allocate_unplanned_outputs(m->owned_);
   loader.build_values();
   loader.build_steps();

@@ -93,7 +93,8 @@ void Method::execute() {
             ++pc;
             break;
           case format::InstructionKind::FreeCall:
-            values_[s.index].to_tensor().set_data(nullptr, 0);
+            // Only emitted for unbounded dynamic tensors, which load refuses;
+            // memory stays owned by the method, so nothing to release.
             ++pc;
             break;
           case format::InstructionKind::DelegateCall:

@@ -33,6 +33,10 @@ void MethodRunner::set_inputs(std::span<const InputArg> inputs) {
 
 void MethodRunner::set_leading_inputs(std::span<const InputArg> inputs) {
   std::lock_guard lock(mutex_);
+  set_leading_locked(inputs);
+}
+
+void MethodRunner::set_leading_locked(std::span<const InputArg> inputs) {
   Method& m = *method_;
   PTERUN_CHECK(inputs.size() <= m.num_inputs(), ErrorCode::InvalidArgument, "method '", m.name(),
                "' takes ", m.num_inputs(), " inputs, got ", inputs.size());
@@ -43,10 +47,34 @@ void MethodRunner::set_leading_inputs(std::span<const InputArg> inputs) {
     PTERUN_CHECK(m.inputs_ready(), ErrorCode::InvalidState, "method '", m.name(), "': inputs ",
                  m.missing_inputs(), " were never passed (a partial call keeps only inputs ",
                  "from earlier successful calls)");
+    inputs_valid_ = true;
   } catch (...) {
     for (size_t i = 0; i < inputs.size(); ++i) m.forget_input(i);
     throw;
   }
+}
+
+std::vector<OutputValue> MethodRunner::call_leading(std::span<const InputArg> inputs, bool clone) {
+  std::lock_guard lock(mutex_);
+  set_leading_locked(inputs);
+  try {
+    execute_locked();
+  } catch (...) {
+    for (size_t i = 0; i < inputs.size(); ++i) method_->forget_input(i);
+    throw;
+  }
+  return collect(clone);
+}
+
+std::vector<OutputValue> MethodRunner::execute_and_collect(bool clone) {
+  std::lock_guard lock(mutex_);
+  execute_locked();
+  return collect(clone);
+}
+
+void MethodRunner::forget_leading(size_t count) {
+  std::lock_guard lock(mutex_);
+  for (size_t i = 0; i < count && i < method_->num_inputs(); ++i) method_->forget_input(i);
 }
 
 std::shared_ptr<HostBuffer> MethodRunner::acquire(size_t output, size_t bytes) {
@@ -75,6 +103,10 @@ void MethodRunner::prepare_outputs() {
 
 void MethodRunner::execute() {
   std::lock_guard lock(mutex_);
+  execute_locked();
+}
+
+void MethodRunner::execute_locked() {
   PTERUN_CHECK(inputs_valid_ && method_->inputs_ready(), ErrorCode::InvalidState, "method '",
                method_->name(), "': execute() needs inputs: call set_inputs() first");
   executed_ = false;

@@ -48,6 +48,15 @@ class MethodRunner : public std::enable_shared_from_this<MethodRunner> {
   /// the method takes, InvalidState naming inputs never passed. On any
   /// failure inputs 0..k-1 must be passed again.
   void set_leading_inputs(std::span<const InputArg> inputs);
+  /// A whole partial call under one lock (Module, B13, B15): the leading
+  /// inputs, execute, outputs. On failure after the count check, inputs
+  /// 0..k-1 must be passed again.
+  std::vector<OutputValue> call_leading(std::span<const InputArg> inputs, bool clone);
+  /// Marks inputs 0..count-1 as not passed (a partial call that failed
+  /// while converting its inputs).
+  void forget_leading(size_t count);
+  /// execute + get_outputs under one lock (Module.plan_execute).
+  std::vector<OutputValue> execute_and_collect(bool clone);
   /// B8, B12. Releases no lock the caller holds; safe to call without the
   /// Python GIL.
   void execute();
@@ -63,6 +72,8 @@ class MethodRunner : public std::enable_shared_from_this<MethodRunner> {
  private:
   explicit MethodRunner(std::unique_ptr<Method> method);
   std::vector<OutputValue> collect(bool clone);
+  void set_leading_locked(std::span<const InputArg> inputs);
+  void execute_locked();
   void prepare_outputs();
   std::shared_ptr<HostBuffer> acquire(size_t output, size_t bytes);
 

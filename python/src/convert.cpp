@@ -103,11 +103,32 @@ struct HeldArray {
 
 void convert_dlpack(nb::handle obj, const std::string& prefix, InputBatch& batch) {
   auto held = std::make_shared<HeldArray>();
+  // Ask the producer for a capsule ourselves, so that its errors keep their
+  // Python type and message (B6); prefer a versioned capsule.
+  nb::object capsule;
   try {
-    held->array = nb::cast<nb::ndarray<nb::ro>>(obj);
+    nb::dict kwargs;
+    kwargs["max_version"] = nb::make_tuple(1, 0);
+    capsule = obj.attr("__dlpack__")(**kwargs);
+  } catch (nb::python_error& e) {
+    if (!e.matches(PyExc_TypeError)) {
+      nb::object type = nb::borrow(e.type());
+      std::string msg = e.what();
+      raise(type.ptr(), prefix, msg);
+    }
+    try {
+      capsule = obj.attr("__dlpack__")();
+    } catch (nb::python_error& e2) {
+      nb::object type = nb::borrow(e2.type());
+      std::string msg = e2.what();
+      raise(type.ptr(), prefix, msg);
+    }
+  }
+  try {
+    held->array = nb::cast<nb::ndarray<nb::ro>>(capsule);
   } catch (const std::exception& e) {
     PyErr_Clear();
-    raise(PyExc_TypeError, prefix, std::string("cannot import it through DLPack: ") + e.what());
+    raise(PyExc_TypeError, prefix, std::string("cannot import its DLPack capsule: ") + e.what());
   }
   const auto& a = held->array;
   if (a.device_type() != nb::device::cpu::value) {
@@ -166,8 +187,14 @@ void convert_number(nb::handle obj, ValueKind declared, const std::string& prefi
       return;
     case ValueKind::Double:
       if (!is_float && !is_int) type_error("a float");
-      batch.args.push_back(InputArg::from_double(PyFloat_AsDouble(obj.ptr())));
-      if (PyErr_Occurred()) throw nb::python_error();
+      {
+        double v = PyFloat_AsDouble(obj.ptr());
+        if (PyErr_Occurred()) {
+          nb::python_error err;
+          raise(PyExc_OverflowError, prefix, err.what());
+        }
+        batch.args.push_back(InputArg::from_double(v));
+      }
       return;
     case ValueKind::Bool:
       if (!is_bool) type_error("a bool");
@@ -176,6 +203,17 @@ void convert_number(nb::handle obj, ValueKind declared, const std::string& prefi
     default:
       type_error("a tensor");
   }
+}
+
+bool is_ml_dtypes_bfloat16(nb::handle obj) {
+  nb::handle type = obj.type();
+  if (!PyObject_HasAttrString(type.ptr(), "__module__")) return false;
+  nb::object module = type.attr("__module__");
+  if (!nb::isinstance<nb::str>(module) || nb::cast<std::string>(module) != "numpy") return false;
+  nb::object dtype = nb::getattr(obj, "dtype", nb::none());
+  if (dtype.is_none()) return false;
+  nb::object name = nb::getattr(dtype, "name", nb::none());
+  return nb::isinstance<nb::str>(name) && nb::cast<std::string>(name) == "bfloat16";
 }
 
 void convert_tensor(nb::handle obj, const std::string& prefix, InputBatch& batch) {
@@ -197,8 +235,20 @@ void convert_tensor(nb::handle obj, const std::string& prefix, InputBatch& batch
           "expected an array (buffer protocol, DLPack or pterun.Tensor), got " +
               nb::cast<std::string>(nb::str(obj.type().attr("__name__"))));
   }
+  // NumPy arrays of ml_dtypes' bfloat16 have neither a buffer format nor a
+  // DLPack export: read their bits as uint16 and keep the dtype.
+  if (is_ml_dtypes_bfloat16(obj)) {
+    nb::object bits = obj.attr("view")(nb::module_::import_("numpy").attr("uint16"));
+    convert_tensor(bits, prefix, batch);
+    batch.args.back().dtype = DType::BFloat16;
+    return;
+  }
   auto held = std::make_shared<HeldView>();
   if (PyObject_GetBuffer(obj.ptr(), &held->view, PyBUF_RECORDS_RO) != 0) {
+    if (PyObject_HasAttrString(obj.ptr(), "__dlpack__")) {
+      PyErr_Clear();  // e.g. a bfloat16 JAX array: its buffer has no format
+      return convert_dlpack(obj, prefix, batch);
+    }
     nb::python_error err;
     raise(PyExc_BufferError, prefix, std::string("cannot read the buffer: ") + err.what());
   }

@@ -68,7 +68,7 @@ PyMethod make_method(std::shared_ptr<const Program> program, const std::string& 
 
 nb::list call_method(PyMethod& self, nb::handle inputs, bool clone) {
   Method& m = self.runner->method();
-  InputBatch batch = convert_inputs(inputs, m, SIZE_MAX);
+  InputBatch batch = convert_inputs(inputs, m, m.num_inputs());
   std::vector<OutputValue> out;
   {
     nb::gil_scoped_release release;
@@ -92,28 +92,34 @@ struct PyModule {
   nb::list run(const std::string& name, nb::handle inputs, bool clone) {
     PyMethod& pm = get(name);
     Method& m = pm.runner->method();
-    size_t k = 0;
+    // Not a list, or more inputs than the method takes: an error before
+    // anything changes.
+    if ((PyList_Check(inputs.ptr()) || PyTuple_Check(inputs.ptr())) &&
+        static_cast<size_t>(PySequence_Size(inputs.ptr())) > m.num_inputs()) {
+      convert_inputs(inputs, m, m.num_inputs());  // raises the ValueError
+    }
+    if (!PyList_Check(inputs.ptr()) && !PyTuple_Check(inputs.ptr())) {
+      convert_inputs(inputs, m, m.num_inputs());  // raises the TypeError
+    }
+    InputBatch batch;
     try {
-      InputBatch batch = convert_inputs(inputs, m, m.num_inputs());
-      k = batch.args.size();
-      std::vector<OutputValue> out;
+      batch = convert_inputs(inputs, m, m.num_inputs());
+    } catch (...) {
+      // An unreadable input: the inputs of this failed call are not trusted
+      // until passed again (B13).
+      size_t n = static_cast<size_t>(PySequence_Size(inputs.ptr()));
       {
         nb::gil_scoped_release release;
-        pm.runner->set_leading_inputs(batch.args);
-        pm.runner->execute();
-        out = pm.runner->get_outputs(clone);
+        pm.runner->forget_leading(n);
       }
-      return to_python(std::move(out));
-    } catch (...) {
-      // Inputs of a failed call are not trusted until passed again (B13).
-      if (PySequence_Check(inputs.ptr())) {
-        Py_ssize_t n = PySequence_Size(inputs.ptr());
-        if (n < 0) PyErr_Clear();
-        k = n > 0 ? std::min<size_t>(static_cast<size_t>(n), m.num_inputs()) : 0;
-      }
-      for (size_t i = 0; i < k; ++i) m.forget_input(i);
       throw;
     }
+    std::vector<OutputValue> out;
+    {
+      nb::gil_scoped_release release;
+      out = pm.runner->call_leading(batch.args, clone);
+    }
+    return to_python(std::move(out));
   }
 
   nb::list plan_execute(const std::string& name, bool clone) {
@@ -121,8 +127,7 @@ struct PyModule {
     std::vector<OutputValue> out;
     {
       nb::gil_scoped_release release;
-      pm.runner->execute();
-      out = pm.runner->get_outputs(clone);
+      out = pm.runner->execute_and_collect(clone);
     }
     return to_python(std::move(out));
   }
@@ -139,7 +144,8 @@ void init_method(nb::module_& m) {
   nb::class_<PyMethod>(m, "Method", "A loaded method of a program.")
       .def("set_inputs",
            [](PyMethod& self, nb::handle inputs) {
-             InputBatch batch = convert_inputs(inputs, self.runner->method(), SIZE_MAX);
+             InputBatch batch =
+                 convert_inputs(inputs, self.runner->method(), self.runner->method().num_inputs());
              nb::gil_scoped_release release;
              self.runner->set_inputs(batch.args);
            },
