@@ -12,8 +12,8 @@ DimMask reduce_dim_mask(std::optional<std::span<const int64_t>> dims, int64_t ra
   for (int64_t d : *dims) {
     int64_t w = wrap_dim(d, rank, op);
     if (rank == 0) continue;
-    PTERUN_CHECK(!mask.test(static_cast<size_t>(w)), ErrorCode::InvalidArgument, op,
-                 ": dimension ", d, " appears more than once in the dim list");
+    PTERUN_CHECK(!mask.test(static_cast<size_t>(w)), ErrorCode::InvalidArgument, op, ": dimension ",
+                 d, " appears more than once in the dim list");
     mask.set(static_cast<size_t>(w));
   }
   return mask;
@@ -39,8 +39,8 @@ int64_t reduced_count(const Tensor& in, DimMask mask) {
   return n;
 }
 
-std::array<int64_t, kMaxRank> reduced_out_strides(const Tensor& in, const Tensor& out,
-                                                  DimMask mask, bool keepdim) {
+std::array<int64_t, kMaxRank> reduced_out_strides(const Tensor& in, const Tensor& out, DimMask mask,
+                                                  bool keepdim) {
   std::array<int64_t, kMaxRank> s{};
   size_t o = 0;
   for (size_t d = 0; d < in.dim(); ++d) {
@@ -70,25 +70,10 @@ ReducePlan make_reduce_plan(const Tensor& in, const Tensor& out, DimMask mask, b
     } else {
       p.num_out *= size;
     }
-    if (size == 1) continue;
     if (mask.test(d)) {
-      Odometer<1>& r = p.reduced;
-      if (r.rank > 0 && r.strides[0][r.rank - 1] == in.stride(d) * size) {
-        r.sizes[r.rank - 1] *= size;
-        r.strides[0][r.rank - 1] = in.stride(d);
-      } else {
-        r.push(size, {in.stride(d)});
-      }
+      p.reduced.push_merged(size, {in.stride(d)});
     } else {
-      Odometer<2>& k = p.kept;
-      if (k.rank > 0 && k.strides[0][k.rank - 1] == in.stride(d) * size &&
-          k.strides[1][k.rank - 1] == out_strides[d] * size) {
-        k.sizes[k.rank - 1] *= size;
-        k.strides[0][k.rank - 1] = in.stride(d);
-        k.strides[1][k.rank - 1] = out_strides[d];
-      } else {
-        k.push(size, {in.stride(d), out_strides[d]});
-      }
+      p.kept.push_merged(size, {in.stride(d), out_strides[d]});
     }
   }
   return p;

@@ -42,9 +42,28 @@ struct Odometer {
     for (size_t k = 0; k < N; ++k) strides[k][rank] = s[k];
     ++rank;
   }
+  /// Appends a dim, or folds it into the last one when every stride set
+  /// continues that one (size-1 dims are dropped).
+  void push_merged(int64_t size, const std::array<int64_t, N>& s) {
+    if (size == 1) return;
+    if (rank > 0) {
+      bool merge = true;
+      for (size_t k = 0; k < N; ++k) merge = merge && strides[k][rank - 1] == s[k] * size;
+      if (merge) {
+        sizes[rank - 1] *= size;
+        for (size_t k = 0; k < N; ++k) strides[k][rank - 1] = s[k];
+        return;
+      }
+    }
+    push(size, s);
+  }
   /// Positions the odometer at row-major index `linear`.
   void seek(int64_t linear) {
     offset.fill(0);
+    if (linear == 0) {  // also the only valid position when a size is 0
+      coord.fill(0);
+      return;
+    }
     for (size_t d = rank; d-- > 0;) {
       coord[d] = linear % sizes[d];
       linear /= sizes[d];
@@ -66,8 +85,7 @@ using DimMask = std::bitset<kMaxRank>;
 /// The dims of an `int[]? dim` argument as a mask over `rank` dims: None or
 /// an empty list select every dim. Negative dims wrap; a repeated dim is
 /// Error InvalidArgument, an out-of-range one IndexOutOfRange.
-DimMask reduce_dim_mask(std::optional<std::span<const int64_t>> dims, int64_t rank,
-                        const char* op);
+DimMask reduce_dim_mask(std::optional<std::span<const int64_t>> dims, int64_t rank, const char* op);
 
 /// `in`'s shape with the masked dims removed, or set to 1 with keepdim.
 Shape reduced_shape(const Tensor& in, DimMask mask, bool keepdim);
@@ -77,8 +95,8 @@ int64_t reduced_count(const Tensor& in, DimMask mask);
 
 /// out's stride for each of in's dims when out is `in` reduced over `mask`
 /// (0 for reduced dims).
-std::array<int64_t, kMaxRank> reduced_out_strides(const Tensor& in, const Tensor& out,
-                                                  DimMask mask, bool keepdim);
+std::array<int64_t, kMaxRank> reduced_out_strides(const Tensor& in, const Tensor& out, DimMask mask,
+                                                  bool keepdim);
 
 /// How a reduction walks memory: the kept dims (input and output strides)
 /// and the reduced dims (input strides), each ordered outermost first,
@@ -132,17 +150,7 @@ LinePlan<NOut> make_line_plan(const Tensor& in, size_t dim,
     std::array<int64_t, NOut + 1> s{};
     s[0] = in.stride(d);
     for (size_t k = 0; k < NOut; ++k) s[k + 1] = out_strides[k][d];
-    if (all.rank > 0) {
-      size_t q = all.rank - 1;
-      bool merge = true;
-      for (size_t k = 0; k <= NOut; ++k) merge = merge && all.strides[k][q] == s[k] * in.size(d);
-      if (merge) {
-        all.sizes[q] *= in.size(d);
-        for (size_t k = 0; k <= NOut; ++k) all.strides[k][q] = s[k];
-        continue;
-      }
-    }
-    all.push(in.size(d), s);
+    all.push_merged(in.size(d), s);
   }
   if (all.rank > 0) {
     size_t q = all.rank - 1;
@@ -155,38 +163,89 @@ LinePlan<NOut> make_line_plan(const Tensor& in, size_t dim,
   return p;
 }
 
-// ---- vectorisable math -------------------------------------------------
+// ---- explicit SIMD ------------------------------------------------------
 
-/// expf to about 2 ulp, written so that loops over it vectorise: range
-/// reduction by ln2 and a degree-6 polynomial. Underflow gives 0, overflow
-/// inf, NaN stays NaN.
-inline float fast_exp(float x) {
-  const float kLog2e = 1.44269504088896341f;
-  const float kLn2Hi = 0.693359375f;
-  const float kLn2Lo = -2.12194440e-4f;
+/// 32-byte vectors of float / double (GCC vector extensions; the compiler
+/// maps them to AVX2 or to pairs of SSE registers). Loops that must
+/// vectorise whatever the compiler's cost model says (reductions that need
+/// reassociation, exp with selects) use them directly.
+template <typename A>
+struct Simd;
+template <>
+struct Simd<float> {
+  typedef float V __attribute__((vector_size(32)));
+  typedef uint32_t U __attribute__((vector_size(32)));
+  static constexpr int64_t kWidth = 8;
+};
+template <>
+struct Simd<double> {
+  typedef double V __attribute__((vector_size(32)));
+  static constexpr int64_t kWidth = 4;
+};
+
+template <typename V, typename A>
+inline V load_vec(const A* p) {
+  V v;
+  std::memcpy(&v, p, sizeof(V));
+  return v;
+}
+template <typename V, typename A>
+inline void store_vec(A* p, V v) {
+  std::memcpy(p, &v, sizeof(V));
+}
+
+namespace detail {
+
+/// expf for F = float or a float vector (U its uint32 counterpart): range
+/// reduction by ln2 and a degree-6 polynomial, about 2 ulp, no branches.
+/// Underflow gives 0, overflow inf, NaN stays NaN (it flows through the
+/// polynomial). Integer work is unsigned so no input can overflow it.
+template <typename F, typename U>
+inline F exp_impl(F x) {
+  const F lo = F{} - 87.3f, hi = F{} + 88.72f, zero = F{}, one = F{} + 1.0f;
   const float kRound = 12582912.0f;  // 1.5 * 2^23: adding it rounds to an integer
-  float xc = std::min(std::max(x, -87.3f), 88.72f);
-  float n = (xc * kLog2e + kRound) - kRound;
-  float r = xc - n * kLn2Hi;
-  r = r - n * kLn2Lo;
-  float p = 1.9875691500e-4f;
+  const uint32_t kRoundBits = 0x4B400000u;
+  F xc = x < lo ? lo : x;
+  xc = xc > hi ? hi : xc;
+  F n = (xc * 1.44269504088896341f + kRound) - kRound;
+  F r = xc - n * 0.693359375f;
+  r = r - n * -2.12194440e-4f;
+  F p = F{} + 1.9875691500e-4f;
   p = p * r + 1.3981999507e-3f;
   p = p * r + 8.3334519073e-3f;
   p = p * r + 4.1665795894e-2f;
   p = p * r + 1.6666665459e-1f;
   p = p * r + 5.0000001201e-1f;
   p = p * r * r + r + 1.0f;
-  // 2^n as float bits; n = 128 (just below overflow) takes one extra doubling.
-  int32_t ni = static_cast<int32_t>(n);
-  int32_t n1 = std::min(ni, 127);
-  int32_t bits = (n1 + 127) << 23;
-  float scale;
-  std::memcpy(&scale, &bits, sizeof(scale));
-  float y = p * scale;
-  y = ni > n1 ? y * 2.0f : y;
-  y = x < -87.3f ? 0.0f : y;
-  y = x > 88.72f ? std::numeric_limits<float>::infinity() : y;
-  return x != x ? x : y;
+  // 2^n as a product of two normal powers of two, so that n = 128 (just
+  // below overflow) stays finite. Exponent fields come from the low bits
+  // of n + 127 + kRound.
+  const F max_exp = F{} + 127.0f;
+  F n1 = n < max_exp ? n : max_exp;
+  F e1 = n1 + (127.0f + kRound);
+  F e2 = (n - n1) + (127.0f + kRound);
+  U b1, b2;
+  std::memcpy(&b1, &e1, sizeof(b1));
+  std::memcpy(&b2, &e2, sizeof(b2));
+  b1 = (b1 - kRoundBits) << 23;
+  b2 = (b2 - kRoundBits) << 23;
+  F s1, s2;
+  std::memcpy(&s1, &b1, sizeof(s1));
+  std::memcpy(&s2, &b2, sizeof(s2));
+  F y = p * s1 * s2;
+  y = y * (x < lo ? zero : one);
+  y = y * (x > hi ? F{} + std::numeric_limits<float>::infinity() : one);
+  return y;
+}
+
+}  // namespace detail
+
+/// expf to about 2 ulp (see detail::exp_impl).
+inline float fast_exp(float x) {
+  return detail::exp_impl<float, uint32_t>(x);
+}
+inline Simd<float>::V fast_exp(Simd<float>::V x) {
+  return detail::exp_impl<Simd<float>::V, Simd<float>::U>(x);
 }
 
 // ---- reduction operators -----------------------------------------------
@@ -194,12 +253,19 @@ inline float fast_exp(float x) {
 /// Operators for reduce(): Acc is both the type inputs are loaded as and the
 /// accumulator; step() folds one input into a partial result, combine()
 /// joins two partial results, finish() turns a total into the stored value.
+/// step and combine also take Simd vectors of Acc.
 template <typename A>
 struct SumOp {
   using Acc = A;
   A identity() const { return A(0); }
-  A step(A a, A x) const { return A(a + x); }
-  A combine(A a, A b) const { return A(a + b); }
+  template <typename V>
+  V step(V a, V x) const {
+    return V(a + x);
+  }
+  template <typename V>
+  V combine(V a, V b) const {
+    return V(a + b);
+  }
   A finish(A a) const { return a; }
 };
 
@@ -213,15 +279,24 @@ struct MeanOp : SumOp<A> {
 template <typename A>
 struct SquaredDeviationOp : SumOp<A> {
   A mean = A(0);
-  A step(A a, A x) const { return a + (x - mean) * (x - mean); }
+  template <typename V>
+  V step(V a, V x) const {
+    return a + (x - mean) * (x - mean);
+  }
 };
 
 template <typename A>
 struct ProdOp {
   using Acc = A;
   A identity() const { return A(1); }
-  A step(A a, A x) const { return A(a * x); }
-  A combine(A a, A b) const { return A(a * b); }
+  template <typename V>
+  V step(V a, V x) const {
+    return V(a * x);
+  }
+  template <typename V>
+  V combine(V a, V b) const {
+    return V(a * b);
+  }
   A finish(A a) const { return a; }
 };
 
@@ -236,11 +311,18 @@ struct ExtremeOp {
       return kMax ? std::numeric_limits<A>::lowest() : std::numeric_limits<A>::max();
     }
   }
-  A step(A a, A x) const {
-    bool take = kMax ? x > a : x < a;
-    return (take || x != x) ? x : a;
+  template <typename V>
+  V step(V a, V x) const {
+    if constexpr (std::is_floating_point_v<A>) {
+      return ((kMax ? x > a : x < a) | (x != x)) ? x : a;
+    } else {
+      return (kMax ? x > a : x < a) ? x : a;
+    }
   }
-  A combine(A a, A b) const { return step(a, b); }
+  template <typename V>
+  V combine(V a, V b) const {
+    return step(a, b);
+  }
   A finish(A a) const { return a; }
 };
 
@@ -264,22 +346,40 @@ namespace detail {
 
 constexpr int64_t kReduceChunk = 1024;
 constexpr int64_t kReduceBlock = 256;
+constexpr int64_t kSideBySideBlock = 1024;  // 4-8 KB of accumulators: stays in L1
 
-/// Folds x[0..n) into acc with independent lanes so the loop vectorises.
+/// Folds x[0..n) into acc. Floating types use four Simd accumulators
+/// (reassociating, which a compiler may not do by itself); other types
+/// independent lanes that the compiler vectorises.
 template <typename Op, typename A>
 A fold(const Op& op, A acc, const A* x, int64_t n) {
-  constexpr int64_t kLanes = std::max<int64_t>(1, 128 / static_cast<int64_t>(sizeof(A)));
   int64_t i = 0;
-  if (n >= kLanes) {
-    A lanes[kLanes];
-    for (int64_t j = 0; j < kLanes; ++j) lanes[j] = op.identity();
-    for (; i + kLanes <= n; i += kLanes) {
-      for (int64_t j = 0; j < kLanes; ++j) lanes[j] = op.step(lanes[j], x[i + j]);
+  if constexpr (std::is_same_v<A, float> || std::is_same_v<A, double>) {
+    using V = typename Simd<A>::V;
+    constexpr int64_t kW = Simd<A>::kWidth;
+    if (n >= 4 * kW) {
+      const V id = V{} + op.identity();
+      V a0 = id, a1 = id, a2 = id, a3 = id;
+      for (; i + 4 * kW <= n; i += 4 * kW) {
+        a0 = op.step(a0, load_vec<V>(x + i));
+        a1 = op.step(a1, load_vec<V>(x + i + kW));
+        a2 = op.step(a2, load_vec<V>(x + i + 2 * kW));
+        a3 = op.step(a3, load_vec<V>(x + i + 3 * kW));
+      }
+      for (; i + kW <= n; i += kW) a0 = op.step(a0, load_vec<V>(x + i));
+      a0 = op.combine(op.combine(a0, a1), op.combine(a2, a3));
+      for (int64_t j = 0; j < kW; ++j) acc = op.combine(acc, A(a0[j]));
     }
-    for (int64_t w = kLanes / 2; w > 0; w /= 2) {
-      for (int64_t j = 0; j < w; ++j) lanes[j] = op.combine(lanes[j], lanes[j + w]);
+  } else {
+    constexpr int64_t kLanes = std::max<int64_t>(1, 64 / static_cast<int64_t>(sizeof(A)));
+    if (n >= kLanes) {
+      A lanes[kLanes];
+      for (int64_t j = 0; j < kLanes; ++j) lanes[j] = op.identity();
+      for (; i + kLanes <= n; i += kLanes) {
+        for (int64_t j = 0; j < kLanes; ++j) lanes[j] = op.step(lanes[j], x[i + j]);
+      }
+      for (int64_t j = 0; j < kLanes; ++j) acc = op.combine(acc, lanes[j]);
     }
-    acc = op.combine(acc, lanes[0]);
   }
   for (; i < n; ++i) acc = op.step(acc, x[i]);
   return acc;
@@ -311,6 +411,7 @@ A fold_reduced(const Op& op, A acc, const Tensor& in, const ReducePlan& p, int64
   if (rr == 0) return fold_strided(op, acc, in, base, 1, 1);
   const int64_t run = p.reduced.sizes[rr - 1];
   const int64_t stride = p.reduced.strides[0][rr - 1];
+  if (rr == 1) return fold_strided(op, acc, in, base + begin * stride, stride, end - begin);
   Odometer<1> outer = p.reduced;
   outer.rank = rr - 1;
   outer.seek(begin / run);
@@ -331,8 +432,7 @@ A fold_reduced(const Op& op, A acc, const Tensor& in, const ReducePlan& p, int64
 /// reduced dims are innermost in memory) and folding blocks of outputs
 /// side by side (when a kept dim is), and splits work over threads.
 template <typename Op>
-void reduce(KernelContext& ctx, const Tensor& in, Tensor& out, const ReducePlan& p,
-            const Op& op) {
+void reduce(KernelContext& ctx, const Tensor& in, Tensor& out, const ReducePlan& p, const Op& op) {
   using A = typename Op::Acc;
   using R = decltype(op.finish(A()));
   if (p.num_out == 0) return;
@@ -365,7 +465,8 @@ void reduce(KernelContext& ctx, const Tensor& in, Tensor& out, const ReducePlan&
   const int64_t kept_inner_stride = kr == 0 ? 0 : p.kept.strides[0][kr - 1];
   const int64_t red_inner_stride = rr == 0 ? 0 : p.reduced.strides[0][rr - 1];
   const int64_t vec = kr == 0 ? 1 : p.kept.sizes[kr - 1];
-  const bool side_by_side = rr > 0 && vec >= 4 && kept_inner_stride < red_inner_stride;
+  const bool side_by_side =
+      rr > 0 && p.count > 0 && vec >= 4 && kept_inner_stride < red_inner_stride;
 
   if (!side_by_side) {
     parallel_for(ctx, p.num_out, std::max<int64_t>(p.count, 1), [&](int64_t b, int64_t e) {
@@ -380,45 +481,51 @@ void reduce(KernelContext& ctx, const Tensor& in, Tensor& out, const ReducePlan&
     return;
   }
 
-  // Blocks of up to kReduceBlock outputs along the innermost kept dim, each
+  // Blocks of up to kSideBySideBlock outputs along the innermost kept dim, each
   // accumulating one input element per reduced position.
-  constexpr int64_t kB = detail::kReduceBlock;
+  constexpr int64_t kB = detail::kSideBySideBlock;
   const int64_t vec_in = p.kept.strides[0][kr - 1];
   const int64_t vec_out = p.kept.strides[1][kr - 1];
-  const int64_t blocks = (vec + kB - 1) / kB;
   Odometer<2> others = p.kept;
   others.rank = kr - 1;
+  // Narrower blocks when there are too few to keep every thread busy.
+  int64_t block = kB;
+  const int64_t threads = std::max(1, ctx.num_threads);
+  if (others.count() * ((vec + kB - 1) / kB) < threads) {
+    block = std::clamp<int64_t>((vec / threads + 15) / 16 * 16, 64, kB);
+  }
+  const int64_t blocks = (vec + block - 1) / block;
   const bool direct = in.dtype() == dtype_of<A>() && vec_in == 1;
   const A* in_typed = in.data_as<const A>();
-  parallel_for(ctx, others.count() * blocks, p.count * std::min(vec, kB),
-               [&](int64_t b, int64_t e) {
-    alignas(64) A acc[kB];
-    alignas(64) A buf[kB];
-    alignas(64) R res[kB];
-    Odometer<2> outer = others;
-    for (int64_t u = b; u < e; ++u) {
-      outer.seek(u / blocks);
-      int64_t j0 = (u % blocks) * kB;
-      int64_t nb = std::min(kB, vec - j0);
-      int64_t base = outer.offset[0] + j0 * vec_in;
-      for (int64_t j = 0; j < nb; ++j) acc[j] = op.identity();
-      Odometer<1> red = p.reduced;
-      red.seek(0);
-      for (int64_t r = 0; r < p.count; ++r) {
-        const A* x;
-        if (direct) {
-          x = in_typed + base + red.offset[0];
-        } else {
-          detail::load<A>(in.data(), in.dtype(), base + red.offset[0], vec_in, nb, buf);
-          x = buf;
+  parallel_for(
+      ctx, others.count() * blocks, p.count * std::min(vec, block), [&](int64_t b, int64_t e) {
+        alignas(64) A acc[kB];
+        alignas(64) A buf[kB];
+        alignas(64) R res[kB];
+        Odometer<2> outer = others;
+        for (int64_t u = b; u < e; ++u) {
+          outer.seek(u / blocks);
+          int64_t j0 = (u % blocks) * block;
+          int64_t nb = std::min(block, vec - j0);
+          int64_t base = outer.offset[0] + j0 * vec_in;
+          for (int64_t j = 0; j < nb; ++j) acc[j] = op.identity();
+          Odometer<1> red = p.reduced;
+          red.seek(0);
+          for (int64_t r = 0; r < p.count; ++r) {
+            const A* x;
+            if (direct) {
+              x = in_typed + base + red.offset[0];
+            } else {
+              detail::load<A>(in.data(), in.dtype(), base + red.offset[0], vec_in, nb, buf);
+              x = buf;
+            }
+            for (int64_t j = 0; j < nb; ++j) acc[j] = op.step(acc[j], x[j]);
+            red.next();
+          }
+          for (int64_t j = 0; j < nb; ++j) res[j] = op.finish(acc[j]);
+          detail::store<R>(out_base, out.dtype(), outer.offset[1] + j0 * vec_out, vec_out, nb, res);
         }
-        for (int64_t j = 0; j < nb; ++j) acc[j] = op.step(acc[j], x[j]);
-        red.next();
-      }
-      for (int64_t j = 0; j < nb; ++j) res[j] = op.finish(acc[j]);
-      detail::store<R>(out_base, out.dtype(), outer.offset[1] + j0 * vec_out, vec_out, nb, res);
-    }
-  });
+      });
 }
 
 }  // namespace pterun::kernels

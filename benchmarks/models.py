@@ -1,0 +1,245 @@
+"""Model latency: pterun against ExecuTorch's runtime, executorch-numpy-runtime
+and ONNX Runtime, side by side in one run.
+
+    PYTHONPATH=build/bench/python_pkg /work/.venv-export/bin/python benchmarks/models.py \
+        [--threads 2] [--models mlp,cnn,gpt,llama_block,digits_cnn] [--repeat 40]
+
+For each model (a fixture in tests/fixtures, input `c0_in*` of its .npz):
+
+- pterun: `method([np_x, ...])`, every output read with `.numpy()`.
+- ExecuTorch 1.5.1 (pip): `Runtime.get().load_program(pte).load_method("forward")
+  .execute([torch tensors])`, outputs read with `.numpy()`. The pip wheel's
+  bindings link libexecutorch_kernels_optimized (optimized kernels where they
+  exist - linear, mm, bmm, add, mul, gelu, layer_norm, ... - portable for the
+  rest); its threadpool is sized with --threads.
+- executorch-numpy-runtime (PyPI, ExecuTorch 1.3.1, portable + optimized
+  kernels), in a Python 3.12 worker process (it has no 3.11 wheel), NumPy in
+  and out. Its thread count cannot be set.
+- ONNX Runtime: the same torch module with the same weights exported to ONNX
+  (cached under build/bench-onnx/), CPU provider, sequential execution,
+  intra-op threads = --threads and 1, `sess.run(None, feed)` (NumPy in and out).
+
+Every peer's outputs are checked against pterun's (and pterun's against the
+fixture's torch outputs) before timing. Each round times one batch of calls
+per peer, in a shuffled order; the figure is the median over rounds of the
+per-call time (batch time / calls); a second table gives the best batch.
+Ratios are peer / pterun: above 1 means pterun is faster.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+
+import _common as C  # noqa: E402
+
+MODELS = ["mlp", "cnn", "gpt", "llama_block", "digits_cnn"]
+RTOL, ATOL = 1e-4, 1e-4  # peer vs pterun, and pterun vs torch eager
+
+
+def log(*a):
+    print(*a, file=sys.stderr, flush=True)
+
+
+def make_pterun_peer(pterun, name, ins, expected) -> C.Peer:
+    try:
+        m = pterun.load_program(str(C.fixture_pte(name))).load_method("forward")
+    except NotImplementedError as exc:
+        return C.Peer("pterun", None, "missing kernel", str(exc))
+    except Exception as exc:  # noqa: BLE001
+        return C.Peer("pterun", None, "load error", f"{type(exc).__name__}: {exc}")
+    try:
+        outs = [o.numpy() for o in m(ins)]
+    except NotImplementedError as exc:
+        return C.Peer("pterun", None, "missing kernel", str(exc))
+    except Exception as exc:  # noqa: BLE001
+        return C.Peer("pterun", None, "run error", f"{type(exc).__name__}: {exc}")
+    ok, diff, why = C.compare(outs, expected, RTOL, ATOL)
+    if not ok:
+        return C.Peer("pterun", None, "wrong result", f"vs torch eager: {why}")
+
+    def batch(n: int) -> int:
+        t0 = time.perf_counter_ns()
+        for _ in range(n):
+            [o.numpy() for o in m(ins)]
+        return time.perf_counter_ns() - t0
+
+    p = C.Peer("pterun", batch, detail=f"max |diff| vs torch {diff:.2g}")
+    p.outputs = outs
+    return p
+
+
+def check_peer(p: C.Peer, outs, ref) -> C.Peer:
+    ok, diff, why = C.compare(outs, ref, RTOL, ATOL)
+    if not ok:
+        p.status, p.batch, p.detail = "mismatch", None, why
+    else:
+        p.detail = f"max |diff| {diff:.2g}"
+    return p
+
+
+def make_et_peer(name, ins, ref) -> C.Peer:
+    import torch
+    from executorch.runtime import Runtime
+
+    try:
+        m = Runtime.get().load_program(str(C.fixture_pte(name))).load_method("forward")
+        tin = [torch.from_numpy(a) for a in ins]
+        outs = [o.numpy() for o in m.execute(tin)]
+    except Exception as exc:  # noqa: BLE001
+        return C.Peer("ExecuTorch", None, "error", f"{type(exc).__name__}: {exc}"[:300])
+
+    def batch(n: int) -> int:
+        t0 = time.perf_counter_ns()
+        for _ in range(n):
+            [o.numpy() for o in m.execute(tin)]
+        return time.perf_counter_ns() - t0
+
+    return check_peer(C.Peer("ExecuTorch", batch), outs, ref)
+
+
+def make_enr_peer(enr, note, name, ins, ref, tmpdir) -> C.Peer:
+    if enr is None:
+        return C.Peer("ENR", None, "n/a", note)
+    rep = enr.load(name, C.fixture_pte(name), ins, tmpdir)
+    if not rep.get("ok"):
+        return C.Peer("ENR", None, "cannot read file" if "Load" in str(rep.get("kind")) else "error",
+                      str(rep.get("error")))
+    outs = enr.outputs(name, tmpdir)
+    return check_peer(C.Peer("ENR", enr.batch_fn(name)), outs, ref)
+
+
+def make_ort_peer(label, onnx_path, threads, ins, ref) -> C.Peer:
+    if onnx_path is None:
+        return C.Peer(label, None, "no onnx", "")
+    try:
+        sess = C.ort_session(onnx_path, threads)
+        feed = {i.name: a for i, a in zip(sess.get_inputs(), ins)}
+        outs = sess.run(None, feed)
+    except Exception as exc:  # noqa: BLE001
+        return C.Peer(label, None, "error", f"{type(exc).__name__}: {exc}"[:300])
+
+    def batch(n: int) -> int:
+        t0 = time.perf_counter_ns()
+        for _ in range(n):
+            sess.run(None, feed)
+        return time.perf_counter_ns() - t0
+
+    return check_peer(C.Peer(label, batch), outs, ref)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--threads", type=int, default=2,
+                    help="pterun.set_num_threads, ORT intra-op threads, torch and ExecuTorch threadpool (default 2)")
+    ap.add_argument("--models", default=",".join(MODELS), help="comma-separated fixture names")
+    ap.add_argument("--repeat", type=int, default=40, help="timed rounds per model (default 40)")
+    ap.add_argument("--batch-ms", type=float, default=5.0,
+                    help="target time of one batch (default 5 ms; a call slower than that is a batch of 1)")
+    ap.add_argument("--enr-python", default=None,
+                    help="Python that has executorch-numpy-runtime (default build/bench-enr-venv/bin/python; '' to skip)")
+    ap.add_argument("--markdown", action="store_true", help="print the tables as Markdown")
+    args = ap.parse_args()
+
+    pterun = C.import_pterun()
+    import torch
+
+    N = args.threads
+    pterun.set_num_threads(N)
+    torch.set_num_threads(N)
+    et_threads = C.et_set_threads(N)
+    ort_threads = [N] if N == 1 else [N, 1]
+
+    enr, enr_note = C.start_enr(args.enr_python)
+    for line in C.environment_lines(enr, enr_note):
+        print("# " + line)
+    print(f"# threads: pterun {pterun.get_num_threads()}, torch {torch.get_num_threads()}, "
+          f"ExecuTorch threadpool {et_threads}, ORT intra-op {'/'.join(map(str, ort_threads))}; "
+          f"{args.repeat} rounds, ~{args.batch_ms:g} ms batches")
+
+    models = [m for m in args.models.split(",") if m]
+    results = {}
+    tmp = tempfile.TemporaryDirectory(prefix="pterun-bench-")
+    tmpdir = Path(tmp.name)
+    for name in models:
+        log(f"== {name}")
+        ins, expected = C.fixture_io(name, 0)
+        pt = make_pterun_peer(pterun, name, ins, expected)
+        ref = getattr(pt, "outputs", expected)  # peers are checked against pterun when it runs
+        try:
+            onnx_path = C.onnx_model(name, ins, expected, log=log)
+        except Exception as exc:  # noqa: BLE001
+            log(f"  ONNX export failed: {type(exc).__name__}: {exc}")
+            onnx_path = None
+        peers = [pt, make_et_peer(name, ins, ref), make_enr_peer(enr, enr_note, name, ins, ref, tmpdir)]
+        for t in ort_threads:
+            peers.append(make_ort_peer(f"ORT {t}t", onnx_path, t, ins, ref))
+        for p in peers:
+            log(f"  {p.name:12s} {p.status:14s} {p.detail[:200]}")
+        C.run_interleaved(peers, args.repeat, target_s=args.batch_ms / 1000, max_n=100_000)
+        results[name] = peers
+    if enr is not None:
+        enr.close()
+
+    # ---- tables
+    names = [p.name for p in next(iter(results.values()))] if results else []
+    headers = ["model"] + [f"{n} µs" for n in names] + [f"{n}/pterun" for n in names[1:]]
+
+    def table(stat) -> list[list[str]]:
+        rows = []
+        for model, peers in results.items():
+            pt = peers[0]
+            cells = [model]
+            for p in peers:
+                cells.append(C.fmt_us(stat(p)) if p.ok else p.status)
+            for p in peers[1:]:
+                cells.append(C.fmt_ratio(stat(p), stat(pt)) if (p.ok and pt.ok) else "-")
+            rows.append(cells)
+        return rows
+
+    print()
+    print(f"Median per-call latency (µs), threads={N}; ratio = peer time / pterun time (>1: pterun faster)")
+    C.print_table(headers, table(C.Peer.median_ns), args.markdown)
+    print()
+    print("Best batch (minimum over rounds of the per-call mean, µs): less sensitive to other jobs on the machine")
+    C.print_table(headers, table(C.Peer.min_ns), args.markdown)
+
+    print()
+    print("Spread over rounds: 25th-75th percentile of the per-batch means (µs per call); calls per batch:")
+    nrows = []
+    for model, peers in results.items():
+        cells = [model]
+        for p in peers:
+            if p.ok and p.samples:
+                lo, hi = p.spread()
+                cells.append(f"{C.fmt_us(lo)}-{C.fmt_us(hi)} ({p.n}/batch)")
+            else:
+                cells.append("-")
+        nrows.append(cells)
+    C.print_table(["model"] + names, nrows, args.markdown)
+
+    notes = []
+    for model, peers in results.items():
+        for p in peers:
+            if not p.ok and p.status != "n/a":
+                notes.append(f"{model} / {p.name}: {p.status}: {p.detail[:400]}")
+    if notes:
+        print()
+        print("Not timed:")
+        for n in notes:
+            print("  - " + n)
+    print()
+    print("# load average at end: " + " ".join(f"{x:.2f}" for x in os.getloadavg()))
+    tmp.cleanup()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

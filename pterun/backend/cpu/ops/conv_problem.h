@@ -1,0 +1,38 @@
+#pragma once
+
+// One 2-D convolution (1-D ones arrive with a height of 1), as the oneDNN
+// path and our own direct kernel both take it.
+
+#include <cstdint>
+
+#include "pterun/core/dtype.h"
+#include "pterun/kernels/kernel.h"
+
+namespace pterun::cpu {
+
+struct ConvProblem {
+  DType dtype = DType::Float32;  // of input, weight, bias and out
+  bool transposed = false;
+  int64_t groups = 1;
+  int64_t n = 0, ic = 0, oc = 0;  // batch, input and output channels
+  int64_t ih = 0, iw = 0, oh = 0, ow = 0;
+  int64_t kh = 0, kw = 0;
+  int64_t stride[2] = {1, 1}, pad[2] = {0, 0}, dilation[2] = {1, 1}, out_pad[2] = {0, 0};
+  // Strides in elements over (N, C, H, W) for in/out; the weight's are over
+  // torch's layout: [oc, ic/groups, kh, kw], or [ic, oc/groups, kh, kw] when
+  // transposed.
+  const void* in = nullptr;
+  int64_t in_strides[4] = {};
+  const void* weight = nullptr;
+  int64_t w_strides[4] = {};
+  const void* bias = nullptr;  // oc contiguous elements, or null
+  void* out = nullptr;
+  int64_t out_strides[4] = {};
+};
+
+/// Runs `p` with oneDNN when it has an optimised implementation for it
+/// (f32, and f16/bf16 natively or through f32 copies); false otherwise,
+/// having done nothing. Uses ctx.scratch().
+bool conv_dnnl(kernels::KernelContext& ctx, const ConvProblem& p, const char* op);
+
+}  // namespace pterun::cpu

@@ -1,0 +1,43 @@
+#pragma once
+
+// The batched matrix product behind mm, bmm, addmm, linear (and the
+// convolution fallback): oneDNN's matmul for f32 (and f16/bf16 where this
+// CPU has them, else through f32 copies), our own blocked loops for f64 and
+// integers (same-dtype wraparound arithmetic, as torch).
+
+#include <cstdint>
+
+#include "pterun/core/dtype.h"
+#include "pterun/core/scalar.h"
+#include "pterun/kernels/kernel.h"
+
+namespace pterun::cpu {
+
+/// A batch of strided matrices inside one dense tensor (strides in
+/// elements, never negative).
+struct MatrixView {
+  const void* data = nullptr;
+  int64_t batch_stride = 0;
+  int64_t row_stride = 0;
+  int64_t col_stride = 0;
+};
+
+/// c[i] = alpha * a[i] @ b[i] + bias + beta * c[i] for i < batch, where a is
+/// m x k, b is k x n, c is m x n, all of `dtype`. `bias` (n contiguous
+/// elements, or null) is added to every row; the beta term only when
+/// `accumulate` (so NaNs in c do not leak through beta = 0). bias and
+/// accumulate are exclusive.
+struct GemmProblem {
+  DType dtype = DType::Float32;
+  int64_t batch = 1, m = 0, k = 0, n = 0;
+  MatrixView a, b, c;
+  const void* bias = nullptr;
+  Scalar alpha = Scalar::from_int(1);
+  Scalar beta = Scalar::from_int(0);
+  bool accumulate = false;
+};
+
+/// Computes `p`; errors name `op`. Uses ctx.scratch().
+void gemm(kernels::KernelContext& ctx, const GemmProblem& p, const char* op);
+
+}  // namespace pterun::cpu
