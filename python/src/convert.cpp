@@ -245,12 +245,15 @@ void convert_tensor(nb::handle obj, const std::string& prefix, InputBatch& batch
   }
   auto held = std::make_shared<HeldView>();
   if (PyObject_GetBuffer(obj.ptr(), &held->view, PyBUF_RECORDS_RO) != 0) {
+    nb::python_error err;  // takes the pending exception
     if (PyObject_HasAttrString(obj.ptr(), "__dlpack__")) {
-      PyErr_Clear();  // e.g. a bfloat16 JAX array: its buffer has no format
+      // e.g. a bfloat16 JAX array: its buffer has no format.
       return convert_dlpack(obj, prefix, batch);
     }
-    nb::python_error err;
-    raise(PyExc_BufferError, prefix, std::string("cannot read the buffer: ") + err.what());
+    // Keep the exporter's exception type (B6).
+    nb::object type = nb::borrow(err.type());
+    std::string msg = err.what();
+    raise(type.ptr(), prefix, std::string("cannot read the buffer: ") + msg);
   }
   const Py_buffer& v = held->view;
   DType dtype;
