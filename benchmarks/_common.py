@@ -224,7 +224,17 @@ def start_enr(python: str | None) -> tuple[EnrWorker | None, str]:
     """(worker, note). note says why there is no worker when there is none."""
     if python == "":
         return None, "disabled (--enr-python '')"
-    py = Path(python) if python else DEFAULT_ENR_PYTHON
+    if python:
+        import shutil
+
+        py = Path(shutil.which(python) or python)
+    elif DEFAULT_ENR_PYTHON.exists():
+        py = DEFAULT_ENR_PYTHON
+    else:
+        import importlib.util
+
+        # this interpreter, where it has the package itself (Python >= 3.12)
+        py = Path(sys.executable) if importlib.util.find_spec("executorch_numpy_runtime") else DEFAULT_ENR_PYTHON
     if not py.exists():
         return None, (
             f"not available: {py} missing (executorch-numpy-runtime needs Python >= 3.12; "
@@ -453,18 +463,40 @@ def git_revision() -> str:
         return "unknown"
 
 
+def optional_torch():
+    """torch, or None where it is not installed (then the ExecuTorch peers are
+    skipped and ONNX files must already be in the cache)."""
+    try:
+        import torch
+
+        return torch
+    except ImportError:
+        return None
+
+
+def _dist_version(name: str) -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(name)
+    except PackageNotFoundError:
+        return "not installed"
+
+
 def environment_lines(enr: EnrWorker | None, enr_note: str) -> list[str]:
     import onnxruntime
-    import torch
-    from importlib.metadata import version
 
     import pterun
 
+    try:
+        usable = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        usable = os.cpu_count()
     lines = [
-        f"machine: {cpu_model()}, {os.cpu_count()} logical CPUs, load average "
+        f"machine: {cpu_model()}, {os.cpu_count()} logical CPUs ({usable} usable), load average "
         + " ".join(f"{x:.2f}" for x in os.getloadavg()),
-        f"python {platform.python_version()}, numpy {np.__version__}, torch {torch.__version__}, "
-        f"executorch {version('executorch')}, onnxruntime {onnxruntime.__version__}",
+        f"python {platform.python_version()}, numpy {np.__version__}, torch {_dist_version('torch')}, "
+        f"executorch {_dist_version('executorch')}, onnxruntime {onnxruntime.__version__}",
         f"pterun from {Path(pterun.__file__).parent} (source tree {git_revision()})",
     ]
     if enr is not None:

@@ -17,9 +17,10 @@ NumPy. Every variant is checked against pterun's outputs first.
   ORT IOBinding               bind_cpu_input per call, outputs pre-bound to NumPy arrays,
                               sess.run_with_iobinding(io)
   ORT IOBinding (all bound)   inputs and outputs bound once; the call is run_with_iobinding only
+                              (takes no new inputs: a lower bound, left out of "fastest peer")
 
-Each round times one batch per variant (shuffled order, ~--batch-ms of calls:
-a few hundred to a few thousand calls of `add`, so 100 rounds time 20k-200k
+Each round times one batch per variant (shuffled order, ~--batch-ms (5 ms) of calls:
+a few hundred to a few thousand calls of `add`, so 100 rounds time 20k-500k
 calls), per-call time = batch time / calls; the figure is the median over
 rounds (a second table gives the best batch, which other jobs on a shared
 machine disturb less). Ratios are variant / pterun Method.__call__.
@@ -76,10 +77,6 @@ def checked(label, outs_fn, ref, make_batch) -> C.Peer:
 
 
 def variants(name, pterun, enr, enr_note, threads, tmpdir) -> list[C.Peer]:
-    import torch
-    from executorch.extension.pybindings import portable_lib
-    from executorch.runtime import Runtime
-
     pte = C.fixture_pte(name)
     ins, expected = C.fixture_io(name, 0)
     peers: list[C.Peer] = []
@@ -105,25 +102,33 @@ def variants(name, pterun, enr, enr_note, threads, tmpdir) -> list[C.Peer]:
     peers += [p1, p2]
 
     # ---- ExecuTorch 1.5.1 Python bindings (torch tensors in)
-    tin = [torch.from_numpy(a) for a in ins]
+    et_labels = ["ET runtime execute", "ET runtime execute(np)", "ET portable_lib forward"]
     try:
-        em = Runtime.get().load_program(str(pte)).load_method("forward")
-        peers.append(checked("ET runtime execute", lambda: [o.numpy() for o in em.execute(tin)], ref,
-                             lambda: timed(lambda: [o.numpy() for o in em.execute(tin)])))
-        peers.append(checked(
-            "ET runtime execute(np)",
-            lambda: [o.numpy() for o in em.execute([torch.from_numpy(a) for a in ins])], ref,
-            lambda: timed(lambda: [o.numpy() for o in em.execute([torch.from_numpy(a) for a in ins])])))
-    except Exception as exc:  # noqa: BLE001
-        peers.append(C.Peer("ET runtime execute", None, "error", str(exc)[:300]))
-        peers.append(C.Peer("ET runtime execute(np)", None, "error", str(exc)[:300]))
-    try:
-        pm = portable_lib._load_for_executorch(str(pte))
-        targs = tuple(tin)
-        peers.append(checked("ET portable_lib forward", lambda: [o.numpy() for o in pm.forward(targs)], ref,
-                             lambda: timed(lambda: [o.numpy() for o in pm.forward(targs)])))
-    except Exception as exc:  # noqa: BLE001
-        peers.append(C.Peer("ET portable_lib forward", None, "error", str(exc)[:300]))
+        import torch
+        from executorch.extension.pybindings import portable_lib
+        from executorch.runtime import Runtime
+    except ImportError as exc:
+        peers += [C.Peer(lab, None, "n/a", f"not installed ({exc})") for lab in et_labels]
+    else:
+        tin = [torch.from_numpy(a) for a in ins]
+        try:
+            em = Runtime.get().load_program(str(pte)).load_method("forward")
+            peers.append(checked(et_labels[0], lambda: [o.numpy() for o in em.execute(tin)], ref,
+                                 lambda: timed(lambda: [o.numpy() for o in em.execute(tin)])))
+            peers.append(checked(
+                et_labels[1],
+                lambda: [o.numpy() for o in em.execute([torch.from_numpy(a) for a in ins])], ref,
+                lambda: timed(lambda: [o.numpy() for o in em.execute([torch.from_numpy(a) for a in ins])])))
+        except Exception as exc:  # noqa: BLE001
+            peers.append(C.Peer(et_labels[0], None, "error", str(exc)[:300]))
+            peers.append(C.Peer(et_labels[1], None, "error", str(exc)[:300]))
+        try:
+            pm = portable_lib._load_for_executorch(str(pte))
+            targs = tuple(tin)
+            peers.append(checked(et_labels[2], lambda: [o.numpy() for o in pm.forward(targs)], ref,
+                                 lambda: timed(lambda: [o.numpy() for o in pm.forward(targs)])))
+        except Exception as exc:  # noqa: BLE001
+            peers.append(C.Peer(et_labels[2], None, "error", str(exc)[:300]))
 
     # ---- executorch-numpy-runtime (worker process)
     if enr is None:
@@ -183,7 +188,9 @@ def variants(name, pterun, enr, enr_note, threads, tmpdir) -> list[C.Peer]:
             return out_arrays
 
         peers.append(checked("ORT IOBinding (1t)", rebind_call, ref, lambda: timed(rebind_call)))
-        peers.append(checked("ORT IOBinding all bound (1t)", bound_call, ref, lambda: timed(bound_call)))
+        bound = checked("ORT IOBinding all bound (1t)", bound_call, ref, lambda: timed(bound_call))
+        bound.full_call = False  # takes no new inputs: a lower bound, not a comparable call
+        peers.append(bound)
     return peers
 
 
@@ -193,23 +200,24 @@ def main() -> int:
                     help="pterun.set_num_threads, ORT intra-op threads, torch and ExecuTorch threadpool (default 2)")
     ap.add_argument("--models", default=",".join(MODELS))
     ap.add_argument("--repeat", type=int, default=100, help="timed rounds (default 100)")
-    ap.add_argument("--batch-ms", type=float, default=2.0, help="target time of one batch (default 2 ms)")
+    ap.add_argument("--batch-ms", type=float, default=5.0, help="target time of one batch (default 5 ms)")
     ap.add_argument("--enr-python", default=None,
                     help="Python that has executorch-numpy-runtime (default build/bench-enr-venv/bin/python; '' to skip)")
     ap.add_argument("--markdown", action="store_true")
     args = ap.parse_args()
 
     pterun = C.import_pterun()
-    import torch
+    torch = C.optional_torch()
 
     N = args.threads
     pterun.set_num_threads(N)
-    torch.set_num_threads(N)
+    if torch is not None:
+        torch.set_num_threads(N)
     et_threads = C.et_set_threads(N)
     enr, enr_note = C.start_enr(args.enr_python)
     for line in C.environment_lines(enr, enr_note):
         print("# " + line)
-    print(f"# threads: pterun {pterun.get_num_threads()}, torch {torch.get_num_threads()}, "
+    print(f"# threads: pterun {pterun.get_num_threads()}, torch {torch.get_num_threads() if torch else '-'}, "
           f"ExecuTorch threadpool {et_threads}; {args.repeat} rounds, ~{args.batch_ms:g} ms batches")
 
     models = [m for m in args.models.split(",") if m]
@@ -275,14 +283,16 @@ def main() -> int:
     print()
     for m, peers in results.items():
         base = peers[0]
-        others = [p for p in peers if p.ok and not p.name.startswith("pterun")]
+        others = [p for p in peers if p.ok and not p.name.startswith("pterun")
+                  and getattr(p, "full_call", True)]
         if not others:
             continue
         best = min(others, key=lambda p: p.median_ns())
-        line = f"{m}: fastest peer {best.name} {C.fmt_us(best.median_ns())} µs"
+        line = f"{m}: fastest peer (full call, new inputs) {best.name} {C.fmt_us(best.median_ns())} µs"
         if base.ok:
             speedup = best.median_ns() / base.median_ns()
-            line += f"; pterun {C.fmt_us(base.median_ns())} µs = {speedup:.2f}x faster"
+            line += (f"; pterun {C.fmt_us(base.median_ns())} µs = "
+                     + (f"{speedup:.2f}x faster" if speedup >= 1 else f"{1 / speedup:.2f}x slower"))
             if m == "add":
                 us = base.median_ns() / 1000
                 line += (f"; goal (< {GOAL_US:g} µs and >= {GOAL_X:g}x): "

@@ -86,9 +86,11 @@ def check_peer(p: C.Peer, outs, ref) -> C.Peer:
 
 
 def make_et_peer(name, ins, ref) -> C.Peer:
-    import torch
-    from executorch.runtime import Runtime
-
+    try:
+        import torch
+        from executorch.runtime import Runtime
+    except ImportError as exc:
+        return C.Peer("ExecuTorch", None, "n/a", f"not installed ({exc})")
     try:
         m = Runtime.get().load_program(str(C.fixture_pte(name))).load_method("forward")
         tin = [torch.from_numpy(a) for a in ins]
@@ -149,18 +151,19 @@ def main() -> int:
     args = ap.parse_args()
 
     pterun = C.import_pterun()
-    import torch
+    torch = C.optional_torch()
 
     N = args.threads
     pterun.set_num_threads(N)
-    torch.set_num_threads(N)
+    if torch is not None:
+        torch.set_num_threads(N)
     et_threads = C.et_set_threads(N)
     ort_threads = [N] if N == 1 else [N, 1]
 
     enr, enr_note = C.start_enr(args.enr_python)
     for line in C.environment_lines(enr, enr_note):
         print("# " + line)
-    print(f"# threads: pterun {pterun.get_num_threads()}, torch {torch.get_num_threads()}, "
+    print(f"# threads: pterun {pterun.get_num_threads()}, torch {torch.get_num_threads() if torch else '-'}, "
           f"ExecuTorch threadpool {et_threads}, ORT intra-op {'/'.join(map(str, ort_threads))}; "
           f"{args.repeat} rounds, ~{args.batch_ms:g} ms batches")
 
