@@ -235,17 +235,18 @@ void convert_tensor(nb::handle obj, const std::string& prefix, InputBatch& batch
           "expected an array (buffer protocol, DLPack or pterun.Tensor), got " +
               nb::cast<std::string>(nb::str(obj.type().attr("__name__"))));
   }
-  // NumPy arrays of ml_dtypes' bfloat16 have neither a buffer format nor a
-  // DLPack export: read their bits as uint16 and keep the dtype.
-  if (is_ml_dtypes_bfloat16(obj)) {
-    nb::object bits = obj.attr("view")(nb::module_::import_("numpy").attr("uint16"));
-    convert_tensor(bits, prefix, batch);
-    batch.args.back().dtype = DType::BFloat16;
-    return;
-  }
   auto held = std::make_shared<HeldView>();
   if (PyObject_GetBuffer(obj.ptr(), &held->view, PyBUF_RECORDS_RO) != 0) {
     nb::python_error err;  // takes the pending exception
+    // NumPy arrays of ml_dtypes' bfloat16 have neither a buffer format nor a
+    // DLPack export: read their bits as uint16 and keep the dtype. Checked
+    // only here, off the hot path (it runs NumPy's Python code).
+    if (is_ml_dtypes_bfloat16(obj)) {
+      nb::object bits = obj.attr("view")(nb::module_::import_("numpy").attr("uint16"));
+      convert_tensor(bits, prefix, batch);
+      batch.args.back().dtype = DType::BFloat16;
+      return;
+    }
     if (PyObject_HasAttrString(obj.ptr(), "__dlpack__")) {
       // e.g. a bfloat16 JAX array: its buffer has no format.
       return convert_dlpack(obj, prefix, batch);
