@@ -13,15 +13,6 @@ namespace nb = nanobind;
 namespace pterun::python {
 namespace {
 
-/// A Python buffer held by C++; released under the GIL.
-struct HeldView {
-  Py_buffer view{};
-  ~HeldView() {
-    nb::gil_scoped_acquire gil;
-    PyBuffer_Release(&view);
-  }
-};
-
 [[noreturn]] void raise(PyObject* type, const std::string& prefix, const std::string& msg) {
   std::string text = prefix + msg;
   PyErr_SetString(type, text.c_str());
@@ -235,7 +226,7 @@ void convert_tensor(nb::handle obj, const std::string& prefix, InputBatch& batch
           "expected an array (buffer protocol, DLPack or pterun.Tensor), got " +
               nb::cast<std::string>(nb::str(obj.type().attr("__name__"))));
   }
-  auto held = std::make_shared<HeldView>();
+  auto held = std::make_shared<HeldBuffer>();
   if (PyObject_GetBuffer(obj.ptr(), &held->view, PyBUF_RECORDS_RO) != 0) {
     nb::python_error err;  // takes the pending exception
     // NumPy arrays of ml_dtypes' bfloat16 have neither a buffer format nor a

@@ -15,6 +15,18 @@
 
 namespace pterun::python {
 
+/// A Python buffer (Py_buffer) held by C++; released under the GIL.
+struct HeldBuffer {
+  Py_buffer view{};
+  HeldBuffer() = default;
+  HeldBuffer(const HeldBuffer&) = delete;
+  HeldBuffer& operator=(const HeldBuffer&) = delete;
+  ~HeldBuffer() {
+    nanobind::gil_scoped_acquire gil;
+    PyBuffer_Release(&view);
+  }
+};
+
 /// Storage for converted inputs: InputArg spans point into it.
 struct InputBatch {
   std::vector<InputArg> args;

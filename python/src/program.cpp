@@ -5,6 +5,7 @@
 
 #include "pterun/core/error.h"
 #include "pterun/program/program.h"
+#include "python/src/convert.h"
 #include "python/src/method.h"
 
 namespace nb = nanobind;
@@ -16,15 +17,6 @@ namespace {
 using Buffer = std::shared_ptr<const format::DataBuffer>;
 
 }  // namespace
-
-/// A Python buffer held by C++; released under the GIL.
-struct HeldBuffer {
-  Py_buffer view{};
-  ~HeldBuffer() {
-    nb::gil_scoped_acquire gil;
-    PyBuffer_Release(&view);
-  }
-};
 
 /// Bytes of a program or data file from a path (memory-mapped) or from a
 /// bytes-like object. Read-only buffers are used in place and kept alive;
