@@ -12,8 +12,8 @@
 // median over rounds of the per-call wall time.
 
 #include <cblas.h>
-#include <dnnl.hpp>
 #include <omp.h>
+#include <dnnl.hpp>
 
 #include <algorithm>
 #include <chrono>
@@ -46,12 +46,13 @@ struct Shape {
 
 int main(int argc, char** argv) {
   const int rounds = argc > 1 ? std::atoi(argv[1]) : 21;
-  const Shape shapes[] = {{8, 32, 64},      {16, 64, 256},     {128, 128, 128},
-                          {512, 512, 512},  {1024, 1024, 1024}};
+  const Shape shapes[] = {
+      {8, 32, 64}, {16, 64, 256}, {128, 128, 128}, {512, 512, 512}, {1024, 1024, 1024}};
   const dnnl::engine engine(dnnl::engine::kind::cpu, 0);
   const dnnl::stream stream(engine);
-  std::printf("| M x K x N | threads | oneDNN us | OpenBLAS us | OpenBLAS / oneDNN | oneDNN GFLOP/s |"
-              " OpenBLAS GFLOP/s |\n");
+  std::printf(
+      "| M x K x N | threads | oneDNN us | OpenBLAS us | OpenBLAS / oneDNN | oneDNN GFLOP/s |"
+      " OpenBLAS GFLOP/s |\n");
   std::printf("|---|---|---|---|---|---|---|\n");
   for (const Shape& s : shapes) {
     std::vector<float> a(size_t(s.m) * s.k), b(size_t(s.k) * s.n);
@@ -80,8 +81,8 @@ int main(int argc, char** argv) {
                                        {DNNL_ARG_SCRATCHPAD, pm.get()}};
       auto run_dnnl = [&] { dnnl_primitive_execute(prim.get(), stream.get(), 4, args); };
       auto run_blas = [&] {
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, s.m, s.n, s.k, 1.0f, a.data(),
-                    s.k, b.data(), s.n, 0.0f, c2.data(), s.n);
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, s.m, s.n, s.k, 1.0f, a.data(), s.k,
+                    b.data(), s.n, 0.0f, c2.data(), s.n);
       };
       // Warm up, check agreement, and size the batches to ~5 ms.
       run_dnnl();

@@ -23,7 +23,7 @@ struct RunOptions {
   std::string output;                    // run: .npz to write
   int iterations = 0;                    // bench: 0 = about one second's worth
   int warmup = 3;
-  int threads = 0;                       // 0 = default
+  int threads = 0;  // 0 = default
 };
 
 /// `pterun inspect`: prints what a program holds and what this build can run.

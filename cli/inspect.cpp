@@ -129,8 +129,8 @@ void print_io(const char* title, const ordered_json& list) {
 
 void print_text(const std::string& file, const ordered_json& j) {
   const auto& f = j["format"];
-  std::cout << file << ": ExecuTorch program (ET12, schema version " << f["version"].dump()
-            << "), " << f["file_size"].dump() << " bytes\n"
+  std::cout << file << ": ExecuTorch program (ET12, schema version " << f["version"].dump() << "), "
+            << f["file_size"].dump() << " bytes\n"
             << "  extended header: " << (f["extended_header"].get<bool>() ? "yes" : "no")
             << ", flatbuffer " << f["program_size"].dump() << " bytes, " << f["segments"].dump()
             << " segments, named data " << f["named_data"].dump() << "\n"
@@ -138,9 +138,9 @@ void print_text(const std::string& file, const ordered_json& j) {
             << (f["inline_constant_buffer"].get<bool>() ? " (deprecated inline buffer)" : "")
             << "\n";
   for (const auto& m : j["methods"]) {
-    std::cout << "\nmethod '" << m["name"].get<std::string>() << "': "
-              << m["num_instructions"].dump() << " instructions, " << m["num_values"].dump()
-              << " values\n";
+    std::cout << "\nmethod '" << m["name"].get<std::string>()
+              << "': " << m["num_instructions"].dump() << " instructions, "
+              << m["num_values"].dump() << " values\n";
     print_io("inputs", m["inputs"]);
     print_io("outputs", m["outputs"]);
     std::cout << "  operators:";

@@ -20,10 +20,10 @@ struct Descr {
 };
 
 constexpr Descr kDescrs[] = {
-    {'b', 1, DType::Bool},    {'i', 1, DType::Int8},     {'i', 2, DType::Int16},
-    {'i', 4, DType::Int32},   {'i', 8, DType::Int64},    {'u', 1, DType::UInt8},
-    {'u', 2, DType::UInt16},  {'u', 4, DType::UInt32},   {'u', 8, DType::UInt64},
-    {'f', 2, DType::Float16}, {'f', 4, DType::Float32},  {'f', 8, DType::Float64},
+    {'b', 1, DType::Bool},      {'i', 1, DType::Int8},        {'i', 2, DType::Int16},
+    {'i', 4, DType::Int32},     {'i', 8, DType::Int64},       {'u', 1, DType::UInt8},
+    {'u', 2, DType::UInt16},    {'u', 4, DType::UInt32},      {'u', 8, DType::UInt64},
+    {'f', 2, DType::Float16},   {'f', 4, DType::Float32},     {'f', 8, DType::Float64},
     {'c', 8, DType::Complex64}, {'c', 16, DType::Complex128},
 };
 
@@ -74,8 +74,8 @@ NpyArray parse_npy(std::span<const uint8_t> bytes, const std::string& what) {
     header_len = bytes[8] | (size_t{bytes[9]} << 8);
     header_start = 10;
   } else {
-    PTERUN_CHECK(bytes.size() >= 12 && (major == 2 || major == 3), ErrorCode::InvalidArgument,
-                 what, ": unsupported .npy version ", int{major});
+    PTERUN_CHECK(bytes.size() >= 12 && (major == 2 || major == 3), ErrorCode::InvalidArgument, what,
+                 ": unsupported .npy version ", int{major});
     header_len = format::read_u32le(bytes.data() + 8);
     header_start = 12;
   }
@@ -101,7 +101,8 @@ NpyArray parse_npy(std::span<const uint8_t> bytes, const std::string& what) {
   size_t pos = 0;
   while (pos < shape.size()) {
     size_t next = shape.find(',', pos);
-    std::string item = shape.substr(pos, next == std::string::npos ? std::string::npos : next - pos);
+    std::string item =
+        shape.substr(pos, next == std::string::npos ? std::string::npos : next - pos);
     if (item.find_first_of("0123456789") != std::string::npos) {
       long long v = std::atoll(item.c_str());
       PTERUN_CHECK(v >= 0, ErrorCode::InvalidArgument, what, ": negative dimension");
@@ -171,8 +172,8 @@ std::vector<std::pair<std::string, NpyArray>> read_npz(const std::string& path) 
   int err = 0;
   std::unique_ptr<zip_t, decltype(&zip_discard)> archive(zip_open(path.c_str(), ZIP_RDONLY, &err),
                                                          &zip_discard);
-  PTERUN_CHECK(archive != nullptr, err == ZIP_ER_NOENT ? ErrorCode::FileNotFound
-                                                        : ErrorCode::InvalidArgument,
+  PTERUN_CHECK(archive != nullptr,
+               err == ZIP_ER_NOENT ? ErrorCode::FileNotFound : ErrorCode::InvalidArgument,
                "npz: cannot open '", path, "' (libzip error ", err, ")");
   std::vector<std::pair<std::string, NpyArray>> out;
   zip_int64_t n = zip_get_num_entries(archive.get(), 0);
@@ -188,7 +189,8 @@ std::vector<std::pair<std::string, NpyArray>> read_npz(const std::string& path) 
     zip_int64_t got = zip_fread(file.get(), bytes.data(), st.size);
     PTERUN_CHECK(got == static_cast<zip_int64_t>(st.size), ErrorCode::InvalidArgument,
                  "npz: short read of '", name, "'");
-    if (name.size() > 4 && name.compare(name.size() - 4, 4, ".npy") == 0) name.resize(name.size() - 4);
+    if (name.size() > 4 && name.compare(name.size() - 4, 4, ".npy") == 0)
+      name.resize(name.size() - 4);
     out.emplace_back(name, parse_npy(bytes, path + ":" + name));
   }
   return out;
@@ -204,7 +206,8 @@ void write_npz(const std::string& path,
   for (const auto& [name, array] : arrays) {
     blobs.push_back(format_npy(array));
     zip_source_t* src = zip_source_buffer(archive, blobs.back().data(), blobs.back().size(), 0);
-    if (src == nullptr || zip_file_add(archive, (name + ".npy").c_str(), src, ZIP_FL_OVERWRITE) < 0) {
+    if (src == nullptr ||
+        zip_file_add(archive, (name + ".npy").c_str(), src, ZIP_FL_OVERWRITE) < 0) {
       if (src) zip_source_free(src);
       zip_discard(archive);
       throw_error(ErrorCode::AccessFailed, str_cat("npz: cannot add '", name, "' to '", path, "'"));

@@ -33,6 +33,7 @@ NpyArray read_npy(const std::string& path);
 /// Arrays of an .npz file in archive order, keys without ".npy".
 std::vector<std::pair<std::string, NpyArray>> read_npz(const std::string& path);
 
-void write_npz(const std::string& path, const std::vector<std::pair<std::string, NpyArray>>& arrays);
+void write_npz(const std::string& path,
+               const std::vector<std::pair<std::string, NpyArray>>& arrays);
 
 }  // namespace pterun::cli

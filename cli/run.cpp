@@ -6,6 +6,7 @@
 #include <random>
 #include <sstream>
 
+#include <cstring>
 #include "cli/commands.h"
 #include "cli/npy.h"
 #include "pterun/core/error.h"
@@ -13,7 +14,6 @@
 #include "pterun/executor/runner.h"
 #include "pterun/kernels/common/dtype_util.h"
 #include "pterun/kernels/common/strided_copy.h"
-#include <cstring>
 
 namespace pterun::cli {
 namespace {
@@ -128,10 +128,14 @@ std::vector<InputArg> to_inputs(const std::vector<NpyArray>& arrays, const Metho
     kernels::visit(a.dtype, kernels::Family::RealHBBF16, "number input", [&]<typename T>() {
       v = kernels::convert<double>(*reinterpret_cast<const T*>(a.data.data()));
     });
-    if (tag == ValueKind::Int) args.push_back(InputArg::from_int(static_cast<int64_t>(v)));
-    else if (tag == ValueKind::Double) args.push_back(InputArg::from_double(v));
-    else if (tag == ValueKind::Bool) args.push_back(InputArg::from_bool(v != 0));
-    else args.push_back(InputArg::none());
+    if (tag == ValueKind::Int)
+      args.push_back(InputArg::from_int(static_cast<int64_t>(v)));
+    else if (tag == ValueKind::Double)
+      args.push_back(InputArg::from_double(v));
+    else if (tag == ValueKind::Bool)
+      args.push_back(InputArg::from_bool(v != 0));
+    else
+      args.push_back(InputArg::none());
   }
   return args;
 }
@@ -181,15 +185,16 @@ int run_run(const RunOptions& o) {
   const MethodMeta& meta = l.runner->method().meta();
   bool made_up = false;
   auto arrays = gather_arrays(o, meta, made_up);
-  if (made_up) std::cout << "(no inputs given: using seeded random inputs of the declared shapes)\n";
+  if (made_up)
+    std::cout << "(no inputs given: using seeded random inputs of the declared shapes)\n";
   auto inputs = to_inputs(arrays, meta);
   auto start = Clock::now();
   auto outputs = l.runner->call(inputs, true);
   double call_ms = ms_since(start);
   std::vector<std::pair<std::string, NpyArray>> saved;
   std::cout << "method '" << meta.name() << "' on " << o.device << ": " << outputs.size()
-            << " outputs (load " << std::fixed << std::setprecision(2) << l.load_ms
-            << " ms, call " << call_ms << " ms)\n";
+            << " outputs (load " << std::fixed << std::setprecision(2) << l.load_ms << " ms, call "
+            << call_ms << " ms)\n";
   std::cout.unsetf(std::ios::fixed);
   for (size_t i = 0; i < outputs.size(); ++i) {
     std::cout << "  output " << i << ": ";
@@ -244,8 +249,8 @@ int run_bench(const RunOptions& o) {
   }
   std::sort(times.begin(), times.end());
   auto pct = [&](double p) { return times[static_cast<size_t>(p * (times.size() - 1))]; };
-  std::cout << std::fixed << std::setprecision(4) << o.file << " method '" << meta.name()
-            << "' on " << o.device << ", " << get_num_threads() << " threads"
+  std::cout << std::fixed << std::setprecision(4) << o.file << " method '" << meta.name() << "' on "
+            << o.device << ", " << get_num_threads() << " threads"
             << (made_up ? ", random inputs" : "") << "\n"
             << "  load        " << l.load_ms << " ms\n"
             << "  first call  " << first_ms << " ms\n"

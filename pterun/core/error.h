@@ -51,8 +51,8 @@ class Error : public std::runtime_error {
 }  // namespace pterun
 
 /// Throws an Error with `code` and the streamed message when `cond` is false.
-#define PTERUN_CHECK(cond, code, ...)                        \
-  do {                                                       \
-    if (!(cond)) [[unlikely]]                                \
+#define PTERUN_CHECK(cond, code, ...)                                \
+  do {                                                               \
+    if (!(cond)) [[unlikely]]                                        \
       ::pterun::throw_error((code), ::pterun::str_cat(__VA_ARGS__)); \
   } while (0)

@@ -8,7 +8,9 @@
 
 namespace pterun {
 
-void HostBuffer::Free::operator()(void* p) const { std::free(p); }
+void HostBuffer::Free::operator()(void* p) const {
+  std::free(p);
+}
 
 HostBuffer::HostBuffer(size_t bytes) : size_(bytes) {
   size_t rounded = (bytes + 63) / 64 * 64;

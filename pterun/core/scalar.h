@@ -11,9 +11,24 @@ class Scalar {
   enum class Kind : uint8_t { Bool, Int, Double };
 
   Scalar() : kind_(Kind::Int), i_(0) {}
-  static Scalar from_bool(bool b) { Scalar s; s.kind_ = Kind::Bool; s.i_ = b ? 1 : 0; return s; }
-  static Scalar from_int(int64_t i) { Scalar s; s.kind_ = Kind::Int; s.i_ = i; return s; }
-  static Scalar from_double(double d) { Scalar s; s.kind_ = Kind::Double; s.d_ = d; return s; }
+  static Scalar from_bool(bool b) {
+    Scalar s;
+    s.kind_ = Kind::Bool;
+    s.i_ = b ? 1 : 0;
+    return s;
+  }
+  static Scalar from_int(int64_t i) {
+    Scalar s;
+    s.kind_ = Kind::Int;
+    s.i_ = i;
+    return s;
+  }
+  static Scalar from_double(double d) {
+    Scalar s;
+    s.kind_ = Kind::Double;
+    s.d_ = d;
+    return s;
+  }
 
   Kind kind() const { return kind_; }
   bool is_floating() const { return kind_ == Kind::Double; }

@@ -25,8 +25,12 @@ inline std::atomic<int64_t>& counter(Counter c) {
   return counters[static_cast<int>(c)];
 }
 
-inline void add(Counter c, int64_t n = 1) { counter(c).fetch_add(n, std::memory_order_relaxed); }
-inline int64_t get(Counter c) { return counter(c).load(std::memory_order_relaxed); }
+inline void add(Counter c, int64_t n = 1) {
+  counter(c).fetch_add(n, std::memory_order_relaxed);
+}
+inline int64_t get(Counter c) {
+  return counter(c).load(std::memory_order_relaxed);
+}
 void reset();
 
 }  // namespace pterun::stats

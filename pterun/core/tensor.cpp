@@ -9,8 +9,8 @@ namespace pterun {
 Tensor::Tensor(DType dtype, std::span<const int64_t> sizes, std::span<const uint8_t> dim_order,
                ShapeDynamism dynamism)
     : dtype_(dtype), dynamism_(dynamism) {
-  PTERUN_CHECK(sizes.size() <= kMaxRank, ErrorCode::InvalidArgument, "tensor: rank ",
-               sizes.size(), " exceeds ", kMaxRank);
+  PTERUN_CHECK(sizes.size() <= kMaxRank, ErrorCode::InvalidArgument, "tensor: rank ", sizes.size(),
+               " exceeds ", kMaxRank);
   reshape_unchecked(sizes, dim_order);
   bound_nbytes_ = nbytes();
 }
@@ -34,8 +34,8 @@ bool Tensor::is_channels_last_order() const {
 }
 
 void Tensor::reshape_unchecked(std::span<const int64_t> sizes, std::span<const uint8_t> dim_order) {
-  PTERUN_CHECK(sizes.size() <= kMaxRank, ErrorCode::InvalidArgument, "tensor: rank ",
-               sizes.size(), " exceeds ", kMaxRank);
+  PTERUN_CHECK(sizes.size() <= kMaxRank, ErrorCode::InvalidArgument, "tensor: rank ", sizes.size(),
+               " exceeds ", kMaxRank);
   PTERUN_CHECK(dim_order.empty() || dim_order.size() == sizes.size(), ErrorCode::InvalidArgument,
                "tensor: dim order of length ", dim_order.size(), " for rank ", sizes.size());
   rank_ = static_cast<uint8_t>(sizes.size());

@@ -26,7 +26,9 @@ std::atomic<int>& threads() {
 
 }  // namespace
 
-int get_num_threads() { return threads().load(std::memory_order_relaxed); }
+int get_num_threads() {
+  return threads().load(std::memory_order_relaxed);
+}
 
 void set_num_threads(int n) {
   PTERUN_CHECK(n >= 1, ErrorCode::InvalidArgument, "set_num_threads: n must be at least 1, got ",

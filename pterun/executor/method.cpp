@@ -51,7 +51,8 @@ struct Method::Loader {
           aliased.insert(instr.target);
           continue;
         }
-        if (instr.kind != InstructionKind::KernelCall && instr.kind != InstructionKind::DelegateCall) {
+        if (instr.kind != InstructionKind::KernelCall &&
+            instr.kind != InstructionKind::DelegateCall) {
           continue;
         }
         if (instr.args.empty()) continue;
@@ -94,8 +95,8 @@ struct Method::Loader {
       m.buffers_[i] = HostBuffer(d.buffer_sizes[i]);
     }
     if (uses_shared) {
-      m.shared_state_ = m.program_->shared_state(static_cast<int>(m.options_.device),
-                                                 m.options_.device_index);
+      m.shared_state_ =
+          m.program_->shared_state(static_cast<int>(m.options_.device), m.options_.device_index);
     }
   }
 
@@ -149,8 +150,7 @@ struct Method::Loader {
           }
           break;
         }
-        case TensorStorage::Unplanned:
-          break;
+        case TensorStorage::Unplanned: break;
       }
       m.has_state_ = m.has_state_ || is_state(t);
     }
@@ -162,10 +162,10 @@ struct Method::Loader {
                  t.name, "' has no tensor layout in the data file");
     const auto& l = *e.layout;
     PTERUN_CHECK(l.dtype == t.dtype && l.sizes == t.sizes && l.dim_order == t.dim_order,
-                 ErrorCode::InvalidExternalData, what, ": external key '", t.name,
-                 "' has layout ", dtype_name(l.dtype), " with ", l.sizes.size(),
-                 " dims in the data file, which does not match the program's ",
-                 dtype_name(t.dtype), " with ", t.sizes.size(), " dims");
+                 ErrorCode::InvalidExternalData, what, ": external key '", t.name, "' has layout ",
+                 dtype_name(l.dtype), " with ", l.sizes.size(),
+                 " dims in the data file, which does not match the program's ", dtype_name(t.dtype),
+                 " with ", t.sizes.size(), " dims");
     PTERUN_CHECK(e.data.size() >= t.nbytes, ErrorCode::InvalidExternalData, what,
                  ": external key '", t.name, "' has too few bytes");
   }
@@ -199,9 +199,10 @@ struct Method::Loader {
         continue;
       }
       throw_error(ErrorCode::InvalidProgram,
-                  str_cat("method '", d.name, "', value ", i, ": tensor ", describe(m.tensors_[
-                              tensor_of_value[i]]), " has no data (not planned, constant, input "
-                              "or written by an instruction)"));
+                  str_cat("method '", d.name, "', value ", i, ": tensor ",
+                          describe(m.tensors_[tensor_of_value[i]]),
+                          " has no data (not planned, constant, input "
+                          "or written by an instruction)"));
     }
   }
 
@@ -292,7 +293,8 @@ struct Method::Loader {
       bool shared = false;
       for (size_t j = 0; j < d.values.size() && !shared; ++j) {
         const auto& o = d.values[j];
-        if (static_cast<int32_t>(j) == vi || o.kind != ValueKind::Tensor || !is_planned(*o.tensor)) {
+        if (static_cast<int32_t>(j) == vi || o.kind != ValueKind::Tensor ||
+            !is_planned(*o.tensor)) {
           continue;
         }
         shared = overlaps(t, *o.tensor);

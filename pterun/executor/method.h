@@ -7,11 +7,11 @@
 #include <string>
 #include <vector>
 
+#include "pterun/core/error.h"
+#include "pterun/core/host_buffer.h"
 #include "pterun/core/tensor.h"
 #include "pterun/core/value.h"
 #include "pterun/executor/input.h"
-#include "pterun/core/error.h"
-#include "pterun/core/host_buffer.h"
 #include "pterun/kernels/kernel.h"
 #include "pterun/program/program.h"
 
@@ -114,11 +114,11 @@ class Method {
   MethodOptions options_;
   std::shared_ptr<SharedState> shared_state_;
 
-  std::vector<HostBuffer> buffers_;         // planned arenas owned by this method
-  std::vector<HostBuffer> owned_;           // memory for unplanned tensors kernels write
-  std::vector<Tensor> tensors_;             // one per tensor value (stable addresses)
-  std::vector<Value> values_;               // the value table
-  std::vector<Value*> arg_pool_;            // kernel arguments, flattened
+  std::vector<HostBuffer> buffers_;  // planned arenas owned by this method
+  std::vector<HostBuffer> owned_;    // memory for unplanned tensors kernels write
+  std::vector<Tensor> tensors_;      // one per tensor value (stable addresses)
+  std::vector<Value> values_;        // the value table
+  std::vector<Value*> arg_pool_;     // kernel arguments, flattened
   std::vector<std::vector<Value*>> boxed_lists_;
   std::vector<std::vector<Tensor*>> tensor_lists_;
   std::vector<std::vector<Step>> chains_;
@@ -126,10 +126,10 @@ class Method {
 
   // Inputs.
   std::vector<bool> input_set_;
-  std::vector<bool> input_alias_ok_;        // unplanned input never written by the program
-  std::vector<HostBuffer> input_copies_;    // private copies for inputs that cannot alias
+  std::vector<bool> input_alias_ok_;      // unplanned input never written by the program
+  std::vector<HostBuffer> input_copies_;  // private copies for inputs that cannot alias
   std::vector<std::shared_ptr<void>> input_keep_alive_;
-  std::vector<void*> input_home_;           // planned address of each tensor input (or null)
+  std::vector<void*> input_home_;  // planned address of each tensor input (or null)
 
   // Outputs.
   std::vector<bool> redirectable_;

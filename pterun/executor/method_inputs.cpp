@@ -54,19 +54,19 @@ void Method::check_input(size_t i, const InputArg& a) const {
     throw_error(code, str_cat("input ", i, " of method '", name(), "': ", msg));
   };
   auto kind_mismatch = [&](const char* expected) {
-    fail(ErrorCode::InvalidType,
-         str_cat("expected ", expected, ", got ", a.kind == ValueKind::Tensor ? "a tensor"
-                                                  : a.kind == ValueKind::None ? "None"
-                                                                              : "a number"));
+    fail(ErrorCode::InvalidType, str_cat("expected ", expected, ", got ",
+                                         a.kind == ValueKind::Tensor ? "a tensor"
+                                         : a.kind == ValueKind::None ? "None"
+                                                                     : "a number"));
   };
   switch (v.kind) {
     case ValueKind::Tensor: {
       if (a.kind != ValueKind::Tensor) kind_mismatch("a tensor");
       const auto& t = *v.tensor;
       if (a.dtype != t.dtype) {
-        fail(ErrorCode::InvalidType, str_cat("dtype ", dtype_name(a.dtype),
-                                             " does not match the declared dtype ",
-                                             dtype_name(t.dtype)));
+        fail(ErrorCode::InvalidType,
+             str_cat("dtype ", dtype_name(a.dtype), " does not match the declared dtype ",
+                     dtype_name(t.dtype)));
       }
       if (a.sizes.size() != t.sizes.size()) {
         fail(ErrorCode::InvalidArgument,
@@ -124,15 +124,14 @@ void Method::check_input(size_t i, const InputArg& a) const {
     case ValueKind::String:
       if (a.kind != ValueKind::String) kind_mismatch("a string");
       if (a.string_value != v.string_value) {
-        fail(ErrorCode::InvalidArgument, str_cat("the program was exported with '",
-                                                 v.string_value, "' and got ", number_text(a)));
+        fail(ErrorCode::InvalidArgument, str_cat("the program was exported with '", v.string_value,
+                                                 "' and got ", number_text(a)));
       }
       break;
     case ValueKind::None:
       if (a.kind != ValueKind::None) kind_mismatch("None");
       break;
-    default:
-      fail(ErrorCode::InvalidProgram, "input kind is not supported");
+    default: fail(ErrorCode::InvalidProgram, "input kind is not supported");
   }
 }
 

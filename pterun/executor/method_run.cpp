@@ -15,8 +15,8 @@ constexpr uint64_t kInstructionBudget = 10'000'000;
 bool condition_true(const Value& v) {
   if (v.kind() == ValueKind::Bool) return v.to_bool();
   const Tensor& t = v.to_tensor();
-  PTERUN_CHECK(t.dtype() == DType::Bool, ErrorCode::InvalidProgram,
-               "jump condition is a ", describe(t), " tensor, not bool");
+  PTERUN_CHECK(t.dtype() == DType::Bool, ErrorCode::InvalidProgram, "jump condition is a ",
+               describe(t), " tensor, not bool");
   // All elements must be true; an empty tensor counts as true.
   const auto* p = t.data_as<const uint8_t>();
   if (t.numel() > 0 && p == nullptr) {
@@ -64,8 +64,8 @@ std::string Method::missing_inputs() const {
 
 void Method::execute() {
   if (!inputs_ready()) {
-    throw_error(ErrorCode::InvalidState, str_cat("method '", name(), "': inputs ",
-                                                 missing_inputs(), " were never set"));
+    throw_error(ErrorCode::InvalidState,
+                str_cat("method '", name(), "': inputs ", missing_inputs(), " were never set"));
   }
   context_.num_threads = get_num_threads();
   uint64_t budget = kInstructionBudget;

@@ -79,11 +79,11 @@ class MethodRunner : public std::enable_shared_from_this<MethodRunner> {
 
   std::mutex mutex_;
   std::unique_ptr<Method> method_;
-  bool executed_ = false;                // outputs valid
-  bool inputs_valid_ = false;            // every input installed
+  bool executed_ = false;                                        // outputs valid
+  bool inputs_valid_ = false;                                    // every input installed
   std::vector<std::vector<std::shared_ptr<HostBuffer>>> pools_;  // per output
   std::vector<std::shared_ptr<HostBuffer>> current_;  // buffer each output was written into
-  std::vector<const HostBuffer*> last_;  // previous run's buffer, preferred when free
+  std::vector<const HostBuffer*> last_;               // previous run's buffer, preferred when free
 };
 
 }  // namespace pterun

@@ -1,12 +1,12 @@
 #include "pterun/format/data_buffer.h"
 
-#include <cerrno>
-#include <cstdlib>
-#include <cstring>
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
 
 #include "pterun/core/error.h"
 
@@ -18,10 +18,10 @@ namespace {
 constexpr size_t kMinAllocation = DataBuffer::kAlignment;
 
 uint8_t* allocate_aligned(size_t size) {
-  void* p = std::aligned_alloc(DataBuffer::kAlignment,
-                               (size + DataBuffer::kAlignment - 1) / DataBuffer::kAlignment *
-                                       DataBuffer::kAlignment +
-                                   kMinAllocation);
+  void* p = std::aligned_alloc(
+      DataBuffer::kAlignment,
+      (size + DataBuffer::kAlignment - 1) / DataBuffer::kAlignment * DataBuffer::kAlignment +
+          kMinAllocation);
   PTERUN_CHECK(p != nullptr, ErrorCode::MemoryAllocationFailed, "load: cannot allocate ", size,
                " bytes for the program");
   return static_cast<uint8_t*>(p);
@@ -74,8 +74,7 @@ std::shared_ptr<const DataBuffer> DataBuffer::map_file(const std::string& path) 
 std::shared_ptr<const DataBuffer> DataBuffer::copy_of(std::span<const uint8_t> bytes) {
   uint8_t* p = allocate_aligned(bytes.size());
   if (!bytes.empty()) std::memcpy(p, bytes.data(), bytes.size());
-  return std::shared_ptr<const DataBuffer>(
-      new DataBuffer(Kind::Owned, p, bytes.size(), "<bytes>"));
+  return std::shared_ptr<const DataBuffer>(new DataBuffer(Kind::Owned, p, bytes.size(), "<bytes>"));
 }
 
 std::shared_ptr<const DataBuffer> DataBuffer::borrow(std::span<const uint8_t> bytes,
@@ -90,14 +89,9 @@ std::shared_ptr<const DataBuffer> DataBuffer::borrow(std::span<const uint8_t> by
 
 DataBuffer::~DataBuffer() {
   switch (kind_) {
-    case Kind::Mapped:
-      ::munmap(const_cast<uint8_t*>(data_), size_);
-      break;
-    case Kind::Owned:
-      std::free(const_cast<uint8_t*>(data_));
-      break;
-    case Kind::Borrowed:
-      break;
+    case Kind::Mapped: ::munmap(const_cast<uint8_t*>(data_), size_); break;
+    case Kind::Owned: std::free(const_cast<uint8_t*>(data_)); break;
+    case Kind::Borrowed: break;
   }
 }
 

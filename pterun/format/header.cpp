@@ -65,9 +65,9 @@ PteHeader parse_pte_header(std::span<const uint8_t> file) {
                  "header: segment_base_offset ", h.segment_base_offset,
                  " points inside the flatbuffer (program_size ", h.program_size, ")");
     auto end = checked_add(h.segment_base_offset, h.segment_data_size);
-    PTERUN_CHECK(end && *end <= file.size(), ErrorCode::InvalidProgram,
-                 "header: segment data [", h.segment_base_offset, ", +", h.segment_data_size,
-                 ") runs past the end of the ", file.size(), "-byte file (truncated?)");
+    PTERUN_CHECK(end && *end <= file.size(), ErrorCode::InvalidProgram, "header: segment data [",
+                 h.segment_base_offset, ", +", h.segment_data_size, ") runs past the end of the ",
+                 file.size(), "-byte file (truncated?)");
   }
   return h;
 }

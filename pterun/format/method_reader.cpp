@@ -66,8 +66,8 @@ class MethodReader {
         PTERUN_CHECK(idx >= 1 && static_cast<size_t>(idx) <= desc_.buffer_sizes.size(),
                      ErrorCode::InvalidProgram, where_, ": buffer device entry names buffer ", idx,
                      ", not one of 1..", desc_.buffer_sizes.size());
-        desc_.buffer_devices[idx - 1] = device_of(d->device_type(), d->device_index(),
-                                                  str_cat(where_, ", buffer ", idx));
+        desc_.buffer_devices[idx - 1] =
+            device_of(d->device_type(), d->device_index(), str_cat(where_, ", buffer ", idx));
       }
     }
   }
@@ -113,9 +113,7 @@ class MethodReader {
   ValueDesc read_value(const pterun_fb::EValue& v, size_t index, const std::string& what) {
     ValueDesc out;
     switch (v.val_type()) {
-      case pterun_fb::KernelTypes_Null:
-        out.kind = ValueKind::None;
-        break;
+      case pterun_fb::KernelTypes_Null: out.kind = ValueKind::None; break;
       case pterun_fb::KernelTypes_Int:
         out.kind = ValueKind::Int;
         out.int_value = member<pterun_fb::Int>(v, what)->int_val();
@@ -262,8 +260,8 @@ class MethodReader {
 
     if (alloc != nullptr) {
       d.memory_id = alloc->memory_id();
-      d.memory_offset = uint64_t{alloc->memory_offset_low()} |
-                        uint64_t{alloc->memory_offset_high()} << 32;
+      d.memory_offset = uint64_t{alloc->memory_offset_low()} | uint64_t{alloc->memory_offset_high()}
+                                                                   << 32;
       PTERUN_CHECK(d.memory_id >= 1 && d.memory_id <= desc_.buffer_sizes.size(),
                    ErrorCode::InvalidProgram, what, ": planned in buffer ", d.memory_id,
                    ", not one of 1..", desc_.buffer_sizes.size());
@@ -287,8 +285,8 @@ class MethodReader {
     } else {
       d.storage = alloc ? TensorStorage::Planned : TensorStorage::Unplanned;
     }
-    PTERUN_CHECK(!d.is_constant() || d.dynamism == ShapeDynamism::Static,
-                 ErrorCode::InvalidProgram, what, ": a constant tensor must have a static shape");
+    PTERUN_CHECK(!d.is_constant() || d.dynamism == ShapeDynamism::Static, ErrorCode::InvalidProgram,
+                 what, ": a constant tensor must have a static shape");
     return d;
   }
 
@@ -348,8 +346,8 @@ class MethodReader {
         out.inline_payload = true;
         const auto* blobs = program_.backend_delegate_data();
         PTERUN_CHECK(processed->index() < vec_size(blobs), ErrorCode::InvalidProgram, what,
-                     ": inline payload ", processed->index(), " is out of range (",
-                     vec_size(blobs), " inline payloads)");
+                     ": inline payload ", processed->index(), " is out of range (", vec_size(blobs),
+                     " inline payloads)");
         const auto* blob = blobs->Get(processed->index());
         if (blob != nullptr && blob->data() != nullptr) {
           out.payload = {blob->data()->data(), blob->data()->size()};
@@ -378,8 +376,7 @@ class MethodReader {
     PTERUN_CHECK(chains != nullptr, ErrorCode::InvalidProgram, where_, ": has no chains");
     for (flatbuffers::uoffset_t c = 0; c < chains->size(); ++c) {
       const auto* chain = chains->Get(c);
-      PTERUN_CHECK(chain != nullptr, ErrorCode::InvalidProgram, where_, ", chain ", c,
-                   ": missing");
+      PTERUN_CHECK(chain != nullptr, ErrorCode::InvalidProgram, where_, ", chain ", c, ": missing");
       const auto* instructions = chain->instructions();
       ChainDesc out;
       size_t n = vec_size(instructions);
@@ -439,8 +436,7 @@ class MethodReader {
       }
       case pterun_fb::InstructionArguments_JumpFalseCall: {
         const auto* j = instr.instr_args_as_JumpFalseCall();
-        PTERUN_CHECK(j != nullptr, ErrorCode::InvalidProgram, what,
-                     ": JumpFalseCall is missing");
+        PTERUN_CHECK(j != nullptr, ErrorCode::InvalidProgram, what, ": JumpFalseCall is missing");
         out.kind = InstructionKind::JumpFalseCall;
         out.index = j->cond_value_index();
         out.target = j->destination_instruction();

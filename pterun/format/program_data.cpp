@@ -62,8 +62,7 @@ ProgramData::ProgramData(const pterun_fb::Program& program, std::span<const uint
   if (const auto* entries = program.mutable_data_segments()) {
     for (flatbuffers::uoffset_t i = 0; i < entries->size(); ++i) {
       const auto* e = entries->Get(i);
-      PTERUN_CHECK(e != nullptr, ErrorCode::InvalidProgram, "mutable data entry ", i,
-                   ": missing");
+      PTERUN_CHECK(e != nullptr, ErrorCode::InvalidProgram, "mutable data entry ", i, ": missing");
       MutableEntry entry;
       entry.segment = segment(e->segment_index(), str_cat("mutable data entry ", i));
       check_aligned(e->offsets(), str_cat("mutable data entry ", i));
@@ -74,8 +73,8 @@ ProgramData::ProgramData(const pterun_fb::Program& program, std::span<const uint
 }
 
 std::span<const uint8_t> ProgramData::segment(uint64_t index, const std::string& what) const {
-  PTERUN_CHECK(index < segments_.size(), ErrorCode::InvalidProgram, what, ": segment index ",
-               index, " is out of range (the program has ", segments_.size(), " segments)");
+  PTERUN_CHECK(index < segments_.size(), ErrorCode::InvalidProgram, what, ": segment index ", index,
+               " is out of range (the program has ", segments_.size(), " segments)");
   return segments_[index];
 }
 
@@ -106,16 +105,14 @@ std::span<const uint8_t> ProgramData::constant(uint32_t index, uint64_t nbytes,
   return slice(constant_segment_, constant_offsets_[index], nbytes, what);
 }
 
-std::span<const uint8_t> ProgramData::mutable_data(uint64_t entry, uint32_t index,
-                                                   uint64_t nbytes,
+std::span<const uint8_t> ProgramData::mutable_data(uint64_t entry, uint32_t index, uint64_t nbytes,
                                                    const std::string& what) const {
   PTERUN_CHECK(entry < mutable_entries_.size(), ErrorCode::InvalidProgram, what,
                ": mutable data entry ", entry, " is out of range (the program has ",
                mutable_entries_.size(), ")");
   const auto& e = mutable_entries_[entry];
-  PTERUN_CHECK(index < e.offsets.size(), ErrorCode::InvalidProgram, what,
-               ": initial value index ", index, " is out of range (", e.offsets.size(),
-               " entries)");
+  PTERUN_CHECK(index < e.offsets.size(), ErrorCode::InvalidProgram, what, ": initial value index ",
+               index, " is out of range (", e.offsets.size(), " entries)");
   return slice(e.segment, e.offsets[index], nbytes, what);
 }
 

@@ -26,8 +26,7 @@ class ProgramData {
   size_t num_segments() const { return segments_.size(); }
 
   /// The `nbytes` bytes of constant `index`.
-  std::span<const uint8_t> constant(uint32_t index, uint64_t nbytes,
-                                    const std::string& what) const;
+  std::span<const uint8_t> constant(uint32_t index, uint64_t nbytes, const std::string& what) const;
 
   /// The `nbytes` initial bytes of mutable tensor `index` in mutable-data
   /// entry `entry`.

@@ -19,18 +19,18 @@ namespace pterun::format {
 // flatbuffers.
 
 using pterun::ShapeDynamism;
-using pterun::ValueKind;
 using pterun::value_kind_name;
+using pterun::ValueKind;
 enum class DeviceType : uint8_t { CPU = 0, CUDA = 1 };
 
 /// Where a tensor's data comes from at method load (pte-format.md 3.3).
 enum class TensorStorage : uint8_t {
-  Constant,          // read-only bytes in the program
-  Planned,           // planned memory, no initial value
-  PlannedWithData,   // planned memory, initial bytes from a mutable-data segment
-  External,          // read-only bytes of a .ptd key
-  ExternalMutable,   // planned memory, initial bytes from a .ptd key
-  Unplanned,         // supplied at run time (inputs, outputs, views)
+  Constant,         // read-only bytes in the program
+  Planned,          // planned memory, no initial value
+  PlannedWithData,  // planned memory, initial bytes from a mutable-data segment
+  External,         // read-only bytes of a .ptd key
+  ExternalMutable,  // planned memory, initial bytes from a .ptd key
+  Unplanned,        // supplied at run time (inputs, outputs, views)
 };
 
 struct TensorDesc {
@@ -39,11 +39,11 @@ struct TensorDesc {
   std::vector<uint8_t> dim_order;  // a permutation of 0..rank-1
   ShapeDynamism dynamism = ShapeDynamism::Static;
   TensorStorage storage = TensorStorage::Unplanned;
-  uint32_t memory_id = 0;          // planned: 1-based index into the method's buffers
-  uint64_t memory_offset = 0;      // planned: byte offset inside that buffer
+  uint32_t memory_id = 0;      // planned: 1-based index into the method's buffers
+  uint64_t memory_offset = 0;  // planned: byte offset inside that buffer
   uint32_t data_buffer_idx = 0;
-  std::span<const uint8_t> data;   // Constant / PlannedWithData: the initial bytes
-  std::string name;                // fully_qualified_name, may be empty
+  std::span<const uint8_t> data;  // Constant / PlannedWithData: the initial bytes
+  std::string name;               // fully_qualified_name, may be empty
   DeviceType device_type = DeviceType::CPU;
   int device_index = 0;
   uint64_t numel = 0;
@@ -55,21 +55,26 @@ struct TensorDesc {
   }
 };
 
-
-
 struct ValueDesc {
   ValueKind kind = ValueKind::None;
   int64_t int_value = 0;
   double double_value = 0;
   bool bool_value = false;
   std::string string_value;
-  std::vector<int64_t> items;  // IntList / TensorList / OptionalTensorList: value indices (-1: None)
+  std::vector<int64_t>
+      items;  // IntList / TensorList / OptionalTensorList: value indices (-1: None)
   std::vector<double> doubles;
   std::vector<uint8_t> bools;
   std::shared_ptr<const TensorDesc> tensor;  // set iff kind == Tensor
 };
 
-enum class InstructionKind : uint8_t { KernelCall, DelegateCall, MoveCall, JumpFalseCall, FreeCall };
+enum class InstructionKind : uint8_t {
+  KernelCall,
+  DelegateCall,
+  MoveCall,
+  JumpFalseCall,
+  FreeCall
+};
 
 struct InstructionDesc {
   InstructionKind kind = InstructionKind::KernelCall;
@@ -119,7 +124,7 @@ struct MethodDesc {
   // Planned buffer sizes by memory id - 1 (entry 0 of the file is reserved).
   std::vector<uint64_t> buffer_sizes;
   std::vector<BufferDevice> buffer_devices;  // same indexing as buffer_sizes
-  std::string input_spec;   // container metadata, informational
+  std::string input_spec;                    // container metadata, informational
   std::string output_spec;
 
   size_t num_instructions() const;

@@ -63,8 +63,8 @@ ProgramDesc read_program(const DataBuffer& buffer) {
     const auto* plan = plans->Get(i);
     PTERUN_CHECK(plan != nullptr, ErrorCode::InvalidProgram, "method ", i, ": missing");
     MethodDesc m = read_method(*plan, i, program, data);
-    PTERUN_CHECK(names.insert(m.name).second, ErrorCode::InvalidProgram,
-                 "program: method name '", m.name, "' appears twice");
+    PTERUN_CHECK(names.insert(m.name).second, ErrorCode::InvalidProgram, "program: method name '",
+                 m.name, "' appears twice");
     desc.methods.push_back(std::move(m));
   }
 
@@ -72,8 +72,8 @@ ProgramDesc read_program(const DataBuffer& buffer) {
     std::set<std::string> keys;
     for (flatbuffers::uoffset_t i = 0; i < named->size(); ++i) {
       const auto* n = named->Get(i);
-      PTERUN_CHECK(n != nullptr && n->key() != nullptr, ErrorCode::InvalidProgram,
-                   "named data ", i, ": has no key");
+      PTERUN_CHECK(n != nullptr && n->key() != nullptr, ErrorCode::InvalidProgram, "named data ", i,
+                   ": has no key");
       std::string key(n->key()->c_str(), n->key()->size());
       PTERUN_CHECK(keys.insert(key).second, ErrorCode::InvalidProgram, "named data: key '", key,
                    "' appears twice");

@@ -15,8 +15,8 @@ constexpr size_t kMaxRank = 16;
 ExternalLayout read_layout(const pterun_ptd::TensorLayout& l, const std::string& what) {
   ExternalLayout out;
   auto dtype = dtype_from_number(l.scalar_type());
-  PTERUN_CHECK(dtype.has_value(), ErrorCode::InvalidExternalData, what,
-               ": unknown scalar type ", int{l.scalar_type()});
+  PTERUN_CHECK(dtype.has_value(), ErrorCode::InvalidExternalData, what, ": unknown scalar type ",
+               int{l.scalar_type()});
   out.dtype = *dtype;
   PTERUN_CHECK(l.sizes() != nullptr && l.dim_order() != nullptr, ErrorCode::InvalidExternalData,
                what, ": tensor layout lacks sizes or dim_order");
@@ -78,9 +78,9 @@ ExternalData read_external_data(const DataBuffer& buffer) {
     std::string what = str_cat("data file, key '", e.key, "'");
     PTERUN_CHECK(keys.insert(e.key).second, ErrorCode::InvalidExternalData, what,
                  ": appears twice");
-    PTERUN_CHECK(n->segment_index() < root.segments()->size(), ErrorCode::InvalidExternalData,
-                 what, ": segment ", n->segment_index(), " is out of range (",
-                 root.segments()->size(), " segments)");
+    PTERUN_CHECK(n->segment_index() < root.segments()->size(), ErrorCode::InvalidExternalData, what,
+                 ": segment ", n->segment_index(), " is out of range (", root.segments()->size(),
+                 " segments)");
     const auto* seg = root.segments()->Get(n->segment_index());
     PTERUN_CHECK(seg != nullptr, ErrorCode::InvalidExternalData, what, ": missing segment");
     auto end = checked_add(seg->offset(), seg->size());

@@ -8,7 +8,9 @@ namespace pterun::kernels {
 void register_cpu_kernels(KernelRegistry& registry);
 void register_cuda_kernels(KernelRegistry& registry);
 
-const char* device_name(Device device) { return device == Device::CPU ? "cpu" : "cuda"; }
+const char* device_name(Device device) {
+  return device == Device::CPU ? "cpu" : "cuda";
+}
 
 const KernelRegistry& KernelRegistry::global() {
   static const KernelRegistry registry = [] {

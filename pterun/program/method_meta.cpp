@@ -39,7 +39,9 @@ TensorInfo MethodMeta::io_tensor(const std::vector<int32_t>& list, size_t i,
   return TensorInfo::from(*v.tensor);
 }
 
-ValueKind MethodMeta::input_tag(size_t i) const { return io_value(method_->inputs, i, "input").kind; }
+ValueKind MethodMeta::input_tag(size_t i) const {
+  return io_value(method_->inputs, i, "input").kind;
+}
 
 ValueKind MethodMeta::output_tag(size_t i) const {
   return io_value(method_->outputs, i, "output").kind;
@@ -55,8 +57,8 @@ TensorInfo MethodMeta::output_tensor_meta(size_t i) const {
 
 TensorInfo MethodMeta::attribute_tensor_meta(size_t i) const {
   PTERUN_CHECK(i < attributes_.size(), ErrorCode::IndexOutOfRange, "method '", name(),
-               "': attribute index ", i, " is out of range (the method has ",
-               attributes_.size(), " attributes)");
+               "': attribute index ", i, " is out of range (the method has ", attributes_.size(),
+               " attributes)");
   return TensorInfo::from(*method_->values[attributes_[i]].tensor);
 }
 

@@ -48,9 +48,7 @@ class MethodMeta {
   TensorInfo output_tensor_meta(size_t i) const;
   TensorInfo attribute_tensor_meta(size_t i) const;
 
-  const std::vector<uint64_t>& memory_planned_buffer_sizes() const {
-    return method_->buffer_sizes;
-  }
+  const std::vector<uint64_t>& memory_planned_buffer_sizes() const { return method_->buffer_sizes; }
   /// Delegate backend ids, each once, in order of first use.
   const std::vector<std::string>& backends() const { return backends_; }
 

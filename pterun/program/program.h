@@ -43,9 +43,7 @@ class Program : public std::enable_shared_from_this<Program> {
 
   const format::ProgramDesc& desc() const { return desc_; }
   /// The .ptd contents, or nullptr when none was given.
-  const format::ExternalData* external_data() const {
-    return external_ ? &*external_ : nullptr;
-  }
+  const format::ExternalData* external_data() const { return external_ ? &*external_ : nullptr; }
 
   /// The state buffers shared by this program's methods on one device
   /// (B15a); created on first use.

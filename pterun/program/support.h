@@ -14,9 +14,7 @@ struct SupportReport {
   std::vector<std::string> missing_backends;   // delegate ids, each once
   std::vector<std::string> other;              // unbound shapes, devices ...
 
-  bool ok() const {
-    return missing_operators.empty() && missing_backends.empty() && other.empty();
-  }
+  bool ok() const { return missing_operators.empty() && missing_backends.empty() && other.empty(); }
   /// One line listing everything, for NotImplemented errors and `inspect`.
   std::string describe(const std::string& method, kernels::Device device) const;
 };

@@ -23,17 +23,36 @@ namespace {
 // dtype, by kind and item size (B2: 'l' is int64 on Linux).
 bool format_dtype(const char* fmt, Py_ssize_t itemsize, DType& out, std::string& why) {
   std::string f = fmt ? fmt : "B";
-  if (!f.empty() && (f[0] == '@' || f[0] == '=' || f[0] == '<')) f = f.substr(1);
+  if (!f.empty() && (f[0] == '@' || f[0] == '=' || f[0] == '<'))
+    f = f.substr(1);
   else if (!f.empty() && (f[0] == '>' || f[0] == '!')) {
     why = "big-endian data is not supported; convert it to native byte order first";
     return false;
   }
-  if (f == "?") { out = DType::Bool; return true; }
-  if (f == "e") { out = DType::Float16; return true; }
-  if (f == "f") { out = DType::Float32; return true; }
-  if (f == "d") { out = DType::Float64; return true; }
-  if (f == "Zf") { out = DType::Complex64; return true; }
-  if (f == "Zd") { out = DType::Complex128; return true; }
+  if (f == "?") {
+    out = DType::Bool;
+    return true;
+  }
+  if (f == "e") {
+    out = DType::Float16;
+    return true;
+  }
+  if (f == "f") {
+    out = DType::Float32;
+    return true;
+  }
+  if (f == "d") {
+    out = DType::Float64;
+    return true;
+  }
+  if (f == "Zf") {
+    out = DType::Complex64;
+    return true;
+  }
+  if (f == "Zd") {
+    out = DType::Complex128;
+    return true;
+  }
   static const std::string signed_codes = "bhilq", unsigned_codes = "BHILQ";
   if (f.size() == 1 && signed_codes.find(f[0]) != std::string::npos) {
     switch (itemsize) {
@@ -65,13 +84,20 @@ bool dlpack_dtype(nb::dlpack::dtype t, DType& out) {
     DType dtype;
   };
   static constexpr Entry kEntries[] = {
-      {dtype_code::Bool, 8, DType::Bool},       {dtype_code::Int, 8, DType::Int8},
-      {dtype_code::Int, 16, DType::Int16},      {dtype_code::Int, 32, DType::Int32},
-      {dtype_code::Int, 64, DType::Int64},      {dtype_code::UInt, 8, DType::UInt8},
-      {dtype_code::UInt, 16, DType::UInt16},    {dtype_code::UInt, 32, DType::UInt32},
-      {dtype_code::UInt, 64, DType::UInt64},    {dtype_code::Float, 16, DType::Float16},
-      {dtype_code::Float, 32, DType::Float32},  {dtype_code::Float, 64, DType::Float64},
-      {dtype_code::Bfloat, 16, DType::BFloat16}, {dtype_code::Complex, 64, DType::Complex64},
+      {dtype_code::Bool, 8, DType::Bool},
+      {dtype_code::Int, 8, DType::Int8},
+      {dtype_code::Int, 16, DType::Int16},
+      {dtype_code::Int, 32, DType::Int32},
+      {dtype_code::Int, 64, DType::Int64},
+      {dtype_code::UInt, 8, DType::UInt8},
+      {dtype_code::UInt, 16, DType::UInt16},
+      {dtype_code::UInt, 32, DType::UInt32},
+      {dtype_code::UInt, 64, DType::UInt64},
+      {dtype_code::Float, 16, DType::Float16},
+      {dtype_code::Float, 32, DType::Float32},
+      {dtype_code::Float, 64, DType::Float64},
+      {dtype_code::Bfloat, 16, DType::BFloat16},
+      {dtype_code::Complex, 64, DType::Complex64},
       {dtype_code::Complex, 128, DType::Complex128},
   };
   for (const auto& e : kEntries) {
@@ -156,8 +182,8 @@ bool is_numpy_scalar(nb::handle obj, const char* kind) {
 void convert_number(nb::handle obj, ValueKind declared, const std::string& prefix,
                     InputBatch& batch) {
   const bool is_bool = PyBool_Check(obj.ptr()) || is_numpy_scalar(obj, "b");
-  const bool is_int = (PyLong_Check(obj.ptr()) && !PyBool_Check(obj.ptr())) ||
-                      is_numpy_scalar(obj, "iu");
+  const bool is_int =
+      (PyLong_Check(obj.ptr()) && !PyBool_Check(obj.ptr())) || is_numpy_scalar(obj, "iu");
   const bool is_float = PyFloat_Check(obj.ptr()) || is_numpy_scalar(obj, "f");
   auto type_error = [&](const char* expected) {
     raise(PyExc_TypeError, prefix,
@@ -191,8 +217,7 @@ void convert_number(nb::handle obj, ValueKind declared, const std::string& prefi
       if (!is_bool) type_error("a bool");
       batch.args.push_back(InputArg::from_bool(PyObject_IsTrue(obj.ptr()) == 1));
       return;
-    default:
-      type_error("a tensor");
+    default: type_error("a tensor");
   }
 }
 
@@ -320,12 +345,18 @@ nb::object to_python(OutputValue&& value) {
   return std::visit(
       [](auto&& v) -> nb::object {
         using V = std::decay_t<decltype(v)>;
-        if constexpr (std::is_same_v<V, std::monostate>) return nb::none();
-        else if constexpr (std::is_same_v<V, TensorResult>) return nb::cast(PyTensor{std::move(v)});
-        else if constexpr (std::is_same_v<V, int64_t>) return nb::int_(v);
-        else if constexpr (std::is_same_v<V, double>) return nb::float_(v);
-        else if constexpr (std::is_same_v<V, bool>) return nb::bool_(v);
-        else return nb::str(v.c_str(), v.size());
+        if constexpr (std::is_same_v<V, std::monostate>)
+          return nb::none();
+        else if constexpr (std::is_same_v<V, TensorResult>)
+          return nb::cast(PyTensor{std::move(v)});
+        else if constexpr (std::is_same_v<V, int64_t>)
+          return nb::int_(v);
+        else if constexpr (std::is_same_v<V, double>)
+          return nb::float_(v);
+        else if constexpr (std::is_same_v<V, bool>)
+          return nb::bool_(v);
+        else
+          return nb::str(v.c_str(), v.size());
       },
       std::move(value));
 }

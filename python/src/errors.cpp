@@ -12,30 +12,20 @@ PyObject* program_error = nullptr;
 PyObject* python_type(ErrorCode code) {
   switch (code) {
     case ErrorCode::InvalidProgram:
-    case ErrorCode::InvalidExternalData:
-      return program_error;
-    case ErrorCode::FileNotFound:
-      return PyExc_FileNotFoundError;
-    case ErrorCode::AccessFailed:
-      return PyExc_OSError;
+    case ErrorCode::InvalidExternalData: return program_error;
+    case ErrorCode::FileNotFound: return PyExc_FileNotFoundError;
+    case ErrorCode::AccessFailed: return PyExc_OSError;
     case ErrorCode::NotSupported:
     case ErrorCode::NotImplemented:
-    case ErrorCode::OperatorMissing:
-      return PyExc_NotImplementedError;
-    case ErrorCode::InvalidArgument:
-      return PyExc_ValueError;
-    case ErrorCode::InvalidType:
-      return PyExc_TypeError;
-    case ErrorCode::IndexOutOfRange:
-      return PyExc_IndexError;
+    case ErrorCode::OperatorMissing: return PyExc_NotImplementedError;
+    case ErrorCode::InvalidArgument: return PyExc_ValueError;
+    case ErrorCode::InvalidType: return PyExc_TypeError;
+    case ErrorCode::IndexOutOfRange: return PyExc_IndexError;
     case ErrorCode::MemoryAllocationFailed:
-    case ErrorCode::OutOfResources:
-      return PyExc_MemoryError;
-    case ErrorCode::NotFound:
-      return PyExc_KeyError;
+    case ErrorCode::OutOfResources: return PyExc_MemoryError;
+    case ErrorCode::NotFound: return PyExc_KeyError;
     case ErrorCode::InvalidState:
-    case ErrorCode::Internal:
-      return PyExc_RuntimeError;
+    case ErrorCode::Internal: return PyExc_RuntimeError;
   }
   return PyExc_RuntimeError;
 }

@@ -37,12 +37,13 @@ MethodOptions parse_device(const std::string& device, std::string& canonical) {
              device.find_first_not_of("0123456789", 5) == std::string::npos && device.size() < 9) {
     index = std::stoi(device.substr(5));
   } else {
-    throw nb::value_error(("device must be 'cpu', 'cuda' or 'cuda:N', got '" + device + "'").c_str());
+    throw nb::value_error(
+        ("device must be 'cpu', 'cuda' or 'cuda:N', got '" + device + "'").c_str());
   }
   int count = backend::cuda_device_count();
   if (count == 0) {
-    throw std::runtime_error("device '" + device + "' is not available: " +
-                             backend::cuda_unavailable_reason());
+    throw std::runtime_error("device '" + device +
+                             "' is not available: " + backend::cuda_unavailable_reason());
   }
   if (index >= count) {
     throw std::runtime_error("device '" + device + "' does not exist (" + std::to_string(count) +
@@ -142,44 +143,48 @@ nb::object load_method(const PyProgram& program, const std::string& name,
 
 void init_method(nb::module_& m) {
   nb::class_<PyMethod>(m, "Method", "A loaded method of a program.")
-      .def("set_inputs",
-           [](PyMethod& self, nb::handle inputs) {
-             InputBatch batch =
-                 convert_inputs(inputs, self.runner->method(), self.runner->method().num_inputs());
-             nb::gil_scoped_release release;
-             self.runner->set_inputs(batch.args);
-           },
-           "inputs"_a, "Checks every input, then installs them all (B9).")
-      .def("execute",
-           [](PyMethod& self) {
-             nb::gil_scoped_release release;
-             self.runner->execute();
-           },
-           "Runs the method on the installed inputs (releases the GIL).")
-      .def("get_outputs",
-           [](PyMethod& self, bool clone) {
-             std::vector<OutputValue> out;
-             {
-               nb::gil_scoped_release release;
-               out = self.runner->get_outputs(clone);
-             }
-             return to_python(std::move(out));
-           },
-           nb::kw_only(), "clone_outputs"_a = true)
+      .def(
+          "set_inputs",
+          [](PyMethod& self, nb::handle inputs) {
+            InputBatch batch =
+                convert_inputs(inputs, self.runner->method(), self.runner->method().num_inputs());
+            nb::gil_scoped_release release;
+            self.runner->set_inputs(batch.args);
+          },
+          "inputs"_a, "Checks every input, then installs them all (B9).")
+      .def(
+          "execute",
+          [](PyMethod& self) {
+            nb::gil_scoped_release release;
+            self.runner->execute();
+          },
+          "Runs the method on the installed inputs (releases the GIL).")
+      .def(
+          "get_outputs",
+          [](PyMethod& self, bool clone) {
+            std::vector<OutputValue> out;
+            {
+              nb::gil_scoped_release release;
+              out = self.runner->get_outputs(clone);
+            }
+            return to_python(std::move(out));
+          },
+          nb::kw_only(), "clone_outputs"_a = true)
       .def("__call__", &call_method, "inputs"_a, nb::kw_only(), "clone_outputs"_a = true,
            "set_inputs + execute + get_outputs.")
       .def("call", &call_method, "inputs"_a, nb::kw_only(), "clone_outputs"_a = true)
       .def("method_meta", [](PyMethod& self) { return self.runner->method().meta(); })
-      .def("get_attribute",
-           [](PyMethod& self, const std::string& name) {
-             TensorResult r;
-             {
-               nb::gil_scoped_release release;
-               r = self.runner->attribute(name);
-             }
-             return to_python(OutputValue(std::move(r)));
-           },
-           "name"_a, "A copy of the named buffer `name` as it is now.")
+      .def(
+          "get_attribute",
+          [](PyMethod& self, const std::string& name) {
+            TensorResult r;
+            {
+              nb::gil_scoped_release release;
+              r = self.runner->attribute(name);
+            }
+            return to_python(OutputValue(std::move(r)));
+          },
+          "name"_a, "A copy of the named buffer `name` as it is now.")
       .def_prop_ro("name", [](PyMethod& self) { return self.runner->method().name(); })
       .def_prop_ro("device", [](PyMethod& self) { return self.device; })
       .def("__repr__", [](PyMethod& self) {
@@ -203,19 +208,22 @@ void init_method(nb::module_& m) {
           },
           "src"_a, nb::kw_only(), "data"_a = nb::none(), "device"_a = "cpu")
       .def_prop_ro("method_names", [](PyModule& self) { return self.program->method_names(); })
-      .def("method_meta", [](PyModule& self, const std::string& name) {
-        return self.program->method_meta(name);
-      }, "name"_a)
-      .def("forward",
-           [](PyModule& self, nb::handle inputs, bool clone) {
-             return self.run("forward", inputs, clone);
-           },
-           "inputs"_a, nb::kw_only(), "clone_outputs"_a = true)
-      .def("__call__",
-           [](PyModule& self, nb::handle inputs, bool clone) {
-             return self.run("forward", inputs, clone);
-           },
-           "inputs"_a, nb::kw_only(), "clone_outputs"_a = true)
+      .def(
+          "method_meta",
+          [](PyModule& self, const std::string& name) { return self.program->method_meta(name); },
+          "name"_a)
+      .def(
+          "forward",
+          [](PyModule& self, nb::handle inputs, bool clone) {
+            return self.run("forward", inputs, clone);
+          },
+          "inputs"_a, nb::kw_only(), "clone_outputs"_a = true)
+      .def(
+          "__call__",
+          [](PyModule& self, nb::handle inputs, bool clone) {
+            return self.run("forward", inputs, clone);
+          },
+          "inputs"_a, nb::kw_only(), "clone_outputs"_a = true)
       .def("run_method", &PyModule::run, "name"_a, "inputs"_a, nb::kw_only(),
            "clone_outputs"_a = true)
       .def("plan_execute", &PyModule::plan_execute, "name"_a = "forward", nb::kw_only(),

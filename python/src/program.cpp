@@ -67,10 +67,10 @@ std::string tensor_info_repr(const TensorInfo& t) {
     order += (i ? ", " : "") + std::to_string(t.dim_order[i]);
   }
   if (t.dim_order.size() == 1) order += ",";
-  std::string out = str_cat("TensorInfo(sizes=(", sizes, "), dtype=", dtype_name(t.dtype),
-                            ", dim_order=(", order, "), shape_dynamism='",
-                            shape_dynamism_name(t.dynamism), "', is_memory_planned=",
-                            t.is_memory_planned ? "True" : "False", ", nbytes=", t.nbytes);
+  std::string out = str_cat(
+      "TensorInfo(sizes=(", sizes, "), dtype=", dtype_name(t.dtype), ", dim_order=(", order,
+      "), shape_dynamism='", shape_dynamism_name(t.dynamism),
+      "', is_memory_planned=", t.is_memory_planned ? "True" : "False", ", nbytes=", t.nbytes);
   if (!t.name.empty()) out += ", name='" + t.name + "'";
   return out + ")";
 }
@@ -103,23 +103,28 @@ void bind_dtype(nb::module_& m) {
 
 void bind_tensor_info(nb::module_& m) {
   nb::class_<TensorInfo>(m, "TensorInfo", "What a program declares about one tensor.")
-      .def_prop_ro("sizes", [](const TensorInfo& t) { return to_tuple(t.sizes); },
-                   "The shape; for dynamic tensors, the upper bound.")
+      .def_prop_ro(
+          "sizes", [](const TensorInfo& t) { return to_tuple(t.sizes); },
+          "The shape; for dynamic tensors, the upper bound.")
       .def_prop_ro("dtype", [](const TensorInfo& t) { return t.dtype; })
-      .def_prop_ro("dtype_name", [](const TensorInfo& t) { return std::string(dtype_name(t.dtype)); })
-      .def_prop_ro("dim_order", [](const TensorInfo& t) { return to_tuple(t.dim_order); },
-                   "Dimensions from outermost to innermost in memory.")
+      .def_prop_ro("dtype_name",
+                   [](const TensorInfo& t) { return std::string(dtype_name(t.dtype)); })
+      .def_prop_ro(
+          "dim_order", [](const TensorInfo& t) { return to_tuple(t.dim_order); },
+          "Dimensions from outermost to innermost in memory.")
       .def_prop_ro("is_memory_planned", [](const TensorInfo& t) { return t.is_memory_planned; })
       .def_prop_ro("nbytes", [](const TensorInfo& t) { return t.nbytes; })
-      .def_prop_ro("shape_dynamism",
-                   [](const TensorInfo& t) { return std::string(shape_dynamism_name(t.dynamism)); },
-                   "'static', 'dynamic_bound' or 'dynamic_unbound'.")
-      .def_prop_ro("name",
-                   [](const TensorInfo& t) -> nb::object {
-                     if (t.name.empty()) return nb::none();
-                     return nb::str(t.name.c_str());
-                   },
-                   "The fully qualified name, or None.")
+      .def_prop_ro(
+          "shape_dynamism",
+          [](const TensorInfo& t) { return std::string(shape_dynamism_name(t.dynamism)); },
+          "'static', 'dynamic_bound' or 'dynamic_unbound'.")
+      .def_prop_ro(
+          "name",
+          [](const TensorInfo& t) -> nb::object {
+            if (t.name.empty()) return nb::none();
+            return nb::str(t.name.c_str());
+          },
+          "The fully qualified name, or None.")
       .def("__repr__", &tensor_info_repr);
 }
 
@@ -132,12 +137,15 @@ void bind_method_meta(nb::module_& m) {
       .def_prop_ro("num_attributes", &MethodMeta::num_attributes)
       .def_prop_ro("memory_planned_buffer_sizes",
                    [](const MethodMeta& mm) { return to_tuple(mm.memory_planned_buffer_sizes()); })
-      .def_prop_ro("backends", [](const MethodMeta& mm) { return to_tuple(mm.backends()); },
-                   "Delegate backend ids the method uses.")
-      .def("input_tag", [tag](const MethodMeta& mm, size_t i) { return tag(mm.input_tag(i)); },
-           "index"_a, "'Tensor', 'Int', 'Double', 'Bool', 'String' or 'None'.")
-      .def("output_tag", [tag](const MethodMeta& mm, size_t i) { return tag(mm.output_tag(i)); },
-           "index"_a)
+      .def_prop_ro(
+          "backends", [](const MethodMeta& mm) { return to_tuple(mm.backends()); },
+          "Delegate backend ids the method uses.")
+      .def(
+          "input_tag", [tag](const MethodMeta& mm, size_t i) { return tag(mm.input_tag(i)); },
+          "index"_a, "'Tensor', 'Int', 'Double', 'Bool', 'String' or 'None'.")
+      .def(
+          "output_tag", [tag](const MethodMeta& mm, size_t i) { return tag(mm.output_tag(i)); },
+          "index"_a)
       .def("input_tensor_meta", &MethodMeta::input_tensor_meta, "index"_a)
       .def("output_tensor_meta", &MethodMeta::output_tensor_meta, "index"_a)
       .def("attribute_tensor_meta", &MethodMeta::attribute_tensor_meta, "index"_a)
@@ -152,12 +160,13 @@ void bind_method_meta(nb::module_& m) {
 
 void bind_program(nb::module_& m) {
   nb::class_<PyProgram>(m, "Program", "A loaded, verified ExecuTorch program.")
-      .def_prop_ro("method_names",
-                   [](const PyProgram& p) { return p.program->method_names(); },
-                   "Method names in file order.")
-      .def("method_meta",
-           [](const PyProgram& p, const std::string& name) { return p.program->method_meta(name); },
-           "name"_a, "Metadata of method `name` (ValueError when there is none).")
+      .def_prop_ro(
+          "method_names", [](const PyProgram& p) { return p.program->method_names(); },
+          "Method names in file order.")
+      .def(
+          "method_meta",
+          [](const PyProgram& p, const std::string& name) { return p.program->method_meta(name); },
+          "name"_a, "Metadata of method `name` (ValueError when there is none).")
       .def("load_method", &load_method, "name"_a, nb::kw_only(), "device"_a = "cpu",
            "Loads method `name` on `device` ('cpu', 'cuda', 'cuda:N').")
       .def("__repr__", [](const PyProgram& p) {

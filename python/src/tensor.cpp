@@ -6,10 +6,10 @@
 #include <cstring>
 
 #include "pterun/core/error.h"
+#include "pterun/core/host_buffer.h"
 #include "pterun/kernels/common/dtype_util.h"
 #include "pterun/kernels/common/strided_copy.h"
 #include "python/src/convert.h"
-#include "pterun/core/host_buffer.h"
 
 namespace nb = nanobind;
 
@@ -79,8 +79,8 @@ nb::object numpy_view(nb::handle self) {
 std::string tensor_repr(nb::handle self) {
   PyTensor& pt = nb::cast<PyTensor&>(self);
   const TensorResult& t = pt.t;
-  std::string head = "pterun.Tensor(shape=" + shape_text(t.sizes) + ", dtype=" +
-                     std::string(dtype_name(t.dtype)) + ", device='" + t.device + "'";
+  std::string head = "pterun.Tensor(shape=" + shape_text(t.sizes) +
+                     ", dtype=" + std::string(dtype_name(t.dtype)) + ", device='" + t.device + "'";
   size_t numel = 1;
   for (int64_t s : t.sizes) numel *= static_cast<size_t>(s);
   if (t.device == "cpu" && numel <= 16 && t.dtype != DType::BFloat16) {
@@ -100,7 +100,8 @@ std::string tensor_repr(nb::handle self) {
 // size), e.g. uint16 bit patterns as bfloat16 for NumPy users.
 PyTensor from_host(nb::handle data, const std::string& device, nb::handle dtype) {
   if (device != "cpu") {
-    throw std::runtime_error("Tensor.from_host: device '" + device + "' is not available in this build");
+    throw std::runtime_error("Tensor.from_host: device '" + device +
+                             "' is not available in this build");
   }
   InputBatch batch;
   convert_input(data, ValueKind::Tensor, "Tensor.from_host: ", batch);
@@ -143,71 +144,81 @@ PyTensor from_host(nb::handle data, const std::string& device, nb::handle dtype)
 
 void init_tensor(nb::module_& m) {
   nb::class_<PyTensor>(m, "Tensor", "A tensor produced by pterun (B20).")
-      .def_prop_ro("shape", [](const PyTensor& p) {
-        nb::list l;
-        for (int64_t s : p.t.sizes) l.append(s);
-        return nb::tuple(l);
-      })
+      .def_prop_ro("shape",
+                   [](const PyTensor& p) {
+                     nb::list l;
+                     for (int64_t s : p.t.sizes) l.append(s);
+                     return nb::tuple(l);
+                   })
       .def_prop_ro("ndim", [](const PyTensor& p) { return p.t.sizes.size(); })
       .def_prop_ro("dtype", [](const PyTensor& p) { return p.t.dtype; })
-      .def_prop_ro("dtype_name", [](const PyTensor& p) { return std::string(dtype_name(p.t.dtype)); })
+      .def_prop_ro("dtype_name",
+                   [](const PyTensor& p) { return std::string(dtype_name(p.t.dtype)); })
       .def_prop_ro("device", [](const PyTensor& p) { return p.t.device; })
       .def_prop_ro("nbytes", [](const PyTensor& p) { return p.t.nbytes(); })
-      .def_prop_ro("data_ptr", [](const PyTensor& p) { return reinterpret_cast<uintptr_t>(p.t.data); })
-      .def("__len__", [](const PyTensor& p) {
-        if (p.t.sizes.empty()) throw nb::type_error("len() of a 0-d tensor");
-        return p.t.sizes[0];
-      })
+      .def_prop_ro("data_ptr",
+                   [](const PyTensor& p) { return reinterpret_cast<uintptr_t>(p.t.data); })
+      .def("__len__",
+           [](const PyTensor& p) {
+             if (p.t.sizes.empty()) throw nb::type_error("len() of a 0-d tensor");
+             return p.t.sizes[0];
+           })
       .def("__repr__", [](nb::handle self) { return tensor_repr(self); })
-      .def("numpy", [](nb::handle self) { return numpy_view(self); },
-           "A NumPy array sharing this tensor's memory (CPU tensors only).")
-      .def("__array__",
-           [](nb::handle self, nb::handle dtype, nb::handle copy) {
-             nb::object arr = numpy_view(self);
-             if (!dtype.is_none()) arr = arr.attr("astype")(dtype);
-             if (!copy.is_none() && nb::cast<bool>(copy)) arr = arr.attr("copy")();
-             return arr;
-           },
-           nb::arg("dtype") = nb::none(), nb::arg("copy") = nb::none())
-      .def("__dlpack__",
-           [](nb::handle self, nb::handle stream, nb::handle max_version, nb::handle dl_device,
-              nb::handle copy) {
-             PyTensor& p = nb::cast<PyTensor&>(self);
-             if (!copy.is_none() && nb::cast<bool>(copy)) {
-               throw nb::buffer_error("Tensor.__dlpack__: copy=True is not supported; "
-                                      "use Tensor.from_host for a copy");
-             }
-             (void)stream;  // host memory: no stream ordering needed
-             std::vector<size_t> shape(p.t.sizes.begin(), p.t.sizes.end());
-             std::vector<int64_t> strides(p.t.strides.begin(), p.t.strides.end());
-             nb::ndarray<nb::array_api> view(p.t.data, shape.size(), shape.data(), self,
-                                             strides.data(), dl_dtype(p.t.dtype),
-                                             nb::device::cpu::value, 0);
-             nb::object exporter = nb::cast(view);
-             nb::dict kwargs;
-             if (!max_version.is_none()) kwargs["max_version"] = max_version;
-             if (!dl_device.is_none()) kwargs["dl_device"] = dl_device;
-             return exporter.attr("__dlpack__")(**kwargs);
-           },
-           nb::kw_only(), nb::arg("stream") = nb::none(), nb::arg("max_version") = nb::none(),
-           nb::arg("dl_device") = nb::none(), nb::arg("copy") = nb::none(),
-           "A DLPack capsule sharing this tensor's memory (versioned when max_version >= (1, 0)).")
+      .def(
+          "numpy", [](nb::handle self) { return numpy_view(self); },
+          "A NumPy array sharing this tensor's memory (CPU tensors only).")
+      .def(
+          "__array__",
+          [](nb::handle self, nb::handle dtype, nb::handle copy) {
+            nb::object arr = numpy_view(self);
+            if (!dtype.is_none()) arr = arr.attr("astype")(dtype);
+            if (!copy.is_none() && nb::cast<bool>(copy)) arr = arr.attr("copy")();
+            return arr;
+          },
+          nb::arg("dtype") = nb::none(), nb::arg("copy") = nb::none())
+      .def(
+          "__dlpack__",
+          [](nb::handle self, nb::handle stream, nb::handle max_version, nb::handle dl_device,
+             nb::handle copy) {
+            PyTensor& p = nb::cast<PyTensor&>(self);
+            if (!copy.is_none() && nb::cast<bool>(copy)) {
+              throw nb::buffer_error(
+                  "Tensor.__dlpack__: copy=True is not supported; "
+                  "use Tensor.from_host for a copy");
+            }
+            (void)stream;  // host memory: no stream ordering needed
+            std::vector<size_t> shape(p.t.sizes.begin(), p.t.sizes.end());
+            std::vector<int64_t> strides(p.t.strides.begin(), p.t.strides.end());
+            nb::ndarray<nb::array_api> view(p.t.data, shape.size(), shape.data(), self,
+                                            strides.data(), dl_dtype(p.t.dtype),
+                                            nb::device::cpu::value, 0);
+            nb::object exporter = nb::cast(view);
+            nb::dict kwargs;
+            if (!max_version.is_none()) kwargs["max_version"] = max_version;
+            if (!dl_device.is_none()) kwargs["dl_device"] = dl_device;
+            return exporter.attr("__dlpack__")(**kwargs);
+          },
+          nb::kw_only(), nb::arg("stream") = nb::none(), nb::arg("max_version") = nb::none(),
+          nb::arg("dl_device") = nb::none(), nb::arg("copy") = nb::none(),
+          "A DLPack capsule sharing this tensor's memory (versioned when max_version >= (1, 0)).")
       .def("__dlpack_device__",
            [](const PyTensor& p) {
              return p.t.device == "cpu" ? nb::make_tuple(1, 0) : nb::make_tuple(2, 0);
            })
-      .def("to_host", [](nb::handle self) { return nb::borrow(self); },
-           "This tensor on the host (a CPU tensor returns itself).")
-      .def("item", [](nb::handle self) {
-        PyTensor& p = nb::cast<PyTensor&>(self);
-        if (p.t.nbytes() != element_size(p.t.dtype)) {
-          throw nb::value_error("item() needs a tensor with exactly one element");
-        }
-        return numpy_view(self).attr("reshape")(nb::make_tuple()).attr("item")();
-      })
+      .def(
+          "to_host", [](nb::handle self) { return nb::borrow(self); },
+          "This tensor on the host (a CPU tensor returns itself).")
+      .def("item",
+           [](nb::handle self) {
+             PyTensor& p = nb::cast<PyTensor&>(self);
+             if (p.t.nbytes() != element_size(p.t.dtype)) {
+               throw nb::value_error("item() needs a tensor with exactly one element");
+             }
+             return numpy_view(self).attr("reshape")(nb::make_tuple()).attr("item")();
+           })
       .def("tolist", [](nb::handle self) { return numpy_view(self).attr("tolist")(); })
-      .def_static("from_host", &from_host, nb::arg("data"), nb::arg("device") = "cpu", nb::kw_only(),
-                  nb::arg("dtype") = nb::none(),
+      .def_static("from_host", &from_host, nb::arg("data"), nb::arg("device") = "cpu",
+                  nb::kw_only(), nb::arg("dtype") = nb::none(),
                   "A copy of `data` (buffer, pterun.Tensor) on `device`. `dtype` reinterprets "
                   "elements of the same size (uint16 bits as 'bfloat16').");
 }

@@ -108,8 +108,7 @@ Value* make_value(Arena& a, nb::handle item, std::vector<std::pair<size_t, Tenso
     }
     v = Value::from_int_list(boxes);
   } else if (kind == "double_list") {
-    v = Value::from_double_list(
-        a.doubles.emplace_back(nb::cast<std::vector<double>>(spec[1])));
+    v = Value::from_double_list(a.doubles.emplace_back(nb::cast<std::vector<double>>(spec[1])));
   } else if (kind == "bool_list") {
     auto& b = a.bools.emplace_back();
     for (auto x : nb::cast<nb::list>(spec[1])) b.push_back(nb::cast<bool>(x) ? 1 : 0);
@@ -167,9 +166,9 @@ nb::tuple call_kernel(const std::string& name, const nb::list& args, int num_thr
                           t->element_size());
     nb::list shape;
     for (int64_t s : t->sizes()) shape.append(s);
-    out_list.append(nb::make_tuple(static_cast<int>(t->dtype()), nb::tuple(shape),
-                                   nb::bytes(reinterpret_cast<const char*>(host.data()),
-                                             host.size())));
+    out_list.append(
+        nb::make_tuple(static_cast<int>(t->dtype()), nb::tuple(shape),
+                       nb::bytes(reinterpret_cast<const char*>(host.data()), host.size())));
   }
   nb::list scalars;
   for (Value* v : values) scalars.append(value_result(*v));

@@ -7,9 +7,15 @@
 
 namespace pterun::test {
 
-std::string source_dir() { return PTERUN_SOURCE_DIR; }
-std::string fixtures_dir() { return source_dir() + "/tests/fixtures"; }
-std::string vectors_dir() { return std::string(PTERUN_SHARED_DIR) + "/reference/vectors"; }
+std::string source_dir() {
+  return PTERUN_SOURCE_DIR;
+}
+std::string fixtures_dir() {
+  return source_dir() + "/tests/fixtures";
+}
+std::string vectors_dir() {
+  return std::string(PTERUN_SHARED_DIR) + "/reference/vectors";
+}
 
 std::vector<uint8_t> read_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);

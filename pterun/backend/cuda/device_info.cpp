@@ -23,6 +23,8 @@ std::string cuda_unavailable_reason() {
   return count > 0 ? std::string() : std::string("no CUDA device found");
 }
 
-bool built_with_cuda() { return true; }
+bool built_with_cuda() {
+  return true;
+}
 
 }  // namespace pterun::backend

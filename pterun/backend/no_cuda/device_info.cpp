@@ -2,10 +2,16 @@
 
 namespace pterun::backend {
 
-int cuda_device_count() { return 0; }
+int cuda_device_count() {
+  return 0;
+}
 
-std::string cuda_unavailable_reason() { return "this build of pterun has no CUDA support"; }
+std::string cuda_unavailable_reason() {
+  return "this build of pterun has no CUDA support";
+}
 
-bool built_with_cuda() { return false; }
+bool built_with_cuda() {
+  return false;
+}
 
 }  // namespace pterun::backend

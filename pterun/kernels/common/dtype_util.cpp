@@ -3,7 +3,9 @@
 namespace pterun::kernels {
 namespace {
 
-bool is_unsigned_small(DType d) { return d == DType::UInt8; }
+bool is_unsigned_small(DType d) {
+  return d == DType::UInt8;
+}
 
 int int_width(DType d) {
   switch (d) {

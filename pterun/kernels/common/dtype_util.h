@@ -14,36 +14,116 @@
 namespace pterun::kernels {
 
 /// C++ storage type of a dtype.
-template <DType D> struct StorageOf;
-template <> struct StorageOf<DType::UInt8> { using type = uint8_t; };
-template <> struct StorageOf<DType::Int8> { using type = int8_t; };
-template <> struct StorageOf<DType::Int16> { using type = int16_t; };
-template <> struct StorageOf<DType::Int32> { using type = int32_t; };
-template <> struct StorageOf<DType::Int64> { using type = int64_t; };
-template <> struct StorageOf<DType::Float16> { using type = Half; };
-template <> struct StorageOf<DType::Float32> { using type = float; };
-template <> struct StorageOf<DType::Float64> { using type = double; };
-template <> struct StorageOf<DType::Bool> { using type = bool; };
-template <> struct StorageOf<DType::BFloat16> { using type = BFloat16; };
-template <> struct StorageOf<DType::UInt16> { using type = uint16_t; };
-template <> struct StorageOf<DType::UInt32> { using type = uint32_t; };
-template <> struct StorageOf<DType::UInt64> { using type = uint64_t; };
+template <DType D>
+struct StorageOf;
+template <>
+struct StorageOf<DType::UInt8> {
+  using type = uint8_t;
+};
+template <>
+struct StorageOf<DType::Int8> {
+  using type = int8_t;
+};
+template <>
+struct StorageOf<DType::Int16> {
+  using type = int16_t;
+};
+template <>
+struct StorageOf<DType::Int32> {
+  using type = int32_t;
+};
+template <>
+struct StorageOf<DType::Int64> {
+  using type = int64_t;
+};
+template <>
+struct StorageOf<DType::Float16> {
+  using type = Half;
+};
+template <>
+struct StorageOf<DType::Float32> {
+  using type = float;
+};
+template <>
+struct StorageOf<DType::Float64> {
+  using type = double;
+};
+template <>
+struct StorageOf<DType::Bool> {
+  using type = bool;
+};
+template <>
+struct StorageOf<DType::BFloat16> {
+  using type = BFloat16;
+};
+template <>
+struct StorageOf<DType::UInt16> {
+  using type = uint16_t;
+};
+template <>
+struct StorageOf<DType::UInt32> {
+  using type = uint32_t;
+};
+template <>
+struct StorageOf<DType::UInt64> {
+  using type = uint64_t;
+};
 
 /// The dtype of a C++ storage type.
-template <typename T> constexpr DType dtype_of();
-template <> constexpr DType dtype_of<uint8_t>() { return DType::UInt8; }
-template <> constexpr DType dtype_of<int8_t>() { return DType::Int8; }
-template <> constexpr DType dtype_of<int16_t>() { return DType::Int16; }
-template <> constexpr DType dtype_of<int32_t>() { return DType::Int32; }
-template <> constexpr DType dtype_of<int64_t>() { return DType::Int64; }
-template <> constexpr DType dtype_of<Half>() { return DType::Float16; }
-template <> constexpr DType dtype_of<float>() { return DType::Float32; }
-template <> constexpr DType dtype_of<double>() { return DType::Float64; }
-template <> constexpr DType dtype_of<bool>() { return DType::Bool; }
-template <> constexpr DType dtype_of<BFloat16>() { return DType::BFloat16; }
-template <> constexpr DType dtype_of<uint16_t>() { return DType::UInt16; }
-template <> constexpr DType dtype_of<uint32_t>() { return DType::UInt32; }
-template <> constexpr DType dtype_of<uint64_t>() { return DType::UInt64; }
+template <typename T>
+constexpr DType dtype_of();
+template <>
+constexpr DType dtype_of<uint8_t>() {
+  return DType::UInt8;
+}
+template <>
+constexpr DType dtype_of<int8_t>() {
+  return DType::Int8;
+}
+template <>
+constexpr DType dtype_of<int16_t>() {
+  return DType::Int16;
+}
+template <>
+constexpr DType dtype_of<int32_t>() {
+  return DType::Int32;
+}
+template <>
+constexpr DType dtype_of<int64_t>() {
+  return DType::Int64;
+}
+template <>
+constexpr DType dtype_of<Half>() {
+  return DType::Float16;
+}
+template <>
+constexpr DType dtype_of<float>() {
+  return DType::Float32;
+}
+template <>
+constexpr DType dtype_of<double>() {
+  return DType::Float64;
+}
+template <>
+constexpr DType dtype_of<bool>() {
+  return DType::Bool;
+}
+template <>
+constexpr DType dtype_of<BFloat16>() {
+  return DType::BFloat16;
+}
+template <>
+constexpr DType dtype_of<uint16_t>() {
+  return DType::UInt16;
+}
+template <>
+constexpr DType dtype_of<uint32_t>() {
+  return DType::UInt32;
+}
+template <>
+constexpr DType dtype_of<uint64_t>() {
+  return DType::UInt64;
+}
 
 /// Dtype families, ExecuTorch's names: REAL = u8 i8 i16 i32 i64 f32 f64;
 /// H = +f16; BF16 = +bf16; B = +bool.
@@ -84,8 +164,8 @@ decltype(auto) visit(DType d, Family family, const char* op, F&& f) {
 
 /// The type arithmetic runs in for storage type T: float for f16/bf16.
 template <typename T>
-using ComputeOf = std::conditional_t<std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>,
-                                     float, T>;
+using ComputeOf =
+    std::conditional_t<std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>, float, T>;
 
 /// promoteTypes of ops.md section 3. Error InvalidArgument naming `op` for
 /// combinations the table refuses.

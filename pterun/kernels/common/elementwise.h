@@ -188,9 +188,8 @@ inline void load_typed(const S* src, int64_t stride, int64_t n, C* dst) {
 
 template <typename C>
 void load(const void* base, DType dtype, int64_t offset, int64_t stride, int64_t n, C* dst) {
-  visit(dtype, Family::All, "elementwise load", [&]<typename S>() {
-    load_typed(static_cast<const S*>(base) + offset, stride, n, dst);
-  });
+  visit(dtype, Family::All, "elementwise load",
+        [&]<typename S>() { load_typed(static_cast<const S*>(base) + offset, stride, n, dst); });
 }
 
 template <typename R>

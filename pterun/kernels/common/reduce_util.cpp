@@ -59,8 +59,7 @@ ReducePlan make_reduce_plan(const Tensor& in, const Tensor& out, DimMask mask, b
   const std::array<int64_t, kMaxRank> out_strides = reduced_out_strides(in, out, mask, keepdim);
   std::array<size_t, kMaxRank> order{};
   for (size_t d = 0; d < rank; ++d) order[d] = d;
-  std::stable_sort(order.begin(), order.begin() + rank,
-                   [&](size_t a, size_t b) { return in.stride(a) > in.stride(b); });
+  kernels::sort_dims_by_stride(order.data(), rank, [&](size_t d) { return in.stride(d); });
   ReducePlan p;
   for (size_t i = 0; i < rank; ++i) {
     const size_t d = order[i];

@@ -142,8 +142,7 @@ LinePlan<NOut> make_line_plan(const Tensor& in, size_t dim,
   for (size_t d = 0; d < rank; ++d) {
     if (d != dim && in.size(d) != 1) order[n++] = d;
   }
-  std::stable_sort(order.begin(), order.begin() + n,
-                   [&](size_t a, size_t b) { return in.stride(a) > in.stride(b); });
+  kernels::sort_dims_by_stride(order.data(), n, [&](size_t d) { return in.stride(d); });
   Odometer<NOut + 1> all;
   for (size_t i = 0; i < n; ++i) {
     size_t d = order[i];

@@ -24,8 +24,8 @@ Shape broadcast_shapes(std::initializer_list<std::span<const int64_t>> shapes, c
     for (size_t i = 0; i < s.size(); ++i) {
       int64_t& o = out.dims[offset + i];
       if (s[i] == o || s[i] == 1) continue;
-      PTERUN_CHECK(o == 1, ErrorCode::InvalidArgument, op, ": shapes do not broadcast (size ",
-                   s[i], " against ", o, " in dimension ", offset + i, ")");
+      PTERUN_CHECK(o == 1, ErrorCode::InvalidArgument, op, ": shapes do not broadcast (size ", s[i],
+                   " against ", o, " in dimension ", offset + i, ")");
       o = s[i];
     }
   }
@@ -44,7 +44,9 @@ void resize_to_broadcast(Tensor& out, std::initializer_list<const Tensor*> input
   Shape s;
   switch (inputs.size()) {
     case 1: s = broadcast_shapes({inputs.begin()[0]->sizes()}, op); break;
-    case 2: s = broadcast_shapes({inputs.begin()[0]->sizes(), inputs.begin()[1]->sizes()}, op); break;
+    case 2:
+      s = broadcast_shapes({inputs.begin()[0]->sizes(), inputs.begin()[1]->sizes()}, op);
+      break;
     default:
       s = broadcast_shapes(
           {inputs.begin()[0]->sizes(), inputs.begin()[1]->sizes(), inputs.begin()[2]->sizes()}, op);

@@ -18,6 +18,20 @@ struct Shape {
   void push_back(int64_t d);
 };
 
+/// Sorts dimension indices `dims[0..n)` so that `stride(d)` decreases
+/// (outermost first), keeping the order of equal strides. Insertion sort:
+/// n <= kMaxRank and, unlike std::stable_sort, it never allocates.
+template <typename StrideOf>
+void sort_dims_by_stride(size_t* dims, size_t n, StrideOf stride) {
+  for (size_t i = 1; i < n; ++i) {
+    for (size_t j = i; j > 0 && stride(dims[j - 1]) < stride(dims[j]); --j) {
+      const size_t t = dims[j - 1];
+      dims[j - 1] = dims[j];
+      dims[j] = t;
+    }
+  }
+}
+
 /// NumPy broadcast of the given shapes. Error InvalidArgument naming `op`
 /// when they do not broadcast.
 Shape broadcast_shapes(std::initializer_list<std::span<const int64_t>> shapes, const char* op);

@@ -7,6 +7,7 @@
 #include "pterun/core/error.h"
 #include "pterun/core/tensor.h"
 #include "pterun/kernels/common/parallel.h"
+#include "pterun/kernels/common/shape_util.h"
 
 namespace pterun::kernels {
 namespace {
@@ -26,9 +27,7 @@ CopyPlan make_copy_plan(std::span<const int64_t> dst_strides, std::span<const in
   // Order dimensions by decreasing |destination stride| (outermost first).
   std::array<size_t, kMaxRank> order{};
   for (size_t i = 0; i < rank; ++i) order[i] = i;
-  std::stable_sort(order.begin(), order.begin() + rank, [&](size_t a, size_t b) {
-    return std::abs(dst_strides[a]) > std::abs(dst_strides[b]);
-  });
+  sort_dims_by_stride(order.data(), rank, [&](size_t d) { return std::abs(dst_strides[d]); });
   CopyPlan p;
   for (size_t i = 0; i < rank; ++i) {
     size_t d = order[i];

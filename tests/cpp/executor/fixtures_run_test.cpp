@@ -27,7 +27,8 @@ struct Call {
 };
 
 std::vector<Call> load_calls(const json& entry) {
-  auto arrays = cli::read_npz(test::fixtures_dir() + "/" + entry["files"]["npz"].get<std::string>());
+  auto arrays =
+      cli::read_npz(test::fixtures_dir() + "/" + entry["files"]["npz"].get<std::string>());
   auto find = [&](const std::string& key) {
     for (auto& [k, a] : arrays) {
       if (k == key) return a;
@@ -124,8 +125,11 @@ void expect_matches(const Value& got, const std::optional<cli::NpyArray>& expect
   ASSERT_EQ(std::vector<int64_t>(t.sizes().begin(), t.sizes().end()), expected->shape) << where;
   auto g = values_of(t);
   auto e = values_of(*expected, want);
-  double tol = want == DType::Float32 ? 1e-5 : want == DType::Float16 ? 2e-3
-             : want == DType::BFloat16 ? 1.6e-2 : want == DType::Float64 ? 1e-9 : 0.0;
+  double tol = want == DType::Float32    ? 1e-5
+               : want == DType::Float16  ? 2e-3
+               : want == DType::BFloat16 ? 1.6e-2
+               : want == DType::Float64  ? 1e-9
+                                         : 0.0;
   double scale = 1;
   for (double x : e) scale = std::max(scale, std::fabs(x));
   for (size_t k = 0; k < e.size(); ++k) {

@@ -52,8 +52,8 @@ void put_word(std::vector<uint8_t>& b, size_t at, uint64_t v, size_t width) {
 }
 
 // Every truncation (sampled beyond 8 KiB), three bit-flip patterns on every
-// byte of the flatbuffer region (up to 64 KiB), every 32-bit word of the flatbuffer region overwritten with
-// hostile values, and every header field set to extremes.
+// byte of the flatbuffer region (up to 64 KiB), every 32-bit word of the flatbuffer region
+// overwritten with hostile values, and every header field set to extremes.
 Tally corrupt_all(const std::vector<uint8_t>& original, bool is_data,
                   const std::vector<uint8_t>& companion) {
   Tally tally;
@@ -86,8 +86,8 @@ Tally corrupt_all(const std::vector<uint8_t>& original, bool is_data,
   }
   for (size_t at = 0; at + 4 <= fb_end; at += 4) {
     uint32_t word = format::read_u32le(&original[at]);
-    for (uint64_t v : {uint64_t{0}, uint64_t{0xffffffff}, uint64_t{0x7fffffff}, uint64_t{0x80000000},
-                       uint64_t{word} + 4, uint64_t{word} - 4, uint64_t{n}}) {
+    for (uint64_t v : {uint64_t{0}, uint64_t{0xffffffff}, uint64_t{0x7fffffff},
+                       uint64_t{0x80000000}, uint64_t{word} + 4, uint64_t{word} - 4, uint64_t{n}}) {
       put_word(b, at, v, 4);
       load(b, "word at " + std::to_string(at) + " = " + std::to_string(v));
     }
@@ -98,9 +98,9 @@ Tally corrupt_all(const std::vector<uint8_t>& original, bool is_data,
   if (is_data) fields.push_back({40, 8});
   for (auto [at, width] : fields) {
     if (at + width > n) continue;
-    for (uint64_t v : {uint64_t{0}, uint64_t{1}, uint64_t{8}, uint64_t{n - 1}, uint64_t{n},
-                       uint64_t{n + 1}, uint64_t{1} << 31, uint64_t{0xffffffff}, uint64_t{1} << 63,
-                       ~uint64_t{0}}) {
+    for (uint64_t v :
+         {uint64_t{0}, uint64_t{1}, uint64_t{8}, uint64_t{n - 1}, uint64_t{n}, uint64_t{n + 1},
+          uint64_t{1} << 31, uint64_t{0xffffffff}, uint64_t{1} << 63, ~uint64_t{0}}) {
       put_word(b, at, v, width);
       load(b, "header field at " + std::to_string(at));
     }

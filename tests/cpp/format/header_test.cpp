@@ -114,8 +114,7 @@ TEST(PtdHeader, ParsesAndRejects) {
   EXPECT_EQ(h.flatbuffer_offset, 48u);
   EXPECT_EQ(h.segment_base_offset, 128u);
   auto expect_invalid = [](std::vector<uint8_t> bad, const char* why) {
-    EXPECT_EQ(error_code_of([&] { parse_ptd_header(bad); }), ErrorCode::InvalidExternalData)
-        << why;
+    EXPECT_EQ(error_code_of([&] { parse_ptd_header(bad); }), ErrorCode::InvalidExternalData) << why;
   };
   expect_invalid(std::vector<uint8_t>(20, 0), "short");
   b = make_ptd();

@@ -64,7 +64,8 @@ TEST(ReferenceVectors, InlineConstantBuffer) {
   const auto& m = p->method("forward");
   std::vector<std::vector<float>> constants;
   for (const auto& v : m.values) {
-    if (v.kind == format::ValueKind::Tensor && v.tensor->storage == format::TensorStorage::Constant) {
+    if (v.kind == format::ValueKind::Tensor &&
+        v.tensor->storage == format::TensorStorage::Constant) {
       constants.push_back(floats_of(v.tensor->data));
     }
   }
@@ -86,8 +87,8 @@ TEST(ReferenceVectors, LoadFromBytesAndBorrowedBuffers) {
   // A misaligned caller buffer is copied, so constants stay aligned.
   std::vector<uint8_t> shifted(bytes.size() + 1);
   std::memcpy(shifted.data() + 1, bytes.data(), bytes.size());
-  auto borrowed = Program::load(format::DataBuffer::borrow(
-      std::span<const uint8_t>(shifted).subspan(1), nullptr));
+  auto borrowed = Program::load(
+      format::DataBuffer::borrow(std::span<const uint8_t>(shifted).subspan(1), nullptr));
   const auto& c = *borrowed->method("forward").values[0].tensor;
   EXPECT_EQ(reinterpret_cast<uintptr_t>(c.data.data()) % 4, 0u);
 }
@@ -96,8 +97,7 @@ TEST(ReferenceVectors, MissingFileAndMissingMethod) {
   EXPECT_EQ(test::error_code_of([] { Program::load_file("/nonexistent/x.pte"); }),
             ErrorCode::FileNotFound);
   auto p = Program::load_file(test::vectors_dir() + "/et_add_one.pte");
-  EXPECT_EQ(test::error_code_of([&] { p->method_meta("backward"); }),
-            ErrorCode::InvalidArgument);
+  EXPECT_EQ(test::error_code_of([&] { p->method_meta("backward"); }), ErrorCode::InvalidArgument);
   MethodMeta meta = p->method_meta("forward");
   EXPECT_EQ(test::error_code_of([&] { meta.input_tag(1); }), ErrorCode::IndexOutOfRange);
 }

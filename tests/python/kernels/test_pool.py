@@ -47,7 +47,8 @@ def ref_max_pool(x, k, s, p, d, ceil_mode):
                         xx = ox * s[1] - p[1] + kx * d[1]
                         if not 0 <= xx < w:
                             continue
-                        if best is None or plane[y, xx] > best:
+                        v = plane[y, xx]
+                        if best is None or v > best or (v != v):  # NaN wins, as in torch
                             best, best_i = plane[y, xx], y * w + xx
                 vals[pos + (oy, ox)] = best
                 idx[pos + (oy, ox)] = best_i
@@ -114,6 +115,18 @@ def test_max_pool_bfloat16():
     ev, ei = ref_max_pool(x, sx, sx, (0, 0), (1, 1), False)
     out, idx = call_kernel("aten::max_pool2d_with_indices.out", T(x, bf16=True), sx, sx, [0, 0],
                            [1, 1], False, Out("bfloat16", ev.shape), Out(np.int64, ev.shape))
+    np.testing.assert_array_equal(out, ev)
+    np.testing.assert_array_equal(idx, ei)
+
+
+@pytest.mark.parametrize("w", [8, 16, 25, 27, 34])
+@pytest.mark.parametrize("order", [None, CL])
+def test_max_pool_2x2_ties_and_nans(w, order):
+    # Few distinct values (ties everywhere) and some NaNs, on widths that
+    # exercise the vectorised 2x2 path's 8- and 4-wide blocks and its tail.
+    x = RNG.integers(0, 3, size=(2, 3, 6, w)).astype(np.float32)
+    x[RNG.random(x.shape) < 0.05] = np.nan
+    (out, idx), (ev, ei) = max_pool(x, (2, 2), (2, 2), order=order)
     np.testing.assert_array_equal(out, ev)
     np.testing.assert_array_equal(idx, ei)
 

@@ -26,9 +26,11 @@ ThreadScope::~ThreadScope() {
 }
 
 int threads_for(const kernels::KernelContext& ctx, double work) {
-  // About 5 us of single-core work; below it a team's wake-up and barrier
-  // cost more than the split saves.
-  constexpr double kMinParallelWork = 1 << 17;
+  // About 20-40 us of single-core work. Below it a team's wake-up and
+  // barriers cost more than the split saves, and on a busy machine a
+  // descheduled team member can stall a short region for a whole
+  // scheduler slice (milliseconds).
+  constexpr double kMinParallelWork = 1 << 20;
   return work < kMinParallelWork ? 1 : std::max(1, ctx.num_threads);
 }
 

@@ -339,6 +339,10 @@ void gemm_own_any(KernelContext& ctx, const GemmProblem& p, const char* op) {
                  [&]<typename S>() { gemm_own<S>(ctx, p); });
 }
 
+/// Multiply-adds up to which our register-blocked kernel beats oneDNN's
+/// matmul (whose per-call setup costs ~1-2 us); measured on AVX2.
+constexpr double kSmallGemmWork = 1 << 17;
+
 }  // namespace
 
 void gemm(KernelContext& ctx, const GemmProblem& p, const char* op) {
@@ -350,6 +354,10 @@ void gemm(KernelContext& ctx, const GemmProblem& p, const char* op) {
     return;
   }
   const double work = static_cast<double>(p.batch) * p.m * p.n * p.k;
+  if (p.dtype == DType::Float32 && work <= kSmallGemmWork) {
+    gemm_small_f32(ctx, p);
+    return;
+  }
   const int threads = du::threads_for(ctx, work);
 
   du::PlanKey key;

@@ -40,4 +40,8 @@ struct GemmProblem {
 /// Computes `p`; errors name `op`. Uses ctx.scratch().
 void gemm(kernels::KernelContext& ctx, const GemmProblem& p, const char* op);
 
+/// gemm() for small f32 products (matmul_small.cpp): register-blocked
+/// loops, single-threaded, without oneDNN's per-call cost.
+void gemm_small_f32(kernels::KernelContext& ctx, const GemmProblem& p);
+
 }  // namespace pterun::cpu

@@ -230,8 +230,7 @@ void channel_affine(KernelContext& ctx, const Tensor& in, Tensor& out, const C* 
   const int64_t channels = in.size(1);
   std::array<size_t, kMaxRank> order{};
   for (size_t d = 0; d < rank; ++d) order[d] = d;
-  std::stable_sort(order.begin(), order.begin() + rank,
-                   [&](size_t a, size_t b) { return in.stride(a) > in.stride(b); });
+  kernels::sort_dims_by_stride(order.data(), rank, [&](size_t d) { return in.stride(d); });
   // Dims in memory order: strides {in, out, table index}.
   kernels::Odometer<3> od;
   std::array<int, kMaxRank> kind{};  // 0 other, 1 batch, 2 channel
@@ -389,8 +388,7 @@ void native_group_norm_out(KernelContext& ctx, std::span<Value* const> args) {
     std::array<size_t, kMaxRank> order{};
     size_t m = 0;
     for (size_t d = 1; d < in.dim(); ++d) order[m++] = d;
-    std::stable_sort(order.begin(), order.begin() + m,
-                     [&](size_t a, size_t b) { return in.stride(a) > in.stride(b); });
+    kernels::sort_dims_by_stride(order.data(), m, [&](size_t d) { return in.stride(d); });
     for (size_t i = 0; i < m; ++i) {
       size_t d = order[i];
       int64_t size = d == 1 ? per_group : in.size(d);

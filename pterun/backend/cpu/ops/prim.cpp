@@ -34,7 +34,9 @@ int64_t floor_mod(int64_t a, int64_t b, const char* op) {
   return r;
 }
 
-bool is_double(const Value& v) { return v.kind() == ValueKind::Double; }
+bool is_double(const Value& v) {
+  return v.kind() == ValueKind::Double;
+}
 
 enum class BinOp { Add, Sub, Mul, FloorDiv, TrueDiv, Mod, Eq, Gt, Lt, Ge, Le, Max, Min };
 
@@ -45,7 +47,9 @@ void scalar_binary(KernelContext&, Args args) {
   const Value& b = *args[1];
   Value& out = *args[2];
   const bool floating = is_double(a) || is_double(b) || kOp == BinOp::TrueDiv;
-  auto as_int = [](const Value& v) { return v.kind() == ValueKind::Bool ? int64_t{v.to_bool()} : v.to_int(); };
+  auto as_int = [](const Value& v) {
+    return v.kind() == ValueKind::Bool ? int64_t{v.to_bool()} : v.to_int();
+  };
   auto as_double = [](const Value& v) {
     return v.kind() == ValueKind::Bool ? (v.to_bool() ? 1.0 : 0.0) : v.to_double();
   };
@@ -54,12 +58,18 @@ void scalar_binary(KernelContext&, Args args) {
     bool r;
     if (floating) {
       double x = as_double(a), y = as_double(b);
-      r = kOp == BinOp::Eq ? x == y : kOp == BinOp::Gt ? x > y : kOp == BinOp::Lt ? x < y
-                                                      : kOp == BinOp::Ge ? x >= y : x <= y;
+      r = kOp == BinOp::Eq   ? x == y
+          : kOp == BinOp::Gt ? x > y
+          : kOp == BinOp::Lt ? x < y
+          : kOp == BinOp::Ge ? x >= y
+                             : x <= y;
     } else {
       int64_t x = as_int(a), y = as_int(b);
-      r = kOp == BinOp::Eq ? x == y : kOp == BinOp::Gt ? x > y : kOp == BinOp::Lt ? x < y
-                                                      : kOp == BinOp::Ge ? x >= y : x <= y;
+      r = kOp == BinOp::Eq   ? x == y
+          : kOp == BinOp::Gt ? x > y
+          : kOp == BinOp::Lt ? x < y
+          : kOp == BinOp::Ge ? x >= y
+                             : x <= y;
     }
     out.set_scalar(Scalar::from_bool(r));
   } else if (floating) {
@@ -88,9 +98,15 @@ void scalar_binary(KernelContext&, Args args) {
   } else {
     int64_t x = as_int(a), y = as_int(b), r = 0;
     switch (kOp) {
-      case BinOp::Add: r = static_cast<int64_t>(static_cast<uint64_t>(x) + static_cast<uint64_t>(y)); break;
-      case BinOp::Sub: r = static_cast<int64_t>(static_cast<uint64_t>(x) - static_cast<uint64_t>(y)); break;
-      case BinOp::Mul: r = static_cast<int64_t>(static_cast<uint64_t>(x) * static_cast<uint64_t>(y)); break;
+      case BinOp::Add:
+        r = static_cast<int64_t>(static_cast<uint64_t>(x) + static_cast<uint64_t>(y));
+        break;
+      case BinOp::Sub:
+        r = static_cast<int64_t>(static_cast<uint64_t>(x) - static_cast<uint64_t>(y));
+        break;
+      case BinOp::Mul:
+        r = static_cast<int64_t>(static_cast<uint64_t>(x) * static_cast<uint64_t>(y));
+        break;
       case BinOp::FloorDiv: r = floor_div(x, y, op); break;
       case BinOp::Mod: r = floor_mod(x, y, op); break;
       case BinOp::Max: r = std::max(x, y); break;
@@ -114,8 +130,12 @@ void scalar_unary(KernelContext&, Args args) {
     switch (kOp) {
       case UnOp::Neg: out.set_scalar(Scalar::from_double(-x)); break;
       case UnOp::Ceil: out.set_scalar(Scalar::from_int(static_cast<int64_t>(std::ceil(x)))); break;
-      case UnOp::Round: out.set_scalar(Scalar::from_int(static_cast<int64_t>(std::nearbyint(x)))); break;
-      case UnOp::Trunc: out.set_scalar(Scalar::from_int(static_cast<int64_t>(std::trunc(x)))); break;
+      case UnOp::Round:
+        out.set_scalar(Scalar::from_int(static_cast<int64_t>(std::nearbyint(x))));
+        break;
+      case UnOp::Trunc:
+        out.set_scalar(Scalar::from_int(static_cast<int64_t>(std::trunc(x))));
+        break;
       case UnOp::ToFloat: out.set_scalar(Scalar::from_double(x)); break;
       case UnOp::ToInt: out.set_scalar(Scalar::from_int(static_cast<int64_t>(x))); break;
       default: break;
@@ -140,13 +160,16 @@ void sym_ite(KernelContext&, Args args) {
 // aten::sym_size.int(Tensor self, int dim) -> SymInt
 void sym_size(KernelContext&, Args args) {
   const Tensor& t = args[0]->to_tensor();
-  int64_t d = kernels::wrap_dim(args[1]->to_int(), static_cast<int64_t>(t.dim()), "aten::sym_size.int");
+  int64_t d =
+      kernels::wrap_dim(args[1]->to_int(), static_cast<int64_t>(t.dim()), "aten::sym_size.int");
   PTERUN_CHECK(t.dim() > 0, ErrorCode::InvalidArgument, "aten::sym_size.int: tensor has rank 0");
   args[2]->set_int(t.size(d));
 }
 
 // aten::sym_numel(Tensor self) -> SymInt
-void sym_numel(KernelContext&, Args args) { args[1]->set_int(args[0]->to_tensor().numel()); }
+void sym_numel(KernelContext&, Args args) {
+  args[1]->set_int(args[0]->to_tensor().numel());
+}
 
 // aten::_local_scalar_dense(Tensor self) -> Scalar
 void local_scalar_dense(KernelContext&, Args args) {
@@ -211,9 +234,8 @@ void et_copy_index(KernelContext&, Args args) {
   Tensor& to = args[0]->to_tensor();
   const Tensor& from = args[1]->to_tensor();
   int64_t index = args[2]->to_int();
-  PTERUN_CHECK(to.dim() == from.dim() + 1 && to.dtype() == from.dtype(),
-               ErrorCode::InvalidArgument, op, ": cannot copy ", describe(from), " into ",
-               describe(to));
+  PTERUN_CHECK(to.dim() == from.dim() + 1 && to.dtype() == from.dtype(), ErrorCode::InvalidArgument,
+               op, ": cannot copy ", describe(from), " into ", describe(to));
   PTERUN_CHECK(to.is_contiguous_order() && from.is_contiguous_order(), ErrorCode::InvalidArgument,
                op, ": needs the default dim order");
   for (size_t d = 0; d < from.dim(); ++d) {

@@ -1,0 +1,278 @@
+// max_pool2d_with_indices: values and torch's flat H*W indices.
+
+#include <algorithm>
+#include <cstring>
+#include <limits>
+#include <type_traits>
+
+#include "pterun/backend/cpu/ops/pool_util.h"
+#include "pterun/kernels/common/dtype_util.h"
+
+// The 32-byte vectors below never cross a translation unit, so GCC's note
+// about their ABI without AVX does not apply.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wpsabi"
+#endif
+
+namespace pterun::cpu::pool {
+namespace {
+
+/// Takes v over (best, index) when it is larger or NaN (the last NaN of a
+/// window wins, as in torch); branch-free so the loops vectorise.
+template <typename C>
+inline void take_max(C v, int64_t i, C& best, int64_t& index) {
+  bool take = v > best;
+  if constexpr (std::is_floating_point_v<C>) take = take || v != v;
+  best = take ? v : best;
+  index = take ? i : index;
+}
+
+// Vectors of L floats / int32 (AVX or SSE registers). GCC ignores
+// vector_size in alias templates, hence one typedef per width.
+typedef float V8f __attribute__((vector_size(32)));
+typedef int32_t V8i __attribute__((vector_size(32)));
+typedef float V4f __attribute__((vector_size(16)));
+typedef int32_t V4i __attribute__((vector_size(16)));
+template <int L>
+struct Vec;
+template <>
+struct Vec<8> {
+  using F = V8f;
+  using I = V8i;
+};
+template <>
+struct Vec<4> {
+  using F = V4f;
+  using I = V4i;
+};
+template <int L>
+using VecF = typename Vec<L>::F;
+template <int L>
+using VecI = typename Vec<L>::I;
+
+/// Even (odd) lanes of the 2L floats at p.
+template <int L>
+inline VecF<L> lanes(const float* p, int odd) {
+  VecF<L> a, b;
+  std::memcpy(&a, p, sizeof a);
+  std::memcpy(&b, p + L, sizeof b);
+  if constexpr (L == 8) {
+    return odd ? __builtin_shufflevector(a, b, 1, 3, 5, 7, 9, 11, 13, 15)
+               : __builtin_shufflevector(a, b, 0, 2, 4, 6, 8, 10, 12, 14);
+  } else {
+    return odd ? __builtin_shufflevector(a, b, 1, 3, 5, 7)
+               : __builtin_shufflevector(a, b, 0, 2, 4, 6);
+  }
+}
+
+/// Output columns [ox, ox + L) of 2x2, stride-2 windows without padding on
+/// contiguous rows r0 / r1 (rows y0, y0 + 1 of a plane iw wide). Visits the
+/// candidates in torch's order and keeps the first maximum (or last NaN).
+template <int L>
+inline void max2x2_s2(const float* r0, const float* r1, int64_t y0, int64_t iw, int64_t ox,
+                      float* out, int64_t* idx, int64_t idx_w) {
+  const int64_t x = 2 * ox;
+  const VecF<L> c[4] = {lanes<L>(r0 + x, 0), lanes<L>(r0 + x, 1), lanes<L>(r1 + x, 0),
+                        lanes<L>(r1 + x, 1)};
+  VecF<L> best = c[0];
+  VecI<L> winner = {};
+  for (int32_t k = 1; k < 4; ++k) {
+    const VecI<L> take = (c[k] > best) | (c[k] != c[k]);
+    best = take ? c[k] : best;
+    winner = take ? VecI<L>{} + k : winner;
+  }
+  std::memcpy(out + ox, &best, sizeof best);
+  for (int l = 0; l < L; ++l) {
+    const int64_t y = y0 + (winner[l] >> 1), xx = x + 2 * l + (winner[l] & 1);
+    idx[(ox + l) * idx_w] = y * iw + xx;
+  }
+}
+
+/// The 2x2, stride-2 windows of a row pair for output columns 0, 1, ... in
+/// vectors while they stay inside the row (none with left padding pw).
+/// Returns the first column left to the caller.
+inline int64_t max2x2_s2_row(const float* r0, const float* r1, int64_t y0, int64_t iw, int64_t pw,
+                             int64_t ow, float* out, int64_t* idx, int64_t idx_w) {
+  if (pw != 0) return 0;  // left-padded rows take the general loop
+  int64_t ox = 0;
+  for (; ox + 8 <= ow && 2 * (ox + 8) <= iw; ox += 8)
+    max2x2_s2<8>(r0, r1, y0, iw, ox, out, idx, idx_w);
+  for (; ox + 4 <= ow && 2 * (ox + 4) <= iw; ox += 4)
+    max2x2_s2<4>(r0, r1, y0, iw, ox, out, idx, idx_w);
+  return ox;
+}
+
+/// Max pooling of one (n, c) plane. K > 0 means K x K windows without
+/// dilation: those lying fully inside the plane take an unrolled loop.
+template <int K, typename T, typename C>
+void max_pool_plane(const Planes& g, const Window& w, const T* src, T* dst, int64_t* idx,
+                    const std::array<int64_t, 4>& is, const int64_t* x_first, const int64_t* x_end,
+                    C lowest) {
+  // Locals, not members: the int64 index stores could alias those.
+  const int64_t ih = g.ih, iw = g.iw, oh = g.oh, ow = g.ow;
+  const int64_t in_h = g.in[2], in_w = g.in[3], out_h = g.out[2], out_w = g.out[3];
+  const int64_t idx_h = is[2], idx_w = is[3];
+  const int64_t sh = w.s[0], sw = w.s[1], ph = w.p[0], pw = w.p[1], dh = w.d[0], dw = w.d[1];
+  const int64_t kh = w.k[0];
+  for (int64_t oy = 0; oy < oh; ++oy) {
+    const int64_t y_start = oy * sh - ph;
+    int64_t y0 = y_start;
+    while (y0 < 0) y0 += dh;
+    const int64_t y1 = std::min(y_start + (kh - 1) * dh + 1, ih);
+    const bool rows_inside = y_start >= 0 && y_start + K <= ih;
+    T* out_row = dst + oy * out_h;
+    int64_t* idx_row = idx + oy * idx_h;
+    int64_t ox = 0;
+    if constexpr (K == 2 && std::is_same_v<T, float>) {
+      // Stride-2 2x2 windows over contiguous rows, 8 outputs at a time.
+      if (sw == 2 && in_w == 1 && out_w == 1 && rows_inside) {
+        ox = max2x2_s2_row(src + y0 * in_h, src + (y0 + 1) * in_h, y0, iw, pw, ow, out_row, idx_row,
+                           idx_w);
+      }
+    }
+    for (; ox < ow; ++ox) {
+      C best = lowest;
+      int64_t index;
+      const int64_t x_start = ox * sw - pw;
+      if (K > 0 && rows_inside && x_start >= 0 && x_start + K <= iw) {
+        const int64_t base = y0 * iw + x_start;
+        const T* window = src + y0 * in_h + x_start * in_w;
+        index = base;
+        if (in_w == 1) {  // rows contiguous (NCHW): constant offsets
+          for (int ky = 0; ky < K; ++ky) {
+            for (int kx = 0; kx < K; ++kx) {
+              take_max(static_cast<C>(window[ky * in_h + kx]), base + ky * iw + kx, best, index);
+            }
+          }
+        } else {
+          for (int ky = 0; ky < K; ++ky) {
+            for (int kx = 0; kx < K; ++kx) {
+              take_max(static_cast<C>(window[ky * in_h + kx * in_w]), base + ky * iw + kx, best,
+                       index);
+            }
+          }
+        }
+      } else {
+        index = y0 * iw + x_first[ox];
+        for (int64_t y = y0; y < y1; y += dh) {
+          const T* row = src + y * in_h;
+          for (int64_t x = x_first[ox]; x < x_end[ox]; x += dw) {
+            take_max(static_cast<C>(row[x * in_w]), y * iw + x, best, index);
+          }
+        }
+      }
+      out_row[ox * out_w] = kernels::convert<T>(best);
+      idx_row[ox * idx_w] = index;
+    }
+  }
+}
+
+/// Max pooling with flat H*W indices. Candidates of a window are visited in
+/// torch's order (rows, then columns) and ties keep the first. Two loop
+/// orders: across output columns of one plane row, or, for channels-last
+/// input, across channels of one output pixel.
+template <typename T>
+void max_pool(KernelContext& ctx, const Planes& g, const Window& w, const T* src, T* dst,
+              int64_t* idx, const std::array<int64_t, 4>& is) {
+  using C = kernels::ComputeOf<T>;
+  constexpr int64_t kBlock = 256;
+  const C lowest = std::numeric_limits<C>::has_infinity ? -std::numeric_limits<C>::infinity()
+                                                        : std::numeric_limits<C>::lowest();
+  // First in-bounds input coordinate of window o (the index an all-lowest
+  // window reports).
+  auto first = [](int64_t o, int64_t s, int64_t p, int64_t d) {
+    int64_t v = o * s - p;
+    while (v < 0) v += d;
+    return v;
+  };
+  const int64_t cost = w.k[0] * w.k[1];
+  if (g.channels_inner) {
+    kernels::parallel_for(ctx, g.n * g.oh * g.ow, cost * g.c, [&](int64_t b, int64_t e) {
+      alignas(64) C best[kBlock];
+      alignas(64) int64_t index[kBlock];
+      for (int64_t item = b; item < e; ++item) {
+        const int64_t ox = item % g.ow, oy = (item / g.ow) % g.oh, n = item / (g.ow * g.oh);
+        const int64_t y0 = first(oy, w.s[0], w.p[0], w.d[0]);
+        const int64_t x0 = first(ox, w.s[1], w.p[1], w.d[1]);
+        const int64_t y1 = std::min(oy * w.s[0] - w.p[0] + (w.k[0] - 1) * w.d[0] + 1, g.ih);
+        const int64_t x1 = std::min(ox * w.s[1] - w.p[1] + (w.k[1] - 1) * w.d[1] + 1, g.iw);
+        for (int64_t c0 = 0; c0 < g.c; c0 += kBlock) {
+          const int64_t nc = std::min(kBlock, g.c - c0);
+          std::fill(best, best + nc, lowest);
+          std::fill(index, index + nc, y0 * g.iw + x0);
+          for (int64_t y = y0; y < y1; y += w.d[0]) {
+            for (int64_t x = x0; x < x1; x += w.d[1]) {
+              const T* px = src + n * g.in[0] + c0 + y * g.in[2] + x * g.in[3];
+              const int64_t i = y * g.iw + x;
+              for (int64_t c = 0; c < nc; ++c) {
+                take_max(static_cast<C>(px[c]), i, best[c], index[c]);
+              }
+            }
+          }
+          T* out_px = dst + offset(g.out, n, c0, oy, ox);
+          int64_t* idx_px = idx + offset(is, n, c0, oy, ox);
+          const int64_t out_c = g.out[1], idx_c = is[1];
+          for (int64_t c = 0; c < nc; ++c) out_px[c * out_c] = kernels::convert<T>(best[c]);
+          for (int64_t c = 0; c < nc; ++c) idx_px[c * idx_c] = index[c];
+        }
+      }
+    });
+    return;
+  }
+  // Window columns of every output column, computed once: [x_first, x_end)
+  // in steps of the dilation.
+  int64_t* x_first = static_cast<int64_t*>(ctx.scratch(2 * g.ow * sizeof(int64_t)));
+  int64_t* x_end = x_first + g.ow;
+  for (int64_t ox = 0; ox < g.ow; ++ox) {
+    x_first[ox] = first(ox, w.s[1], w.p[1], w.d[1]);
+    x_end[ox] = std::min(ox * w.s[1] - w.p[1] + (w.k[1] - 1) * w.d[1] + 1, g.iw);
+  }
+  auto planes = [&]<int K>() {
+    kernels::parallel_for(ctx, g.n * g.c, cost * g.oh * g.ow, [&](int64_t b, int64_t e) {
+      for (int64_t plane = b; plane < e; ++plane) {
+        const int64_t n = plane / g.c, c = plane % g.c;
+        max_pool_plane<K>(g, w, src + n * g.in[0] + c * g.in[1], dst + offset(g.out, n, c, 0, 0),
+                          idx + offset(is, n, c, 0, 0), is, x_first, x_end, lowest);
+      }
+    });
+  };
+  // Unrolled windows for the usual 2x2 and 3x3 kernels without dilation.
+  const bool plain = w.d[0] == 1 && w.d[1] == 1 && w.k[0] == w.k[1];
+  if (plain && w.k[0] == 2) {
+    planes.template operator()<2>();
+  } else if (plain && w.k[0] == 3) {
+    planes.template operator()<3>();
+  } else {
+    planes.template operator()<0>();
+  }
+}
+
+}  // namespace
+
+// max_pool2d_with_indices.out(self, kernel_size, stride, padding, dilation,
+//                             ceil_mode, *, out, indices)
+void max_pool2d_with_indices_out(KernelContext& ctx, std::span<Value* const> args) {
+  const char* op = "aten::max_pool2d_with_indices.out";
+  const Tensor& in = args[0]->to_tensor();
+  const Window w = make_window(op, args[1]->to_int_list(), args[2]->to_int_list(),
+                               args[3]->to_int_list(), args[4]->to_int_list());
+  const bool ceil_mode = args[5]->to_bool();
+  Tensor& out = args[6]->to_tensor();
+  Tensor& indices = args[7]->to_tensor();
+  check_input(op, in);
+  PTERUN_CHECK(out.dtype() == in.dtype(), ErrorCode::InvalidArgument, op, ": out ", describe(out),
+               " must have the input's dtype ", dtype_name(in.dtype()));
+  PTERUN_CHECK(indices.dtype() == DType::Int64, ErrorCode::InvalidArgument, op,
+               ": indices must be int64, got ", describe(indices));
+  const size_t r = in.dim();
+  const int64_t oh = pooled_size(op, in.size(r - 2), w, 0, ceil_mode);
+  const int64_t ow = pooled_size(op, in.size(r - 1), w, 1, ceil_mode);
+  const Planes g = make_planes(op, in, out, oh, ow, &indices);
+  const std::array<int64_t, 4> is = strides4(indices);
+
+  kernels::visit(in.dtype(), kernels::Family::RealHBF16, op, [&]<typename T>() {
+    max_pool<T>(ctx, g, w, in.data_as<T>(), out.data_as<T>(), indices.data_as<int64_t>(), is);
+  });
+}
+
+}  // namespace pterun::cpu::pool
