@@ -1,6 +1,17 @@
 #include "pterun/core/error.h"
 
+#include <ios>
+
 namespace pterun {
+
+namespace {
+// GCC 13 moved the set-up of the standard streams and of the classic locale
+// into libstdc++ itself. A process that loads an older libstdc++ before us
+// (some Python environments do) then never runs it, and the first
+// std::ostringstream crashes. Asking for it explicitly, as objects built
+// with older headers did, is harmless with any libstdc++.
+const std::ios_base::Init g_stream_init;
+}  // namespace
 
 std::string_view error_code_name(ErrorCode code) {
   switch (code) {

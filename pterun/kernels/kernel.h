@@ -22,7 +22,14 @@ const char* device_name(Device device);
 struct KernelContext {
   int num_threads = 1;
 
-  /// At least `bytes` of 64-byte-aligned scratch, valid until the next call
+  /// Where the method runs. For CUDA: the GPU index, and `backend`, the
+  /// CUDA backend's per-method state (stream, cuBLAS handle, device scratch
+  /// pool; see backend/cuda/cuda_context.h). Null on the CPU.
+  Device device = Device::CPU;
+  int device_index = 0;
+  std::shared_ptr<void> backend;
+
+  /// At least `bytes` of 64-byte-aligned host scratch, valid until the next call
   /// of scratch() by the same kernel invocation or the next kernel. Grows
   /// (allocates) only when a larger size is asked for than ever before.
   void* scratch(size_t bytes);

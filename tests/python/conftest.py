@@ -5,7 +5,10 @@ import pytest
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 FIXTURES = REPO / "tests" / "fixtures"
-VECTORS = REPO.parent / "shared" / "reference" / "vectors"
+# The project's shared folder: beside the checkout, or a copy inside it (how
+# the GPU machine gets it: scripts/gather-gpu-deps).
+_SHARED = REPO / "shared" if (REPO / "shared" / "reference").is_dir() else REPO.parent / "shared"
+VECTORS = _SHARED / "reference" / "vectors"
 
 
 @pytest.fixture(scope="session")

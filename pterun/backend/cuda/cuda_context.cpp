@@ -1,0 +1,84 @@
+#include "pterun/backend/cuda/cuda_context.h"
+
+#include <memory>
+#include <utility>
+
+#include "pterun/backend/cuda/cuda_state.h"
+#include "pterun/core/str_cat.h"
+
+namespace pterun::cuda {
+
+void check_cuda(cudaError_t status, const char* expr, const char* file, int line) {
+  if (status == cudaSuccess) return;
+  cudaGetLastError();  // clear a non-sticky error so later calls start clean
+  throw Error(ErrorCode::Internal, str_cat("CUDA error ", cudaGetErrorName(status), " (",
+                                           cudaGetErrorString(status), ") in ", expr, " at ",
+                                           file, ":", line));
+}
+
+void check_cublas(cublasStatus_t status, const char* expr, const char* file, int line) {
+  if (status == CUBLAS_STATUS_SUCCESS) return;
+  throw Error(ErrorCode::Internal, str_cat("cuBLAS error ", cublasGetStatusName(status), " (",
+                                           cublasGetStatusString(status), ") in ", expr, " at ",
+                                           file, ":", line));
+}
+
+void check_launch(const char* op) {
+  cudaError_t status = cudaGetLastError();
+  if (status == cudaSuccess) return;
+  throw Error(ErrorCode::Internal, str_cat(op, ": CUDA kernel launch failed: ",
+                                           cudaGetErrorName(status), " (",
+                                           cudaGetErrorString(status), ")"));
+}
+
+MethodState& state(const kernels::KernelContext& context) {
+  PTERUN_CHECK(context.device == kernels::Device::CUDA && context.backend != nullptr,
+               ErrorCode::Internal, "a CUDA kernel ran without a CUDA method context");
+  return *static_cast<MethodState*>(context.backend.get());
+}
+
+cudaStream_t stream(const kernels::KernelContext& context) {
+  return state(context).stream;
+}
+
+int device(const kernels::KernelContext& context) {
+  return state(context).device;
+}
+
+cublasHandle_t cublas(kernels::KernelContext& context) {
+  MethodState& s = state(context);
+  if (s.cublas == nullptr) {
+    PTERUN_CUDA_CHECK(cudaSetDevice(s.device));
+    PTERUN_CUBLAS_CHECK(cublasCreate(&s.cublas));
+    PTERUN_CUBLAS_CHECK(cublasSetStream(s.cublas, s.stream));
+    // A workspace of our own, so cuBLAS never allocates during a call (or
+    // a CUDA graph capture).
+    s.cublas_workspace = backend::DeviceBuffer(s.device, kCublasWorkspaceBytes);
+    PTERUN_CUBLAS_CHECK(
+        cublasSetWorkspace(s.cublas, s.cublas_workspace.data(), s.cublas_workspace.size()));
+  }
+  return s.cublas;
+}
+
+void* scratch(kernels::KernelContext& context, size_t bytes) {
+  MethodState& s = state(context);
+  if (bytes > s.scratch.size()) {
+    size_t size = (bytes + 255) / 256 * 256;
+    // The old scratch may still be read by queued kernels: wait for them
+    // before it is freed (this happens only while the size grows).
+    PTERUN_CUDA_CHECK(cudaStreamSynchronize(s.stream));
+    s.scratch = backend::DeviceBuffer(s.device, size);
+  }
+  return s.scratch.data();
+}
+
+MethodState::~MethodState() {
+  if (cublas != nullptr) cublasDestroy(cublas);
+  if (stream != nullptr) {
+    cudaSetDevice(device);
+    cudaStreamSynchronize(stream);
+    cudaStreamDestroy(stream);
+  }
+}
+
+}  // namespace pterun::cuda

@@ -1,0 +1,53 @@
+#pragma once
+
+// What CUDA kernels (backend/cuda/ops/*.cu) use from the runtime: the
+// method's stream, its cuBLAS handle, device scratch, and error checks.
+
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+
+#include "pterun/core/error.h"
+#include "pterun/kernels/kernel.h"
+
+namespace pterun::cuda {
+
+/// Throws pterun::Error (Internal) naming the failed call, the CUDA error
+/// and the source location when `expr` does not return cudaSuccess.
+#define PTERUN_CUDA_CHECK(expr) \
+  ::pterun::cuda::check_cuda((expr), #expr, __FILE__, __LINE__)
+/// The same for cuBLAS / cuBLASLt calls.
+#define PTERUN_CUBLAS_CHECK(expr) \
+  ::pterun::cuda::check_cublas((expr), #expr, __FILE__, __LINE__)
+
+void check_cuda(cudaError_t status, const char* expr, const char* file, int line);
+void check_cublas(cublasStatus_t status, const char* expr, const char* file, int line);
+
+/// After a kernel launch: throws when the launch failed (bad configuration,
+/// no kernel image for this GPU), naming `op`.
+void check_launch(const char* op);
+
+/// The stream every kernel of the method runs on.
+cudaStream_t stream(const kernels::KernelContext& context);
+
+/// The GPU index of the method.
+int device(const kernels::KernelContext& context);
+
+/// The method's cuBLAS handle, bound to its stream, with a workspace set
+/// (created on first use).
+cublasHandle_t cublas(kernels::KernelContext& context);
+
+/// At least `bytes` of 256-byte-aligned device scratch, valid for the
+/// current kernel (stream-ordered: reused by the next kernel on the same
+/// stream). Grows only when a larger size is asked for than ever before.
+void* scratch(kernels::KernelContext& context, size_t bytes);
+
+/// Blocks for 1-D launches over `n` items: min(ceil(n / threads), cap).
+inline unsigned blocks_for(long long n, unsigned threads, unsigned cap = 65535u * 8u) {
+  long long b = (n + threads - 1) / threads;
+  if (b < 1) b = 1;
+  return static_cast<unsigned>(b < cap ? b : cap);
+}
+
+}  // namespace pterun::cuda

@@ -1,0 +1,32 @@
+#pragma once
+
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+
+#include "pterun/backend/device.h"
+#include "pterun/kernels/kernel.h"
+
+namespace pterun::cuda {
+
+constexpr size_t kCublasWorkspaceBytes = size_t{32} << 20;
+
+/// Per-method CUDA state kept in KernelContext::backend; single owner of
+/// the stream, the cuBLAS handle and the device scratch.
+struct MethodState {
+  MethodState() = default;
+  MethodState(const MethodState&) = delete;
+  MethodState& operator=(const MethodState&) = delete;
+  ~MethodState();
+
+  int device = 0;
+  cudaStream_t stream = nullptr;
+  cublasHandle_t cublas = nullptr;
+  backend::DeviceBuffer cublas_workspace;
+  backend::DeviceBuffer scratch;
+};
+
+/// The state of a CUDA method's context; Error Internal when `context` is
+/// not one.
+MethodState& state(const kernels::KernelContext& context);
+
+}  // namespace pterun::cuda
