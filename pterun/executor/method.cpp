@@ -267,6 +267,167 @@ struct Method::Loader {
     }
   }
 
+  // Views the exporter resolved by memory planning alone: a tensor no
+  // instruction writes, placed inside another tensor's planned bytes (a
+  // view_copy of an input, for one, becomes a second tensor at the input's
+  // offset). Such a view belongs to `vi`, written by instruction `written_at`
+  // (-1: before the run, as inputs are), when it lies inside `vi` and no
+  // other instruction writes over it between then and its first read. It
+  // must follow `vi` wherever `vi` is re-pointed. Instructions are taken in
+  // chain order.
+  std::vector<std::pair<Tensor*, size_t>> followers(int32_t vi, int64_t written_at) {
+    std::vector<std::pair<Tensor*, size_t>> out;
+    const TensorDesc& t = *d.values[vi].tensor;
+    if (!is_planned(t)) return out;
+    std::vector<const format::InstructionDesc*> order;
+    for (const auto& chain : d.chains) {
+      for (const auto& instr : chain.instructions) order.push_back(&instr);
+    }
+    auto touches = [&](const format::InstructionDesc& instr, int32_t value, bool as_return) {
+      if (instr.kind != InstructionKind::KernelCall && instr.kind != InstructionKind::DelegateCall)
+        return false;
+      for (size_t a = 0; a < instr.args.size(); ++a) {
+        if ((a + 1 == instr.args.size()) != as_return) continue;
+        int32_t arg = instr.args[a];
+        if (arg == value) return true;
+        const auto& v = d.values[arg];
+        if (v.kind == ValueKind::TensorList || v.kind == ValueKind::OptionalTensorList) {
+          if (std::count(v.items.begin(), v.items.end(), value)) return true;
+        }
+      }
+      return false;
+    };
+    for (size_t j = 0; j < d.values.size(); ++j) {
+      const auto& o = d.values[j];
+      int32_t vj = static_cast<int32_t>(j);
+      if (vj == vi || o.kind != ValueKind::Tensor || !is_planned(*o.tensor) ||
+          written.count(vj) || aliased.count(vj) || o.tensor->memory_id != t.memory_id ||
+          o.tensor->memory_offset < t.memory_offset ||
+          o.tensor->memory_offset + o.tensor->nbytes > t.memory_offset + t.nbytes) {
+        continue;
+      }
+      bool clobbered = false;
+      for (size_t k = static_cast<size_t>(written_at + 1); k < order.size(); ++k) {
+        if (touches(*order[k], vj, false)) break;  // first read: still ours
+        const auto& instr = *order[k];
+        if (instr.kind != InstructionKind::KernelCall || instr.args.empty()) continue;
+        const int32_t ret = instr.args.back();
+        const auto& rv = d.values[ret];
+        auto over = [&](int64_t w) {
+          const auto& wv = d.values[w];
+          return w != vi && wv.kind == ValueKind::Tensor && is_planned(*wv.tensor) &&
+                 overlaps(*wv.tensor, *o.tensor);
+        };
+        clobbered = over(ret);
+        if (rv.kind == ValueKind::TensorList) {
+          clobbered = clobbered || std::any_of(rv.items.begin(), rv.items.end(), over);
+        }
+        if (clobbered) break;
+      }
+      if (!clobbered) {
+        out.emplace_back(&m.tensors_[tensor_of_value[j]],
+                         o.tensor->memory_offset - t.memory_offset);
+      }
+    }
+    return out;
+  }
+
+  // The position of the last instruction (in chain order) returning `vi`.
+  int64_t last_writer(int32_t vi) const {
+    int64_t pos = 0, found = -1;
+    for (const auto& chain : d.chains) {
+      for (const auto& instr : chain.instructions) {
+        if ((instr.kind == InstructionKind::KernelCall ||
+             instr.kind == InstructionKind::DelegateCall) &&
+            !instr.args.empty() && instr.args.back() == vi) {
+          found = pos;
+        }
+        ++pos;
+      }
+    }
+    return found;
+  }
+
+  // Constant folding: a data-movement kernel (permute, view, cast ...)
+  // whose tensor inputs are all constants, and whose other arguments
+  // nothing writes at run time, runs once here into memory of its own and
+  // leaves the step list. Without it a linear layer transposes its constant
+  // weight on every call.
+  void fold_constants() {
+    if (m.options_.device != kernels::Device::CPU) return;
+    static const std::set<std::string, std::less<>> kFoldable = {
+        "aten::permute_copy.out",      "aten::view_copy.out",
+        "aten::t_copy.out",            "aten::transpose_copy.int_out",
+        "aten::expand_copy.out",       "aten::unsqueeze_copy.out",
+        "aten::squeeze_copy.dim_out",  "aten::squeeze_copy.dims_out",
+        "aten::squeeze_copy.out",      "aten::slice_copy.Tensor_out",
+        "aten::select_copy.int_out",   "aten::_to_copy.out",
+        "aten::clone.out",             "aten::alias_copy.out",
+    };
+    // How often each value is written at run time (kernel returns, moves).
+    std::vector<int> writes(d.values.size(), 0);
+    for (const auto& chain : d.chains) {
+      for (const auto& instr : chain.instructions) {
+        if (instr.kind == InstructionKind::MoveCall) ++writes[instr.target];
+        if ((instr.kind == InstructionKind::KernelCall ||
+             instr.kind == InstructionKind::DelegateCall) &&
+            !instr.args.empty()) {
+          int32_t ret = instr.args.back();
+          ++writes[ret];
+          for (int64_t item : d.values[ret].items) {
+            if (d.values[ret].kind == ValueKind::TensorList) ++writes[item];
+          }
+        }
+      }
+    }
+    std::set<int32_t> io(d.inputs.begin(), d.inputs.end());
+    io.insert(d.outputs.begin(), d.outputs.end());
+    auto constant_arg = [&](int32_t a) {
+      const auto& v = d.values[a];
+      if (writes[a] != 0 || io.count(a)) return false;
+      switch (v.kind) {
+        case ValueKind::Tensor: return v.tensor->is_constant();
+        case ValueKind::IntList:
+          return std::all_of(v.items.begin(), v.items.end(),
+                             [&](int64_t item) { return writes[item] == 0; });
+        case ValueKind::TensorList:
+        case ValueKind::OptionalTensorList: return false;
+        default: return true;
+      }
+    };
+    for (size_t c = 0; c < d.chains.size(); ++c) {
+      const auto& instrs = d.chains[c].instructions;
+      for (size_t k = 0; k < instrs.size(); ++k) {
+        const auto& instr = instrs[k];
+        if (instr.kind != InstructionKind::KernelCall || instr.args.size() < 2 ||
+            !kFoldable.count(d.operators[instr.index].full_name())) {
+          continue;
+        }
+        const int32_t ret = instr.args.back();
+        const auto& out = d.values[ret];
+        if (out.kind != ValueKind::Tensor || writes[ret] != 1 || io.count(ret) ||
+            aliased.count(ret) || is_state(*out.tensor) || out.tensor->is_constant() ||
+            out.tensor->dynamism != ShapeDynamism::Static ||
+            !std::all_of(instr.args.begin(), instr.args.end() - 1, constant_arg)) {
+          continue;
+        }
+        Step& step = m.chains_[c][k];
+        Tensor& t = m.tensors_[tensor_of_value[ret]];
+        auto views = followers(ret, last_writer(ret));
+        const size_t bytes = std::max(t.bound_nbytes(), t.nbytes());
+        m.owned_.emplace_back(bytes);
+        t.set_data(m.owned_.back().data(), bytes);
+        for (auto [view, offset] : views) {
+          view->set_data(m.owned_.back().data() + offset, view->nbytes());
+        }
+        step.fn(m.context_, std::span<Value* const>(m.arg_pool_.data() + step.args_begin,
+                                                     step.args_count));
+        step.kind = InstructionKind::FreeCall;  // a no-op from now on
+        step.fn = nullptr;
+      }
+    }
+  }
+
   // Inputs: planned inputs whose region other tensors reuse get a private
   // home, so a second execute() reads the same inputs (B11).
   void plan_inputs() {
@@ -302,6 +463,9 @@ struct Method::Loader {
       if (shared) {
         m.input_copies_[i] = HostBuffer(t.nbytes);
         tensor.set_data(m.input_copies_[i].data(), t.nbytes);
+        for (auto [view, offset] : followers(vi, -1)) {
+          view->set_data(m.input_copies_[i].data() + offset, view->nbytes());
+        }
       }
       m.input_home_[i] = tensor.data();
     }
@@ -312,6 +476,7 @@ struct Method::Loader {
     m.redirectable_.assign(n, false);
     m.output_home_.assign(n, nullptr);
     m.output_home_capacity_.assign(n, 0);
+    m.output_followers_.resize(n);
     std::set<int32_t> inputs(d.inputs.begin(), d.inputs.end());
     for (size_t i = 0; i < n; ++i) {
       int32_t vi = d.outputs[i];
@@ -322,6 +487,7 @@ struct Method::Loader {
       bool ok = unique && written.count(vi) && !aliased.count(vi) && !inputs.count(vi) &&
                 !t.is_constant() && !is_state(t);
       m.redirectable_[i] = ok;
+      if (ok) m.output_followers_[i] = followers(vi, last_writer(vi));
       Tensor& tensor = m.tensors_[tensor_of_value[vi]];
       m.output_home_[i] = tensor.data();
       m.output_home_capacity_[i] = tensor.capacity();
@@ -348,6 +514,7 @@ std::unique_ptr<Method> Method::load(std::shared_ptr<const Program> program,
   loader.allocate_unplanned_outputs(m->owned_);
   loader.build_values();
   loader.build_steps();
+  loader.fold_constants();
   loader.plan_inputs();
   loader.plan_outputs();
   return m;

@@ -5,6 +5,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "pterun/core/error.h"
@@ -135,6 +136,9 @@ class Method {
   std::vector<bool> redirectable_;
   std::vector<void*> output_home_;
   std::vector<size_t> output_home_capacity_;
+  // Views resolved by memory planning inside each redirectable output
+  // (tensor, byte offset): re-pointed with it.
+  std::vector<std::vector<std::pair<Tensor*, size_t>>> output_followers_;
 
   bool has_state_ = false;
 };

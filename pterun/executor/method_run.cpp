@@ -123,12 +123,16 @@ void Method::set_output_data(size_t i, void* data, size_t capacity) {
                name(), "': output ", i, " cannot be redirected");
   Tensor& t = values_[desc_->outputs[i]].to_tensor();
   if (data == nullptr) {
-    t.set_data(output_home_[i], output_home_capacity_[i]);
-    return;
+    data = output_home_[i];
+    capacity = output_home_capacity_[i];
+  } else {
+    PTERUN_CHECK(capacity >= t.bound_nbytes(), ErrorCode::InvalidArgument, "method '", name(),
+                 "': output ", i, " needs ", t.bound_nbytes(), " bytes, got ", capacity);
   }
-  PTERUN_CHECK(capacity >= t.bound_nbytes(), ErrorCode::InvalidArgument, "method '", name(),
-               "': output ", i, " needs ", t.bound_nbytes(), " bytes, got ", capacity);
   t.set_data(data, capacity);
+  for (auto [view, offset] : output_followers_[i]) {
+    view->set_data(static_cast<uint8_t*>(data) + offset, view->nbytes());
+  }
 }
 
 Tensor* Method::attribute(std::string_view attr) {

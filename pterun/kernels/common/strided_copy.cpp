@@ -10,14 +10,6 @@
 #include "pterun/kernels/common/shape_util.h"
 
 namespace pterun::kernels {
-namespace {
-
-struct CopyPlan {
-  size_t rank = 0;
-  std::array<int64_t, kMaxRank> sizes{};
-  std::array<int64_t, kMaxRank> dst{};  // strides in bytes
-  std::array<int64_t, kMaxRank> src{};
-};
 
 CopyPlan make_copy_plan(std::span<const int64_t> dst_strides, std::span<const int64_t> src_strides,
                         std::span<const int64_t> sizes, size_t es) {
@@ -50,6 +42,8 @@ CopyPlan make_copy_plan(std::span<const int64_t> dst_strides, std::span<const in
   }
   return p;
 }
+
+namespace {
 
 void copy_rows(const CopyPlan& p, char* dst, const char* src, size_t es, int64_t begin,
                int64_t end) {

@@ -12,6 +12,7 @@
 #include "pterun/backend/cpu/ops/ops.h"
 #include "pterun/core/value.h"
 #include "pterun/kernels/common/elementwise.h"
+#include "pterun/kernels/common/elementwise_checks.h"
 #include "pterun/kernels/common/elementwise_math.h"
 #include "pterun/kernels/common/elementwise_util.h"
 #include "pterun/kernels/common/parallel.h"
@@ -20,32 +21,12 @@
 namespace pterun::cpu {
 namespace {
 
+using kernels::check_dtype;
 using kernels::Family;
 using kernels::KernelContext;
 using kernels::OpName;
+using kernels::prepare_same_type;
 namespace math = kernels::math;
-
-void check_dtype(const Tensor& t, Family family, const char* op, const char* what) {
-  PTERUN_CHECK(kernels::in_family(t.dtype(), family), ErrorCode::InvalidArgument, op, ": ", what,
-               " has unsupported dtype ", dtype_name(t.dtype()));
-}
-
-/// Input of `family`, out of the same dtype, out resized to the input.
-void prepare_same_type(const Tensor& in, Tensor& out, Family family, const char* op) {
-  check_dtype(in, family, op, "self");
-  PTERUN_CHECK(in.dtype() == out.dtype(), ErrorCode::InvalidArgument, op,
-               ": out must have the input's dtype ", dtype_name(in.dtype()), ", got ",
-               dtype_name(out.dtype()));
-  kernels::resize_output(out, in.sizes(), op);
-}
-
-/// Error InvalidArgument when the Scalar does not fit dtype `d`.
-void check_fits(const Scalar& s, DType d, const char* op, const char* what) {
-  bool overflows = kernels::visit(d, Family::RealHBBF16, op,
-                                  [&]<typename T>() { return math::scalar_overflows<T>(s); });
-  PTERUN_CHECK(!overflows, ErrorCode::InvalidArgument, op, ": ", what, " ", s.to_double(),
-               " is out of range for ", dtype_name(d));
-}
 
 /// Calls f.template operator()<C>() with C = double for double, float for
 /// the other floating dtypes.
@@ -102,8 +83,8 @@ void hardtanh_out(KernelContext& ctx, std::span<Value* const> args) {
   Scalar hi = args[2]->to_scalar();
   Tensor& out = args[3]->to_tensor();
   prepare_same_type(in, out, Family::RealHBF16, op);
-  check_fits(lo, in.dtype(), op, "min_val");
-  check_fits(hi, in.dtype(), op, "max_val");
+  kernels::check_scalar_fits(lo, in.dtype(), op, "min_val");
+  kernels::check_scalar_fits(hi, in.dtype(), op, "max_val");
   kernels::visit(in.dtype(), Family::RealHBF16, op, [&]<typename T>() {
     using C = kernels::ComputeOf<T>;
     clamp_scalar<C>(ctx, in, out, math::scalar_as<C>(lo), math::scalar_as<C>(hi), op);
@@ -125,8 +106,8 @@ void clamp_out(KernelContext& ctx, std::span<Value* const> args) {
   if (hi) common = kernels::promote_with_scalar(common, *hi);
   PTERUN_CHECK(out.dtype() == common, ErrorCode::InvalidArgument, op, ": out must be ",
                dtype_name(common), ", got ", dtype_name(out.dtype()));
-  if (lo) check_fits(*lo, common, op, "min");
-  if (hi) check_fits(*hi, common, op, "max");
+  if (lo) kernels::check_scalar_fits(*lo, common, op, "min");
+  if (hi) kernels::check_scalar_fits(*hi, common, op, "max");
   kernels::resize_output(out, in.sizes(), op);
   kernels::visit(common, Family::RealHBBF16, op, [&]<typename T>() {
     using C = kernels::ComputeOf<T>;
@@ -234,7 +215,7 @@ void leaky_relu_out(KernelContext& ctx, std::span<Value* const> args) {
   Scalar slope = args[1]->to_scalar();
   Tensor& out = args[2]->to_tensor();
   prepare_same_type(in, out, Family::FloatHBF16, op);
-  check_fits(slope, in.dtype(), op, "negative_slope");
+  kernels::check_scalar_fits(slope, in.dtype(), op, "negative_slope");
   visit_float(in.dtype(), [&]<typename C>() {
     C s = math::scalar_as<C>(slope);
     kernels::map_elements<C, C, 1>(

@@ -8,61 +8,29 @@
 #include "pterun/backend/cpu/ops/ops.h"
 #include "pterun/core/value.h"
 #include "pterun/kernels/common/elementwise.h"
+#include "pterun/kernels/common/elementwise_checks.h"
 #include "pterun/kernels/common/elementwise_math.h"
 #include "pterun/kernels/common/shape_util.h"
 
 namespace pterun::cpu {
 namespace {
 
+using kernels::check_alpha;
+using kernels::check_bitwise_type;
+using kernels::check_dtype;
 using kernels::Family;
 using kernels::KernelContext;
+using kernels::prepare_binary;
+using kernels::prepare_scalar;
+using kernels::rounding_mode;
+using kernels::true_division_type;
 namespace math = kernels::math;
-
-void check_dtype(const Tensor& t, Family family, const char* op, const char* what) {
-  PTERUN_CHECK(kernels::in_family(t.dtype(), family), ErrorCode::InvalidArgument, op, ": ", what,
-               " has unsupported dtype ", dtype_name(t.dtype()));
-}
 
 /// Calls f.template operator()<C>() with C the compute type of `common`.
 template <typename F>
 void visit_compute(DType common, Family family, const char* op, F&& f) {
   kernels::visit(common, family, op,
                  [&]<typename T>() { f.template operator()<kernels::ComputeOf<T>>(); });
-}
-
-/// Checks of a tensor-tensor op whose result has the promoted type: input
-/// dtypes, the promoted type (never bool unless `bool_ok`), castable into
-/// out; resizes out to the broadcast shape. Returns the promoted type.
-DType prepare_binary(const Tensor& a, const Tensor& b, Tensor& out, const char* op,
-                     bool bool_ok = true) {
-  check_dtype(a, Family::RealHBBF16, op, "self");
-  check_dtype(b, Family::RealHBBF16, op, "other");
-  check_dtype(out, Family::RealHBBF16, op, "out");
-  DType common = kernels::promote_types(a.dtype(), b.dtype(), op);
-  PTERUN_CHECK(bool_ok || common != DType::Bool, ErrorCode::InvalidArgument, op,
-               ": bool tensors are not supported");
-  kernels::check_can_cast(common, out.dtype(), op);
-  kernels::resize_to_broadcast(out, {&a, &b}, op);
-  return common;
-}
-
-/// The same for a tensor-scalar op: the type is promote_with_scalar, and
-/// with `exact_out` out must have exactly that type.
-DType prepare_scalar(const Tensor& a, const Scalar& s, Tensor& out, const char* op, bool bool_ok,
-                     bool exact_out) {
-  check_dtype(a, Family::RealHBBF16, op, "self");
-  check_dtype(out, Family::RealHBBF16, op, "out");
-  DType common = kernels::promote_with_scalar(a.dtype(), s);
-  PTERUN_CHECK(bool_ok || common != DType::Bool, ErrorCode::InvalidArgument, op,
-               ": bool tensors are not supported");
-  if (exact_out) {
-    PTERUN_CHECK(out.dtype() == common, ErrorCode::InvalidArgument, op, ": out must be ",
-                 dtype_name(common), ", got ", dtype_name(out.dtype()));
-  } else {
-    kernels::check_can_cast(common, out.dtype(), op);
-  }
-  kernels::resize_output(out, a.sizes(), op);
-  return common;
 }
 
 /// Error InvalidArgument when a divisor tensor holds a zero. Tensors are
@@ -80,20 +48,6 @@ void check_no_zero(const Tensor& divisor, const Tensor& out, const char* op) {
     }
   });
   PTERUN_CHECK(!zero, ErrorCode::InvalidArgument, op, ": integer division by zero");
-}
-
-void check_alpha(const Scalar& alpha, DType common, const char* op) {
-  PTERUN_CHECK(!(alpha.is_floating() && kernels::is_integral(common, true)),
-               ErrorCode::InvalidArgument, op, ": a float alpha needs a floating result, not ",
-               dtype_name(common));
-}
-
-std::optional<std::string_view> rounding_mode(const Value& v, const char* op) {
-  if (v.is_none()) return std::nullopt;
-  std::string_view mode = v.to_string();
-  PTERUN_CHECK(mode == "trunc" || mode == "floor", ErrorCode::InvalidArgument, op,
-               ": rounding_mode must be 'trunc', 'floor' or None, got '", mode, "'");
-  return mode;
 }
 
 // ---- add, sub, mul ---------------------------------------------------------
@@ -207,15 +161,6 @@ void mul_scalar_out(KernelContext& ctx, std::span<Value* const> args) {
 }
 
 // ---- division ----------------------------------------------------------------
-
-/// True division's type: integer inputs divide in float32.
-DType true_division_type(DType a, DType b, const char* op) {
-  bool fa = kernels::is_floating(a), fb = kernels::is_floating(b);
-  if (fa && fb) return kernels::promote_types(a, b, op);
-  if (fa) return a;
-  if (fb) return b;
-  return DType::Float32;
-}
 
 void true_divide(KernelContext& ctx, const Tensor& a, const Tensor& b, Tensor& out,
                  const char* op) {
@@ -514,11 +459,6 @@ C apply_bit_op(C x, C y) {
   if constexpr (kOp == BitOp::And) return C(x & y);
   if constexpr (kOp == BitOp::Or) return C(x | y);
   if constexpr (kOp == BitOp::Xor) return C(x ^ y);
-}
-
-void check_bitwise_type(DType common, const char* op) {
-  PTERUN_CHECK(kernels::is_integral(common, true), ErrorCode::InvalidArgument, op,
-               ": needs integer or bool operands, got ", dtype_name(common));
 }
 
 template <BitOp kOp>

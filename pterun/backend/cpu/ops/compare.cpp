@@ -9,6 +9,7 @@
 #include "pterun/backend/cpu/ops/ops.h"
 #include "pterun/core/value.h"
 #include "pterun/kernels/common/elementwise.h"
+#include "pterun/kernels/common/elementwise_checks.h"
 #include "pterun/kernels/common/elementwise_math.h"
 #include "pterun/kernels/common/elementwise_util.h"
 #include "pterun/kernels/common/shape_util.h"
@@ -16,15 +17,11 @@
 namespace pterun::cpu {
 namespace {
 
+using kernels::check_dtype;
 using kernels::Family;
 using kernels::KernelContext;
 using kernels::OpName;
 namespace math = kernels::math;
-
-void check_dtype(const Tensor& t, Family family, const char* op, const char* what) {
-  PTERUN_CHECK(kernels::in_family(t.dtype(), family), ErrorCode::InvalidArgument, op, ": ", what,
-               " has unsupported dtype ", dtype_name(t.dtype()));
-}
 
 /// Calls f.template operator()<C>() with C the compute type of `d`.
 template <typename F>

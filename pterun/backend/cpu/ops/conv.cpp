@@ -110,6 +110,21 @@ void conv_own(const KernelContext& ctx, const ConvProblem& p) {
       });
 }
 
+// convolution.out(input, weight, bias?, stride, padding, dilation, transposed,
+//                 output_padding, groups, *, out)
+void convolution_out(KernelContext& ctx, std::span<Value* const> args) {
+  const char* op = "aten::convolution.out";
+  ConvProblem p;
+  if (!make_conv_problem(args, op, p)) return;
+  if (p.ic != 0 && conv_dnnl(ctx, p, op)) return;
+  kernels::visit(p.dtype, kernels::Family::RealHBF16, op,
+                 [&]<typename S>() { conv_own<S>(ctx, p); });
+}
+
+}  // namespace
+
+namespace {
+
 /// Element i of a parameter list of 1 or `n` entries.
 int64_t param(std::span<const int64_t> list, size_t i) {
   return list[list.size() == 1 ? 0 : i];
@@ -125,10 +140,9 @@ void check_param(const char* op, const char* name, std::span<const int64_t> list
   }
 }
 
-// convolution.out(input, weight, bias?, stride, padding, dilation, transposed,
-//                 output_padding, groups, *, out)
-void convolution_out(KernelContext& ctx, std::span<Value* const> args) {
-  const char* op = "aten::convolution.out";
+}  // namespace
+
+bool make_conv_problem(std::span<Value* const> args, const char* op, ConvProblem& p) {
   const Tensor& in = args[0]->to_tensor();
   const Tensor& w = args[1]->to_tensor();
   const Tensor* bias = args[2]->to_optional_tensor();
@@ -159,7 +173,6 @@ void convolution_out(KernelContext& ctx, std::span<Value* const> args) {
   PTERUN_CHECK(groups >= 1 && w.size(0) % groups == 0, ErrorCode::InvalidArgument, op, ": groups ",
                groups, " must be positive and divide weight.size(0) = ", w.size(0));
 
-  ConvProblem p;
   p.dtype = dtype;
   p.transposed = transposed;
   p.groups = groups;
@@ -213,7 +226,7 @@ void convolution_out(KernelContext& ctx, std::span<Value* const> args) {
   kernels::resize_output(out, {out_sizes.data(), in.dim()}, op);
   p.oh = one_d ? 1 : out_sizes[2];
   p.ow = out_sizes[in.dim() - 1];
-  if (out.numel() == 0) return;
+  if (out.numel() == 0) return false;
 
   // Strides over (N, C, H, W); the unit height of a 1-D convolution sits
   // just outside W in memory.
@@ -232,16 +245,10 @@ void convolution_out(KernelContext& ctx, std::span<Value* const> args) {
   p.bias = bias != nullptr ? bias->data() : nullptr;
   p.out = out.data();
 
-  if (in.numel() == 0 || w.numel() == 0) {
-    // No input channels (or an empty kernel): every output is its bias.
-    p.ic = 0;
-  } else if (conv_dnnl(ctx, p, op)) {
-    return;
-  }
-  kernels::visit(dtype, kernels::Family::RealHBF16, op, [&]<typename S>() { conv_own<S>(ctx, p); });
+  // No input channels (or an empty kernel): every output is its bias.
+  if (in.numel() == 0 || w.numel() == 0) p.ic = 0;
+  return true;
 }
-
-}  // namespace
 
 void register_conv_ops(kernels::KernelRegistry& r) {
   r.add("aten::convolution.out", kernels::Device::CPU, &convolution_out);

@@ -4,8 +4,10 @@
 // path and our own direct kernel both take it.
 
 #include <cstdint>
+#include <span>
 
 #include "pterun/core/dtype.h"
+#include "pterun/core/value.h"
 #include "pterun/kernels/kernel.h"
 
 namespace pterun::cpu {
@@ -29,6 +31,14 @@ struct ConvProblem {
   void* out = nullptr;
   int64_t out_strides[4] = {};
 };
+
+/// Checks the arguments of convolution.out(input, weight, bias?, stride,
+/// padding, dilation, transposed, output_padding, groups, *, out) (errors
+/// name `op`), resizes out and describes the problem in `p` (p.ic = 0 when
+/// the input or weight is empty: every output is its bias). Returns false
+/// when out is empty and there is nothing to compute. Shared by the CPU and
+/// CUDA kernels.
+bool make_conv_problem(std::span<Value* const> args, const char* op, ConvProblem& p);
 
 /// Runs `p` with oneDNN when it has an optimised implementation for it
 /// (f32, and f16/bf16 natively or through f32 copies); false otherwise,

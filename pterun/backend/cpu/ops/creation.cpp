@@ -9,6 +9,7 @@
 #include "pterun/backend/cpu/ops/shape_copy.h"
 #include "pterun/core/error.h"
 #include "pterun/core/value.h"
+#include "pterun/kernels/common/creation_util.h"
 #include "pterun/kernels/common/dtype_util.h"
 #include "pterun/kernels/common/parallel.h"
 
@@ -124,40 +125,14 @@ void fill_indexed(const KernelContext& ctx, Tensor& out, F f) {
 /// floating outputs compute in double (float for f16/bf16).
 void arange_into(const KernelContext& ctx, Tensor& out, const Scalar& start, const Scalar& end,
                  const Scalar& step, const char* op) {
-  const double ds = start.to_double(), de = end.to_double(), dt = step.to_double();
-  PTERUN_CHECK(std::isfinite(ds) && std::isfinite(de), ErrorCode::InvalidArgument, op,
-               ": unsupported range ", ds, " -> ", de);
-  PTERUN_CHECK(dt != 0, ErrorCode::InvalidArgument, op, ": step must be nonzero");
-  PTERUN_CHECK((dt > 0 && de >= ds) || (dt < 0 && de <= ds), ErrorCode::InvalidArgument, op,
-               ": upper bound and lower bound inconsistent with step sign");
+  kernels::prepare_arange(out, start, end, step, op);
   kernels::visit(out.dtype(), Family::RealHBF16, op, [&]<typename T>() {
-    if constexpr (std::is_integral_v<T>) {
-      PTERUN_CHECK(step.to_int() != 0, ErrorCode::InvalidArgument, op, ": step ", dt,
-                   " truncates to zero for an integer output");
-    }
-    double length;
-    if constexpr (std::is_same_v<T, int64_t>) {
-      const int64_t s = start.to_int(), e = end.to_int(), st = step.to_int();
-      // ATen's (end - start + step - sign(step)) / step, overflow-checked.
-      int64_t span = 0;
-      bool overflow = __builtin_sub_overflow(e, s, &span) ||
-                      __builtin_add_overflow(span, st - (st > 0 ? 1 : -1), &span);
-      PTERUN_CHECK(!overflow, ErrorCode::InvalidArgument, op, ": range overflows");
-      int64_t count = span / st;
-      length = count < 0 ? -1.0 : static_cast<double>(count);
-    } else {
-      length = std::ceil((de - ds) / dt);
-    }
-    PTERUN_CHECK(length >= 0 && length < 9.2e18, ErrorCode::InvalidArgument, op,
-                 ": invalid length ", length);
-    const int64_t n[1] = {static_cast<int64_t>(length)};
-    kernels::resize_output(out, n, op);
     if constexpr (std::is_integral_v<T>) {
       const int64_t s = start.to_int(), st = step.to_int();
       fill_indexed<T>(ctx, out, [&](int64_t i) { return kernels::convert<T>(s + i * st); });
     } else {
       using A = std::conditional_t<sizeof(T) == 2, float, double>;
-      const A s = static_cast<A>(ds), st = static_cast<A>(dt);
+      const A s = static_cast<A>(start.to_double()), st = static_cast<A>(step.to_double());
       fill_indexed<T>(ctx, out, [&](int64_t i) {
         return kernels::convert<T>(static_cast<A>(s + static_cast<A>(i) * st));
       });
@@ -184,9 +159,7 @@ void linspace_out(KernelContext& ctx, std::span<Value* const> args) {
   const Scalar start = args[0]->to_scalar(), end = args[1]->to_scalar();
   const int64_t steps = args[2]->to_int();
   Tensor& out = args[3]->to_tensor();
-  PTERUN_CHECK(steps >= 0, ErrorCode::InvalidArgument, op, ": steps must be >= 0, got ", steps);
-  const int64_t n[1] = {steps};
-  kernels::resize_output(out, n, op);
+  kernels::prepare_linspace(out, steps, op);
   kernels::visit(out.dtype(), Family::RealHBF16, op, [&]<typename T>() {
     // Integer outputs step in double from start and end truncated to T.
     using A = std::conditional_t<std::is_integral_v<T>, double, kernels::ComputeOf<T>>;

@@ -6,7 +6,9 @@
 
 #include <cstring>
 
+#include "pterun/backend/cpu/ops/index_prepare.h"
 #include "pterun/backend/cpu/ops/ops.h"
+#include "pterun/backend/cpu/ops/shape_kernels.h"
 #include "pterun/core/value.h"
 #include "pterun/kernels/common/elementwise.h"
 #include "pterun/kernels/common/index_util.h"
@@ -19,16 +21,8 @@ using kernels::Family;
 using kernels::KernelContext;
 using kernels::Odometer;
 
-void check_index_dtype(const Tensor& index, const char* op) {
-  PTERUN_CHECK(index.dtype() == DType::Int64 || index.dtype() == DType::Int32,
-               ErrorCode::InvalidType, op, ": indices must be int64 or int32, not ",
-               dtype_name(index.dtype()));
-}
-
-void check_same_dtype(const Tensor& a, const Tensor& self, const char* what, const char* op) {
-  PTERUN_CHECK(a.dtype() == self.dtype(), ErrorCode::InvalidArgument, op, ": ", what, " dtype ",
-               dtype_name(a.dtype()), " differs from self's ", dtype_name(self.dtype()));
-}
+using indexing::check_index_dtype;
+using indexing::check_same_dtype;
 
 int64_t size_at(const Tensor& t, size_t d) {
   return t.dim() == 0 ? 1 : t.size(d);
@@ -94,6 +88,139 @@ char* byte_ptr(const Tensor& t, int64_t offset) {
   return static_cast<char*>(t.data()) + offset * static_cast<int64_t>(t.element_size());
 }
 
+}  // namespace
+
+namespace indexing {
+
+void check_index_dtype(const Tensor& index, const char* op) {
+  PTERUN_CHECK(index.dtype() == DType::Int64 || index.dtype() == DType::Int32,
+               ErrorCode::InvalidType, op, ": indices must be int64 or int32, not ",
+               dtype_name(index.dtype()));
+}
+
+void check_same_dtype(const Tensor& a, const Tensor& self, const char* what, const char* op) {
+  PTERUN_CHECK(a.dtype() == self.dtype(), ErrorCode::InvalidArgument, op, ": ", what, " dtype ",
+               dtype_name(a.dtype()), " differs from self's ", dtype_name(self.dtype()));
+}
+
+namespace {
+
+/// Checks index (and src) shapes for gather/scatter along `dim`: same rank
+/// as self, and no larger than self (src) in any dim (other than `dim` for
+/// self).
+void check_gather_shapes(const Tensor& self, size_t dim, const Tensor& index, const Tensor* src,
+                         const char* op) {
+  const size_t rank = std::max<size_t>(self.dim(), 1);
+  PTERUN_CHECK(std::max<size_t>(index.dim(), 1) == rank, ErrorCode::InvalidArgument, op, ": index ",
+               describe(index), " must have as many dims as self ", describe(self));
+  for (size_t d = 0; d < index.dim(); ++d) {
+    PTERUN_CHECK(d == dim || index.size(d) <= size_at(self, d), ErrorCode::InvalidArgument, op,
+                 ": index ", describe(index), " is larger than self ", describe(self), " at dim ",
+                 d);
+    PTERUN_CHECK(src == nullptr || index.size(d) <= size_at(*src, d), ErrorCode::InvalidArgument,
+                 op, ": index ", describe(index), " is larger than src ", describe(*src),
+                 " at dim ", d);
+  }
+  if (src != nullptr) {
+    PTERUN_CHECK(std::max<size_t>(src->dim(), 1) == rank, ErrorCode::InvalidArgument, op, ": src ",
+                 describe(*src), " must have as many dims as self");
+  }
+}
+
+}  // namespace
+
+void prepare_embedding(const Tensor& weight, const Tensor& indices, Tensor& out, const char* op) {
+  PTERUN_CHECK(weight.dim() == 2, ErrorCode::InvalidArgument, op, ": weight must be 2-D, got ",
+               describe(weight));
+  check_index_dtype(indices, op);
+  check_same_dtype(out, weight, "out", op);
+  kernels::Shape shape;
+  for (int64_t s : indices.sizes()) shape.push_back(s);
+  shape.push_back(weight.size(1));
+  kernels::resize_output(out, shape.span(), op);
+}
+
+size_t prepare_index_select(const Tensor& self, int64_t dim_arg, const Tensor& index, Tensor& out,
+                            const char* op) {
+  const int64_t rank = static_cast<int64_t>(self.dim());
+  const size_t dim = static_cast<size_t>(kernels::wrap_dim(dim_arg, rank, op));
+  check_index_dtype(index, op);
+  PTERUN_CHECK(index.dim() <= 1, ErrorCode::InvalidArgument, op, ": index must be 0-D or 1-D, got ",
+               describe(index));
+  check_same_dtype(out, self, "out", op);
+  const int64_t n = index.numel();
+  PTERUN_CHECK(rank > 0 || n == 1, ErrorCode::InvalidArgument, op,
+               ": indexing a 0-dim tensor needs exactly one index");
+  kernels::Shape shape;
+  for (size_t d = 0; d < self.dim(); ++d) shape.push_back(d == dim ? n : self.size(d));
+  kernels::resize_output(out, shape.span(), op);
+  return dim;
+}
+
+size_t prepare_gather(const Tensor& self, int64_t dim_arg, const Tensor& index, Tensor& out,
+                      const char* op) {
+  const size_t dim =
+      static_cast<size_t>(kernels::wrap_dim(dim_arg, static_cast<int64_t>(self.dim()), op));
+  check_index_dtype(index, op);
+  check_same_dtype(out, self, "out", op);
+  check_gather_shapes(self, dim, index, nullptr, op);
+  kernels::resize_output(out, index.sizes(), op);
+  return dim;
+}
+
+size_t prepare_scatter(const Tensor& self, int64_t dim_arg, const Tensor& index, const Tensor* src,
+                       Tensor& out, const char* op) {
+  const size_t dim =
+      static_cast<size_t>(kernels::wrap_dim(dim_arg, static_cast<int64_t>(self.dim()), op));
+  check_index_dtype(index, op);
+  check_same_dtype(out, self, "out", op);
+  if (src != nullptr) check_same_dtype(*src, self, "src", op);
+  check_gather_shapes(self, dim, index, src, op);
+  kernels::resize_output(out, self.sizes(), op);
+  return dim;
+}
+
+void prepare_masked_fill(const Tensor& self, const Tensor& mask, Tensor& out, const char* op) {
+  PTERUN_CHECK(mask.dtype() == DType::Bool, ErrorCode::InvalidArgument, op,
+               ": mask must be bool, not ", dtype_name(mask.dtype()));
+  check_same_dtype(out, self, "out", op);
+  kernels::resize_to_broadcast(out, {&self, &mask}, op);
+}
+
+void check_index_put(const Tensor& self, const Tensor& values, const Tensor& target,
+                     bool accumulate, const char* op) {
+  check_same_dtype(values, self, "values", op);
+  check_same_dtype(target, self, "out", op);
+  PTERUN_CHECK(!accumulate || kernels::in_family(self.dtype(), Family::RealHBBF16),
+               ErrorCode::InvalidArgument, op, ": accumulate is not supported for ",
+               dtype_name(self.dtype()));
+}
+
+kernels::Shape put_value_strides(const kernels::IndexPlan& plan, const Tensor& values,
+                                 const char* op) {
+  // values' strides over the result dims, right-aligned with broadcasting.
+  const size_t rr = plan.result.rank;
+  PTERUN_CHECK(values.dim() <= rr, ErrorCode::InvalidArgument, op, ": values ", describe(values),
+               " do not broadcast to the indexed shape");
+  kernels::Shape vstrides;
+  for (size_t r = 0; r < rr; ++r) {
+    int64_t st = 0;
+    if (r >= rr - values.dim()) {
+      size_t vd = r - (rr - values.dim());
+      PTERUN_CHECK(values.size(vd) == 1 || values.size(vd) == plan.result.dims[r],
+                   ErrorCode::InvalidArgument, op, ": values ", describe(values),
+                   " do not broadcast to the indexed shape");
+      st = values.size(vd) == 1 ? 0 : values.stride(vd);
+    }
+    vstrides.push_back(st);
+  }
+  return vstrides;
+}
+
+}  // namespace indexing
+
+namespace {
+
 // ---- embedding -----------------------------------------------------------
 
 // embedding.out(weight, indices, SymInt padding_idx=-1, bool
@@ -103,14 +230,7 @@ void embedding_out(KernelContext& ctx, std::span<Value* const> args) {
   const Tensor& weight = args[0]->to_tensor();
   const Tensor& indices = args[1]->to_tensor();
   Tensor& out = args[5]->to_tensor();
-  PTERUN_CHECK(weight.dim() == 2, ErrorCode::InvalidArgument, op, ": weight must be 2-D, got ",
-               describe(weight));
-  check_index_dtype(indices, op);
-  check_same_dtype(out, weight, "out", op);
-  kernels::Shape shape;
-  for (int64_t s : indices.sizes()) shape.push_back(s);
-  shape.push_back(weight.size(1));
-  kernels::resize_output(out, shape.span(), op);
+  indexing::prepare_embedding(weight, indices, out, op);
   check_all_in_range(indices, weight.size(0), op);
   const size_t k = indices.dim();
   Odometer<2> rows;
@@ -135,19 +255,12 @@ void index_select_out(KernelContext& ctx, std::span<Value* const> args) {
   const char* op = "aten::index_select.out";
   const Tensor& self = args[0]->to_tensor();
   const int64_t rank = static_cast<int64_t>(self.dim());
-  const size_t dim = static_cast<size_t>(kernels::wrap_dim(args[1]->to_int(), rank, op));
   const Tensor& index = args[2]->to_tensor();
   Tensor& out = args[3]->to_tensor();
-  check_index_dtype(index, op);
-  PTERUN_CHECK(index.dim() <= 1, ErrorCode::InvalidArgument, op, ": index must be 0-D or 1-D, got ",
-               describe(index));
-  check_same_dtype(out, self, "out", op);
+  const size_t dim = indexing::prepare_index_select(self, args[1]->to_int(), index, out, op);
   const int64_t n = index.numel();
-  PTERUN_CHECK(rank > 0 || n == 1, ErrorCode::InvalidArgument, op,
-               ": indexing a 0-dim tensor needs exactly one index");
   kernels::Shape shape;
-  for (size_t d = 0; d < self.dim(); ++d) shape.push_back(d == dim ? n : self.size(d));
-  kernels::resize_output(out, shape.span(), op);
+  for (int64_t s : out.sizes()) shape.push_back(s);
   check_all_in_range(index, size_at(self, dim), op);
   if (out.numel() == 0) return;
   // One slice copy per index, the slice's shape being self's with dim = 1.
@@ -167,28 +280,6 @@ void index_select_out(KernelContext& ctx, std::span<Value* const> args) {
 
 // ---- gather / scatter ----------------------------------------------------
 
-/// Checks index (and src) shapes for gather/scatter along `dim`: same rank
-/// as self, and no larger than self (src) in any dim (other than `dim` for
-/// self).
-void check_gather_shapes(const Tensor& self, size_t dim, const Tensor& index, const Tensor* src,
-                         const char* op) {
-  const size_t rank = std::max<size_t>(self.dim(), 1);
-  PTERUN_CHECK(std::max<size_t>(index.dim(), 1) == rank, ErrorCode::InvalidArgument, op, ": index ",
-               describe(index), " must have as many dims as self ", describe(self));
-  for (size_t d = 0; d < index.dim(); ++d) {
-    PTERUN_CHECK(d == dim || index.size(d) <= size_at(self, d), ErrorCode::InvalidArgument, op,
-                 ": index ", describe(index), " is larger than self ", describe(self), " at dim ",
-                 d);
-    PTERUN_CHECK(src == nullptr || index.size(d) <= size_at(*src, d), ErrorCode::InvalidArgument,
-                 op, ": index ", describe(index), " is larger than src ", describe(*src),
-                 " at dim ", d);
-  }
-  if (src != nullptr) {
-    PTERUN_CHECK(std::max<size_t>(src->dim(), 1) == rank, ErrorCode::InvalidArgument, op, ": src ",
-                 describe(*src), " must have as many dims as self");
-  }
-}
-
 /// Odometer over index's dims with strides {index, a (dim zeroed), b}.
 Odometer<3> index_walk(const Tensor& index, size_t dim, const Tensor& a, const Tensor* b) {
   Odometer<3> od;
@@ -204,14 +295,9 @@ Odometer<3> index_walk(const Tensor& index, size_t dim, const Tensor& a, const T
 void gather_out(KernelContext& ctx, std::span<Value* const> args) {
   const char* op = "aten::gather.out";
   const Tensor& self = args[0]->to_tensor();
-  const size_t dim = static_cast<size_t>(
-      kernels::wrap_dim(args[1]->to_int(), static_cast<int64_t>(self.dim()), op));
   const Tensor& index = args[2]->to_tensor();
   Tensor& out = args[4]->to_tensor();
-  check_index_dtype(index, op);
-  check_same_dtype(out, self, "out", op);
-  check_gather_shapes(self, dim, index, nullptr, op);
-  kernels::resize_output(out, index.sizes(), op);
+  const size_t dim = indexing::prepare_gather(self, args[1]->to_int(), index, out, op);
   check_all_in_range(index, size_at(self, dim), op);
   const Odometer<3> walk = index_walk(index, dim, self, &out);
   const size_t es = self.element_size();
@@ -238,16 +324,10 @@ void scatter_out(KernelContext& ctx, std::span<Value* const> args) {
                    : kMode == Scatter::Value ? "aten::scatter.value_out"
                                              : "aten::scatter_add.out";
   const Tensor& self = args[0]->to_tensor();
-  const size_t dim = static_cast<size_t>(
-      kernels::wrap_dim(args[1]->to_int(), static_cast<int64_t>(self.dim()), op));
   const Tensor& index = args[2]->to_tensor();
   const Tensor* src = kMode == Scatter::Value ? nullptr : &args[3]->to_tensor();
   Tensor& out = args[4]->to_tensor();
-  check_index_dtype(index, op);
-  check_same_dtype(out, self, "out", op);
-  if (src != nullptr) check_same_dtype(*src, self, "src", op);
-  check_gather_shapes(self, dim, index, src, op);
-  kernels::resize_output(out, self.sizes(), op);
+  const size_t dim = indexing::prepare_scatter(self, args[1]->to_int(), index, src, out, op);
   check_all_in_range(index, size_at(self, dim), op);
   kernels::strided_copy(ctx, out.data(), out.strides(), self.data(), self.strides(), self.sizes(),
                         self.element_size());
@@ -279,80 +359,6 @@ void scatter_out(KernelContext& ctx, std::span<Value* const> args) {
   });
 }
 
-// ---- slice / select scatter ----------------------------------------------
-
-// slice_scatter.out(self, src, int dim=0, SymInt? start=None, SymInt? end=None,
-//   SymInt step=1, *, out)
-void slice_scatter_out(KernelContext& ctx, std::span<Value* const> args) {
-  const char* op = "aten::slice_scatter.out";
-  const Tensor& self = args[0]->to_tensor();
-  const Tensor& src = args[1]->to_tensor();
-  const int64_t rank = static_cast<int64_t>(self.dim());
-  PTERUN_CHECK(rank > 0, ErrorCode::InvalidArgument, op, ": cannot slice a 0-dim tensor");
-  const size_t dim = static_cast<size_t>(kernels::wrap_dim(args[2]->to_int(), rank, op));
-  std::optional<int64_t> start_arg = args[3]->to_optional_int();
-  std::optional<int64_t> end_arg = args[4]->to_optional_int();
-  const int64_t step = args[5]->to_int();
-  Tensor& out = args[6]->to_tensor();
-  PTERUN_CHECK(step >= 1, ErrorCode::InvalidArgument, op, ": step must be positive, got ", step);
-  check_same_dtype(src, self, "src", op);
-  check_same_dtype(out, self, "out", op);
-  const int64_t size = self.size(dim);
-  int64_t start = start_arg.value_or(0);
-  int64_t end = end_arg.value_or(size);
-  if (start < 0) start += size;
-  if (end < 0) end += size;
-  start = std::clamp<int64_t>(start, 0, size);
-  end = std::clamp<int64_t>(end, 0, size);
-  const int64_t len = end > start ? (end - start + step - 1) / step : 0;
-  bool match = src.dim() == self.dim();
-  for (size_t d = 0; match && d < self.dim(); ++d) {
-    match = src.size(d) == (d == dim ? len : self.size(d));
-  }
-  PTERUN_CHECK(match, ErrorCode::InvalidArgument, op, ": src ", describe(src),
-               " does not match the slice of ", describe(self), " (", len, " along dim ", dim, ")");
-  kernels::resize_output(out, self.sizes(), op);
-  const size_t es = self.element_size();
-  kernels::strided_copy(ctx, out.data(), out.strides(), self.data(), self.strides(), self.sizes(),
-                        es);
-  kernels::Shape dst_strides;
-  for (size_t d = 0; d < out.dim(); ++d) {
-    dst_strides.push_back(d == dim ? out.stride(d) * step : out.stride(d));
-  }
-  kernels::strided_copy(ctx, byte_ptr(out, start * out.stride(dim)), dst_strides.span(), src.data(),
-                        src.strides(), src.sizes(), es);
-}
-
-// select_scatter.out(self, src, int dim, SymInt index, *, out)
-void select_scatter_out(KernelContext& ctx, std::span<Value* const> args) {
-  const char* op = "aten::select_scatter.out";
-  const Tensor& self = args[0]->to_tensor();
-  const Tensor& src = args[1]->to_tensor();
-  const int64_t rank = static_cast<int64_t>(self.dim());
-  PTERUN_CHECK(rank > 0, ErrorCode::InvalidArgument, op, ": cannot select from a 0-dim tensor");
-  const size_t dim = static_cast<size_t>(kernels::wrap_dim(args[2]->to_int(), rank, op));
-  int64_t index = args[3]->to_int();
-  Tensor& out = args[4]->to_tensor();
-  check_same_dtype(src, self, "src", op);
-  check_same_dtype(out, self, "out", op);
-  const int64_t size = self.size(dim);
-  PTERUN_CHECK(index >= -size && index < size, ErrorCode::IndexOutOfRange, op, ": index ", index,
-               " is out of range for dim ", dim, " of size ", size);
-  if (index < 0) index += size;
-  kernels::Shape slice = without(self.sizes(), dim);
-  bool match = src.dim() == slice.rank;
-  for (size_t d = 0; match && d < slice.rank; ++d) match = src.size(d) == slice.dims[d];
-  PTERUN_CHECK(match, ErrorCode::InvalidArgument, op, ": src ", describe(src),
-               " does not match the selected slice of ", describe(self));
-  kernels::resize_output(out, self.sizes(), op);
-  const size_t es = self.element_size();
-  kernels::strided_copy(ctx, out.data(), out.strides(), self.data(), self.strides(), self.sizes(),
-                        es);
-  kernels::Shape dst_strides = without(out.strides(), dim);
-  kernels::strided_copy(ctx, byte_ptr(out, index * out.stride(dim)), dst_strides.span(), src.data(),
-                        src.strides(), src.sizes(), es);
-}
-
 // ---- masked_fill / nonzero -----------------------------------------------
 
 // masked_fill.Scalar_out(self, Tensor mask, Scalar value, *, out)
@@ -362,10 +368,7 @@ void masked_fill_out(KernelContext& ctx, std::span<Value* const> args) {
   const Tensor& mask = args[1]->to_tensor();
   Scalar value = args[2]->to_scalar();
   Tensor& out = args[3]->to_tensor();
-  PTERUN_CHECK(mask.dtype() == DType::Bool, ErrorCode::InvalidArgument, op,
-               ": mask must be bool, not ", dtype_name(mask.dtype()));
-  check_same_dtype(out, self, "out", op);
-  kernels::resize_to_broadcast(out, {&self, &mask}, op);
+  indexing::prepare_masked_fill(self, mask, out, op);
   kernels::visit(self.dtype(), Family::RealHBBF16, op, [&]<typename T>() {
     using C = kernels::ComputeOf<T>;
     const C v = value.is_floating() ? kernels::convert<C>(value.to_double())
@@ -479,22 +482,7 @@ void index_tensor_out(KernelContext& ctx, std::span<Value* const> args) {
 /// `target` (shaped like self) at the indexed positions, in order.
 void put_values(const kernels::IndexPlan& plan, Tensor& target, const int64_t* offsets,
                 const Tensor& values, bool accumulate, const char* op) {
-  // values' strides over the result dims, right-aligned with broadcasting.
-  const size_t rr = plan.result.rank;
-  PTERUN_CHECK(values.dim() <= rr, ErrorCode::InvalidArgument, op, ": values ", describe(values),
-               " do not broadcast to the indexed shape");
-  kernels::Shape vstrides;
-  for (size_t r = 0; r < rr; ++r) {
-    int64_t st = 0;
-    if (r >= rr - values.dim()) {
-      size_t vd = r - (rr - values.dim());
-      PTERUN_CHECK(values.size(vd) == 1 || values.size(vd) == plan.result.dims[r],
-                   ErrorCode::InvalidArgument, op, ": values ", describe(values),
-                   " do not broadcast to the indexed shape");
-      st = values.size(vd) == 1 ? 0 : values.stride(vd);
-    }
-    vstrides.push_back(st);
-  }
+  kernels::Shape vstrides = indexing::put_value_strides(plan, values, op);
   if (plan.result.numel() == 0) return;
   ResultWalk w = result_walk(plan, target.strides(), vstrides.span());
   const int64_t rows = w.rows.count();
@@ -530,11 +518,7 @@ void index_put(KernelContext& ctx, std::span<Value* const> args) {
   const Tensor& values = args[2]->to_tensor();
   const bool accumulate = args[3]->to_bool();
   Tensor& target = kInPlace ? self : args[4]->to_tensor();
-  check_same_dtype(values, self, "values", op);
-  check_same_dtype(target, self, "out", op);
-  PTERUN_CHECK(!accumulate || kernels::in_family(self.dtype(), Family::RealHBBF16),
-               ErrorCode::InvalidArgument, op, ": accumulate is not supported for ",
-               dtype_name(self.dtype()));
+  indexing::check_index_put(self, values, target, accumulate, op);
   kernels::IndexPlan plan = kernels::make_index_plan(self, indices, op);
   if (!kInPlace) kernels::resize_output(target, self.sizes(), op);
   const int64_t* offsets =
@@ -548,6 +532,84 @@ void index_put(KernelContext& ctx, std::span<Value* const> args) {
 
 }  // namespace
 
+// Slice and select scatter are two strided copies each: shape kernels
+// (shape_kernels.h), shared with the CUDA backend.
+namespace shape {
+
+// ---- slice / select scatter ----------------------------------------------
+
+// slice_scatter.out(self, src, int dim=0, SymInt? start=None, SymInt? end=None,
+//   SymInt step=1, *, out)
+void slice_scatter_out(const Mover& m, KernelContext& ctx, Args args) {
+  const char* op = "aten::slice_scatter.out";
+  const Tensor& self = args[0]->to_tensor();
+  const Tensor& src = args[1]->to_tensor();
+  const int64_t rank = static_cast<int64_t>(self.dim());
+  PTERUN_CHECK(rank > 0, ErrorCode::InvalidArgument, op, ": cannot slice a 0-dim tensor");
+  const size_t dim = static_cast<size_t>(kernels::wrap_dim(args[2]->to_int(), rank, op));
+  std::optional<int64_t> start_arg = args[3]->to_optional_int();
+  std::optional<int64_t> end_arg = args[4]->to_optional_int();
+  const int64_t step = args[5]->to_int();
+  Tensor& out = args[6]->to_tensor();
+  PTERUN_CHECK(step >= 1, ErrorCode::InvalidArgument, op, ": step must be positive, got ", step);
+  check_same_dtype(src, self, "src", op);
+  check_same_dtype(out, self, "out", op);
+  const int64_t size = self.size(dim);
+  int64_t start = start_arg.value_or(0);
+  int64_t end = end_arg.value_or(size);
+  if (start < 0) start += size;
+  if (end < 0) end += size;
+  start = std::clamp<int64_t>(start, 0, size);
+  end = std::clamp<int64_t>(end, 0, size);
+  const int64_t len = end > start ? (end - start + step - 1) / step : 0;
+  bool match = src.dim() == self.dim();
+  for (size_t d = 0; match && d < self.dim(); ++d) {
+    match = src.size(d) == (d == dim ? len : self.size(d));
+  }
+  PTERUN_CHECK(match, ErrorCode::InvalidArgument, op, ": src ", describe(src),
+               " does not match the slice of ", describe(self), " (", len, " along dim ", dim, ")");
+  kernels::resize_output(out, self.sizes(), op);
+  const size_t es = self.element_size();
+  m.copy(ctx, out.data(), out.strides(), self.data(), self.strides(), self.sizes(), es);
+  kernels::Shape dst_strides;
+  for (size_t d = 0; d < out.dim(); ++d) {
+    dst_strides.push_back(d == dim ? out.stride(d) * step : out.stride(d));
+  }
+  m.copy(ctx, byte_ptr(out, start * out.stride(dim)), dst_strides.span(), src.data(), src.strides(),
+         src.sizes(), es);
+}
+
+// select_scatter.out(self, src, int dim, SymInt index, *, out)
+void select_scatter_out(const Mover& m, KernelContext& ctx, Args args) {
+  const char* op = "aten::select_scatter.out";
+  const Tensor& self = args[0]->to_tensor();
+  const Tensor& src = args[1]->to_tensor();
+  const int64_t rank = static_cast<int64_t>(self.dim());
+  PTERUN_CHECK(rank > 0, ErrorCode::InvalidArgument, op, ": cannot select from a 0-dim tensor");
+  const size_t dim = static_cast<size_t>(kernels::wrap_dim(args[2]->to_int(), rank, op));
+  int64_t index = args[3]->to_int();
+  Tensor& out = args[4]->to_tensor();
+  check_same_dtype(src, self, "src", op);
+  check_same_dtype(out, self, "out", op);
+  const int64_t size = self.size(dim);
+  PTERUN_CHECK(index >= -size && index < size, ErrorCode::IndexOutOfRange, op, ": index ", index,
+               " is out of range for dim ", dim, " of size ", size);
+  if (index < 0) index += size;
+  kernels::Shape slice = without(self.sizes(), dim);
+  bool match = src.dim() == slice.rank;
+  for (size_t d = 0; match && d < slice.rank; ++d) match = src.size(d) == slice.dims[d];
+  PTERUN_CHECK(match, ErrorCode::InvalidArgument, op, ": src ", describe(src),
+               " does not match the selected slice of ", describe(self));
+  kernels::resize_output(out, self.sizes(), op);
+  const size_t es = self.element_size();
+  m.copy(ctx, out.data(), out.strides(), self.data(), self.strides(), self.sizes(), es);
+  kernels::Shape dst_strides = without(out.strides(), dim);
+  m.copy(ctx, byte_ptr(out, index * out.stride(dim)), dst_strides.span(), src.data(), src.strides(),
+         src.sizes(), es);
+}
+
+}  // namespace shape
+
 void register_index_ops(kernels::KernelRegistry& r) {
   using kernels::Device;
   r.add("aten::embedding.out", Device::CPU, &embedding_out);
@@ -556,8 +618,6 @@ void register_index_ops(kernels::KernelRegistry& r) {
   r.add("aten::scatter.src_out", Device::CPU, &scatter_out<Scatter::Src>);
   r.add("aten::scatter.value_out", Device::CPU, &scatter_out<Scatter::Value>);
   r.add("aten::scatter_add.out", Device::CPU, &scatter_out<Scatter::Add>);
-  r.add("aten::slice_scatter.out", Device::CPU, &slice_scatter_out);
-  r.add("aten::select_scatter.out", Device::CPU, &select_scatter_out);
   r.add("aten::masked_fill.Scalar_out", Device::CPU, &masked_fill_out);
   r.add("aten::nonzero.out", Device::CPU, &nonzero_out);
   r.add("aten::index.Tensor_out", Device::CPU, &index_tensor_out);

@@ -12,9 +12,10 @@
 #include "pterun/kernels/common/strided_copy.h"
 
 namespace pterun::cpu {
-namespace {
 
 using kernels::KernelContext;
+
+namespace {
 
 void check_dtypes(const char* op, std::initializer_list<const Tensor*> ts) {
   const DType d = (*ts.begin())->dtype();
@@ -39,8 +40,24 @@ MatrixView view3d(const Tensor& t) {
   return {t.data(), t.stride(0), t.stride(1), t.stride(2)};
 }
 
+void check_scalar(const char* op, const char* name, const Scalar& s, DType d) {
+  PTERUN_CHECK(!(s.is_floating() && kernels::is_integral(d, true)), ErrorCode::InvalidArgument, op,
+               ": a floating ", name, " needs floating tensors, not ", dtype_name(d));
+}
+
+/// True when dims [0, last) of `t` merge into one dimension of stride
+/// t.stride(last - 1).
+bool leading_dims_merge(const Tensor& t, size_t last) {
+  for (size_t d = 0; d + 1 < last; ++d) {
+    if (t.size(d) != 1 && t.stride(d) != t.stride(d + 1) * t.size(d + 1)) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
 // mm.out(self, mat2, *, out): out = self @ mat2, strictly 2-D.
-void mm_out(KernelContext& ctx, std::span<Value* const> args) {
+void mm_out_with(const GemmBackend& be, KernelContext& ctx, std::span<Value* const> args) {
   const char* op = "aten::mm.out";
   const Tensor& a = args[0]->to_tensor();
   const Tensor& b = args[1]->to_tensor();
@@ -60,11 +77,11 @@ void mm_out(KernelContext& ctx, std::span<Value* const> args) {
   p.a = view2d(a);
   p.b = view2d(b);
   p.c = view2d(out);
-  gemm(ctx, p, op);
+  be.gemm(ctx, p, op);
 }
 
 // bmm.out(self, mat2, *, out): batched, strictly 3-D with equal batch sizes.
-void bmm_out(KernelContext& ctx, std::span<Value* const> args) {
+void bmm_out_with(const GemmBackend& be, KernelContext& ctx, std::span<Value* const> args) {
   const char* op = "aten::bmm.out";
   const Tensor& a = args[0]->to_tensor();
   const Tensor& b = args[1]->to_tensor();
@@ -85,17 +102,12 @@ void bmm_out(KernelContext& ctx, std::span<Value* const> args) {
   p.a = view3d(a);
   p.b = view3d(b);
   p.c = view3d(out);
-  gemm(ctx, p, op);
-}
-
-void check_scalar(const char* op, const char* name, const Scalar& s, DType d) {
-  PTERUN_CHECK(!(s.is_floating() && kernels::is_integral(d, true)), ErrorCode::InvalidArgument, op,
-               ": a floating ", name, " needs floating tensors, not ", dtype_name(d));
+  be.gemm(ctx, p, op);
 }
 
 // addmm.out(self, mat1, mat2, *, beta, alpha, out):
 // out = beta * self + alpha * (mat1 @ mat2), self broadcasting to [m, n].
-void addmm_out(KernelContext& ctx, std::span<Value* const> args) {
+void addmm_out_with(const GemmBackend& be, KernelContext& ctx, std::span<Value* const> args) {
   const char* op = "aten::addmm.out";
   const Tensor& self = args[0]->to_tensor();
   const Tensor& a = args[1]->to_tensor();
@@ -140,28 +152,19 @@ void addmm_out(KernelContext& ctx, std::span<Value* const> args) {
       p.bias = self.data();  // one bias row added by the GEMM
     } else {
       if (self.data() != out.data()) {
-        kernels::strided_copy(ctx, out.data(), out.strides(), self.data(), self_strides, sizes,
-                              out.element_size());
+        be.copy(ctx, out.data(), out.strides(), self.data(), self_strides, sizes,
+                out.element_size());
       }
       p.accumulate = true;
       p.beta = beta;
     }
   }
-  gemm(ctx, p, op);
-}
-
-/// True when dims [0, last) of `t` merge into one dimension of stride
-/// t.stride(last - 1).
-bool leading_dims_merge(const Tensor& t, size_t last) {
-  for (size_t d = 0; d + 1 < last; ++d) {
-    if (t.size(d) != 1 && t.stride(d) != t.stride(d + 1) * t.size(d + 1)) return false;
-  }
-  return true;
+  be.gemm(ctx, p, op);
 }
 
 // linear.out(input, weight, bias=None, *, out): out = input @ weight^T + bias,
 // over the leading dims of input.
-void linear_out(KernelContext& ctx, std::span<Value* const> args) {
+void linear_out_with(const GemmBackend& be, KernelContext& ctx, std::span<Value* const> args) {
   const char* op = "aten::linear.out";
   const Tensor& in = args[0]->to_tensor();
   const Tensor& w = args[1]->to_tensor();
@@ -194,7 +197,7 @@ void linear_out(KernelContext& ctx, std::span<Value* const> args) {
     p.m = 1;
     p.a = {in.data(), 0, 0, in.stride(0)};
     p.c = {out.data(), 0, 0, out.stride(0)};
-    gemm(ctx, p, op);
+    be.gemm(ctx, p, op);
     return;
   }
   if (leading_dims_merge(in, r - 1) && leading_dims_merge(out, r - 1)) {
@@ -202,7 +205,7 @@ void linear_out(KernelContext& ctx, std::span<Value* const> args) {
     for (size_t d = 0; d + 1 < r; ++d) p.m *= in.size(d);
     p.a = {in.data(), 0, in.stride(r - 2), in.stride(r - 1)};
     p.c = {out.data(), 0, out.stride(r - 2), out.stride(r - 1)};
-    gemm(ctx, p, op);
+    be.gemm(ctx, p, op);
     return;
   }
   // Leading dims with an unusual order: one GEMM per [rows, k] slice.
@@ -221,8 +224,31 @@ void linear_out(KernelContext& ctx, std::span<Value* const> args) {
     p.a = {static_cast<const char*>(in.data()) + in_off * es, 0, in.stride(r - 2),
            in.stride(r - 1)};
     p.c = {static_cast<char*>(out.data()) + out_off * es, 0, out.stride(r - 2), out.stride(r - 1)};
-    gemm(ctx, p, op);
+    be.gemm(ctx, p, op);
   }
+}
+
+namespace {
+
+void cpu_copy(KernelContext& ctx, void* dst, std::span<const int64_t> dst_strides, const void* src,
+              std::span<const int64_t> src_strides, std::span<const int64_t> sizes,
+              size_t element_size) {
+  kernels::strided_copy(ctx, dst, dst_strides, src, src_strides, sizes, element_size);
+}
+
+constexpr GemmBackend kCpu{&gemm, &cpu_copy};
+
+void mm_out(KernelContext& ctx, std::span<Value* const> args) {
+  mm_out_with(kCpu, ctx, args);
+}
+void bmm_out(KernelContext& ctx, std::span<Value* const> args) {
+  bmm_out_with(kCpu, ctx, args);
+}
+void addmm_out(KernelContext& ctx, std::span<Value* const> args) {
+  addmm_out_with(kCpu, ctx, args);
+}
+void linear_out(KernelContext& ctx, std::span<Value* const> args) {
+  linear_out_with(kCpu, ctx, args);
 }
 
 }  // namespace

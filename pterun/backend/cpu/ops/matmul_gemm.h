@@ -5,10 +5,13 @@
 // CPU has them, else through f32 copies), our own blocked loops for f64 and
 // integers (same-dtype wraparound arithmetic, as torch).
 
+#include <cstddef>
 #include <cstdint>
+#include <span>
 
 #include "pterun/core/dtype.h"
 #include "pterun/core/scalar.h"
+#include "pterun/core/value.h"
 #include "pterun/kernels/kernel.h"
 
 namespace pterun::cpu {
@@ -43,5 +46,23 @@ void gemm(kernels::KernelContext& ctx, const GemmProblem& p, const char* op);
 /// gemm() for small f32 products (matmul_small.cpp): register-blocked
 /// loops, single-threaded, without oneDNN's per-call cost.
 void gemm_small_f32(kernels::KernelContext& ctx, const GemmProblem& p);
+
+/// What the matrix ops (mm, bmm, addmm, linear in matmul.cpp) run on: the
+/// CPU's gemm and strided copy, or the CUDA backend's. The ops' argument
+/// checks and output resizing are shared; only these two calls differ.
+struct GemmBackend {
+  void (*gemm)(kernels::KernelContext& ctx, const GemmProblem& p, const char* op);
+  /// kernels::strided_copy's contract (strides in elements, 0 broadcasts).
+  void (*copy)(kernels::KernelContext& ctx, void* dst, std::span<const int64_t> dst_strides,
+               const void* src, std::span<const int64_t> src_strides,
+               std::span<const int64_t> sizes, size_t element_size);
+};
+
+void mm_out_with(const GemmBackend& be, kernels::KernelContext& ctx, std::span<Value* const> args);
+void bmm_out_with(const GemmBackend& be, kernels::KernelContext& ctx, std::span<Value* const> args);
+void addmm_out_with(const GemmBackend& be, kernels::KernelContext& ctx,
+                    std::span<Value* const> args);
+void linear_out_with(const GemmBackend& be, kernels::KernelContext& ctx,
+                     std::span<Value* const> args);
 
 }  // namespace pterun::cpu

@@ -10,14 +10,6 @@
 #include "pterun/kernels/common/dtype_util.h"
 
 namespace pterun::cpu::pool {
-namespace {
-
-/// Output size and scale factors of an upsample .vec op: exactly one of
-/// output_size and scale_factors is given; sizes from scales truncate.
-struct Resample {
-  std::array<int64_t, 2> size{};
-  std::array<std::optional<double>, 2> scale;
-};
 
 Resample resample_args(const char* op, const Tensor& in, const Value& size_arg,
                        const Value& scales_arg) {
@@ -46,6 +38,8 @@ Resample resample_args(const char* op, const Tensor& in, const Value& size_arg,
                r.size[0], ", ", r.size[1], "] must be positive");
   return r;
 }
+
+namespace {
 
 /// torch's compute_scales_value: 1/scale when given, else in/out.
 template <typename C>

@@ -6,6 +6,7 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <span>
 
 #include "pterun/core/error.h"
@@ -152,6 +153,18 @@ inline void check_same_dtype(const char* op, const Tensor& in, const Tensor& out
   PTERUN_CHECK(out.dtype() == in.dtype(), ErrorCode::InvalidArgument, op, ": out ", describe(out),
                " must have the input's dtype ", dtype_name(in.dtype()));
 }
+
+/// Output size and scale factors of an upsample .vec op: exactly one of
+/// output_size and scale_factors is given; sizes from scales truncate.
+struct Resample {
+  std::array<int64_t, 2> size{};
+  std::array<std::optional<double>, 2> scale;
+};
+
+/// Checks an upsample .vec op's input (4-D) and its output_size /
+/// scale_factors arguments, and works out the output size.
+Resample resample_args(const char* op, const Tensor& in, const Value& size_arg,
+                       const Value& scales_arg);
 
 // Kernels registered by register_pool_ops (pool.cpp), defined in
 // pool_max.cpp and pool_resample.cpp.

@@ -3,9 +3,9 @@
 // write metadata only, so every backend registers these same functions.
 
 #include <cmath>
-#include <cstring>
 
 #include "pterun/backend/cpu/ops/ops.h"
+#include "pterun/backend/cpu/ops/shape_kernels.h"
 #include "pterun/core/error.h"
 #include "pterun/core/value.h"
 #include "pterun/kernels/common/dtype_util.h"
@@ -227,9 +227,15 @@ void et_view(KernelContext&, Args args) {
   out.set_data(self.data(), self.capacity());
 }
 
+}  // namespace
+
+// et_copy_index moves bytes: a shape kernel (shape_kernels.h), shared with
+// the CUDA backend.
+namespace shape {
+
 // executorch_prim::et_copy_index.tensor(Tensor copy_to, Tensor copy_from,
 // int index): copy_to[index] = copy_from, growing copy_to's first dim.
-void et_copy_index(KernelContext&, Args args) {
+void et_copy_index(const Mover& m, KernelContext& ctx, Args args) {
   const char* op = "executorch_prim::et_copy_index.tensor";
   Tensor& to = args[0]->to_tensor();
   const Tensor& from = args[1]->to_tensor();
@@ -248,11 +254,12 @@ void et_copy_index(KernelContext&, Args args) {
     for (size_t d = 0; d < to.dim(); ++d) s.push_back(d == 0 ? index + 1 : to.size(d));
     kernels::resize_output(to, s.span(), op);
   }
-  size_t row = from.nbytes();
-  std::memcpy(static_cast<char*>(to.data()) + static_cast<size_t>(index) * row, from.data(), row);
+  const size_t row = from.nbytes();
+  copy_dense(m, ctx, static_cast<char*>(to.data()) + static_cast<size_t>(index) * row, from.data(),
+             from.numel(), from.element_size());
 }
 
-}  // namespace
+}  // namespace shape
 
 void register_prim_ops(kernels::KernelRegistry& r) {
   using kernels::Device;
@@ -286,7 +293,6 @@ void register_prim_ops(kernels::KernelRegistry& r) {
   }
   // These read tensor memory, so they are host-only.
   r.add("aten::_local_scalar_dense", Device::CPU, &local_scalar_dense);
-  r.add("executorch_prim::et_copy_index.tensor", Device::CPU, &et_copy_index);
 }
 
 }  // namespace pterun::cpu

@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "pterun/backend/cpu/ops/ops.h"
+#include "pterun/backend/cpu/ops/reduce_args.h"
 #include "pterun/core/value.h"
 #include "pterun/kernels/common/reduce_util.h"
 
@@ -15,33 +16,6 @@ namespace {
 using kernels::DimMask;
 using kernels::Family;
 using kernels::KernelContext;
-
-std::optional<DType> optional_dtype(const Value& v, const char* op) {
-  std::optional<int64_t> n = v.to_optional_int();
-  if (!n.has_value()) return std::nullopt;
-  std::optional<DType> d = dtype_from_number(static_cast<int>(*n));
-  PTERUN_CHECK(d.has_value(), ErrorCode::InvalidArgument, op, ": unknown dtype number ", *n);
-  return d;
-}
-
-void check_dtype_arg(std::optional<DType> dtype, const Tensor& out, const char* op) {
-  PTERUN_CHECK(!dtype.has_value() || *dtype == out.dtype(), ErrorCode::InvalidArgument, op,
-               ": out has dtype ", dtype_name(out.dtype()), " but dtype=", dtype_name(*dtype),
-               " was requested");
-}
-
-void check_real(const Tensor& t, Family family, const char* what, const char* op) {
-  PTERUN_CHECK(kernels::in_family(t.dtype(), family), ErrorCode::InvalidArgument, op, ": ", what,
-               " dtype ", dtype_name(t.dtype()), " is not supported");
-}
-
-/// Resizes `out` for a reduction of `in` over `mask` and plans the walk.
-kernels::ReducePlan prepare(const Tensor& in, Tensor& out, DimMask mask, bool keepdim,
-                            const char* op) {
-  kernels::Shape shape = kernels::reduced_shape(in, mask, keepdim);
-  kernels::resize_output(out, shape.span(), op);
-  return kernels::make_reduce_plan(in, out, mask, keepdim);
-}
 
 /// Sums into `out` with an accumulator chosen by out's dtype: float for
 /// f16/bf16/f32, double for f64, wrapping 64-bit for integers, "any" for
@@ -76,7 +50,7 @@ void sum_dim_out(KernelContext& ctx, std::span<Value* const> args) {
   check_real(in, Family::RealHBBF16, "input", op);
   check_real(out, Family::RealHBBF16, "out", op);
   DimMask mask = kernels::reduce_dim_mask(dims, static_cast<int64_t>(in.dim()), op);
-  run_additive<kernels::SumOp>(ctx, in, out, prepare(in, out, mask, keepdim, op));
+  run_additive<kernels::SumOp>(ctx, in, out, prepare_reduction(in, out, mask, keepdim, op));
 }
 
 // sum.out(self, *, ScalarType? dtype, out): the whole tensor.
@@ -89,7 +63,7 @@ void sum_all_out(KernelContext& ctx, std::span<Value* const> args) {
   check_real(in, Family::RealHBBF16, "input", op);
   check_real(out, Family::RealHBBF16, "out", op);
   DimMask mask = kernels::reduce_dim_mask(std::nullopt, static_cast<int64_t>(in.dim()), op);
-  run_additive<kernels::SumOp>(ctx, in, out, prepare(in, out, mask, false, op));
+  run_additive<kernels::SumOp>(ctx, in, out, prepare_reduction(in, out, mask, false, op));
 }
 
 void mean_impl(KernelContext& ctx, const Tensor& in, std::optional<std::span<const int64_t>> dims,
@@ -105,7 +79,7 @@ void mean_impl(KernelContext& ctx, const Tensor& in, std::optional<std::span<con
                  describe(out), " must be floating (or pass a floating dtype)");
   }
   DimMask mask = kernels::reduce_dim_mask(dims, static_cast<int64_t>(in.dim()), op);
-  run_additive<kernels::MeanOp>(ctx, in, out, prepare(in, out, mask, keepdim, op));
+  run_additive<kernels::MeanOp>(ctx, in, out, prepare_reduction(in, out, mask, keepdim, op));
 }
 
 // mean.out(self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype, out)
@@ -151,7 +125,7 @@ void prod_out(KernelContext& ctx, std::span<Value* const> args) {
   } else {
     mask = kernels::reduce_dim_mask(std::nullopt, rank, op);
   }
-  kernels::ReducePlan p = prepare(in, out, mask, keepdim, op);
+  kernels::ReducePlan p = prepare_reduction(in, out, mask, keepdim, op);
   if (out.dtype() == DType::Bool) {
     kernels::reduce(ctx, in, out, p, kernels::AllOp{});
   } else {
@@ -197,7 +171,7 @@ void any_all_out(KernelContext& ctx, std::span<Value* const> args) {
   PTERUN_CHECK(out.dtype() == DType::Bool || out.dtype() == DType::UInt8,
                ErrorCode::InvalidArgument, op, ": out must be bool or uint8, not ",
                dtype_name(out.dtype()));
-  kernels::ReducePlan p = prepare(in, out, mask, keepdim, op);
+  kernels::ReducePlan p = prepare_reduction(in, out, mask, keepdim, op);
   if constexpr (kAny) {
     kernels::reduce(ctx, in, out, p, kernels::AnyOp{});
   } else {
@@ -218,7 +192,7 @@ void amax_amin_out(KernelContext& ctx, std::span<Value* const> args) {
   DimMask mask = kernels::reduce_dim_mask(dims, static_cast<int64_t>(in.dim()), op);
   PTERUN_CHECK(kernels::reduced_count(in, mask) > 0, ErrorCode::InvalidArgument, op,
                ": cannot reduce over an empty dimension of ", describe(in));
-  kernels::ReducePlan p = prepare(in, out, mask, keepdim, op);
+  kernels::ReducePlan p = prepare_reduction(in, out, mask, keepdim, op);
   kernels::visit(in.dtype(), Family::RealHBBF16, op, [&]<typename T>() {
     kernels::reduce(ctx, in, out, p, kernels::ExtremeOp<kernels::ComputeOf<T>, kMax>{});
   });
@@ -237,7 +211,7 @@ void max_min_unary_out(KernelContext& ctx, std::span<Value* const> args) {
   PTERUN_CHECK(in.numel() > 0, ErrorCode::InvalidArgument, op,
                ": the input is empty; specify a dim");
   DimMask mask = kernels::reduce_dim_mask(std::nullopt, static_cast<int64_t>(in.dim()), op);
-  kernels::ReducePlan p = prepare(in, out, mask, false, op);
+  kernels::ReducePlan p = prepare_reduction(in, out, mask, false, op);
   kernels::visit(in.dtype(), Family::RealHBBF16, op, [&]<typename T>() {
     kernels::reduce(ctx, in, out, p, kernels::ExtremeOp<kernels::ComputeOf<T>, kMax>{});
   });
@@ -310,9 +284,9 @@ void var_out(KernelContext& ctx, std::span<Value* const> args) {
   PTERUN_CHECK(mean_out == nullptr || kernels::is_floating(mean_out->dtype()),
                ErrorCode::InvalidArgument, op, ": the mean out must be floating");
   DimMask mask = kernels::reduce_dim_mask(dims, static_cast<int64_t>(in.dim()), op);
-  kernels::ReducePlan p = prepare(in, out, mask, keepdim, op);
+  kernels::ReducePlan p = prepare_reduction(in, out, mask, keepdim, op);
   if (mean_out != nullptr) {
-    kernels::ReducePlan pm = prepare(in, *mean_out, mask, keepdim, op);
+    kernels::ReducePlan pm = prepare_reduction(in, *mean_out, mask, keepdim, op);
     variance(ctx, in, &out, mean_out, p, pm, correction);
   } else {
     variance(ctx, in, &out, nullptr, p, p, correction);

@@ -9,6 +9,7 @@
 
 #include "pterun/backend/cpu/ops/ops.h"
 #include "pterun/backend/cpu/ops/shape_copy.h"
+#include "pterun/backend/cpu/ops/shape_kernels.h"
 #include "pterun/core/checked_math.h"
 #include "pterun/core/error.h"
 #include "pterun/core/value.h"
@@ -53,19 +54,23 @@ Shape infer_size(std::span<const int64_t> size, int64_t numel, const char* op) {
   return s;
 }
 
+}  // namespace
+
+namespace shape {
+
 // view_copy.out(Tensor self, SymInt[] size, *, Tensor(a!) out)
-void view_copy_out(KernelContext& ctx, std::span<Value* const> args) {
+void view_copy_out(const Mover& m, KernelContext& ctx, Args args) {
   const char* op = "aten::view_copy.out";
   const Tensor& in = args[0]->to_tensor();
   Tensor& out = args[2]->to_tensor();
   check_same_dtype(in, out, op);
   Shape size = infer_size(args[1]->to_int_list(), in.numel(), op);
   kernels::resize_output(out, size.span(), op);
-  reshape_copy(ctx, out, in);
+  reshape_copy(ctx, out, in, m);
 }
 
 // permute_copy.out(Tensor self, int[] dims, *, Tensor(a!) out)
-void permute_copy_out(KernelContext& ctx, std::span<Value* const> args) {
+void permute_copy_out(const Mover& m, KernelContext& ctx, Args args) {
   const char* op = "aten::permute_copy.out";
   const Tensor& in = args[0]->to_tensor();
   auto dims = args[1]->to_int_list();
@@ -82,11 +87,11 @@ void permute_copy_out(KernelContext& ctx, std::span<Value* const> args) {
     seen |= 1u << w;
     v.push_back(in.size(w), in.stride(w));
   }
-  copy_view_into(ctx, out, in, v, op);
+  copy_view_into(ctx, out, in, v, op, m);
 }
 
 // expand_copy.out(Tensor self, SymInt[] size, *, bool implicit=False, Tensor(a!) out)
-void expand_copy_out(KernelContext& ctx, std::span<Value* const> args) {
+void expand_copy_out(const Mover& m, KernelContext& ctx, Args args) {
   const char* op = "aten::expand_copy.out";
   const Tensor& in = args[0]->to_tensor();
   auto size = args[1]->to_int_list();
@@ -109,11 +114,11 @@ void expand_copy_out(KernelContext& ctx, std::span<Value* const> args) {
                  ": cannot expand size ", have, " to ", s, " in dimension ", d);
     v.push_back(s, have == s ? in.stride(d - lead) : 0);
   }
-  copy_view_into(ctx, out, in, v, op);
+  copy_view_into(ctx, out, in, v, op, m);
 }
 
 // unsqueeze_copy.out(Tensor self, int dim, *, Tensor(a!) out)
-void unsqueeze_copy_out(KernelContext& ctx, std::span<Value* const> args) {
+void unsqueeze_copy_out(const Mover& m, KernelContext& ctx, Args args) {
   const char* op = "aten::unsqueeze_copy.out";
   const Tensor& in = args[0]->to_tensor();
   Tensor& out = args[2]->to_tensor();
@@ -124,8 +129,10 @@ void unsqueeze_copy_out(KernelContext& ctx, std::span<Value* const> args) {
     if (int64_t(d) == dim) u.push_back(1, 0);
     if (d < in.dim()) u.push_back(v.sizes.dims[d], v.strides.dims[d]);
   }
-  copy_view_into(ctx, out, in, u, op);
+  copy_view_into(ctx, out, in, u, op, m);
 }
+
+namespace {
 
 /// The view of `in` without the dimensions flagged in `drop` that have
 /// size 1.
@@ -138,17 +145,19 @@ View squeezed(const Tensor& in, uint32_t drop) {
   return v;
 }
 
+}  // namespace
+
 // squeeze_copy.dim_out(Tensor self, int dim, *, Tensor(a!) out)
-void squeeze_copy_dim_out(KernelContext& ctx, std::span<Value* const> args) {
+void squeeze_copy_dim_out(const Mover& m, KernelContext& ctx, Args args) {
   const char* op = "aten::squeeze_copy.dim_out";
   const Tensor& in = args[0]->to_tensor();
   Tensor& out = args[2]->to_tensor();
   int64_t dim = wrap_dim(args[1]->to_int(), int64_t(in.dim()), op);
-  copy_view_into(ctx, out, in, squeezed(in, in.dim() == 0 ? 0 : 1u << dim), op);
+  copy_view_into(ctx, out, in, squeezed(in, in.dim() == 0 ? 0 : 1u << dim), op, m);
 }
 
 // squeeze_copy.dims_out(Tensor self, int[] dim, *, Tensor(a!) out)
-void squeeze_copy_dims_out(KernelContext& ctx, std::span<Value* const> args) {
+void squeeze_copy_dims_out(const Mover& m, KernelContext& ctx, Args args) {
   const char* op = "aten::squeeze_copy.dims_out";
   const Tensor& in = args[0]->to_tensor();
   Tensor& out = args[2]->to_tensor();
@@ -159,15 +168,17 @@ void squeeze_copy_dims_out(KernelContext& ctx, std::span<Value* const> args) {
                  ": dimension ", w, " repeats in dim");
     if (in.dim() > 0) drop |= 1u << w;
   }
-  copy_view_into(ctx, out, in, squeezed(in, drop), op);
+  copy_view_into(ctx, out, in, squeezed(in, drop), op, m);
 }
 
 // squeeze_copy.out(Tensor self, *, Tensor(a!) out): drops every size-1 dim.
-void squeeze_copy_out(KernelContext& ctx, std::span<Value* const> args) {
+void squeeze_copy_out(const Mover& m, KernelContext& ctx, Args args) {
   const char* op = "aten::squeeze_copy.out";
   const Tensor& in = args[0]->to_tensor();
-  copy_view_into(ctx, args[1]->to_tensor(), in, squeezed(in, ~0u), op);
+  copy_view_into(ctx, args[1]->to_tensor(), in, squeezed(in, ~0u), op, m);
 }
+
+namespace {
 
 /// Python slice bound: negative counts from the end, then clamped.
 int64_t clamp_bound(int64_t v, int64_t size) {
@@ -175,9 +186,11 @@ int64_t clamp_bound(int64_t v, int64_t size) {
   return v < 0 ? 0 : (v > size ? size : v);
 }
 
+}  // namespace
+
 // slice_copy.Tensor_out(Tensor self, int dim=0, SymInt? start=None, SymInt? end=None,
 //                       SymInt step=1, *, Tensor(a!) out)
-void slice_copy_out(KernelContext& ctx, std::span<Value* const> args) {
+void slice_copy_out(const Mover& m, KernelContext& ctx, Args args) {
   const char* op = "aten::slice_copy.Tensor_out";
   const Tensor& in = args[0]->to_tensor();
   Tensor& out = args[5]->to_tensor();
@@ -194,8 +207,10 @@ void slice_copy_out(KernelContext& ctx, std::span<Value* const> args) {
   v.sizes.dims[dim] = len;
   v.strides.dims[dim] = in.stride(dim) * step;
   v.offset = len > 0 ? start * in.stride(dim) : 0;
-  copy_view_into(ctx, out, in, v, op);
+  copy_view_into(ctx, out, in, v, op, m);
 }
+
+namespace {
 
 /// The view of `in` without dimension `dim`, at `index` along it.
 View select_view(const Tensor& in, int64_t dim, int64_t index) {
@@ -207,8 +222,10 @@ View select_view(const Tensor& in, int64_t dim, int64_t index) {
   return v;
 }
 
+}  // namespace
+
 // select_copy.int_out(Tensor self, int dim, SymInt index, *, Tensor(a!) out)
-void select_copy_out(KernelContext& ctx, std::span<Value* const> args) {
+void select_copy_out(const Mover& m, KernelContext& ctx, Args args) {
   const char* op = "aten::select_copy.int_out";
   const Tensor& in = args[0]->to_tensor();
   Tensor& out = args[3]->to_tensor();
@@ -219,11 +236,11 @@ void select_copy_out(KernelContext& ctx, std::span<Value* const> args) {
   const int64_t size = in.size(dim);
   PTERUN_CHECK(index >= -size && index < size, ErrorCode::IndexOutOfRange, op, ": index ", index,
                " is out of range for size ", size, " in dimension ", dim);
-  copy_view_into(ctx, out, in, select_view(in, dim, index < 0 ? index + size : index), op);
+  copy_view_into(ctx, out, in, select_view(in, dim, index < 0 ? index + size : index), op, m);
 }
 
 // narrow_copy.out(Tensor self, int dim, SymInt start, SymInt length, *, Tensor(a!) out)
-void narrow_copy_out(KernelContext& ctx, std::span<Value* const> args) {
+void narrow_copy_out(const Mover& m, KernelContext& ctx, Args args) {
   const char* op = "aten::narrow_copy.out";
   const Tensor& in = args[0]->to_tensor();
   Tensor& out = args[4]->to_tensor();
@@ -241,8 +258,10 @@ void narrow_copy_out(KernelContext& ctx, std::span<Value* const> args) {
   View v = view_of(in);
   v.sizes.dims[dim] = length;
   v.offset = start * in.stride(dim);
-  copy_view_into(ctx, out, in, v, op);
+  copy_view_into(ctx, out, in, v, op, m);
 }
+
+namespace {
 
 View transposed(const Tensor& in, int64_t d0, int64_t d1) {
   View v = view_of(in);
@@ -253,29 +272,31 @@ View transposed(const Tensor& in, int64_t d0, int64_t d1) {
   return v;
 }
 
+}  // namespace
+
 // transpose_copy.int_out(Tensor self, int dim0, int dim1, *, Tensor(a!) out)
-void transpose_copy_out(KernelContext& ctx, std::span<Value* const> args) {
+void transpose_copy_out(const Mover& m, KernelContext& ctx, Args args) {
   const char* op = "aten::transpose_copy.int_out";
   const Tensor& in = args[0]->to_tensor();
   const auto rank = int64_t(in.dim());
   int64_t d0 = wrap_dim(args[1]->to_int(), rank, op);
   int64_t d1 = wrap_dim(args[2]->to_int(), rank, op);
-  copy_view_into(ctx, args[3]->to_tensor(), in, transposed(in, d0, d1), op);
+  copy_view_into(ctx, args[3]->to_tensor(), in, transposed(in, d0, d1), op, m);
 }
 
 // t_copy.out(Tensor self, *, Tensor(a!) out): transpose of a tensor of rank <= 2.
-void t_copy_out(KernelContext& ctx, std::span<Value* const> args) {
+void t_copy_out(const Mover& m, KernelContext& ctx, Args args) {
   const char* op = "aten::t_copy.out";
   const Tensor& in = args[0]->to_tensor();
   PTERUN_CHECK(in.dim() <= 2, ErrorCode::InvalidArgument, op,
                ": expects a tensor of rank <= 2, got ", describe(in));
-  copy_view_into(ctx, args[1]->to_tensor(), in, transposed(in, 0, in.dim() == 2 ? 1 : 0), op);
+  copy_view_into(ctx, args[1]->to_tensor(), in, transposed(in, 0, in.dim() == 2 ? 1 : 0), op, m);
 }
 
 // as_strided_copy.out(Tensor self, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None,
 //                     *, Tensor(a!) out). The strides address the input's storage: its
 // elements in memory order, whatever its dim order.
-void as_strided_copy_out(KernelContext& ctx, std::span<Value* const> args) {
+void as_strided_copy_out(const Mover& m, KernelContext& ctx, Args args) {
   const char* op = "aten::as_strided_copy.out";
   const Tensor& in = args[0]->to_tensor();
   auto size = args[1]->to_int_list();
@@ -305,21 +326,23 @@ void as_strided_copy_out(KernelContext& ctx, std::span<Value* const> args) {
   }
   PTERUN_CHECK(empty || (!overflow && last < uint64_t(in.numel())), ErrorCode::IndexOutOfRange, op,
                ": the view reaches outside the input's ", in.numel(), " elements");
-  copy_view_into(ctx, out, in, v, op);
+  copy_view_into(ctx, out, in, v, op, m);
 }
 
 // alias_copy.out / detach_copy.out (Tensor self, *, Tensor(a!) out): a plain copy.
-template <const char* kOp>
-void plain_copy_out(KernelContext& ctx, std::span<Value* const> args) {
+void alias_copy_out(const Mover& m, KernelContext& ctx, Args args) {
   const Tensor& in = args[0]->to_tensor();
-  copy_view_into(ctx, args[1]->to_tensor(), in, view_of(in), kOp);
+  copy_view_into(ctx, args[1]->to_tensor(), in, view_of(in), "aten::alias_copy.out", m);
 }
-constexpr char kAliasCopy[] = "aten::alias_copy.out";
-constexpr char kDetachCopy[] = "aten::detach_copy.out";
+
+void detach_copy_out(const Mover& m, KernelContext& ctx, Args args) {
+  const Tensor& in = args[0]->to_tensor();
+  copy_view_into(ctx, args[1]->to_tensor(), in, view_of(in), "aten::detach_copy.out", m);
+}
 
 // unfold_copy.out(Tensor self, int dimension, int size, int step, *, Tensor(a!) out):
 // windows of `size` every `step` along `dimension`, as a new last dimension.
-void unfold_copy_out(KernelContext& ctx, std::span<Value* const> args) {
+void unfold_copy_out(const Mover& m, KernelContext& ctx, Args args) {
   const char* op = "aten::unfold_copy.out";
   const Tensor& in = args[0]->to_tensor();
   int64_t dim = wrap_dim(args[1]->to_int(), int64_t(in.dim()), op);
@@ -339,11 +362,11 @@ void unfold_copy_out(KernelContext& ctx, std::span<Value* const> args) {
     v.strides.dims[dim] = in.stride(dim) * step;
     v.push_back(size, in.stride(dim));
   }
-  copy_view_into(ctx, out, in, v, op);
+  copy_view_into(ctx, out, in, v, op, m);
 }
 
 // diagonal_copy.out(Tensor self, int offset=0, int dim1=0, int dim2=1, *, Tensor(a!) out)
-void diagonal_copy_out(KernelContext& ctx, std::span<Value* const> args) {
+void diagonal_copy_out(const Mover& m, KernelContext& ctx, Args args) {
   const char* op = "aten::diagonal_copy.out";
   const Tensor& in = args[0]->to_tensor();
   int64_t offset = args[1]->to_int();
@@ -368,32 +391,14 @@ void diagonal_copy_out(KernelContext& ctx, std::span<Value* const> args) {
   }
   v.push_back(len, in.stride(d1) + in.stride(d2));
   v.offset = len > 0 ? start : 0;
-  copy_view_into(ctx, out, in, v, op);
+  copy_view_into(ctx, out, in, v, op, m);
 }
 
-}  // namespace
+}  // namespace shape
 
 void register_shape_ops(kernels::KernelRegistry& r) {
-  using kernels::Device;
-  r.add("aten::view_copy.out", Device::CPU, &view_copy_out);
-  r.add("aten::permute_copy.out", Device::CPU, &permute_copy_out);
-  r.add("aten::expand_copy.out", Device::CPU, &expand_copy_out);
-  r.add("aten::unsqueeze_copy.out", Device::CPU, &unsqueeze_copy_out);
-  r.add("aten::squeeze_copy.dim_out", Device::CPU, &squeeze_copy_dim_out);
-  r.add("aten::squeeze_copy.dims_out", Device::CPU, &squeeze_copy_dims_out);
-  r.add("aten::squeeze_copy.out", Device::CPU, &squeeze_copy_out);
-  r.add("aten::slice_copy.Tensor_out", Device::CPU, &slice_copy_out);
-  r.add("aten::select_copy.int_out", Device::CPU, &select_copy_out);
-  r.add("aten::narrow_copy.out", Device::CPU, &narrow_copy_out);
-  r.add("aten::transpose_copy.int_out", Device::CPU, &transpose_copy_out);
-  r.add("aten::t_copy.out", Device::CPU, &t_copy_out);
-  r.add("aten::as_strided_copy.out", Device::CPU, &as_strided_copy_out);
-  r.add("aten::alias_copy.out", Device::CPU, &plain_copy_out<kAliasCopy>);
-  r.add("aten::detach_copy.out", Device::CPU, &plain_copy_out<kDetachCopy>);
-  r.add("aten::unfold_copy.out", Device::CPU, &unfold_copy_out);
-  r.add("aten::diagonal_copy.out", Device::CPU, &diagonal_copy_out);
-  register_shape_concat_ops(r);
-  register_shape_rearrange_ops(r);
+  // Every shape kernel of shape_kernels.h, from the files of its family.
+  shape::register_kernels<&cpu_mover>(r, kernels::Device::CPU);
 }
 
 }  // namespace pterun::cpu

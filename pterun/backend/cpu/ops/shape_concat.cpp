@@ -6,6 +6,7 @@
 
 #include "pterun/backend/cpu/ops/ops.h"
 #include "pterun/backend/cpu/ops/shape_copy.h"
+#include "pterun/backend/cpu/ops/shape_kernels.h"
 #include "pterun/core/error.h"
 #include "pterun/core/value.h"
 #include "pterun/kernels/common/dtype_util.h"
@@ -27,9 +28,13 @@ char* element_at(const Tensor& t, int64_t offset) {
   return static_cast<char*>(t.data()) + offset * int64_t(t.element_size());
 }
 
+}  // namespace
+
+namespace shape {
+
 // cat.out(Tensor[] tensors, int dim=0, *, Tensor(a!) out). Inputs of other
 // dtypes are converted to out's.
-void cat_out(KernelContext& ctx, std::span<Value* const> args) {
+void cat_out(const Mover& m, KernelContext& ctx, Args args) {
   const char* op = "aten::cat.out";
   auto tensors = args[0]->to_tensor_list();
   Tensor& out = args[2]->to_tensor();
@@ -66,14 +71,14 @@ void cat_out(KernelContext& ctx, std::span<Value* const> args) {
     if (is_legacy_empty(*t)) continue;
     if (t->numel() > 0) {
       copy_into_region(ctx, element_at(out, at * out.stride(dim)), out.strides(), out.dtype(), *t,
-                       op);
+                       op, m);
     }
     at += t->size(dim);
   }
 }
 
 // stack.out(Tensor[] tensors, int dim=0, *, Tensor(a!) out): cat along a new dimension.
-void stack_out(KernelContext& ctx, std::span<Value* const> args) {
+void stack_out(const Mover& m, KernelContext& ctx, Args args) {
   const char* op = "aten::stack.out";
   auto tensors = args[0]->to_tensor_list();
   Tensor& out = args[2]->to_tensor();
@@ -101,14 +106,16 @@ void stack_out(KernelContext& ctx, std::span<Value* const> args) {
   for (size_t i = 0; i < tensors.size(); ++i) {
     if (tensors[i]->numel() == 0) continue;
     copy_into_region(ctx, element_at(out, int64_t(i) * out.stride(dim)), strides.span(),
-                     out.dtype(), *tensors[i], op);
+                     out.dtype(), *tensors[i], op, m);
   }
 }
+
+namespace {
 
 /// Writes consecutive pieces of `in` along `dim` into `outs` (same dtype);
 /// piece i has length(i) elements along `dim`.
 template <typename Length>
-void split_into(KernelContext& ctx, const Tensor& in, int64_t dim, Length length,
+void split_into(const Mover& m, KernelContext& ctx, const Tensor& in, int64_t dim, Length length,
                 std::span<Tensor* const> outs, const char* op) {
   int64_t total = 0;
   for (size_t i = 0; i < outs.size(); ++i) {
@@ -125,7 +132,7 @@ void split_into(KernelContext& ctx, const Tensor& in, int64_t dim, Length length
   for (size_t i = 0; i < outs.size(); ++i) {
     v.sizes.dims[dim] = length(i);
     v.offset = v.sizes.dims[dim] > 0 ? start * in.stride(dim) : 0;
-    copy_view_into(ctx, *outs[i], in, v, op);
+    copy_view_into(ctx, *outs[i], in, v, op, m);
     start += v.sizes.dims[dim];
   }
 }
@@ -136,8 +143,10 @@ int64_t split_dim(const Tensor& in, int64_t dim, const char* op) {
   return wrap_dim(dim, int64_t(in.dim()), op);
 }
 
+}  // namespace
+
 // split_with_sizes_copy.out(Tensor self, SymInt[] split_sizes, int dim=0, *, Tensor(a!)[] out)
-void split_with_sizes_copy_out(KernelContext& ctx, std::span<Value* const> args) {
+void split_with_sizes_copy_out(const Mover& m, KernelContext& ctx, Args args) {
   const char* op = "aten::split_with_sizes_copy.out";
   const Tensor& in = args[0]->to_tensor();
   auto sizes = args[1]->to_int_list();
@@ -146,12 +155,12 @@ void split_with_sizes_copy_out(KernelContext& ctx, std::span<Value* const> args)
   PTERUN_CHECK(sizes.size() == outs.size(), ErrorCode::InvalidArgument, op, ": ", sizes.size(),
                " split sizes but ", outs.size(), " outputs");
   split_into(
-      ctx, in, dim, [&](size_t i) { return sizes[i]; }, outs, op);
+      m, ctx, in, dim, [&](size_t i) { return sizes[i]; }, outs, op);
 }
 
 // split_copy.Tensor_out(Tensor self, SymInt split_size, int dim=0, *, Tensor(a!)[] out):
 // pieces of split_size, the last one shorter.
-void split_copy_out(KernelContext& ctx, std::span<Value* const> args) {
+void split_copy_out(const Mover& m, KernelContext& ctx, Args args) {
   const char* op = "aten::split_copy.Tensor_out";
   const Tensor& in = args[0]->to_tensor();
   int64_t split = args[1]->to_int();
@@ -164,11 +173,12 @@ void split_copy_out(KernelContext& ctx, std::span<Value* const> args) {
   PTERUN_CHECK(int64_t(outs.size()) == pieces, ErrorCode::InvalidArgument, op, ": ", pieces,
                " pieces but ", outs.size(), " outputs");
   split_into(
-      ctx, in, dim, [&](size_t i) { return std::min(split, size - int64_t(i) * split); }, outs, op);
+      m, ctx, in, dim, [&](size_t i) { return std::min(split, size - int64_t(i) * split); }, outs,
+      op);
 }
 
 // unbind_copy.int_out(Tensor self, int dim=0, *, Tensor(a!)[] out): one output per index.
-void unbind_copy_out(KernelContext& ctx, std::span<Value* const> args) {
+void unbind_copy_out(const Mover& m, KernelContext& ctx, Args args) {
   const char* op = "aten::unbind_copy.int_out";
   const Tensor& in = args[0]->to_tensor();
   int64_t dim = split_dim(in, args[1]->to_int(), op);
@@ -182,19 +192,10 @@ void unbind_copy_out(KernelContext& ctx, std::span<Value* const> args) {
   for (Tensor* t : outs) check_same_dtype(in, *t, op);
   for (size_t i = 0; i < outs.size(); ++i) {
     v.offset = int64_t(i) * in.stride(dim);
-    copy_view_into(ctx, *outs[i], in, v, op);
+    copy_view_into(ctx, *outs[i], in, v, op, m);
   }
 }
 
-}  // namespace
-
-void register_shape_concat_ops(kernels::KernelRegistry& r) {
-  using kernels::Device;
-  r.add("aten::cat.out", Device::CPU, &cat_out);
-  r.add("aten::stack.out", Device::CPU, &stack_out);
-  r.add("aten::split_with_sizes_copy.out", Device::CPU, &split_with_sizes_copy_out);
-  r.add("aten::split_copy.Tensor_out", Device::CPU, &split_copy_out);
-  r.add("aten::unbind_copy.int_out", Device::CPU, &unbind_copy_out);
-}
+}  // namespace shape
 
 }  // namespace pterun::cpu

@@ -79,7 +79,79 @@ void fill_typed(const KernelContext& ctx, U* data, int64_t n, U value) {
                         [&](int64_t b, int64_t e) { std::fill(data + b, data + e, value); });
 }
 
+void* cpu_scratch(KernelContext& ctx, size_t bytes) {
+  return ctx.scratch(bytes);
+}
+
+void cpu_convert(const KernelContext& ctx, Tensor& out, const Tensor& src, const char* op) {
+  PTERUN_CHECK(!kernels::is_complex(src.dtype()) && !kernels::is_complex(out.dtype()),
+               ErrorCode::NotSupported, op, ": conversion from ", dtype_name(src.dtype()), " to ",
+               dtype_name(out.dtype()), " is not supported");
+  // Computing in the source's own type makes the store the only conversion.
+  kernels::visit(src.dtype(), kernels::Family::All, op, [&]<typename S>() {
+    kernels::map_elements<S, S, 1>(
+        ctx, out, {&src}, [](S v) { return v; }, op);
+  });
+}
+
+/// Zeroes `count` elements of `t` from element offset `at`, `stride` apart.
+void zero_run(const Tensor& t, int64_t at, int64_t stride, int64_t count) {
+  const auto es = int64_t(t.element_size());
+  char* p = static_cast<char*>(t.data()) + at * es;
+  if (stride == 1) {
+    std::memset(p, 0, size_t(count * es));
+  } else {
+    for (int64_t i = 0; i < count; ++i) std::memset(p + i * stride * es, 0, size_t(es));
+  }
+}
+
+void cpu_zero_triangle(const KernelContext& /*ctx*/, Tensor& out, int64_t diagonal, bool upper) {
+  const size_t r = out.dim();
+  const int64_t rows = out.size(r - 2), cols = out.size(r - 1);
+  const int64_t row_stride = out.stride(r - 2), col_stride = out.stride(r - 1);
+  const int64_t batches = out.numel() / (rows * cols);
+  for (int64_t b = 0; b < batches; ++b) {
+    int64_t base = 0, rem = b;
+    for (size_t d = r - 2; d-- > 0;) {
+      base += (rem % out.size(d)) * out.stride(d);
+      rem /= out.size(d);
+    }
+    for (int64_t i = 0; i < rows; ++i) {
+      // tril keeps columns j <= i + diagonal; triu keeps j >= i + diagonal.
+      int64_t split = std::clamp(upper ? i + diagonal : i + diagonal + 1, int64_t{0}, cols);
+      int64_t row = base + i * row_stride;
+      if (upper) {
+        zero_run(out, row, col_stride, split);
+      } else {
+        zero_run(out, row + split * col_stride, col_stride, cols - split);
+      }
+    }
+  }
+}
+
+void cpu_fill(const KernelContext& ctx, Tensor& out, const void* element);
+
 }  // namespace
+
+const Mover& cpu_mover() {
+  static constexpr Mover kMover{
+      [](const KernelContext& ctx, void* dst, std::span<const int64_t> dst_strides, const void* src,
+         std::span<const int64_t> src_strides, std::span<const int64_t> sizes,
+         size_t element_size) {
+        kernels::strided_copy(ctx, dst, dst_strides, src, src_strides, sizes, element_size);
+      },
+      &cpu_scratch, &cpu_fill, &cpu_convert, &cpu_zero_triangle};
+  return kMover;
+}
+
+void copy_dense(const Mover& m, const KernelContext& ctx, void* dst, const void* src, int64_t n,
+                size_t element_size) {
+  // Explicit spans: GCC 12 does not convert arrays to spans in calls
+  // through a function pointer.
+  const int64_t size[1] = {n}, unit[1] = {1};
+  m.copy(ctx, dst, std::span<const int64_t>(unit), src, std::span<const int64_t>(unit),
+         std::span<const int64_t>(size), element_size);
+}
 
 View view_of(const Tensor& t) {
   View v;
@@ -98,47 +170,39 @@ void check_rank(const Tensor& t, size_t rank, const char* what, const char* op) 
 }
 
 void copy_view_into(const KernelContext& ctx, Tensor& out, const Tensor& in, const View& view,
-                    const char* op) {
+                    const char* op, const Mover& m) {
   check_same_dtype(in, out, op);
   kernels::resize_output(out, view.sizes.span(), op);
   if (out.numel() == 0) return;
   const char* src = static_cast<const char*>(in.data()) + view.offset * int64_t(in.element_size());
-  kernels::strided_copy(ctx, out.data(), out.strides(), src, view.strides.span(), out.sizes(),
-                        out.element_size());
+  m.copy(ctx, out.data(), out.strides(), src, view.strides.span(), out.sizes(), out.element_size());
 }
 
 void copy_into_region(KernelContext& ctx, void* dst, std::span<const int64_t> dst_strides,
-                      DType dst_dtype, const Tensor& src, const char* op) {
+                      DType dst_dtype, const Tensor& src, const char* op, const Mover& m) {
   if (src.numel() == 0) return;
   if (src.dtype() == dst_dtype) {
-    kernels::strided_copy(ctx, dst, dst_strides, src.data(), src.strides(), src.sizes(),
-                          src.element_size());
+    m.copy(ctx, dst, dst_strides, src.data(), src.strides(), src.sizes(), src.element_size());
     return;
   }
   // Convert into scratch laid out like src, then place the bytes.
   Tensor converted(dst_dtype, src.sizes(), src.dim_order());
-  converted.set_data(ctx.scratch(converted.nbytes()), converted.nbytes());
-  convert_copy(ctx, converted, src, op);
-  kernels::strided_copy(ctx, dst, dst_strides, converted.data(), converted.strides(), src.sizes(),
-                        converted.element_size());
+  converted.set_data(m.scratch(ctx, converted.nbytes()), converted.nbytes());
+  convert_copy(ctx, converted, src, op, m);
+  m.copy(ctx, dst, dst_strides, converted.data(), converted.strides(), src.sizes(),
+         converted.element_size());
 }
 
-void convert_copy(const KernelContext& ctx, Tensor& out, const Tensor& src, const char* op) {
+void convert_copy(const KernelContext& ctx, Tensor& out, const Tensor& src, const char* op,
+                  const Mover& m) {
   if (out.numel() == 0) return;
   if (src.dtype() == out.dtype()) {
     Shape strides = broadcast_strides(src, out.sizes(), op);
-    kernels::strided_copy(ctx, out.data(), out.strides(), src.data(), strides.span(), out.sizes(),
-                          out.element_size());
+    m.copy(ctx, out.data(), out.strides(), src.data(), strides.span(), out.sizes(),
+           out.element_size());
     return;
   }
-  PTERUN_CHECK(!kernels::is_complex(src.dtype()) && !kernels::is_complex(out.dtype()),
-               ErrorCode::NotSupported, op, ": conversion from ", dtype_name(src.dtype()), " to ",
-               dtype_name(out.dtype()), " is not supported");
-  // Computing in the source's own type makes the store the only conversion.
-  kernels::visit(src.dtype(), kernels::Family::All, op, [&]<typename S>() {
-    kernels::map_elements<S, S, 1>(
-        ctx, out, {&src}, [](S v) { return v; }, op);
-  });
+  m.convert(ctx, out, src, op);
 }
 
 Shape contiguous_strides(std::span<const int64_t> sizes) {
@@ -160,30 +224,35 @@ bool is_row_major(const Tensor& t) {
   return true;
 }
 
-void reshape_copy(KernelContext& ctx, Tensor& out, const Tensor& in) {
+void reshape_copy(KernelContext& ctx, Tensor& out, const Tensor& in, const Mover& m) {
   const int64_t n = in.numel();
   if (n == 0) return;
   const size_t es = in.element_size();
   const bool in_rm = is_row_major(in);
   const bool out_rm = is_row_major(out);
   if (in_rm && out_rm) {
-    const int64_t flat[1] = {n}, unit[1] = {1};
-    kernels::strided_copy(ctx, out.data(), unit, in.data(), unit, flat, es);
+    copy_dense(m, ctx, out.data(), in.data(), n, es);
   } else if (in_rm) {
     Shape src = contiguous_strides(out.sizes());
-    kernels::strided_copy(ctx, out.data(), out.strides(), in.data(), src.span(), out.sizes(), es);
+    m.copy(ctx, out.data(), out.strides(), in.data(), src.span(), out.sizes(), es);
   } else if (out_rm) {
     Shape dst = contiguous_strides(in.sizes());
-    kernels::strided_copy(ctx, out.data(), dst.span(), in.data(), in.strides(), in.sizes(), es);
+    m.copy(ctx, out.data(), dst.span(), in.data(), in.strides(), in.sizes(), es);
   } else {
     // Neither side is row-major: gather the input in order through scratch.
-    void* tmp = ctx.scratch(static_cast<size_t>(n) * es);
+    void* tmp = m.scratch(ctx, static_cast<size_t>(n) * es);
     Shape rm_in = contiguous_strides(in.sizes());
     Shape rm_out = contiguous_strides(out.sizes());
-    kernels::strided_copy(ctx, tmp, rm_in.span(), in.data(), in.strides(), in.sizes(), es);
-    kernels::strided_copy(ctx, out.data(), out.strides(), tmp, rm_out.span(), out.sizes(), es);
+    m.copy(ctx, tmp, rm_in.span(), in.data(), in.strides(), in.sizes(), es);
+    m.copy(ctx, out.data(), out.strides(), tmp, rm_out.span(), out.sizes(), es);
   }
 }
+
+namespace {
+void cpu_fill(const KernelContext& ctx, Tensor& out, const void* element) {
+  fill_bytes(ctx, out, element);
+}
+}  // namespace
 
 void fill_bytes(const KernelContext& ctx, Tensor& out, const void* element) {
   // Every element of a dense tensor lies in [data, data + nbytes), whatever
@@ -223,13 +292,14 @@ void fill_bytes(const KernelContext& ctx, Tensor& out, const void* element) {
   }
 }
 
-void fill_scalar(const KernelContext& ctx, Tensor& out, const Scalar& value, const char* op) {
+void fill_scalar(const KernelContext& ctx, Tensor& out, const Scalar& value, const char* op,
+                 const Mover& m) {
   kernels::visit(out.dtype(), kernels::Family::All, op, [&]<typename T>() {
     PTERUN_CHECK(scalar_fits<T>(value), ErrorCode::InvalidArgument, op, ": value ",
                  value.to_double(), " cannot be converted to ", dtype_name(out.dtype()),
                  " without overflow");
     T v = scalar_as<T>(value);
-    fill_bytes(ctx, out, &v);
+    m.fill(ctx, out, &v);
   });
 }
 

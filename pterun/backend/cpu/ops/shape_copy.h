@@ -30,6 +30,38 @@ struct View {
   }
 };
 
+/// The data movement a shape kernel needs, for the memory its tensors live
+/// in. The shape kernels (shape_kernels.h) are written once over a Mover:
+/// the CPU backend passes cpu_mover(), the CUDA backend its own, so both
+/// share the argument checks, view arithmetic and output resizing.
+struct Mover {
+  /// kernels::strided_copy's contract.
+  void (*copy)(const kernels::KernelContext& ctx, void* dst, std::span<const int64_t> dst_strides,
+               const void* src, std::span<const int64_t> src_strides,
+               std::span<const int64_t> sizes, size_t element_size);
+  /// Scratch memory next to the tensors (KernelContext::scratch's contract).
+  void* (*scratch)(kernels::KernelContext& ctx, size_t bytes);
+  /// Writes the element_size-byte pattern `element` (host memory) into
+  /// every element of `out`.
+  void (*fill)(const kernels::KernelContext& ctx, Tensor& out, const void* element);
+  /// out = src broadcast to out's shape, converted to out's (different) dtype.
+  void (*convert)(const kernels::KernelContext& ctx, Tensor& out, const Tensor& src,
+                  const char* op);
+  /// Zeroes the elements of out's last two dims above (`upper` false: tril)
+  /// or below (`upper` true: triu) the diagonal `diagonal`, already clamped
+  /// to [-rows - 1, cols + 1].
+  void (*zero_triangle)(const kernels::KernelContext& ctx, Tensor& out, int64_t diagonal,
+                        bool upper);
+};
+
+/// The CPU backend's movers.
+const Mover& cpu_mover();
+
+/// Copies `n` consecutive `element_size`-byte elements from src to dst
+/// with `m`.
+void copy_dense(const Mover& m, const kernels::KernelContext& ctx, void* dst, const void* src,
+                int64_t n, size_t element_size);
+
 /// The view that presents `t` as it is.
 View view_of(const Tensor& t);
 
@@ -42,22 +74,24 @@ void check_rank(const Tensor& t, size_t rank, const char* what, const char* op);
 /// Resizes `out` to the view's shape and copies the view of `in` into it
 /// (same dtype; out keeps its dim order).
 void copy_view_into(const kernels::KernelContext& ctx, Tensor& out, const Tensor& in,
-                    const View& view, const char* op);
+                    const View& view, const char* op, const Mover& m = cpu_mover());
 
 /// Copies all of `src` into the region of a tensor starting at `dst`
 /// (strides `dst_strides` over src's shape, elements of `dst_dtype`),
 /// converting the dtype through scratch memory when it differs.
 void copy_into_region(kernels::KernelContext& ctx, void* dst, std::span<const int64_t> dst_strides,
-                      DType dst_dtype, const Tensor& src, const char* op);
+                      DType dst_dtype, const Tensor& src, const char* op,
+                      const Mover& m = cpu_mover());
 
 /// out = src broadcast to out's shape, converted to out's dtype, in out's
 /// dim order. A plain strided copy when the dtypes agree.
-void convert_copy(const kernels::KernelContext& ctx, Tensor& out, const Tensor& src,
-                  const char* op);
+void convert_copy(const kernels::KernelContext& ctx, Tensor& out, const Tensor& src, const char* op,
+                  const Mover& m = cpu_mover());
 
 /// Copies `in` into `out` (same numel, same dtype) in logical row-major
 /// order: the data movement of a reshape, for any dim orders.
-void reshape_copy(kernels::KernelContext& ctx, Tensor& out, const Tensor& in);
+void reshape_copy(kernels::KernelContext& ctx, Tensor& out, const Tensor& in,
+                  const Mover& m = cpu_mover());
 
 /// Row-major (contiguous) strides for `sizes`; zero sizes count as 1.
 kernels::Shape contiguous_strides(std::span<const int64_t> sizes);
@@ -69,7 +103,7 @@ bool is_row_major(const Tensor& t);
 /// Writes every element of `out` as `value` converted to out's dtype.
 /// Error InvalidArgument when an integer output cannot hold the value.
 void fill_scalar(const kernels::KernelContext& ctx, Tensor& out, const Scalar& value,
-                 const char* op);
+                 const char* op, const Mover& m = cpu_mover());
 
 /// Writes the `element_size`-byte pattern `element` into every element of
 /// `out`.
@@ -82,9 +116,5 @@ void check_memory_format(std::optional<int64_t> memory_format, const Tensor& out
 /// Checks an optional dim_order argument: it must equal out's dim order.
 void check_dim_order_arg(std::optional<std::span<const int64_t>> dim_order, const Tensor& out,
                          const char* op);
-
-// Registration of the kernels in the shape_*.cpp files.
-void register_shape_concat_ops(kernels::KernelRegistry& r);     // cat, stack, split, unbind
-void register_shape_rearrange_ops(kernels::KernelRegistry& r);  // repeat, flip, roll, pad ...
 
 }  // namespace pterun::cpu

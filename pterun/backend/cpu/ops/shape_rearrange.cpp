@@ -3,14 +3,13 @@
 // over a view of its input, plus fills for the padded or masked parts.
 
 #include <algorithm>
-#include <cstring>
 
 #include "pterun/backend/cpu/ops/ops.h"
 #include "pterun/backend/cpu/ops/shape_copy.h"
+#include "pterun/backend/cpu/ops/shape_kernels.h"
 #include "pterun/core/checked_math.h"
 #include "pterun/core/error.h"
 #include "pterun/core/value.h"
-#include "pterun/kernels/common/strided_copy.h"
 
 namespace pterun::cpu {
 namespace {
@@ -23,10 +22,14 @@ char* element_at(const Tensor& t, int64_t offset) {
   return static_cast<char*>(t.data()) + offset * int64_t(t.element_size());
 }
 
+}  // namespace
+
+namespace shape {
+
 // repeat.out(Tensor self, SymInt[] repeats, *, Tensor(a!) out): tiles the input.
 // Output dimension i is viewed as (repeat r_i, size s_i), so the whole op is
 // one copy from the input broadcast over the repeat dimensions.
-void repeat_out(KernelContext& ctx, std::span<Value* const> args) {
+void repeat_out(const Mover& m, KernelContext& ctx, Args args) {
   const char* op = "aten::repeat.out";
   const Tensor& in = args[0]->to_tensor();
   auto repeats = args[1]->to_int_list();
@@ -64,12 +67,11 @@ void repeat_out(KernelContext& ctx, std::span<Value* const> args) {
       src.push_back(in.stride(d - lead));
     }
   }
-  kernels::strided_copy(ctx, out.data(), dst.span(), in.data(), src.span(), sizes.span(),
-                        in.element_size());
+  m.copy(ctx, out.data(), dst.span(), in.data(), src.span(), sizes.span(), in.element_size());
 }
 
 // flip.out(Tensor self, int[] dims, *, Tensor(a!) out): reverses the listed dims.
-void flip_out(KernelContext& ctx, std::span<Value* const> args) {
+void flip_out(const Mover& m, KernelContext& ctx, Args args) {
   const char* op = "aten::flip.out";
   const Tensor& in = args[0]->to_tensor();
   View v = view_of(in);
@@ -83,35 +85,40 @@ void flip_out(KernelContext& ctx, std::span<Value* const> args) {
     if (in.size(w) > 0) v.offset += (in.size(w) - 1) * in.stride(w);
     v.strides.dims[w] = -in.stride(w);
   }
-  copy_view_into(ctx, args[2]->to_tensor(), in, v, op);
+  copy_view_into(ctx, args[2]->to_tensor(), in, v, op, m);
 }
+
+namespace {
 
 /// roll over the flattened tensor: element i of the logical order moves to
 /// (i + shift) mod numel.
-void roll_flat(KernelContext& ctx, Tensor& out, const Tensor& in, int64_t shift) {
+void roll_flat(const Mover& m, KernelContext& ctx, Tensor& out, const Tensor& in, int64_t shift) {
   const int64_t n = in.numel();
   const size_t es = in.element_size();
   const int64_t s = ((shift % n) + n) % n;
   const bool in_rm = is_row_major(in), out_rm = is_row_major(out);
-  char* buf = static_cast<char*>(ctx.scratch(2 * size_t(n) * es));
+  char* buf = static_cast<char*>(m.scratch(ctx, 2 * size_t(n) * es));
   const char* src = static_cast<const char*>(in.data());
   if (!in_rm) {
     Shape rm = contiguous_strides(in.sizes());
-    kernels::strided_copy(ctx, buf, rm.span(), in.data(), in.strides(), in.sizes(), es);
+    m.copy(ctx, buf, rm.span(), in.data(), in.strides(), in.sizes(), es);
     src = buf;
   }
   char* dst = out_rm ? static_cast<char*>(out.data()) : buf + size_t(n) * es;
-  std::memcpy(dst + size_t(s) * es, src, size_t(n - s) * es);
-  std::memcpy(dst, src + size_t(n - s) * es, size_t(s) * es);
+  // Two dense runs; empty ones copy nothing.
+  copy_dense(m, ctx, dst + size_t(s) * es, src, n - s, es);
+  copy_dense(m, ctx, dst, src + size_t(n - s) * es, s, es);
   if (!out_rm) {
     Shape rm = contiguous_strides(out.sizes());
-    kernels::strided_copy(ctx, out.data(), out.strides(), dst, rm.span(), out.sizes(), es);
+    m.copy(ctx, out.data(), out.strides(), dst, rm.span(), out.sizes(), es);
   }
 }
 
+}  // namespace
+
 // roll.out(Tensor self, SymInt[1] shifts, int[1] dims=[], *, Tensor(a!) out). Each rolled
 // dimension splits into two runs, so the op is 2^k strided copies.
-void roll_out(KernelContext& ctx, std::span<Value* const> args) {
+void roll_out(const Mover& m, KernelContext& ctx, Args args) {
   const char* op = "aten::roll.out";
   const Tensor& in = args[0]->to_tensor();
   auto shifts = args[1]->to_int_list();
@@ -128,7 +135,7 @@ void roll_out(KernelContext& ctx, std::span<Value* const> args) {
   kernels::resize_output(out, in.sizes(), op);
   if (in.numel() == 0) return;
   if (dims.empty()) {
-    roll_flat(ctx, out, in, shifts[0]);
+    roll_flat(m, ctx, out, in, shifts[0]);
     return;
   }
   // Net shift per dimension, in [0, size).
@@ -160,62 +167,44 @@ void roll_out(KernelContext& ctx, std::span<Value* const> args) {
         dst_off += s * out.stride(d);
       }
     }
-    kernels::strided_copy(ctx, element_at(out, dst_off), out.strides(),
-                          static_cast<const char*>(in.data()) + src_off * int64_t(es), in.strides(),
-                          sizes.span(), es);
+    m.copy(ctx, element_at(out, dst_off), out.strides(),
+           static_cast<const char*>(in.data()) + src_off * int64_t(es), in.strides(), sizes.span(),
+           es);
   }
 }
 
-/// Zeroes `count` elements of `t` from element offset `at`, `stride` apart.
-void zero_run(const Tensor& t, int64_t at, int64_t stride, int64_t count) {
-  const auto es = int64_t(t.element_size());
-  char* p = element_at(t, at);
-  if (stride == 1) {
-    std::memset(p, 0, size_t(count * es));
-  } else {
-    for (int64_t i = 0; i < count; ++i) std::memset(p + i * stride * es, 0, size_t(es));
-  }
-}
+namespace {
 
 // tril.out / triu.out (Tensor self, int diagonal=0, *, Tensor(a!) out): keeps the elements on
 // and below (tril) or above (triu) the diagonal of the last two dimensions, zeroes the rest.
 template <bool kUpper>
-void triangle_out(KernelContext& ctx, std::span<Value* const> args) {
+void triangle_out(const Mover& m, KernelContext& ctx, Args args) {
   const char* op = kUpper ? "aten::triu.out" : "aten::tril.out";
   const Tensor& in = args[0]->to_tensor();
   int64_t diagonal = args[1]->to_int();
   Tensor& out = args[2]->to_tensor();
   PTERUN_CHECK(in.dim() >= 2, ErrorCode::InvalidArgument, op, ": expects rank >= 2, got ",
                describe(in));
-  copy_view_into(ctx, out, in, view_of(in), op);
+  copy_view_into(ctx, out, in, view_of(in), op, m);
   if (out.numel() == 0) return;
   const size_t r = out.dim();
   const int64_t rows = out.size(r - 2), cols = out.size(r - 1);
-  const int64_t row_stride = out.stride(r - 2), col_stride = out.stride(r - 1);
-  diagonal = std::clamp(diagonal, -rows - 1, cols + 1);
-  const int64_t batches = out.numel() / (rows * cols);
-  for (int64_t b = 0; b < batches; ++b) {
-    int64_t base = 0, rem = b;
-    for (size_t d = r - 2; d-- > 0;) {
-      base += (rem % out.size(d)) * out.stride(d);
-      rem /= out.size(d);
-    }
-    for (int64_t i = 0; i < rows; ++i) {
-      // tril keeps columns j <= i + diagonal; triu keeps j >= i + diagonal.
-      int64_t split = std::clamp(kUpper ? i + diagonal : i + diagonal + 1, int64_t{0}, cols);
-      int64_t row = base + i * row_stride;
-      if (kUpper) {
-        zero_run(out, row, col_stride, split);
-      } else {
-        zero_run(out, row + split * col_stride, col_stride, cols - split);
-      }
-    }
-  }
+  m.zero_triangle(ctx, out, std::clamp(diagonal, -rows - 1, cols + 1), kUpper);
+}
+
+}  // namespace
+
+void tril_out(const Mover& m, KernelContext& ctx, Args args) {
+  triangle_out<false>(m, ctx, args);
+}
+
+void triu_out(const Mover& m, KernelContext& ctx, Args args) {
+  triangle_out<true>(m, ctx, args);
 }
 
 // constant_pad_nd.out(Tensor self, SymInt[] pad, Scalar value=0, *, Tensor(a!) out): pad
 // pairs (before, after) apply from the last dimension backwards; negative pads crop.
-void constant_pad_nd_out(KernelContext& ctx, std::span<Value* const> args) {
+void constant_pad_nd_out(const Mover& m, KernelContext& ctx, Args args) {
   const char* op = "aten::constant_pad_nd.out";
   const Tensor& in = args[0]->to_tensor();
   auto pad = args[1]->to_int_list();
@@ -240,7 +229,7 @@ void constant_pad_nd_out(KernelContext& ctx, std::span<Value* const> args) {
     size.dims[d] = n;
   }
   kernels::resize_output(out, size.span(), op);
-  fill_scalar(ctx, out, value, op);
+  fill_scalar(ctx, out, value, op, m);
   // The input part that survives cropping, and where it lands.
   Shape sizes;
   int64_t src_off = 0, dst_off = 0;
@@ -255,10 +244,12 @@ void constant_pad_nd_out(KernelContext& ctx, std::span<Value* const> args) {
     dst_off += std::max<int64_t>(0, before[d]) * out.stride(d);
   }
   if (in.numel() == 0 || out.numel() == 0) return;
-  kernels::strided_copy(ctx, element_at(out, dst_off), out.strides(),
-                        static_cast<const char*>(in.data()) + src_off * int64_t(in.element_size()),
-                        in.strides(), sizes.span(), in.element_size());
+  m.copy(ctx, element_at(out, dst_off), out.strides(),
+         static_cast<const char*>(in.data()) + src_off * int64_t(in.element_size()), in.strides(),
+         sizes.span(), in.element_size());
 }
+
+namespace {
 
 /// Shared checks of pixel_shuffle / pixel_unshuffle; returns the factor.
 int64_t pixel_factor(const Tensor& in, int64_t factor, const char* op) {
@@ -269,9 +260,11 @@ int64_t pixel_factor(const Tensor& in, int64_t factor, const char* op) {
   return factor;
 }
 
+}  // namespace
+
 // pixel_shuffle.out(Tensor self, int upscale_factor, *, Tensor(a!) out):
 // [..., C*r*r, H, W] -> [..., C, H*r, W*r], out[c, h*r+i, w*r+j] = in[c*r*r + i*r + j, h, w].
-void pixel_shuffle_out(KernelContext& ctx, std::span<Value* const> args) {
+void pixel_shuffle_out(const Mover& m, KernelContext& ctx, Args args) {
   const char* op = "aten::pixel_shuffle.out";
   const Tensor& in = args[0]->to_tensor();
   const int64_t r = pixel_factor(in, args[1]->to_int(), op);
@@ -302,13 +295,13 @@ void pixel_shuffle_out(KernelContext& ctx, std::span<Value* const> args) {
   v.push_back(r, ic * r), dst.push_back(oh);
   v.push_back(w, iw), dst.push_back(ow * r);
   v.push_back(r, ic), dst.push_back(ow);
-  kernels::strided_copy(ctx, out.data(), dst.span(), in.data(), v.strides.span(), v.sizes.span(),
-                        in.element_size());
+  m.copy(ctx, out.data(), dst.span(), in.data(), v.strides.span(), v.sizes.span(),
+         in.element_size());
 }
 
 // pixel_unshuffle.out(Tensor self, int downscale_factor, *, Tensor(a!) out):
 // [..., C, H*r, W*r] -> [..., C*r*r, H, W], the inverse of pixel_shuffle.
-void pixel_unshuffle_out(KernelContext& ctx, std::span<Value* const> args) {
+void pixel_unshuffle_out(const Mover& m, KernelContext& ctx, Args args) {
   const char* op = "aten::pixel_unshuffle.out";
   const Tensor& in = args[0]->to_tensor();
   const int64_t r = pixel_factor(in, args[1]->to_int(), op);
@@ -342,22 +335,10 @@ void pixel_unshuffle_out(KernelContext& ctx, std::span<Value* const> args) {
   v.push_back(r, iw), dst.push_back(oc);
   v.push_back(h / r, ih * r), dst.push_back(oh);
   v.push_back(w / r, iw * r), dst.push_back(ow);
-  kernels::strided_copy(ctx, out.data(), dst.span(), in.data(), v.strides.span(), v.sizes.span(),
-                        in.element_size());
+  m.copy(ctx, out.data(), dst.span(), in.data(), v.strides.span(), v.sizes.span(),
+         in.element_size());
 }
 
-}  // namespace
-
-void register_shape_rearrange_ops(kernels::KernelRegistry& r) {
-  using kernels::Device;
-  r.add("aten::repeat.out", Device::CPU, &repeat_out);
-  r.add("aten::flip.out", Device::CPU, &flip_out);
-  r.add("aten::roll.out", Device::CPU, &roll_out);
-  r.add("aten::tril.out", Device::CPU, &triangle_out<false>);
-  r.add("aten::triu.out", Device::CPU, &triangle_out<true>);
-  r.add("aten::constant_pad_nd.out", Device::CPU, &constant_pad_nd_out);
-  r.add("aten::pixel_shuffle.out", Device::CPU, &pixel_shuffle_out);
-  r.add("aten::pixel_unshuffle.out", Device::CPU, &pixel_unshuffle_out);
-}
+}  // namespace shape
 
 }  // namespace pterun::cpu

@@ -9,6 +9,7 @@
 #include "pterun/backend/cpu/ops/ops.h"
 #include "pterun/core/value.h"
 #include "pterun/kernels/common/elementwise.h"
+#include "pterun/kernels/common/elementwise_checks.h"
 #include "pterun/kernels/common/elementwise_math.h"
 #include "pterun/kernels/common/elementwise_util.h"
 #include "pterun/kernels/common/shape_util.h"
@@ -16,21 +17,11 @@
 namespace pterun::cpu {
 namespace {
 
+using kernels::check_dtype;
 using kernels::Family;
 using kernels::KernelContext;
 using kernels::OpName;
 namespace math = kernels::math;
-
-void check_dtype(const Tensor& t, Family family, const char* op, const char* what) {
-  PTERUN_CHECK(kernels::in_family(t.dtype(), family), ErrorCode::InvalidArgument, op, ": ", what,
-               " has unsupported dtype ", dtype_name(t.dtype()));
-}
-
-void check_same_dtype(const Tensor& in, const Tensor& out, const char* op) {
-  PTERUN_CHECK(in.dtype() == out.dtype(), ErrorCode::InvalidArgument, op,
-               ": out must have the input's dtype ", dtype_name(in.dtype()), ", got ",
-               dtype_name(out.dtype()));
-}
 
 // <op>.out(self, *, out) for a floating function fn, generic over float and
 // double.
@@ -57,7 +48,7 @@ void same_type_unary_out(KernelContext& ctx, std::span<Value* const> args) {
   const Tensor& in = args[0]->to_tensor();
   Tensor& out = args[1]->to_tensor();
   check_dtype(in, kFamily, op, "self");
-  check_same_dtype(in, out, op);
+  kernels::check_out_same_dtype(in, out, op);
   kernels::resize_output(out, in.sizes(), op);
   kernels::visit(in.dtype(), kFamily, op, [&]<typename T>() {
     using C = kernels::ComputeOf<T>;
@@ -90,7 +81,7 @@ void bitwise_not_out(KernelContext& ctx, std::span<Value* const> args) {
   Tensor& out = args[1]->to_tensor();
   PTERUN_CHECK(kernels::is_integral(in.dtype(), true), ErrorCode::InvalidArgument, op,
                ": needs an integer or bool tensor, got ", dtype_name(in.dtype()));
-  check_same_dtype(in, out, op);
+  kernels::check_out_same_dtype(in, out, op);
   kernels::resize_output(out, in.sizes(), op);
   if (in.dtype() == DType::Bool) {  // as uint8, where the loop vectorises
     const Tensor bits = kernels::bits_view(in);

@@ -1,0 +1,307 @@
+#pragma once
+
+// Device-side building blocks shared by the CUDA kernels:
+//  - DeviceStorage / device_dtype_of: the C++ type a dtype is stored as on
+//    the GPU (__half, __nv_bfloat16 for the 16-bit floats);
+//  - convert<To>(from): element conversion with the CPU engine's rules
+//    (ops.md section 3): float -> integer through int64, NaN -> 0,
+//    saturating outside int64; x -> bool is x != 0; 16-bit floats go
+//    through float; bf16 rounds to nearest even bit-exactly like the CPU;
+//  - load_as<C>(base, dtype, offset) / store_as(base, dtype, offset, v):
+//    element access for a dtype known only at run time (a switch on a
+//    value that is uniform over the grid, so it does not diverge);
+//  - StridedIndexer<N>: a kernel parameter mapping a linear index over an
+//    iteration space to element offsets of N operands;
+//  - visit_dtype(dtype, op, f): host-side dispatch on a dtype to its device
+//    storage type, Error NotSupported naming the op otherwise.
+//
+// Stable API: other kernel families include this header.
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <array>
+#include <cstdint>
+#include <span>
+#include <type_traits>
+
+#include "pterun/core/dtype.h"
+#include "pterun/core/error.h"
+#include "pterun/core/tensor.h"
+
+namespace pterun::cuda {
+
+// ---- storage types -----------------------------------------------------------
+
+template <DType D>
+struct DeviceStorage;
+#define PTERUN_DEVICE_STORAGE(D, T) \
+  template <>                       \
+  struct DeviceStorage<DType::D> {  \
+    using type = T;                 \
+  };
+PTERUN_DEVICE_STORAGE(UInt8, uint8_t)
+PTERUN_DEVICE_STORAGE(Int8, int8_t)
+PTERUN_DEVICE_STORAGE(Int16, int16_t)
+PTERUN_DEVICE_STORAGE(Int32, int32_t)
+PTERUN_DEVICE_STORAGE(Int64, int64_t)
+PTERUN_DEVICE_STORAGE(Float16, __half)
+PTERUN_DEVICE_STORAGE(Float32, float)
+PTERUN_DEVICE_STORAGE(Float64, double)
+PTERUN_DEVICE_STORAGE(Bool, bool)
+PTERUN_DEVICE_STORAGE(BFloat16, __nv_bfloat16)
+PTERUN_DEVICE_STORAGE(UInt16, uint16_t)
+PTERUN_DEVICE_STORAGE(UInt32, uint32_t)
+PTERUN_DEVICE_STORAGE(UInt64, uint64_t)
+#undef PTERUN_DEVICE_STORAGE
+
+template <typename T>
+constexpr bool kIsHalf = std::is_same_v<T, __half> || std::is_same_v<T, __nv_bfloat16>;
+
+/// The type arithmetic runs in for device storage type T: float for the
+/// 16-bit floats, T itself otherwise (like kernels::ComputeOf on the CPU).
+template <typename T>
+using DeviceComputeOf = std::conditional_t<kIsHalf<T>, float, T>;
+
+/// The DType of a device storage type.
+template <typename T>
+constexpr DType device_dtype_of() {
+  if constexpr (std::is_same_v<T, uint8_t>) return DType::UInt8;
+  if constexpr (std::is_same_v<T, int8_t>) return DType::Int8;
+  if constexpr (std::is_same_v<T, int16_t>) return DType::Int16;
+  if constexpr (std::is_same_v<T, int32_t>) return DType::Int32;
+  if constexpr (std::is_same_v<T, int64_t>) return DType::Int64;
+  if constexpr (std::is_same_v<T, __half>) return DType::Float16;
+  if constexpr (std::is_same_v<T, float>) return DType::Float32;
+  if constexpr (std::is_same_v<T, double>) return DType::Float64;
+  if constexpr (std::is_same_v<T, bool>) return DType::Bool;
+  if constexpr (std::is_same_v<T, __nv_bfloat16>) return DType::BFloat16;
+  if constexpr (std::is_same_v<T, uint16_t>) return DType::UInt16;
+  if constexpr (std::is_same_v<T, uint32_t>) return DType::UInt32;
+  if constexpr (std::is_same_v<T, uint64_t>) return DType::UInt64;
+}
+
+// ---- conversions ---------------------------------------------------------------
+
+/// float -> bfloat16 exactly as pterun::BFloat16 does on the host: round to
+/// nearest even, NaNs kept quiet with their high payload bits.
+__host__ __device__ inline __nv_bfloat16 float_to_bf16(float f) {
+#ifdef __CUDA_ARCH__
+  uint32_t u = __float_as_uint(f);
+#else
+  uint32_t u;
+  __builtin_memcpy(&u, &f, 4);
+#endif
+  uint16_t bits;
+  if ((u & 0x7fffffffu) > 0x7f800000u) {
+    bits = static_cast<uint16_t>((u >> 16) | 0x40);
+  } else {
+    u += 0x7fffu + ((u >> 16) & 1u);
+    bits = static_cast<uint16_t>(u >> 16);
+  }
+  __nv_bfloat16_raw raw;
+  raw.x = bits;
+  return __nv_bfloat16(raw);
+}
+
+/// Converts between device storage / compute types with the CPU engine's
+/// rules (kernels::convert).
+template <typename To, typename From>
+__host__ __device__ inline To convert(From v) {
+  if constexpr (std::is_same_v<To, From>) {
+    return v;
+  } else if constexpr (std::is_same_v<From, __half>) {
+    return convert<To>(__half2float(v));
+  } else if constexpr (std::is_same_v<From, __nv_bfloat16>) {
+    return convert<To>(__bfloat162float(v));
+  } else if constexpr (std::is_same_v<To, __half>) {
+    return __float2half_rn(static_cast<float>(v));
+  } else if constexpr (std::is_same_v<To, __nv_bfloat16>) {
+    return float_to_bf16(static_cast<float>(v));
+  } else if constexpr (std::is_same_v<To, bool>) {
+    return v != From(0);
+  } else if constexpr (std::is_integral_v<To> && std::is_floating_point_v<From>) {
+    if (!(v == v)) return To(0);
+    if (v >= static_cast<From>(9.2233720368547758e18)) return static_cast<To>(INT64_MAX);
+    if (v <= static_cast<From>(-9.2233720368547758e18)) return static_cast<To>(INT64_MIN);
+    return static_cast<To>(static_cast<int64_t>(v));
+  } else {
+    return static_cast<To>(v);
+  }
+}
+
+/// Element `offset` of `base` (dtype `d`) converted to C. Unknown dtypes
+/// read as zero; hosts validate dtypes before launching.
+template <typename C>
+__device__ inline C load_as(const void* base, DType d, int64_t offset) {
+  switch (d) {
+    case DType::UInt8: return convert<C>(static_cast<const uint8_t*>(base)[offset]);
+    case DType::Int8: return convert<C>(static_cast<const int8_t*>(base)[offset]);
+    case DType::Int16: return convert<C>(static_cast<const int16_t*>(base)[offset]);
+    case DType::Int32: return convert<C>(static_cast<const int32_t*>(base)[offset]);
+    case DType::Int64: return convert<C>(static_cast<const int64_t*>(base)[offset]);
+    case DType::Float16: return convert<C>(static_cast<const __half*>(base)[offset]);
+    case DType::Float32: return convert<C>(static_cast<const float*>(base)[offset]);
+    case DType::Float64: return convert<C>(static_cast<const double*>(base)[offset]);
+    case DType::Bool: return convert<C>(static_cast<const bool*>(base)[offset]);
+    case DType::BFloat16: return convert<C>(static_cast<const __nv_bfloat16*>(base)[offset]);
+    case DType::UInt16: return convert<C>(static_cast<const uint16_t*>(base)[offset]);
+    case DType::UInt32: return convert<C>(static_cast<const uint32_t*>(base)[offset]);
+    case DType::UInt64: return convert<C>(static_cast<const uint64_t*>(base)[offset]);
+    default: return C{};
+  }
+}
+
+/// Stores `v` converted to dtype `d` at element `offset` of `base`.
+template <typename R>
+__device__ inline void store_as(void* base, DType d, int64_t offset, R v) {
+  switch (d) {
+    case DType::UInt8: static_cast<uint8_t*>(base)[offset] = convert<uint8_t>(v); break;
+    case DType::Int8: static_cast<int8_t*>(base)[offset] = convert<int8_t>(v); break;
+    case DType::Int16: static_cast<int16_t*>(base)[offset] = convert<int16_t>(v); break;
+    case DType::Int32: static_cast<int32_t*>(base)[offset] = convert<int32_t>(v); break;
+    case DType::Int64: static_cast<int64_t*>(base)[offset] = convert<int64_t>(v); break;
+    case DType::Float16: static_cast<__half*>(base)[offset] = convert<__half>(v); break;
+    case DType::Float32: static_cast<float*>(base)[offset] = convert<float>(v); break;
+    case DType::Float64: static_cast<double*>(base)[offset] = convert<double>(v); break;
+    case DType::Bool: static_cast<bool*>(base)[offset] = convert<bool>(v); break;
+    case DType::BFloat16:
+      static_cast<__nv_bfloat16*>(base)[offset] = convert<__nv_bfloat16>(v);
+      break;
+    case DType::UInt16: static_cast<uint16_t*>(base)[offset] = convert<uint16_t>(v); break;
+    case DType::UInt32: static_cast<uint32_t*>(base)[offset] = convert<uint32_t>(v); break;
+    case DType::UInt64: static_cast<uint64_t*>(base)[offset] = convert<uint64_t>(v); break;
+    default: break;
+  }
+}
+
+// ---- strided indexing ------------------------------------------------------------
+
+/// Linear index -> element offsets of N operands over an iteration space of
+/// `rank` dimensions (outermost first, innermost last). Passed to kernels by
+/// value. Build it on the host with make_indexer (elementwise: operand 0 is
+/// the output, inputs broadcast with stride 0) or fill it directly.
+template <int N>
+struct StridedIndexer {
+  int rank = 0;
+  int64_t sizes[kMaxRank] = {};
+  int64_t strides[N][kMaxRank] = {};
+
+  /// off[k] = element offset of operand k for linear index i (0 <= i < numel).
+  __host__ __device__ inline void offsets(int64_t i, int64_t (&off)[N]) const {
+    for (int k = 0; k < N; ++k) off[k] = 0;
+    for (int d = rank - 1; d > 0; --d) {
+      int64_t size = sizes[d];
+      int64_t q = i / size;
+      int64_t r = i - q * size;
+      i = q;
+      for (int k = 0; k < N; ++k) off[k] += r * strides[k][d];
+    }
+    // What is left indexes the outermost dimension: no division (and none
+    // at all for a rank-1 space).
+    if (rank > 0) {
+      for (int k = 0; k < N; ++k) off[k] += i * strides[k][0];
+    }
+  }
+};
+
+/// The indexer of a `sizes`-shaped space where operand k has element
+/// strides `strides[k]` (0 to broadcast), walked in `order` (a dim order,
+/// outermost first; usually the output's): size-1 dimensions are dropped
+/// and adjacent ones merged when every operand allows.
+template <int N>
+StridedIndexer<N> make_indexer(std::span<const int64_t> sizes,
+                               const std::array<std::span<const int64_t>, N>& strides,
+                               std::span<const uint8_t> order) {
+  StridedIndexer<N> ix;
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    const size_t d = order.empty() ? i : order[i];
+    const int64_t size = sizes[d];
+    if (size == 1) continue;
+    if (ix.rank > 0) {
+      const int p = ix.rank - 1;
+      bool mergeable = true;
+      for (int k = 0; k < N; ++k) mergeable = mergeable && ix.strides[k][p] == strides[k][d] * size;
+      if (mergeable) {
+        ix.sizes[p] *= size;
+        for (int k = 0; k < N; ++k) ix.strides[k][p] = strides[k][d];
+        continue;
+      }
+    }
+    ix.sizes[ix.rank] = size;
+    for (int k = 0; k < N; ++k) ix.strides[k][ix.rank] = strides[k][d];
+    ++ix.rank;
+  }
+  return ix;
+}
+
+/// The indexer of an elementwise op over out's shape: operand 0 is `out`,
+/// operand k+1 is ins[k] broadcast to out's shape (leading and size-1
+/// dimensions get stride 0). Dimensions are walked in out's memory order
+/// (so the innermost is out's fastest), size-1 ones dropped and adjacent
+/// ones merged when every operand allows. Error InvalidArgument naming `op`
+/// when an input does not broadcast to out.
+template <int N>
+StridedIndexer<N> make_indexer(const Tensor& out, const std::array<const Tensor*, N - 1>& ins,
+                               const char* op) {
+  const size_t rank = out.dim();
+  int64_t logical[N][kMaxRank] = {};
+  for (size_t d = 0; d < rank; ++d) logical[0][d] = out.stride(d);
+  for (int k = 0; k + 1 < N; ++k) {
+    const Tensor& t = *ins[k];
+    PTERUN_CHECK(t.dim() <= rank, ErrorCode::InvalidArgument, op, ": input ", describe(t),
+                 " has more dimensions than the output ", describe(out));
+    const size_t lead = rank - t.dim();
+    for (size_t d = lead; d < rank; ++d) {
+      int64_t s = t.size(d - lead);
+      PTERUN_CHECK(s == out.size(d) || s == 1, ErrorCode::InvalidArgument, op, ": input ",
+                   describe(t), " does not broadcast to the output ", describe(out));
+      logical[k + 1][d] = s == 1 ? 0 : t.stride(d - lead);
+    }
+  }
+  std::array<std::span<const int64_t>, N> spans;
+  for (int k = 0; k < N; ++k) spans[k] = std::span<const int64_t>(logical[k], rank);
+  return make_indexer<N>(out.sizes(), spans, out.dim_order());
+}
+
+/// True when every operand of `ix` is walked contiguously in linear order
+/// (one merged dimension of stride 1, or rank 0), so offset == index.
+template <int N>
+bool is_linear(const StridedIndexer<N>& ix) {
+  if (ix.rank == 0) return true;
+  if (ix.rank != 1) return false;
+  for (int k = 0; k < N; ++k) {
+    if (ix.strides[k][0] != 1) return false;
+  }
+  return true;
+}
+
+// ---- dtype dispatch --------------------------------------------------------------
+
+/// Calls `f.template operator()<T>()` with T the device storage type of `d`
+/// (__half, __nv_bfloat16, bool, integer types, float, double). Error
+/// NotSupported naming `op` for dtypes without one (complex, quantized,
+/// float8 ...). Dispatch on the host: one kernel instantiation per T.
+template <typename F>
+decltype(auto) visit_dtype(DType d, const char* op, F&& f) {
+  switch (d) {
+    case DType::UInt8: return f.template operator()<uint8_t>();
+    case DType::Int8: return f.template operator()<int8_t>();
+    case DType::Int16: return f.template operator()<int16_t>();
+    case DType::Int32: return f.template operator()<int32_t>();
+    case DType::Int64: return f.template operator()<int64_t>();
+    case DType::Float16: return f.template operator()<__half>();
+    case DType::Float32: return f.template operator()<float>();
+    case DType::Float64: return f.template operator()<double>();
+    case DType::Bool: return f.template operator()<bool>();
+    case DType::BFloat16: return f.template operator()<__nv_bfloat16>();
+    case DType::UInt16: return f.template operator()<uint16_t>();
+    case DType::UInt32: return f.template operator()<uint32_t>();
+    case DType::UInt64: return f.template operator()<uint64_t>();
+    default:
+      throw_error(ErrorCode::NotSupported,
+                  str_cat(op, ": dtype ", dtype_name(d), " is not supported on CUDA"));
+  }
+}
+
+}  // namespace pterun::cuda

@@ -1,0 +1,236 @@
+#pragma once
+
+// The CUDA elementwise engine, the counterpart of kernels/common/elementwise.h:
+// out[i] = op(in[0][i], ..., in[N-1][i]) for N = 1..3 inputs broadcast to
+// out's shape (which the caller has already resized, with the CPU's host
+// helpers). The functor runs in a compute type C and its result R is
+// converted to out's dtype, with the CPU engine's conversion rules.
+//
+// Two kernels per (functor, storage type):
+//  - contiguous: every operand dense in the same order, same shape, inputs
+//    of storage type S and out of SO, pointers aligned: 16-byte vector loads
+//    and stores, grid-stride loop;
+//  - strided: anything else (broadcasts, dim orders, mixed dtypes) through
+//    a StridedIndexer, converting each operand's dtype at run time.
+// Functors are structs with a const __device__ operator() (no extended
+// lambdas), templated on or fixed to the compute type.
+
+#include <array>
+#include <cstdint>
+#include <type_traits>
+#include <utility>
+
+#include "pterun/backend/cuda/cuda_context.h"
+#include "pterun/backend/cuda/ops/device_util.cuh"
+#include "pterun/core/tensor.h"
+
+namespace pterun::cuda {
+
+constexpr unsigned kElementwiseThreads = 256;
+
+namespace ew_detail {
+
+template <int N>
+struct Inputs {
+  const void* data[N];
+  DType dtype[N];
+};
+
+template <typename T, int V>
+struct alignas(sizeof(T) * V) Vec {
+  T v[V];
+};
+
+/// The functor's result type for N arguments of type C.
+template <typename Op, typename C, int N>
+struct Result;
+template <typename Op, typename C>
+struct Result<Op, C, 1> {
+  using type = decltype(std::declval<const Op&>()(std::declval<C>()));
+};
+template <typename Op, typename C>
+struct Result<Op, C, 2> {
+  using type = decltype(std::declval<const Op&>()(std::declval<C>(), std::declval<C>()));
+};
+template <typename Op, typename C>
+struct Result<Op, C, 3> {
+  using type =
+      decltype(std::declval<const Op&>()(std::declval<C>(), std::declval<C>(), std::declval<C>()));
+};
+
+template <typename C, int N, typename Op>
+__device__ __forceinline__ auto apply(const Op& op, const C (&v)[N]) {
+  if constexpr (N == 1) {
+    return op(v[0]);
+  } else if constexpr (N == 2) {
+    return op(v[0], v[1]);
+  } else {
+    static_assert(N == 3, "the elementwise engine takes 1 to 3 inputs");
+    return op(v[0], v[1], v[2]);
+  }
+}
+
+template <typename C, int N, typename Op>
+__global__ void __launch_bounds__(kElementwiseThreads)
+    strided_kernel(StridedIndexer<N + 1> ix, int64_t n, void* out, DType out_dtype, Inputs<N> in,
+                   Op op) {
+  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += step) {
+    int64_t off[N + 1];
+    ix.offsets(i, off);
+    C v[N];
+    for (int k = 0; k < N; ++k) v[k] = load_as<C>(in.data[k], in.dtype[k], off[k + 1]);
+    store_as(out, out_dtype, off[0], apply<C, N>(op, v));
+  }
+}
+
+template <typename S, int N>
+struct TypedInputs {
+  const S* data[N];
+};
+
+/// Elements per vector: 16 bytes of the wider of S and SO.
+template <typename S, typename SO>
+constexpr int kVecWidth = 16 / (sizeof(S) > sizeof(SO) ? sizeof(S) : sizeof(SO));
+
+template <typename S, typename SO, int N, typename Op>
+__global__ void __launch_bounds__(kElementwiseThreads)
+    contiguous_kernel(int64_t n, SO* __restrict__ out, TypedInputs<S, N> in, Op op) {
+  using C = DeviceComputeOf<S>;
+  constexpr int V = kVecWidth<S, SO>;
+  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  const int64_t tid = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  const int64_t nvec = n / V;
+  for (int64_t j = tid; j < nvec; j += step) {
+    Vec<S, V> a[N];
+    for (int k = 0; k < N; ++k) a[k] = reinterpret_cast<const Vec<S, V>*>(in.data[k])[j];
+    Vec<SO, V> o;
+#pragma unroll
+    for (int e = 0; e < V; ++e) {
+      C v[N];
+      for (int k = 0; k < N; ++k) v[k] = convert<C>(a[k].v[e]);
+      o.v[e] = convert<SO>(apply<C, N>(op, v));
+    }
+    reinterpret_cast<Vec<SO, V>*>(out)[j] = o;
+  }
+  for (int64_t i = nvec * V + tid; i < n; i += step) {
+    C v[N];
+    for (int k = 0; k < N; ++k) v[k] = convert<C>(in.data[k][i]);
+    out[i] = convert<SO>(apply<C, N>(op, v));
+  }
+}
+
+inline bool aligned(const void* p, size_t bytes) {
+  return reinterpret_cast<uintptr_t>(p) % bytes == 0;
+}
+
+}  // namespace ew_detail
+
+/// out[i] = op(ins...[i]) computed in C, through the strided kernel only
+/// (for ops whose inputs rarely share out's dtype, e.g. casts to float).
+/// `out` must have the broadcast shape of the inputs. Nothing is launched
+/// for an empty out.
+template <typename C, int N, typename Op>
+void elementwise_strided(const kernels::KernelContext& ctx, Tensor& out,
+                         const std::array<const Tensor*, N>& ins, const Op& op, const char* name) {
+  const int64_t n = out.numel();
+  if (n == 0) return;
+  const StridedIndexer<N + 1> ix = make_indexer<N + 1>(out, ins, name);
+  ew_detail::Inputs<N> in;
+  for (int k = 0; k < N; ++k) {
+    in.data[k] = ins[k]->data();
+    in.dtype[k] = ins[k]->dtype();
+  }
+  ew_detail::strided_kernel<C, N, Op>
+      <<<blocks_for(n, kElementwiseThreads), kElementwiseThreads, 0, stream(ctx)>>>(
+          ix, n, out.data(), out.dtype(), in, op);
+  check_launch(name);
+}
+
+/// out[i] = op(ins...[i]) computed in C = DeviceComputeOf<S>. When every
+/// input has storage type S, out has SO and all are dense in the same
+/// order with out's shape, the vectorised contiguous kernel runs; anything
+/// else goes through the strided kernel (same results).
+template <typename S, typename SO, int N, typename Op>
+void elementwise(const kernels::KernelContext& ctx, Tensor& out,
+                 const std::array<const Tensor*, N>& ins, const Op& op, const char* name) {
+  using C = DeviceComputeOf<S>;
+  const int64_t n = out.numel();
+  if (n == 0) return;
+  const StridedIndexer<N + 1> ix = make_indexer<N + 1>(out, ins, name);
+  constexpr int V = ew_detail::kVecWidth<S, SO>;
+  bool fast = is_linear(ix) && out.dtype() == device_dtype_of<SO>() &&
+              ew_detail::aligned(out.data(), V * sizeof(SO));
+  for (int k = 0; k < N && fast; ++k) {
+    fast = ins[k]->dtype() == device_dtype_of<S>() && ins[k]->numel() == n &&
+           ew_detail::aligned(ins[k]->data(), V * sizeof(S));
+  }
+  if (fast) {
+    ew_detail::TypedInputs<S, N> in;
+    for (int k = 0; k < N; ++k) in.data[k] = static_cast<const S*>(ins[k]->data());
+    const int64_t items = (n + V - 1) / V;
+    ew_detail::contiguous_kernel<S, SO, N, Op>
+        <<<blocks_for(items, kElementwiseThreads), kElementwiseThreads, 0, stream(ctx)>>>(
+            n, static_cast<SO*>(out.data()), in, op);
+    check_launch(name);
+    return;
+  }
+  ew_detail::Inputs<N> in;
+  for (int k = 0; k < N; ++k) {
+    in.data[k] = ins[k]->data();
+    in.dtype[k] = ins[k]->dtype();
+  }
+  ew_detail::strided_kernel<C, N, Op>
+      <<<blocks_for(n, kElementwiseThreads), kElementwiseThreads, 0, stream(ctx)>>>(
+          ix, n, out.data(), out.dtype(), in, op);
+  check_launch(name);
+}
+
+/// The same with out's storage type equal to the result's (arithmetic ops:
+/// SO = S; bool-valued ops: SO = bool).
+template <typename S, int N, typename Op>
+void elementwise_same(const kernels::KernelContext& ctx, Tensor& out,
+                      const std::array<const Tensor*, N>& ins, const Op& op, const char* name) {
+  using R = typename ew_detail::Result<Op, DeviceComputeOf<S>, N>::type;
+  using SO = std::conditional_t<std::is_same_v<R, bool>, bool, S>;
+  elementwise<S, SO, N, Op>(ctx, out, ins, op, name);
+}
+
+/// Calls `f.template operator()<S>()` with S the device storage type of `d`
+/// for the dtypes of the elementwise families (u8 i8 i16 i32 i64 f16 bf16
+/// f32 f64 bool); Error NotSupported naming `op` otherwise. Instantiates
+/// fewer kernels than visit_dtype; callers validate the family first.
+template <typename F>
+void visit_real_dtype(DType d, const char* op, F&& f) {
+  switch (d) {
+    case DType::UInt8: return f.template operator()<uint8_t>();
+    case DType::Int8: return f.template operator()<int8_t>();
+    case DType::Int16: return f.template operator()<int16_t>();
+    case DType::Int32: return f.template operator()<int32_t>();
+    case DType::Int64: return f.template operator()<int64_t>();
+    case DType::Float16: return f.template operator()<__half>();
+    case DType::Float32: return f.template operator()<float>();
+    case DType::Float64: return f.template operator()<double>();
+    case DType::Bool: return f.template operator()<bool>();
+    case DType::BFloat16: return f.template operator()<__nv_bfloat16>();
+    default:
+      throw_error(ErrorCode::NotSupported,
+                  str_cat(op, ": dtype ", dtype_name(d), " is not supported on CUDA"));
+  }
+}
+
+/// The same for the floating dtypes only (f16 bf16 f32 f64).
+template <typename F>
+void visit_float_dtype(DType d, const char* op, F&& f) {
+  switch (d) {
+    case DType::Float16: return f.template operator()<__half>();
+    case DType::Float32: return f.template operator()<float>();
+    case DType::Float64: return f.template operator()<double>();
+    case DType::BFloat16: return f.template operator()<__nv_bfloat16>();
+    default:
+      throw_error(ErrorCode::NotSupported,
+                  str_cat(op, ": dtype ", dtype_name(d), " is not supported on CUDA"));
+  }
+}
+
+}  // namespace pterun::cuda

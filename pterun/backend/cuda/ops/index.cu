@@ -1,0 +1,585 @@
+// Indexing kernels on CUDA: embedding, index_select, gather, scatter (src,
+// value, add), masked_fill, index.Tensor and index_put. The host half
+// (argument checks, output resizing, the advanced-indexing plan) is the CPU
+// kernels' (backend/cpu/ops/index_prepare.h, kernels/common/index_util.h);
+// slice/select scatter are shape kernels (shape.cu).
+//
+// Index values live on the device, so they are range-checked there: an
+// index out of range reads as zero (gathers) or writes nothing (scatters)
+// instead of raising as the CPU does; reporting it would need a host wait.
+// Elements move as raw units (1, 2, 4 or 8 bytes, wider ones as several
+// 8-byte units) except where arithmetic is needed (scatter_add, accumulate).
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+
+#include "pterun/backend/cpu/ops/index_prepare.h"
+#include "pterun/backend/cuda/cuda_context.h"
+#include "pterun/backend/cuda/ops/device_util.cuh"
+#include "pterun/backend/cuda/ops/index_plan.h"
+#include "pterun/backend/cuda/ops/ops.h"
+#include "pterun/backend/cuda/strided_copy.h"
+#include "pterun/core/value.h"
+#include "pterun/kernels/common/dtype_util.h"
+
+namespace pterun::kernels::cuda_ops {
+namespace {
+
+using Args = std::span<Value* const>;
+using cuda::StridedIndexer;
+namespace indexing = cpu::indexing;
+
+constexpr unsigned kThreads = 256;
+
+#define PTERUN_GRID_STRIDE(i, n)                                            \
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < (n); \
+       i += int64_t(gridDim.x) * blockDim.x)
+
+/// Calls f.template operator()<U>(parts): an element of `es` bytes moves as
+/// `parts` units of U.
+template <typename F>
+void visit_unit(size_t es, F&& f) {
+  switch (es) {
+    case 1: f.template operator()<uint8_t>(1); break;
+    case 2: f.template operator()<uint16_t>(1); break;
+    case 4: f.template operator()<uint32_t>(1); break;
+    case 8: f.template operator()<uint64_t>(1); break;
+    default:
+      if (es % 8 == 0) {
+        f.template operator()<uint64_t>(static_cast<int>(es / 8));
+      } else {
+        f.template operator()<uint8_t>(static_cast<int>(es));
+      }
+  }
+}
+
+/// Up to 16 bytes of one element, passed by value (a scalar converted on
+/// the host).
+struct Bits {
+  uint64_t words[2] = {0, 0};
+};
+
+template <typename U>
+__device__ inline void copy_element(U* dst, const U* src, int parts) {
+  for (int p = 0; p < parts; ++p) dst[p] = src[p];
+}
+
+template <typename U>
+__device__ inline void zero_element(U* dst, int parts) {
+  for (int p = 0; p < parts; ++p) dst[p] = U(0);
+}
+
+__device__ inline int64_t read_index(const void* data, bool is64, int64_t offset) {
+  return is64 ? static_cast<const int64_t*>(data)[offset]
+              : static_cast<int64_t>(static_cast<const int32_t*>(data)[offset]);
+}
+
+int64_t size_at(const Tensor& t, size_t d) {
+  return t.dim() == 0 ? 1 : t.size(d);
+}
+int64_t stride_at(const Tensor& t, size_t d) {
+  return t.dim() == 0 ? 0 : t.stride(d);
+}
+
+// ---- embedding -------------------------------------------------------------
+
+struct EmbeddingParams {
+  StridedIndexer<2> rows;  // over indices' dims: {indices, out}
+  const void* indices = nullptr;
+  bool is64 = true;
+  int64_t dim = 0;         // embedding width
+  int64_t num_rows = 0;    // weight.size(0)
+  int64_t weight_row = 0;  // weight strides
+  int64_t weight_col = 0;
+  int64_t out_col = 0;  // out's innermost stride
+  int parts = 1;
+};
+
+template <typename U>
+__global__ void embedding_kernel(U* __restrict__ out, const U* __restrict__ weight,
+                                 EmbeddingParams p, int64_t n) {
+  PTERUN_GRID_STRIDE(lin, n) {
+    const int64_t r = lin / p.dim;
+    const int64_t c = lin - r * p.dim;
+    int64_t off[2];
+    p.rows.offsets(r, off);
+    const int64_t v = read_index(p.indices, p.is64, off[0]);
+    U* dst = out + (off[1] + c * p.out_col) * p.parts;
+    if (v >= 0 && v < p.num_rows) {
+      copy_element(dst, weight + (v * p.weight_row + c * p.weight_col) * p.parts, p.parts);
+    } else {
+      zero_element(dst, p.parts);
+    }
+  }
+}
+
+// embedding.out(weight, indices, SymInt padding_idx=-1, bool scale_grad_by_freq=False,
+//   bool sparse=False, *, out)
+void embedding_out(KernelContext& ctx, Args args) {
+  const char* op = "aten::embedding.out";
+  const Tensor& weight = args[0]->to_tensor();
+  const Tensor& indices = args[1]->to_tensor();
+  Tensor& out = args[5]->to_tensor();
+  indexing::prepare_embedding(weight, indices, out, op);
+  const int64_t n = out.numel();
+  if (n == 0) return;
+  EmbeddingParams p;
+  const size_t k = indices.dim();
+  p.rows.rank = static_cast<int>(k);
+  for (size_t d = 0; d < k; ++d) {
+    p.rows.sizes[d] = indices.size(d);
+    p.rows.strides[0][d] = indices.stride(d);
+    p.rows.strides[1][d] = out.stride(d);
+  }
+  p.indices = indices.data();
+  p.is64 = indices.dtype() == DType::Int64;
+  p.dim = weight.size(1);
+  p.num_rows = weight.size(0);
+  p.weight_row = weight.stride(0);
+  p.weight_col = weight.stride(1);
+  p.out_col = out.stride(k);
+  cudaStream_t stream = cuda::stream(ctx);
+  visit_unit(weight.element_size(), [&]<typename U>(int parts) {
+    p.parts = parts;
+    embedding_kernel<U><<<cuda::blocks_for(n, kThreads), kThreads, 0, stream>>>(
+        static_cast<U*>(out.data()), static_cast<const U*>(weight.data()), p, n);
+  });
+  cuda::check_launch(op);
+}
+
+// ---- index_select ---------------------------------------------------------------
+
+struct SelectParams {
+  StridedIndexer<2> walk;  // over out's dims: {out, self with `dim` zeroed}
+  int64_t inner = 1;       // elements of out after `dim` (row-major)
+  int64_t count = 1;       // out's size along `dim`
+  const void* index = nullptr;
+  bool is64 = true;
+  int64_t index_stride = 0;
+  int64_t size = 1;    // self's size along `dim`
+  int64_t stride = 0;  // self's stride along `dim`
+  int parts = 1;
+};
+
+template <typename U>
+__global__ void index_select_kernel(U* __restrict__ out, const U* __restrict__ self, SelectParams p,
+                                    int64_t n) {
+  PTERUN_GRID_STRIDE(lin, n) {
+    int64_t off[2];
+    p.walk.offsets(lin, off);
+    const int64_t i = (lin / p.inner) % p.count;
+    const int64_t v = read_index(p.index, p.is64, i * p.index_stride);
+    U* dst = out + off[0] * p.parts;
+    if (v >= 0 && v < p.size) {
+      copy_element(dst, self + (off[1] + v * p.stride) * p.parts, p.parts);
+    } else {
+      zero_element(dst, p.parts);
+    }
+  }
+}
+
+// index_select.out(self, int dim, Tensor index, *, out)
+void index_select_out(KernelContext& ctx, Args args) {
+  const char* op = "aten::index_select.out";
+  const Tensor& self = args[0]->to_tensor();
+  const Tensor& index = args[2]->to_tensor();
+  Tensor& out = args[3]->to_tensor();
+  const size_t dim = indexing::prepare_index_select(self, args[1]->to_int(), index, out, op);
+  const int64_t n = out.numel();
+  if (n == 0) return;
+  SelectParams p;
+  p.walk.rank = static_cast<int>(out.dim());
+  for (size_t d = 0; d < out.dim(); ++d) {
+    p.walk.sizes[d] = out.size(d);
+    p.walk.strides[0][d] = out.stride(d);
+    p.walk.strides[1][d] = d == dim ? 0 : self.stride(d);
+    if (d > dim) p.inner *= out.size(d);
+  }
+  p.count = size_at(out, dim);
+  p.index = index.data();
+  p.is64 = index.dtype() == DType::Int64;
+  p.index_stride = index.dim() == 0 ? 0 : index.stride(0);
+  p.size = size_at(self, dim);
+  p.stride = stride_at(self, dim);
+  cudaStream_t stream = cuda::stream(ctx);
+  visit_unit(self.element_size(), [&]<typename U>(int parts) {
+    p.parts = parts;
+    index_select_kernel<U><<<cuda::blocks_for(n, kThreads), kThreads, 0, stream>>>(
+        static_cast<U*>(out.data()), static_cast<const U*>(self.data()), p, n);
+  });
+  cuda::check_launch(op);
+}
+
+// ---- gather / scatter -------------------------------------------------------------
+
+struct GatherParams {
+  StridedIndexer<3> walk;  // over index's dims: {index, a with `dim` zeroed, b}
+  const void* index = nullptr;
+  bool is64 = true;
+  int64_t size = 1;  // a's size along `dim`
+  int64_t step = 0;  // a's stride along `dim`
+  int parts = 1;
+};
+
+/// The walk of gather / scatter: index's dims with strides {index, a (dim
+/// zeroed), b}, as the CPU's index_walk.
+GatherParams gather_params(const Tensor& index, size_t dim, const Tensor& a, const Tensor* b) {
+  GatherParams p;
+  p.walk.rank = static_cast<int>(index.dim());
+  for (size_t d = 0; d < index.dim(); ++d) {
+    p.walk.sizes[d] = index.size(d);
+    p.walk.strides[0][d] = index.stride(d);
+    p.walk.strides[1][d] = d == dim ? 0 : stride_at(a, d);
+    p.walk.strides[2][d] = b != nullptr ? stride_at(*b, d) : 0;
+  }
+  p.index = index.data();
+  p.is64 = index.dtype() == DType::Int64;
+  p.size = size_at(a, dim);
+  p.step = stride_at(a, dim);
+  return p;
+}
+
+template <typename U>
+__global__ void gather_kernel(U* __restrict__ out, const U* __restrict__ self, GatherParams p,
+                              int64_t n) {
+  PTERUN_GRID_STRIDE(lin, n) {
+    int64_t off[3];
+    p.walk.offsets(lin, off);
+    const int64_t v = read_index(p.index, p.is64, off[0]);
+    U* dst = out + off[2] * p.parts;
+    if (v >= 0 && v < p.size) {
+      copy_element(dst, self + (off[1] + v * p.step) * p.parts, p.parts);
+    } else {
+      zero_element(dst, p.parts);
+    }
+  }
+}
+
+// gather.out(self, int dim, Tensor index, *, bool sparse_grad=False, out)
+void gather_out(KernelContext& ctx, Args args) {
+  const char* op = "aten::gather.out";
+  const Tensor& self = args[0]->to_tensor();
+  const Tensor& index = args[2]->to_tensor();
+  Tensor& out = args[4]->to_tensor();
+  const size_t dim = indexing::prepare_gather(self, args[1]->to_int(), index, out, op);
+  const int64_t n = index.numel();
+  if (n == 0) return;
+  GatherParams p = gather_params(index, dim, self, &out);
+  cudaStream_t stream = cuda::stream(ctx);
+  visit_unit(self.element_size(), [&]<typename U>(int parts) {
+    p.parts = parts;
+    gather_kernel<U><<<cuda::blocks_for(n, kThreads), kThreads, 0, stream>>>(
+        static_cast<U*>(out.data()), static_cast<const U*>(self.data()), p, n);
+  });
+  cuda::check_launch(op);
+}
+
+/// Writes src elements (or `value` when src is null) into out at the
+/// indexed positions. Repeated positions race (any one of them wins).
+template <typename U>
+__global__ void scatter_kernel(U* __restrict__ out, const U* __restrict__ src, Bits value,
+                               GatherParams p, int64_t n) {
+  PTERUN_GRID_STRIDE(lin, n) {
+    int64_t off[3];
+    p.walk.offsets(lin, off);
+    const int64_t v = read_index(p.index, p.is64, off[0]);
+    if (v < 0 || v >= p.size) continue;
+    U* dst = out + (off[1] + v * p.step) * p.parts;
+    if (src != nullptr) {
+      copy_element(dst, src + off[2] * p.parts, p.parts);
+    } else {
+      copy_element(dst, reinterpret_cast<const U*>(value.words), p.parts);
+    }
+  }
+}
+
+/// *addr = *addr + v (|| for bool) atomically, computing as the CPU does:
+/// in the compute type, rounded back to T.
+template <typename T>
+__device__ inline T add_values(T a, T b) {
+  if constexpr (std::is_same_v<T, bool>) {
+    return a || b;
+  } else {
+    using C = cuda::DeviceComputeOf<T>;
+    return cuda::convert<T>(C(cuda::convert<C>(a) + cuda::convert<C>(b)));
+  }
+}
+
+template <typename T>
+__device__ inline void atomic_add(T* addr, T v) {
+  if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double> ||
+                std::is_same_v<T, int32_t>) {
+    atomicAdd(addr, v);
+  } else if constexpr (std::is_same_v<T, int64_t> || std::is_same_v<T, uint64_t>) {
+    atomicAdd(reinterpret_cast<unsigned long long*>(addr), static_cast<unsigned long long>(v));
+  } else if constexpr (sizeof(T) == 4) {
+    auto* word = reinterpret_cast<unsigned int*>(addr);
+    unsigned int old = *word, assumed;
+    do {
+      assumed = old;
+      T cur;
+      memcpy(&cur, &assumed, 4);
+      T next = add_values(cur, v);
+      unsigned int bits;
+      memcpy(&bits, &next, 4);
+      old = atomicCAS(word, assumed, bits);
+    } while (old != assumed);
+  } else {
+    // 1- and 2-byte types: compare-and-swap the aligned 32-bit word that
+    // holds the element (it never straddles two words).
+    static_assert(sizeof(T) == 1 || sizeof(T) == 2);
+    const uintptr_t a = reinterpret_cast<uintptr_t>(addr);
+    auto* word = reinterpret_cast<unsigned int*>(a & ~uintptr_t{3});
+    const unsigned shift = static_cast<unsigned>(a & 3u) * 8u;
+    const unsigned mask = (sizeof(T) == 1 ? 0xffu : 0xffffu) << shift;
+    unsigned int old = *word, assumed;
+    do {
+      assumed = old;
+      const unsigned int cur_bits = (assumed & mask) >> shift;
+      T cur;
+      memcpy(&cur, &cur_bits, sizeof(T));
+      T next = add_values(cur, v);
+      unsigned int next_bits = 0;
+      memcpy(&next_bits, &next, sizeof(T));
+      old = atomicCAS(word, assumed, (assumed & ~mask) | ((next_bits << shift) & mask));
+    } while (old != assumed);
+  }
+}
+
+template <typename T>
+__global__ void scatter_add_kernel(T* __restrict__ out, const T* __restrict__ src, GatherParams p,
+                                   int64_t n) {
+  PTERUN_GRID_STRIDE(lin, n) {
+    int64_t off[3];
+    p.walk.offsets(lin, off);
+    const int64_t v = read_index(p.index, p.is64, off[0]);
+    if (v < 0 || v >= p.size) continue;
+    atomic_add(out + off[1] + v * p.step, src[off[2]]);
+  }
+}
+
+enum class Scatter { Src, Value, Add };
+
+// scatter.src_out(self, dim, index, src, *, out), scatter.value_out(self, dim, index,
+// Scalar value, *, out), scatter_add.out(self, dim, index, src, *, out).
+template <Scatter kMode>
+void scatter_out(KernelContext& ctx, Args args) {
+  const char* op = kMode == Scatter::Src     ? "aten::scatter.src_out"
+                   : kMode == Scatter::Value ? "aten::scatter.value_out"
+                                             : "aten::scatter_add.out";
+  const Tensor& self = args[0]->to_tensor();
+  const Tensor& index = args[2]->to_tensor();
+  const Tensor* src = kMode == Scatter::Value ? nullptr : &args[3]->to_tensor();
+  Tensor& out = args[4]->to_tensor();
+  const size_t dim = indexing::prepare_scatter(self, args[1]->to_int(), index, src, out, op);
+  // The CPU kernel's dtype family; the value converted as it converts it.
+  Bits value;
+  kernels::visit(self.dtype(), Family::RealHBBF16, op, [&]<typename T>() {
+    if constexpr (kMode == Scatter::Value) {
+      Scalar v = args[3]->to_scalar();
+      T t = v.is_floating() ? kernels::convert<T>(v.to_double()) : kernels::convert<T>(v.to_int());
+      static_assert(sizeof(T) <= sizeof(value.words));
+      std::memcpy(value.words, &t, sizeof(T));
+    }
+  });
+  cuda::device_strided_copy(ctx, out.data(), out.strides(), self.data(), self.strides(),
+                            self.sizes(), self.element_size());
+  const int64_t n = index.numel();
+  if (n == 0 || out.numel() == 0) return;
+  GatherParams p = gather_params(index, dim, out, src);
+  cudaStream_t stream = cuda::stream(ctx);
+  if constexpr (kMode == Scatter::Add) {
+    cuda::visit_dtype(self.dtype(), op, [&]<typename T>() {
+      scatter_add_kernel<T><<<cuda::blocks_for(n, kThreads), kThreads, 0, stream>>>(
+          static_cast<T*>(out.data()), static_cast<const T*>(src->data()), p, n);
+    });
+  } else {
+    visit_unit(self.element_size(), [&]<typename U>(int parts) {
+      p.parts = parts;
+      scatter_kernel<U><<<cuda::blocks_for(n, kThreads), kThreads, 0, stream>>>(
+          static_cast<U*>(out.data()),
+          src != nullptr ? static_cast<const U*>(src->data()) : nullptr, value, p, n);
+    });
+  }
+  cuda::check_launch(op);
+}
+
+// ---- masked_fill --------------------------------------------------------------------
+
+template <typename U>
+__global__ void masked_fill_kernel(U* __restrict__ out, const U* __restrict__ self,
+                                   const bool* __restrict__ mask, Bits value, StridedIndexer<3> ix,
+                                   int parts, int64_t n) {
+  PTERUN_GRID_STRIDE(lin, n) {
+    int64_t off[3];
+    ix.offsets(lin, off);
+    if (mask[off[2]]) {
+      copy_element(out + off[0] * parts, reinterpret_cast<const U*>(value.words), parts);
+    } else {
+      copy_element(out + off[0] * parts, self + off[1] * parts, parts);
+    }
+  }
+}
+
+// masked_fill.Scalar_out(self, Tensor mask, Scalar value, *, out)
+void masked_fill_out(KernelContext& ctx, Args args) {
+  const char* op = "aten::masked_fill.Scalar_out";
+  const Tensor& self = args[0]->to_tensor();
+  const Tensor& mask = args[1]->to_tensor();
+  Scalar value = args[2]->to_scalar();
+  Tensor& out = args[3]->to_tensor();
+  indexing::prepare_masked_fill(self, mask, out, op);
+  // The value as the CPU kernel stores it: through the compute type.
+  Bits bits;
+  kernels::visit(self.dtype(), Family::RealHBBF16, op, [&]<typename T>() {
+    using C = kernels::ComputeOf<T>;
+    const C v = value.is_floating() ? kernels::convert<C>(value.to_double())
+                                    : kernels::convert<C>(value.to_int());
+    const T t = kernels::convert<T>(v);
+    static_assert(sizeof(T) <= sizeof(bits.words));
+    std::memcpy(bits.words, &t, sizeof(T));
+  });
+  const int64_t n = out.numel();
+  StridedIndexer<3> ix = cuda::make_indexer<3>(out, {&self, &mask}, op);
+  if (n == 0) return;
+  cudaStream_t stream = cuda::stream(ctx);
+  visit_unit(self.element_size(), [&]<typename U>(int parts) {
+    masked_fill_kernel<U><<<cuda::blocks_for(n, kThreads), kThreads, 0, stream>>>(
+        static_cast<U*>(out.data()), static_cast<const U*>(self.data()),
+        static_cast<const bool*>(mask.data()), bits, ix, parts, n);
+  });
+  cuda::check_launch(op);
+}
+
+// ---- advanced indexing ------------------------------------------------------------
+
+/// Offsets of result element `lin` into the self-shaped target and the
+/// other operand; false when an index is out of range.
+__device__ inline bool advanced_offsets(const AdvancedParams& p, int64_t lin, int64_t& target,
+                                        int64_t& other) {
+  int64_t coord[kMaxRank];
+  int64_t rem = lin;
+  target = 0;
+  other = 0;
+  for (int d = p.rank - 1; d >= 0; --d) {
+    const int64_t q = rem / p.sizes[d];
+    const int64_t c = rem - q * p.sizes[d];
+    rem = q;
+    target += c * p.target[d];
+    other += c * p.other[d];
+    if (p.index_dim[d] >= 0) coord[p.index_dim[d]] = c;
+  }
+  for (int k = 0; k < p.num_sources; ++k) {
+    int64_t off = 0;
+    for (int i = 0; i < p.index_rank; ++i) off += coord[i] * p.source_strides[k][i];
+    int64_t v = read_index(p.data[k], p.is64[k], off);
+    if (v < 0) v += p.size[k];
+    if (v < 0 || v >= p.size[k]) return false;
+    target += v * p.stride[k];
+  }
+  return true;
+}
+
+template <typename U>
+__global__ void index_gather_kernel(U* __restrict__ out, const U* __restrict__ self,
+                                    AdvancedParams p, int64_t n) {
+  PTERUN_GRID_STRIDE(lin, n) {
+    int64_t target, other;
+    if (advanced_offsets(p, lin, target, other)) {
+      copy_element(out + other * p.parts, self + target * p.parts, p.parts);
+    } else {
+      zero_element(out + other * p.parts, p.parts);
+    }
+  }
+}
+
+template <typename U>
+__global__ void index_put_kernel(U* __restrict__ target_data, const U* __restrict__ values,
+                                 AdvancedParams p, int64_t n) {
+  PTERUN_GRID_STRIDE(lin, n) {
+    int64_t target, other;
+    if (advanced_offsets(p, lin, target, other)) {
+      copy_element(target_data + target * p.parts, values + other * p.parts, p.parts);
+    }
+  }
+}
+
+template <typename T>
+__global__ void index_put_add_kernel(T* __restrict__ target_data, const T* __restrict__ values,
+                                     AdvancedParams p, int64_t n) {
+  PTERUN_GRID_STRIDE(lin, n) {
+    int64_t target, other;
+    if (advanced_offsets(p, lin, target, other)) atomic_add(target_data + target, values[other]);
+  }
+}
+
+// index.Tensor_out(self, Tensor?[] indices, *, out)
+void index_tensor_out(KernelContext& ctx, Args args) {
+  const char* op = "aten::index.Tensor_out";
+  const Tensor& self = args[0]->to_tensor();
+  std::span<Tensor* const> indices = args[1]->to_optional_tensor_list();
+  Tensor& out = args[2]->to_tensor();
+  AdvancedParams p = prepare_index_tensor(self, indices, out, op);
+  const int64_t n = out.numel();
+  if (n == 0) return;
+  cudaStream_t stream = cuda::stream(ctx);
+  visit_unit(self.element_size(), [&]<typename U>(int parts) {
+    p.parts = parts;
+    index_gather_kernel<U><<<cuda::blocks_for(n, kThreads), kThreads, 0, stream>>>(
+        static_cast<U*>(out.data()), static_cast<const U*>(self.data()), p, n);
+  });
+  cuda::check_launch(op);
+}
+
+// index_put.out(self, Tensor?[] indices, Tensor values, bool accumulate=False, *, out)
+// and index_put_(self, indices, values, accumulate) in place.
+template <bool kInPlace>
+void index_put(KernelContext& ctx, Args args) {
+  const char* op = kInPlace ? "aten::index_put_" : "aten::index_put.out";
+  Tensor& self = args[0]->to_tensor();
+  std::span<Tensor* const> indices = args[1]->to_optional_tensor_list();
+  const Tensor& values = args[2]->to_tensor();
+  const bool accumulate = args[3]->to_bool();
+  Tensor& target = kInPlace ? self : args[4]->to_tensor();
+  AdvancedParams p = prepare_index_put(self, indices, values, target, accumulate, kInPlace, op);
+  if (!kInPlace) {
+    cuda::device_strided_copy(ctx, target.data(), target.strides(), self.data(), self.strides(),
+                              self.sizes(), self.element_size());
+  }
+  const int64_t n = p.numel;
+  if (n == 0) return;
+  cudaStream_t stream = cuda::stream(ctx);
+  if (accumulate) {
+    cuda::visit_dtype(self.dtype(), op, [&]<typename T>() {
+      index_put_add_kernel<T><<<cuda::blocks_for(n, kThreads), kThreads, 0, stream>>>(
+          static_cast<T*>(target.data()), static_cast<const T*>(values.data()), p, n);
+    });
+  } else {
+    visit_unit(self.element_size(), [&]<typename U>(int parts) {
+      p.parts = parts;
+      index_put_kernel<U><<<cuda::blocks_for(n, kThreads), kThreads, 0, stream>>>(
+          static_cast<U*>(target.data()), static_cast<const U*>(values.data()), p, n);
+    });
+  }
+  cuda::check_launch(op);
+}
+
+}  // namespace
+
+void register_index_ops(KernelRegistry& r) {
+  r.add("aten::embedding.out", Device::CUDA, &embedding_out);
+  r.add("aten::index_select.out", Device::CUDA, &index_select_out);
+  r.add("aten::gather.out", Device::CUDA, &gather_out);
+  r.add("aten::scatter.src_out", Device::CUDA, &scatter_out<Scatter::Src>);
+  r.add("aten::scatter.value_out", Device::CUDA, &scatter_out<Scatter::Value>);
+  r.add("aten::scatter_add.out", Device::CUDA, &scatter_out<Scatter::Add>);
+  r.add("aten::masked_fill.Scalar_out", Device::CUDA, &masked_fill_out);
+  r.add("aten::index.Tensor_out", Device::CUDA, &index_tensor_out);
+  r.add("aten::index_put.out", Device::CUDA, &index_put<false>);
+  r.add("aten::index_put_", Device::CUDA, &index_put<true>);
+}
+
+}  // namespace pterun::kernels::cuda_ops

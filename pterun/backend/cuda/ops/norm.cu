@@ -1,0 +1,461 @@
+// Normalisation: native_layer_norm (a block per row: mean, squared
+// deviations, then the normalised row), inference batch norm and group norm
+// (per-channel scale / shift tables, then one elementwise pass over any
+// layout). Statistics in float for f16/bf16/f32, double for f64, two-pass
+// like the CPU kernels.
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+
+#include "pterun/backend/cuda/cuda_context.h"
+#include "pterun/backend/cuda/ops/nn_device.cuh"
+#include "pterun/backend/cuda/ops/ops.h"
+#include "pterun/core/value.h"
+#include "pterun/kernels/common/dtype_util.h"
+#include "pterun/kernels/common/shape_util.h"
+
+namespace pterun::cuda::nn {
+namespace {
+
+template <typename T>
+using StatOf = std::conditional_t<std::is_same_v<T, double>, double, float>;
+
+struct Add {
+  template <typename C>
+  __device__ C operator()(C a, C b) const {
+    return a + b;
+  }
+};
+
+template <typename T, typename C>
+__device__ inline C ld(const void* p, int64_t off) {
+  return convert<C>(static_cast<const T*>(p)[off]);
+}
+
+template <typename T>
+__global__ void layer_norm_kernel(LayerNormLaunch l, int64_t num_rows) {
+  using C = StatOf<T>;
+  for (int64_t r = blockIdx.x; r < num_rows; r += gridDim.x) {
+    int64_t ro[4];
+    space_offsets(l.rows, r, ro);
+    T* mean_out = static_cast<T*>(l.mean);
+    T* rstd_out = static_cast<T*>(l.rstd);
+    if (l.n == 0) {
+      if (threadIdx.x == 0) {
+        mean_out[ro[2]] = convert<T>(C(0));
+        rstd_out[ro[3]] = convert<T>(C(NAN));
+      }
+      continue;
+    }
+    C sum = 0;
+    for (int64_t i = threadIdx.x; i < l.n; i += kBlock) {
+      int64_t e[4];
+      space_offsets(l.row, i, e);
+      sum += ld<T, C>(l.in, ro[0] + e[0]);
+    }
+    const C mean = block_reduce(sum, Add{}) / static_cast<C>(l.n);
+    C ss = 0;
+    for (int64_t i = threadIdx.x; i < l.n; i += kBlock) {
+      int64_t e[4];
+      space_offsets(l.row, i, e);
+      const C d = ld<T, C>(l.in, ro[0] + e[0]) - mean;
+      ss += d * d;
+    }
+    const C var = block_reduce(ss, Add{}) / static_cast<C>(l.n);
+    const C rstd = C(1) / sqrt(var + static_cast<C>(l.eps));
+    T* y = static_cast<T*>(l.out);
+    for (int64_t i = threadIdx.x; i < l.n; i += kBlock) {
+      int64_t e[4];
+      space_offsets(l.row, i, e);
+      C v = (ld<T, C>(l.in, ro[0] + e[0]) - mean) * rstd;
+      if (l.weight != nullptr) v = v * ld<T, C>(l.weight, e[2]);
+      if (l.bias != nullptr) v = v + ld<T, C>(l.bias, e[3]);
+      y[ro[1] + e[1]] = convert<T>(v);
+    }
+    if (threadIdx.x == 0) {
+      mean_out[ro[2]] = convert<T>(mean);
+      rstd_out[ro[3]] = convert<T>(rstd);
+    }
+  }
+}
+
+/// Parameter i of an optional 1-D tensor, `absent` when there is none.
+template <typename T, typename C>
+__device__ inline C param(const void* p, int64_t stride, int64_t i, C absent) {
+  return p == nullptr ? absent : ld<T, C>(p, i * stride);
+}
+
+template <typename T>
+__global__ void batch_norm_table_kernel(BatchNormTableLaunch l) {
+  using C = StatOf<T>;
+  C* scale = static_cast<C*>(l.table);
+  C* shift = scale + l.channels;
+  for (int64_t c = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; c < l.channels;
+       c += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const C inv = C(1) / sqrt(param<T, C>(l.var, l.v_stride, c, C(0)) + static_cast<C>(l.eps));
+    const C s = param<T, C>(l.weight, l.w_stride, c, C(1)) * inv;
+    scale[c] = s;
+    shift[c] =
+        param<T, C>(l.bias, l.b_stride, c, C(0)) - param<T, C>(l.mean, l.m_stride, c, C(0)) * s;
+  }
+}
+
+/// A block per (n, g): the group's mean and rstd, and scale / shift of its
+/// channels for sample n.
+template <typename T>
+__global__ void group_norm_stats_kernel(GroupNormStatsLaunch l) {
+  using C = StatOf<T>;
+  const int64_t per_group = l.channels / l.groups;
+  int64_t hxw = 1;
+  for (int d = 0; d < l.spatial.rank; ++d) hxw *= l.spatial.sizes[d];
+  const int64_t count = per_group * hxw;
+  C* scale = static_cast<C*>(l.table);
+  C* shift = scale + l.batch * l.channels;
+  for (int64_t u = blockIdx.x; u < l.batch * l.groups; u += gridDim.x) {
+    const int64_t n = u / l.groups, g = u % l.groups;
+    const int64_t base = n * l.in_n + g * per_group * l.in_c;
+    C sum = 0;
+    for (int64_t i = threadIdx.x; i < count; i += kBlock) {
+      const int64_t c = i / hxw, s = i - c * hxw;
+      sum += ld<T, C>(l.in, base + c * l.in_c + space_offset(l.spatial, s));
+    }
+    const C mean = block_reduce(sum, Add{}) / static_cast<C>(count);
+    C ss = 0;
+    for (int64_t i = threadIdx.x; i < count; i += kBlock) {
+      const int64_t c = i / hxw, s = i - c * hxw;
+      const C d = ld<T, C>(l.in, base + c * l.in_c + space_offset(l.spatial, s)) - mean;
+      ss += d * d;
+    }
+    const C rstd =
+        C(1) / sqrt(block_reduce(ss, Add{}) / static_cast<C>(count) + static_cast<C>(l.eps));
+    if (threadIdx.x == 0) {
+      static_cast<T*>(l.mean)[n * l.mean_s[0] + g * l.mean_s[1]] = convert<T>(mean);
+      static_cast<T*>(l.rstd)[n * l.rstd_s[0] + g * l.rstd_s[1]] = convert<T>(rstd);
+    }
+    for (int64_t c = g * per_group + threadIdx.x; c < (g + 1) * per_group; c += kBlock) {
+      const C s = rstd * param<T, C>(l.weight, l.w_stride, c, C(1));
+      scale[n * l.channels + c] = s;
+      shift[n * l.channels + c] = param<T, C>(l.bias, l.b_stride, c, C(0)) - mean * s;
+    }
+  }
+}
+
+template <typename T>
+__global__ void channel_affine_kernel(ChannelAffineLaunch l, int64_t total) {
+  using C = StatOf<T>;
+  const C* scale = static_cast<const C*>(l.table);
+  const C* shift = scale + l.table_len;
+  const T* x = static_cast<const T*>(l.in);
+  T* y = static_cast<T*>(l.out);
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < total;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    int64_t rem = i, xo = 0, yo = 0, n = 0, c = 0;
+    for (int d = l.space.rank - 1; d >= 0; --d) {
+      const int64_t size = l.space.sizes[d];
+      const int64_t q = rem / size;
+      const int64_t coord = rem - q * size;
+      rem = q;
+      xo += coord * l.space.strides[0][d];
+      yo += coord * l.space.strides[1][d];
+      if (d == l.n_pos) n = coord;
+      if (d == l.c_pos) c = coord;
+    }
+    const int64_t t = l.per_batch ? n * l.channels + c : c;
+    y[yo] = convert<T>(convert<C>(x[xo]) * scale[t] + shift[t]);
+  }
+}
+
+template <typename F>
+void visit_float(DType d, F&& f) {
+  switch (d) {
+    case DType::Float16: return f.template operator()<__half>();
+    case DType::BFloat16: return f.template operator()<__nv_bfloat16>();
+    case DType::Float64: return f.template operator()<double>();
+    default: return f.template operator()<float>();
+  }
+}
+
+}  // namespace
+
+void launch_layer_norm(kernels::KernelContext& ctx, const LayerNormLaunch& l, const char* op) {
+  const int64_t rows = l.rows.count();
+  if (rows == 0) return;
+  visit_float(l.dtype, [&]<typename T>() {
+    layer_norm_kernel<T><<<blocks_for(rows, 1), kBlock, 0, stream(ctx)>>>(l, rows);
+  });
+  check_launch(op);
+}
+
+void launch_batch_norm_table(kernels::KernelContext& ctx, const BatchNormTableLaunch& l,
+                             const char* op) {
+  if (l.channels == 0) return;
+  visit_float(l.dtype, [&]<typename T>() {
+    batch_norm_table_kernel<T><<<blocks_for(l.channels, 128), 128, 0, stream(ctx)>>>(l);
+  });
+  check_launch(op);
+}
+
+void launch_group_norm_stats(kernels::KernelContext& ctx, const GroupNormStatsLaunch& l,
+                             const char* op) {
+  if (l.batch * l.groups == 0) return;
+  visit_float(l.dtype, [&]<typename T>() {
+    group_norm_stats_kernel<T><<<blocks_for(l.batch * l.groups, 1), kBlock, 0, stream(ctx)>>>(l);
+  });
+  check_launch(op);
+}
+
+void launch_channel_affine(kernels::KernelContext& ctx, const ChannelAffineLaunch& l,
+                           const char* op) {
+  const int64_t total = l.space.count();
+  if (total == 0) return;
+  visit_float(l.dtype, [&]<typename T>() {
+    channel_affine_kernel<T><<<blocks_for(total, 256), 256, 0, stream(ctx)>>>(l, total);
+  });
+  check_launch(op);
+}
+
+}  // namespace pterun::cuda::nn
+
+namespace pterun::kernels::cuda_ops {
+namespace {
+
+size_t stat_size(DType d) {
+  return d == DType::Float64 ? sizeof(double) : sizeof(float);
+}
+
+void check_same_dtype(const Tensor* t, const Tensor& in, const char* what, const char* op) {
+  PTERUN_CHECK(t == nullptr || t->dtype() == in.dtype(), ErrorCode::InvalidArgument, op, ": ", what,
+               " dtype ", dtype_name(t->dtype()), " differs from the input's ",
+               dtype_name(in.dtype()));
+}
+
+void check_float(DType d, const char* op) {
+  PTERUN_CHECK(in_family(d, Family::FloatHBF16), ErrorCode::InvalidArgument, op, ": dtype ",
+               dtype_name(d), " is not supported");
+}
+
+/// out = in * scale[i] + shift[i] over the input's dims in memory order.
+void channel_affine(KernelContext& ctx, const Tensor& in, Tensor& out, const void* table,
+                    int64_t table_len, bool per_batch, const char* op) {
+  cuda::nn::ChannelAffineLaunch l;
+  l.in = in.data();
+  l.out = out.data();
+  l.dtype = in.dtype();
+  l.channels = in.size(1);
+  l.table_len = table_len;
+  l.per_batch = per_batch;
+  l.table = table;
+  std::array<size_t, kMaxRank> order{};
+  for (size_t d = 0; d < in.dim(); ++d) order[d] = d;
+  sort_dims_by_stride(order.data(), in.dim(), [&](size_t d) { return in.stride(d); });
+  for (size_t i = 0; i < in.dim(); ++i) {
+    const size_t d = order[i];
+    if (in.size(d) == 1) continue;
+    if (d == 0) l.n_pos = l.space.rank;
+    if (d == 1) l.c_pos = l.space.rank;
+    l.space.push(in.size(d), {in.stride(d), out.stride(d)});
+  }
+  cuda::nn::launch_channel_affine(ctx, l, op);
+}
+
+// native_layer_norm.out(input, SymInt[] normalized_shape, Tensor? weight,
+//   Tensor? bias, float eps, *, out0, out1, out2)
+void native_layer_norm_out(KernelContext& ctx, std::span<Value* const> args) {
+  const char* op = "aten::native_layer_norm.out";
+  const Tensor& in = args[0]->to_tensor();
+  std::span<const int64_t> shape = args[1]->to_int_list();
+  const Tensor* weight = args[2]->to_optional_tensor();
+  const Tensor* bias = args[3]->to_optional_tensor();
+  double eps = args[4]->to_double();
+  Tensor& out = args[5]->to_tensor();
+  Tensor& mean_out = args[6]->to_tensor();
+  Tensor& rstd_out = args[7]->to_tensor();
+  const size_t k = shape.size();
+  PTERUN_CHECK(k >= 1 && k <= in.dim(), ErrorCode::InvalidArgument, op, ": normalized_shape of ", k,
+               " dims for input ", describe(in));
+  const size_t lead = in.dim() - k;
+  for (size_t i = 0; i < k; ++i) {
+    PTERUN_CHECK(in.size(lead + i) == shape[i], ErrorCode::InvalidArgument, op,
+                 ": normalized_shape does not match the trailing dims of ", describe(in));
+  }
+  for (const Tensor* p : {weight, bias}) {
+    if (p == nullptr) continue;
+    bool same = p->dim() == k;
+    for (size_t i = 0; same && i < k; ++i) same = p->size(i) == shape[i];
+    PTERUN_CHECK(same, ErrorCode::InvalidArgument, op, ": ", p == weight ? "weight " : "bias ",
+                 describe(*p), " does not match normalized_shape");
+  }
+  check_same_dtype(weight, in, "weight", op);
+  check_same_dtype(bias, in, "bias", op);
+  check_same_dtype(&out, in, "out", op);
+  check_same_dtype(&mean_out, in, "mean", op);
+  check_same_dtype(&rstd_out, in, "rstd", op);
+  resize_output(out, in.sizes(), op);
+  Shape stat_shape;
+  for (size_t d = 0; d < in.dim(); ++d) stat_shape.push_back(d < lead ? in.size(d) : 1);
+  resize_output(mean_out, stat_shape.span(), op);
+  resize_output(rstd_out, stat_shape.span(), op);
+  check_float(in.dtype(), op);
+
+  cuda::nn::LayerNormLaunch l;
+  l.in = in.data();
+  l.out = out.data();
+  l.mean = mean_out.data();
+  l.rstd = rstd_out.data();
+  l.weight = weight != nullptr ? weight->data() : nullptr;
+  l.bias = bias != nullptr ? bias->data() : nullptr;
+  l.dtype = in.dtype();
+  l.eps = eps;
+  for (size_t d = 0; d < lead; ++d) {
+    l.rows.push(in.size(d), {in.stride(d), out.stride(d), mean_out.stride(d), rstd_out.stride(d)});
+  }
+  // The normalised dims, logical order, merged where all four operands
+  // continue the previous dim (so dense rows become one unit-stride run).
+  l.n = 1;
+  for (size_t d = lead; d < in.dim(); ++d) {
+    const int64_t size = in.size(d);
+    l.n *= size;
+    if (size == 1) continue;
+    const std::array<int64_t, 4> s = {in.stride(d), out.stride(d),
+                                      weight != nullptr ? weight->stride(d - lead) : 0,
+                                      bias != nullptr ? bias->stride(d - lead) : 0};
+    auto& r = l.row;
+    if (r.rank > 0) {
+      bool merge = true;
+      for (int q = 0; q < 4; ++q) merge = merge && r.strides[q][r.rank - 1] == s[q] * size;
+      if (merge) {
+        r.sizes[r.rank - 1] *= size;
+        for (int q = 0; q < 4; ++q) r.strides[q][r.rank - 1] = s[q];
+        continue;
+      }
+    }
+    r.push(size, s);
+  }
+  cuda::nn::launch_layer_norm(ctx, l, op);
+}
+
+// _native_batch_norm_legit_no_training.out(input, Tensor? weight, Tensor? bias,
+//   Tensor running_mean, Tensor running_var, float momentum, float eps, *,
+//   out0, out1, out2)
+void batch_norm_no_training_out(KernelContext& ctx, std::span<Value* const> args) {
+  const char* op = "aten::_native_batch_norm_legit_no_training.out";
+  const Tensor& in = args[0]->to_tensor();
+  const Tensor* weight = args[1]->to_optional_tensor();
+  const Tensor* bias = args[2]->to_optional_tensor();
+  const Tensor& running_mean = args[3]->to_tensor();
+  const Tensor& running_var = args[4]->to_tensor();
+  double eps = args[6]->to_double();
+  Tensor& out = args[7]->to_tensor();
+  Tensor& out1 = args[8]->to_tensor();
+  Tensor& out2 = args[9]->to_tensor();
+  PTERUN_CHECK(in.dim() >= 2, ErrorCode::InvalidArgument, op,
+               ": input must have at least 2 dims (N, C, ...), got ", describe(in));
+  const int64_t channels = in.size(1);
+  for (const Tensor* p : {weight, bias, &running_mean, &running_var}) {
+    if (p == nullptr) continue;
+    PTERUN_CHECK(p->dim() == 1 && p->size(0) == channels, ErrorCode::InvalidArgument, op,
+                 ": per-channel parameter ", describe(*p), " does not match ", channels,
+                 " channels");
+    check_same_dtype(p, in, "parameter", op);
+  }
+  check_same_dtype(&out, in, "out", op);
+  resize_output(out, in.sizes(), op);
+  const int64_t zero = 0;
+  resize_output(out1, std::span<const int64_t>(&zero, 1), op);
+  resize_output(out2, std::span<const int64_t>(&zero, 1), op);
+  check_float(in.dtype(), op);
+  if (channels == 0) return;
+  cuda::nn::BatchNormTableLaunch t;
+  t.weight = weight != nullptr ? weight->data() : nullptr;
+  t.bias = bias != nullptr ? bias->data() : nullptr;
+  t.mean = running_mean.data();
+  t.var = running_var.data();
+  t.w_stride = weight != nullptr ? weight->stride(0) : 0;
+  t.b_stride = bias != nullptr ? bias->stride(0) : 0;
+  t.m_stride = running_mean.stride(0);
+  t.v_stride = running_var.stride(0);
+  t.dtype = in.dtype();
+  t.channels = channels;
+  t.eps = eps;
+  t.table = cuda::scratch(ctx, stat_size(in.dtype()) * 2 * static_cast<size_t>(channels));
+  cuda::nn::launch_batch_norm_table(ctx, t, op);
+  if (in.numel() > 0) channel_affine(ctx, in, out, t.table, channels, false, op);
+}
+
+// native_group_norm.out(input, Tensor? weight, Tensor? bias, SymInt N,
+//   SymInt C, SymInt HxW, int group, float eps, *, out0, out1, out2)
+void native_group_norm_out(KernelContext& ctx, std::span<Value* const> args) {
+  const char* op = "aten::native_group_norm.out";
+  const Tensor& in = args[0]->to_tensor();
+  const Tensor* weight = args[1]->to_optional_tensor();
+  const Tensor* bias = args[2]->to_optional_tensor();
+  const int64_t batch = args[3]->to_int();
+  const int64_t channels = args[4]->to_int();
+  const int64_t hxw = args[5]->to_int();
+  const int64_t groups = args[6]->to_int();
+  const double eps = args[7]->to_double();
+  Tensor& out = args[8]->to_tensor();
+  Tensor& mean_out = args[9]->to_tensor();
+  Tensor& rstd_out = args[10]->to_tensor();
+  PTERUN_CHECK(in.dim() >= 2 && in.size(0) == batch && in.size(1) == channels &&
+                   in.numel() == batch * channels * hxw,
+               ErrorCode::InvalidArgument, op, ": input ", describe(in),
+               " does not match N=", batch, " C=", channels, " HxW=", hxw);
+  PTERUN_CHECK(groups > 0 && channels % groups == 0, ErrorCode::InvalidArgument, op, ": ", channels,
+               " channels cannot be split into ", groups, " groups");
+  for (const Tensor* p : {weight, bias}) {
+    if (p == nullptr) continue;
+    PTERUN_CHECK(p->dim() == 1 && p->size(0) == channels, ErrorCode::InvalidArgument, op,
+                 ": per-channel parameter ", describe(*p), " does not match ", channels,
+                 " channels");
+    check_same_dtype(p, in, "parameter", op);
+  }
+  check_same_dtype(&out, in, "out", op);
+  check_same_dtype(&mean_out, in, "mean", op);
+  check_same_dtype(&rstd_out, in, "rstd", op);
+  resize_output(out, in.sizes(), op);
+  const std::array<int64_t, 2> stat_shape = {batch, groups};
+  resize_output(mean_out, stat_shape, op);
+  resize_output(rstd_out, stat_shape, op);
+  if (batch == 0) return;
+  check_float(in.dtype(), op);
+
+  cuda::nn::GroupNormStatsLaunch l;
+  l.in = in.data();
+  l.dtype = in.dtype();
+  l.batch = batch;
+  l.channels = channels;
+  l.groups = groups;
+  l.in_n = in.stride(0);
+  l.in_c = in.stride(1);
+  for (size_t d = 2; d < in.dim(); ++d) l.spatial.push(in.size(d), {in.stride(d)});
+  l.mean = mean_out.data();
+  l.rstd = rstd_out.data();
+  l.mean_s[0] = mean_out.stride(0);
+  l.mean_s[1] = mean_out.stride(1);
+  l.rstd_s[0] = rstd_out.stride(0);
+  l.rstd_s[1] = rstd_out.stride(1);
+  l.weight = weight != nullptr ? weight->data() : nullptr;
+  l.bias = bias != nullptr ? bias->data() : nullptr;
+  l.w_stride = weight != nullptr ? weight->stride(0) : 0;
+  l.b_stride = bias != nullptr ? bias->stride(0) : 0;
+  l.eps = eps;
+  const size_t nc = static_cast<size_t>(batch * channels);
+  l.table = cuda::scratch(ctx, stat_size(in.dtype()) * 2 * nc);
+  cuda::nn::launch_group_norm_stats(ctx, l, op);
+  if (in.numel() > 0) {
+    channel_affine(ctx, in, out, l.table, static_cast<int64_t>(nc), true, op);
+  }
+}
+
+}  // namespace
+
+void register_norm_ops(KernelRegistry& r) {
+  r.add("aten::native_layer_norm.out", Device::CUDA, &native_layer_norm_out);
+  r.add("aten::_native_batch_norm_legit_no_training.out", Device::CUDA,
+        &batch_norm_no_training_out);
+  r.add("aten::native_group_norm.out", Device::CUDA, &native_group_norm_out);
+}
+
+}  // namespace pterun::kernels::cuda_ops

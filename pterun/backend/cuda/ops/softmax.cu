@@ -1,0 +1,165 @@
+// _softmax / _log_softmax along one dim: a block per line when the dim is
+// the input's fastest walk (or lines are few), else a thread per line so
+// that neighbouring threads read neighbouring lines. Numerically stable
+// (max, then sum of exp(x - max)); float for f16/bf16/f32, double for f64.
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+
+#include "pterun/backend/cuda/cuda_context.h"
+#include "pterun/backend/cuda/ops/nn_device.cuh"
+#include "pterun/backend/cuda/ops/ops.h"
+#include "pterun/core/value.h"
+#include "pterun/kernels/common/dtype_util.h"
+#include "pterun/kernels/common/shape_util.h"
+
+namespace pterun::cuda::nn {
+namespace {
+
+/// max where NaN wins, like the CPU's ExtremeOp.
+struct MaxNaN {
+  template <typename C>
+  __device__ C operator()(C a, C x) const {
+    return (x > a || x != x) ? x : a;
+  }
+};
+struct Add {
+  template <typename C>
+  __device__ C operator()(C a, C b) const {
+    return a + b;
+  }
+};
+
+template <typename T, typename C>
+__device__ inline C ld(const SoftmaxLaunch& l, int64_t off) {
+  return convert<C>(static_cast<const T*>(l.in)[off]);
+}
+
+template <typename T, typename C>
+__global__ void softmax_block(SoftmaxLaunch l, int64_t lines) {
+  for (int64_t j = blockIdx.x; j < lines; j += gridDim.x) {
+    int64_t off[2];
+    space_offsets(l.other, j, off);
+    C m = -INFINITY;
+    for (int64_t k = threadIdx.x; k < l.len; k += kBlock) {
+      m = MaxNaN{}(m, ld<T, C>(l, off[0] + k * l.in_step));
+    }
+    m = block_reduce(m, MaxNaN{});
+    C s = 0;
+    for (int64_t k = threadIdx.x; k < l.len; k += kBlock)
+      s += exp(ld<T, C>(l, off[0] + k * l.in_step) - m);
+    s = block_reduce(s, Add{});
+    T* y = static_cast<T*>(l.out);
+    if (l.log) {
+      const C shift = m + log(s);
+      for (int64_t k = threadIdx.x; k < l.len; k += kBlock) {
+        y[off[1] + k * l.out_step] = convert<T>(ld<T, C>(l, off[0] + k * l.in_step) - shift);
+      }
+    } else {
+      const C inv = C(1) / s;
+      for (int64_t k = threadIdx.x; k < l.len; k += kBlock) {
+        y[off[1] + k * l.out_step] = convert<T>(exp(ld<T, C>(l, off[0] + k * l.in_step) - m) * inv);
+      }
+    }
+  }
+}
+
+template <typename T, typename C>
+__global__ void softmax_thread(SoftmaxLaunch l, int64_t lines) {
+  for (int64_t j = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; j < lines;
+       j += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    int64_t off[2];
+    space_offsets(l.other, j, off);
+    C m = -INFINITY;
+    for (int64_t k = 0; k < l.len; ++k) m = MaxNaN{}(m, ld<T, C>(l, off[0] + k * l.in_step));
+    C s = 0;
+    for (int64_t k = 0; k < l.len; ++k) s += exp(ld<T, C>(l, off[0] + k * l.in_step) - m);
+    T* y = static_cast<T*>(l.out);
+    if (l.log) {
+      const C shift = m + log(s);
+      for (int64_t k = 0; k < l.len; ++k) {
+        y[off[1] + k * l.out_step] = convert<T>(ld<T, C>(l, off[0] + k * l.in_step) - shift);
+      }
+    } else {
+      const C inv = C(1) / s;
+      for (int64_t k = 0; k < l.len; ++k) {
+        y[off[1] + k * l.out_step] = convert<T>(exp(ld<T, C>(l, off[0] + k * l.in_step) - m) * inv);
+      }
+    }
+  }
+}
+
+template <typename T>
+void run(kernels::KernelContext& ctx, const SoftmaxLaunch& l, const char* op) {
+  using C = std::conditional_t<std::is_same_v<T, double>, double, float>;
+  const int64_t lines = l.other.count();
+  if (l.line_inner) {
+    softmax_block<T, C><<<blocks_for(lines, 1), kBlock, 0, stream(ctx)>>>(l, lines);
+  } else {
+    softmax_thread<T, C><<<blocks_for(lines, 128), 128, 0, stream(ctx)>>>(l, lines);
+  }
+  check_launch(op);
+}
+
+}  // namespace
+
+void launch_softmax(kernels::KernelContext& ctx, const SoftmaxLaunch& l, const char* op) {
+  switch (l.dtype) {
+    case DType::Float16: return run<__half>(ctx, l, op);
+    case DType::BFloat16: return run<__nv_bfloat16>(ctx, l, op);
+    case DType::Float64: return run<double>(ctx, l, op);
+    default: return run<float>(ctx, l, op);
+  }
+}
+
+}  // namespace pterun::cuda::nn
+
+namespace pterun::kernels::cuda_ops {
+namespace {
+
+// _softmax.out / _log_softmax.out(self, int dim, bool half_to_float, *, out)
+template <bool kLog>
+void softmax_out(KernelContext& ctx, std::span<Value* const> args) {
+  const char* op = kLog ? "aten::_log_softmax.out" : "aten::_softmax.out";
+  const Tensor& in = args[0]->to_tensor();
+  int64_t dim = args[1]->to_int();
+  bool half_to_float = args[2]->to_bool();
+  Tensor& out = args[3]->to_tensor();
+  PTERUN_CHECK(!half_to_float, ErrorCode::InvalidArgument, op,
+               ": half_to_float=True is not supported on CPU");
+  PTERUN_CHECK(is_floating(in.dtype()), ErrorCode::InvalidArgument, op, ": input dtype ",
+               dtype_name(in.dtype()), " is not floating");
+  PTERUN_CHECK(out.dtype() == in.dtype(), ErrorCode::InvalidArgument, op, ": out dtype ",
+               dtype_name(out.dtype()), " differs from the input's ", dtype_name(in.dtype()));
+  size_t d = static_cast<size_t>(wrap_dim(dim, static_cast<int64_t>(in.dim()), op));
+  resize_output(out, in.sizes(), op);
+  if (in.numel() == 0) return;
+  cuda::nn::SoftmaxLaunch l;
+  l.in = in.data();
+  l.out = out.data();
+  l.dtype = in.dtype();
+  l.log = kLog;
+  int64_t min_other = INT64_MAX;
+  for (size_t k = 0; k < in.dim(); ++k) {
+    if (k == d || in.size(k) == 1) continue;
+    l.other.push(in.size(k), {in.stride(k), out.stride(k)});
+    min_other = std::min<int64_t>(min_other, std::llabs(in.stride(k)));
+  }
+  if (in.dim() > 0) {
+    l.len = in.size(d);
+    l.in_step = in.stride(d);
+    l.out_step = out.stride(d);
+  }
+  l.line_inner = std::llabs(l.in_step) <= min_other || l.other.count() < 2048;
+  cuda::nn::launch_softmax(ctx, l, op);
+}
+
+}  // namespace
+
+void register_softmax_ops(KernelRegistry& r) {
+  r.add("aten::_softmax.out", Device::CUDA, &softmax_out<false>);
+  r.add("aten::_log_softmax.out", Device::CUDA, &softmax_out<true>);
+}
+
+}  // namespace pterun::kernels::cuda_ops
