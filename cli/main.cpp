@@ -21,7 +21,8 @@ int main(int argc, char** argv) {
     cmd->add_option("file", o.file, "The .pte file")->required();
     cmd->add_option("--data", o.data, "A .ptd file with external data");
     cmd->add_option("--method", o.method, "Method to run")->capture_default_str();
-    cmd->add_option("--device", o.device, "cpu (cuda in CUDA builds)")->capture_default_str();
+    cmd->add_option("--device", o.device, "cpu, cuda or cuda:N (CUDA builds)")
+        ->capture_default_str();
     cmd->add_option("--input", o.input_files, "An .npy file per input, in order");
     cmd->add_option("--inputs", o.inputs_npz, "An .npz holding the inputs (archive order)");
     cmd->add_option("--keys", o.keys, "Comma-separated .npz keys to use as inputs, in order");

@@ -9,6 +9,7 @@
 #include <cstring>
 #include "cli/commands.h"
 #include "cli/npy.h"
+#include "pterun/backend/device.h"
 #include "pterun/core/error.h"
 #include "pterun/core/threads.h"
 #include "pterun/executor/runner.h"
@@ -29,13 +30,26 @@ struct Loaded {
   double load_ms = 0;
 };
 
+// "cpu", "cuda" (GPU 0) or "cuda:N".
+MethodOptions parse_device(const std::string& device) {
+  MethodOptions options;
+  if (device == "cpu") return options;
+  options.device = kernels::Device::CUDA;
+  if (device == "cuda") return options;
+  bool digits = device.size() > 5 && device.size() < 10 && device.rfind("cuda:", 0) == 0 &&
+                device.find_first_not_of("0123456789", 5) == std::string::npos;
+  PTERUN_CHECK(digits, ErrorCode::InvalidArgument, "--device must be cpu, cuda or cuda:N, got '",
+               device, "'");
+  options.device_index = std::stoi(device.substr(5));
+  return options;
+}
+
 Loaded load(const RunOptions& o) {
-  PTERUN_CHECK(o.device == "cpu", ErrorCode::NotImplemented, "device '", o.device,
-               "' is not supported by this build (only 'cpu')");
+  MethodOptions options = parse_device(o.device);
   if (o.threads > 0) set_num_threads(o.threads);
   auto start = Clock::now();
   auto program = Program::load_file(o.file, o.data);
-  auto method = Method::load(program, o.method);
+  auto method = Method::load(program, o.method, options);
   Loaded l{MethodRunner::create(std::move(method)), 0};
   l.load_ms = ms_since(start);
   return l;
@@ -140,7 +154,25 @@ std::vector<InputArg> to_inputs(const std::vector<NpyArray>& arrays, const Metho
   return args;
 }
 
+// A host array of a result; a result on a GPU is copied down first.
 NpyArray to_array(const TensorResult& t) {
+  std::vector<uint8_t> host;
+  const void* src = t.data;
+  size_t element = element_size(t.dtype);
+  bool empty = false;
+  for (int64_t s : t.sizes) empty = empty || s == 0;
+  if (t.device_index >= 0 && !empty) {
+    int64_t lo = 0, hi = 0;  // element offsets the result spans
+    for (size_t d = 0; d < t.sizes.size(); ++d) {
+      int64_t span = (t.sizes[d] - 1) * t.strides[d];
+      (span < 0 ? lo : hi) += span;
+    }
+    host.resize(static_cast<size_t>(hi - lo + 1) * element);
+    backend::download(t.device_index, host.data(),
+                      static_cast<const uint8_t*>(t.data) - static_cast<size_t>(-lo) * element,
+                      host.size());
+    src = host.data() + static_cast<size_t>(-lo) * element;
+  }
   NpyArray a;
   a.dtype = t.dtype;
   a.shape = t.sizes;
@@ -151,8 +183,7 @@ NpyArray to_array(const TensorResult& t) {
     contiguous[i] = s;
     s *= t.sizes[i] == 0 ? 1 : t.sizes[i];
   }
-  kernels::strided_copy(a.data.data(), contiguous, t.data, t.strides, t.sizes,
-                        element_size(t.dtype));
+  if (!empty) kernels::strided_copy(a.data.data(), contiguous, src, t.strides, t.sizes, element);
   a.strides = contiguous;
   return a;
 }

@@ -1,6 +1,8 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
+#include <functional>
 #include <memory>
 
 #include "pterun/kernels/kernel.h"
@@ -34,11 +36,43 @@ class DeviceBuffer {
   int device_ = -1;
 };
 
+/// Host memory pinned for DMA (cudaHostAlloc, portable across GPUs), for
+/// staging uploads that cannot come straight from the caller's memory.
+/// Move-only. In a build without CUDA it can only be empty.
+class PinnedBuffer {
+ public:
+  PinnedBuffer() = default;
+  /// Error MemoryAllocationFailed, or InvalidState without CUDA.
+  explicit PinnedBuffer(size_t bytes);
+  PinnedBuffer(PinnedBuffer&& other) noexcept;
+  PinnedBuffer& operator=(PinnedBuffer&& other) noexcept;
+  PinnedBuffer(const PinnedBuffer&) = delete;
+  PinnedBuffer& operator=(const PinnedBuffer&) = delete;
+  ~PinnedBuffer();
+
+  uint8_t* data() const { return static_cast<uint8_t*>(data_); }
+  size_t size() const { return size_; }
+
+ private:
+  void* data_ = nullptr;
+  size_t size_ = 0;
+};
+
+/// Error InvalidState saying why when there is no usable GPU (no CUDA in
+/// this build, no driver, no device), InvalidArgument when `device` is not
+/// an existing GPU's index.
+void require_cuda_device(int device);
+
 /// The CUDA backend's per-method state for `context` on GPU `device`: a
 /// stream of its own, a cuBLAS handle bound to it, and a stream-ordered
 /// scratch pool. Stored in KernelContext::backend. Error InvalidState when
 /// CUDA is unavailable (the message says why).
 std::shared_ptr<void> make_cuda_method_state(int device);
+
+/// Makes the GPU of `context` (a CUDA method's context) current in the
+/// calling thread: kernel launches and cuBLAS calls go to the current
+/// device, so a method does this before it runs its steps.
+void activate(const kernels::KernelContext& context);
 
 /// Copies between host and the GPU of `context` (a CUDA method's context),
 /// in stream order. Counted in stats (HostToDeviceCopies, ...).
@@ -49,9 +83,40 @@ void copy_device_to_host(const kernels::KernelContext& context, void* dst, const
 void copy_device_to_device(const kernels::KernelContext& context, void* dst, const void* src,
                            size_t bytes);
 
+/// Copies `bytes` from GPU `src_device` into the context's GPU, in stream
+/// order (cudaMemcpyPeerAsync; counted as a device-to-device copy).
+void copy_peer_to_device(const kernels::KernelContext& context, void* dst, int src_device,
+                         const void* src, size_t bytes);
+
+/// Copies outside any method's stream, finished when they return, with GPU
+/// `device` current: load-time uploads of constants and state, zeroing of
+/// fresh device memory, and downloads for callers that need host bytes now
+/// (a CPU method given a CUDA tensor, printing). Work queued on methods'
+/// streams is not waited for. download() counts one device sync.
+void upload(int device, void* dst, const void* src, size_t bytes);
+void download(int device, void* dst, const void* src, size_t bytes);
+void zero(int device, void* dst, size_t bytes);
+
 /// Waits for all work queued on the context's stream (counted in
 /// stats::DeviceSyncs). Errors from kernels that ran asynchronously surface
 /// here, as Error with code Internal naming the CUDA error.
 void synchronize(const kernels::KernelContext& context);
+
+// Host waits for the Python layer (B19) and the kernel test hooks.
+
+/// Waits until all work queued on GPU `device`, on any stream, is done
+/// (for memory another library may use on streams pterun does not know).
+/// Counted in DeviceSyncs.
+void synchronize_device(int device);
+
+/// Waits for the work queued on GPU `device`'s legacy default stream: the
+/// stream that DLPack's `stream=1` names, before which a producer orders
+/// its pending writes. Counted in DeviceSyncs.
+void synchronize_legacy_stream(int device);
+
+/// Seconds of GPU time taken by the work `launch` queues on the stream of
+/// `context` (a CUDA method's context), measured with two events; waits for
+/// the second one (counted in DeviceSyncs).
+double time_on_stream(const kernels::KernelContext& context, const std::function<void()>& launch);
 
 }  // namespace pterun::backend

@@ -7,6 +7,7 @@
 
 #include "pterun/core/dtype.h"
 #include "pterun/core/value_kind.h"
+#include "pterun/kernels/kernel.h"
 
 namespace pterun {
 
@@ -15,8 +16,13 @@ namespace pterun {
 struct InputArg {
   ValueKind kind = ValueKind::None;  // Tensor, Int, Double, Bool, String or None
 
-  // Tensor: host memory the caller keeps valid while `keep_alive` lives.
+  // Tensor: memory the caller keeps valid while `keep_alive` lives, on the
+  // host or (device CUDA) on GPU `device_index`. The caller orders device
+  // memory: any work that writes it is finished (or ordered before the
+  // method's stream) when the input is set (B19).
   const void* data = nullptr;
+  kernels::Device device = kernels::Device::CPU;
+  int device_index = 0;
   DType dtype = DType::Float32;
   std::span<const int64_t> sizes;
   std::span<const int64_t> strides;  // in elements; empty = contiguous row-major
@@ -37,6 +43,15 @@ struct InputArg {
     a.sizes = sizes;
     a.strides = strides;
     a.keep_alive = std::move(keep_alive);
+    return a;
+  }
+  /// A tensor in device memory on GPU `device_index`.
+  static InputArg cuda_tensor(const void* data, int device_index, DType dtype,
+                              std::span<const int64_t> sizes, std::span<const int64_t> strides = {},
+                              std::shared_ptr<void> keep_alive = nullptr) {
+    InputArg a = tensor(data, dtype, sizes, strides, std::move(keep_alive));
+    a.device = kernels::Device::CUDA;
+    a.device_index = device_index;
     return a;
   }
   static InputArg from_int(int64_t v) {

@@ -92,12 +92,30 @@ struct Method::Loader {
         uses_shared = uses_shared || d.buffer_sizes[i] > 0;
         continue;
       }
-      m.buffers_[i] = HostBuffer(d.buffer_sizes[i]);
+      m.buffers_[i] = m.allocate(d.buffer_sizes[i]);
     }
     if (uses_shared) {
       m.shared_state_ =
           m.program_->shared_state(static_cast<int>(m.options_.device), m.options_.device_index);
     }
+  }
+
+  // `bytes` from the host at `dst` in the method's memory (load time).
+  void fill(void* dst, const void* src, size_t bytes) {
+    if (bytes == 0) return;
+    if (m.options_.device == kernels::Device::CUDA) {
+      backend::upload(m.options_.device_index, dst, src, bytes);
+    } else {
+      std::memcpy(dst, src, bytes);
+    }
+  }
+
+  // Constant bytes as the method's kernels read them: in place on the CPU,
+  // the program's shared upload on a GPU.
+  void* constant_address(const uint8_t* host, size_t bytes) {
+    if (m.options_.device == kernels::Device::CPU) return const_cast<uint8_t*>(host);
+    if (!m.constants_) m.constants_ = m.program_->device_constants(m.options_.device_index);
+    return m.constants_->get(host, bytes);
   }
 
   uint8_t* planned_address(const TensorDesc& t, bool& fresh_shared) {
@@ -126,12 +144,12 @@ struct Method::Loader {
       Tensor& tensor = m.tensors_.emplace_back(t.dtype, t.sizes, t.dim_order, t.dynamism);
       switch (t.storage) {
         case TensorStorage::Constant:
-          tensor.set_data(const_cast<uint8_t*>(t.data.data()), t.data.size());
+          tensor.set_data(constant_address(t.data.data(), t.data.size()), t.data.size());
           break;
         case TensorStorage::External: {
           const auto* e = ext->find(t.name);  // presence checked in check_support()
           check_external_layout(t, *e, what);
-          tensor.set_data(const_cast<uint8_t*>(e->data.data()), e->data.size());
+          tensor.set_data(constant_address(e->data.data(), e->data.size()), e->data.size());
           break;
         }
         case TensorStorage::Planned:
@@ -142,11 +160,11 @@ struct Method::Loader {
           tensor.set_data(p, t.nbytes);
           bool owned = t.memory_id == 1;
           if (t.storage == TensorStorage::PlannedWithData && (owned || fresh_shared)) {
-            std::memcpy(p, t.data.data(), t.data.size());
+            fill(p, t.data.data(), t.data.size());
           } else if (t.storage == TensorStorage::ExternalMutable && (owned || fresh_shared)) {
             const auto* e = ext->find(t.name);
             check_external_layout(t, *e, what);
-            std::memcpy(p, e->data.data(), t.nbytes);
+            fill(p, e->data.data(), t.nbytes);
           }
           break;
         }
@@ -172,14 +190,14 @@ struct Method::Loader {
 
   // Unplanned tensors that kernels write (outputs exported unplanned, for
   // instance) get memory of their own; views and inputs do not.
-  void allocate_unplanned_outputs(std::vector<HostBuffer>& extra) {
+  void allocate_unplanned_outputs(std::vector<backend::Allocation>& extra) {
     std::set<int32_t> inputs(d.inputs.begin(), d.inputs.end());
     for (int32_t vi : written) {
       int ti = tensor_of_value[vi];
       if (ti < 0 || aliased.count(vi) || inputs.count(vi)) continue;
       if (d.values[vi].tensor->storage != TensorStorage::Unplanned) continue;
       Tensor& t = m.tensors_[ti];
-      extra.emplace_back(t.bound_nbytes());
+      extra.push_back(m.allocate(t.bound_nbytes()));
       t.set_data(extra.back().data(), t.bound_nbytes());
     }
   }
@@ -415,7 +433,7 @@ struct Method::Loader {
         Tensor& t = m.tensors_[tensor_of_value[ret]];
         auto views = followers(ret, last_writer(ret));
         const size_t bytes = std::max(t.bound_nbytes(), t.nbytes());
-        m.owned_.emplace_back(bytes);
+        m.owned_.push_back(m.allocate(bytes));
         t.set_data(m.owned_.back().data(), bytes);
         for (auto [view, offset] : views) {
           view->set_data(m.owned_.back().data() + offset, view->nbytes());
@@ -435,6 +453,9 @@ struct Method::Loader {
     m.input_set_.assign(n, false);
     m.input_alias_ok_.assign(n, false);
     m.input_copies_.resize(n);
+    m.input_download_.resize(n);
+    m.input_staging_.resize(n);
+    m.staging_busy_.assign(n, false);
     m.input_keep_alive_.resize(n);
     m.input_home_.assign(n, nullptr);
     for (size_t i = 0; i < n; ++i) {
@@ -461,7 +482,7 @@ struct Method::Loader {
         shared = overlaps(t, *o.tensor);
       }
       if (shared) {
-        m.input_copies_[i] = HostBuffer(t.nbytes);
+        m.input_copies_[i] = m.allocate(t.nbytes);
         tensor.set_data(m.input_copies_[i].data(), t.nbytes);
         for (auto [view, offset] : followers(vi, -1)) {
           view->set_data(m.input_copies_[i].data() + offset, view->nbytes());
@@ -497,17 +518,22 @@ struct Method::Loader {
 
 std::unique_ptr<Method> Method::load(std::shared_ptr<const Program> program,
                                      const std::string& name, const MethodOptions& options) {
-  PTERUN_CHECK(options.device == kernels::Device::CPU, ErrorCode::NotImplemented,
-               "load_method: device '", kernels::device_name(options.device),
-               "' is not supported by this build");
+  // A missing GPU is reported before missing kernels (B25: it says why).
+  if (options.device == kernels::Device::CUDA) backend::require_cuda_device(options.device_index);
   std::unique_ptr<Method> m(new Method());
   m->program_ = std::move(program);
   m->desc_ = &m->program_->method(name);
   m->meta_.emplace(m->program_, *m->desc_);
   m->options_ = options;
+  if (options.device == kernels::Device::CPU) m->options_.device_index = 0;
+  m->context_.device = options.device;
+  m->context_.device_index = m->options_.device_index;
   Loader loader{*m, *m->desc_, {}, {}, {}};
   loader.analyse_instructions();
   loader.check_support();
+  if (options.device == kernels::Device::CUDA) {
+    m->context_.backend = backend::make_cuda_method_state(options.device_index);
+  }
   loader.allocate_buffers();
   loader.build_tensors();
   loader.check_data_sources();
@@ -520,6 +546,21 @@ std::unique_ptr<Method> Method::load(std::shared_ptr<const Program> program,
   return m;
 }
 
-Method::~Method() = default;
+backend::Allocation Method::allocate(size_t bytes) const {
+  return backend::Allocation(options_.device, options_.device_index, bytes);
+}
+
+std::string Method::device_string() const {
+  if (options_.device == kernels::Device::CPU) return "cpu";
+  return str_cat("cuda:", options_.device_index);
+}
+
+Method::~Method() {
+  // Queued work may still use this method's memory: let it finish before
+  // the buffers go.
+  // The CUDA state's destructor waits for its stream (uncounted) before
+  // destroying it.
+  context_.backend.reset();
+}
 
 }  // namespace pterun

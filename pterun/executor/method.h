@@ -8,6 +8,8 @@
 #include <utility>
 #include <vector>
 
+#include "pterun/backend/allocation.h"
+#include "pterun/backend/device.h"
 #include "pterun/core/error.h"
 #include "pterun/core/host_buffer.h"
 #include "pterun/core/tensor.h"
@@ -18,7 +20,8 @@
 
 namespace pterun {
 
-/// Where a method runs.
+/// Where a method runs: the CPU, or GPU `device_index` (every planned
+/// buffer, constant and state on that GPU, every kernel on one stream).
 struct MethodOptions {
   kernels::Device device = kernels::Device::CPU;
   int device_index = 0;
@@ -31,7 +34,9 @@ class Method {
  public:
   /// Loads method `name`. Errors: InvalidArgument (no such method, or a
   /// .ptd key missing), NotImplemented naming every missing operator and
-  /// delegate backend (B23), MemoryAllocationFailed for planned memory
+  /// delegate backend and the device (B23), InvalidState (saying why) for
+  /// CUDA without a usable GPU, InvalidArgument for a GPU index that does
+  /// not exist, MemoryAllocationFailed for planned memory
   /// that cannot be allocated, InvalidProgram for a plan that does not fit.
   static std::unique_ptr<Method> load(std::shared_ptr<const Program> program,
                                       const std::string& name, const MethodOptions& options = {});
@@ -41,12 +46,19 @@ class Method {
   const MethodMeta& meta() const { return *meta_; }
   size_t num_inputs() const { return desc_->inputs.size(); }
   size_t num_outputs() const { return desc_->outputs.size(); }
+  kernels::Device device() const { return options_.device; }
+  int device_index() const { return options_.device_index; }
+  /// "cpu" or "cuda:N".
+  std::string device_string() const;
 
   /// Checks every input (count, kind, dtype, rank, shape bounds, number
   /// values) before changing anything (B9), then installs them: copied
   /// into planned memory (reordered to the declared dim order, B1), or used
-  /// in place when unplanned and already in the declared layout. Errors
-  /// start with "input i of method 'name': " (B6).
+  /// in place when unplanned, already in the declared layout and on the
+  /// method's device. Tensors on another device are copied (B7): uploads
+  /// and device copies are queued on a CUDA method's stream (no wait), a
+  /// CPU method given a CUDA tensor copies it down (a wait). Errors start
+  /// with "input i of method 'name': " (B6).
   void set_inputs(std::span<const InputArg> inputs);
 
   /// Installs input `i` alone (same checks).
@@ -64,12 +76,37 @@ class Method {
   /// True once every input has been set.
   bool inputs_ready() const;
 
-  /// Runs every instruction. Error InvalidState when an input was never
-  /// set; kernel errors carry the instruction and operator.
-  void execute();
+  /// Runs every instruction and, on a GPU, waits once for the stream at
+  /// the end (B19). Error InvalidState when an input was never set; kernel
+  /// errors carry the instruction and operator.
+  void execute() {
+    execute_async();
+    wait();
+  }
+  /// execute() without the final wait: on a GPU the work is queued on the
+  /// method's stream and outputs are valid only after wait(). Same as
+  /// execute() on the CPU.
+  void execute_async();
+  /// Waits for the method's queued work (one counted device sync on a GPU;
+  /// nothing on the CPU). Errors of kernels that ran asynchronously surface
+  /// here (Internal).
+  void wait();
+
+  /// Copies `bytes` between two buffers on the method's device, in stream
+  /// order (memcpy on the CPU; queued on a GPU: read after wait()).
+  void copy_data(void* dst, const void* src, size_t bytes);
+
+  /// The context kernels of this method get (device, stream state).
+  const kernels::KernelContext& context() const { return context_; }
 
   /// Output `i` after a successful execute().
   const Value& output(size_t i) const;
+  /// True when output `i` is a tensor whose data() is device memory (every
+  /// tensor output of a CUDA method: constants, state and inputs live on
+  /// its GPU too).
+  bool output_on_device(size_t i) const {
+    return options_.device == kernels::Device::CUDA && output(i).is_tensor();
+  }
 
   /// True when output `i` is a tensor a kernel writes in place, so that the
   /// caller may point it at memory of its own before a run (B18). Outputs
@@ -78,8 +115,8 @@ class Method {
   bool output_redirectable(size_t i) const { return redirectable_[i]; }
 
   /// Points redirectable output `i` at `data` (at least the output's bound
-  /// size in bytes) for the following runs; nullptr restores the planned
-  /// memory.
+  /// size in bytes; device memory on the method's GPU for a CUDA method)
+  /// for the following runs; nullptr restores the planned memory.
   void set_output_data(size_t i, void* data, size_t capacity);
 
   /// Bytes the output's bound shape needs.
@@ -107,6 +144,12 @@ class Method {
 
   void check_input(size_t i, const InputArg& input) const;
   void install_input(size_t i, const InputArg& input);
+  void install_on_device(size_t i, const InputArg& input, bool layout_ok,
+                         std::span<const int64_t> src_strides);
+  const void* download_input(size_t i, const InputArg& input, std::span<const int64_t> strides);
+  void* private_input_memory(size_t i);
+  backend::Allocation allocate(size_t bytes) const;  // on the method's device, zeroed
+  void drain() noexcept;
   [[noreturn]] void fail_step(size_t chain, size_t pc, const Error& e) const;
 
   std::shared_ptr<const Program> program_;
@@ -114,12 +157,14 @@ class Method {
   std::optional<MethodMeta> meta_;
   MethodOptions options_;
   std::shared_ptr<SharedState> shared_state_;
+  std::shared_ptr<DeviceConstants> constants_;  // CUDA: the program's constants on our GPU
 
-  std::vector<HostBuffer> buffers_;  // planned arenas owned by this method
-  std::vector<HostBuffer> owned_;    // memory for unplanned tensors kernels write
-  std::vector<Tensor> tensors_;      // one per tensor value (stable addresses)
-  std::vector<Value> values_;        // the value table
-  std::vector<Value*> arg_pool_;     // kernel arguments, flattened
+  // On the method's device (host or GPU).
+  std::vector<backend::Allocation> buffers_;  // planned arenas owned by this method
+  std::vector<backend::Allocation> owned_;    // memory for unplanned tensors kernels write
+  std::vector<Tensor> tensors_;               // one per tensor value (stable addresses)
+  std::vector<Value> values_;                 // the value table
+  std::vector<Value*> arg_pool_;              // kernel arguments, flattened
   std::vector<std::vector<Value*>> boxed_lists_;
   std::vector<std::vector<Tensor*>> tensor_lists_;
   std::vector<std::vector<Step>> chains_;
@@ -127,8 +172,11 @@ class Method {
 
   // Inputs.
   std::vector<bool> input_set_;
-  std::vector<bool> input_alias_ok_;      // unplanned input never written by the program
-  std::vector<HostBuffer> input_copies_;  // private copies for inputs that cannot alias
+  std::vector<bool> input_alias_ok_;               // unplanned input never written by the program
+  std::vector<backend::Allocation> input_copies_;  // private copies for inputs that cannot alias
+  std::vector<HostBuffer> input_download_;  // host copies of device inputs that need the host
+  std::vector<backend::PinnedBuffer> input_staging_;  // CUDA: reordered host inputs to upload
+  std::vector<bool> staging_busy_;  // CUDA: an upload from input_staging_[i] may be queued
   std::vector<std::shared_ptr<void>> input_keep_alive_;
   std::vector<void*> input_home_;  // planned address of each tensor input (or null)
 

@@ -1,9 +1,10 @@
-// Checking and installing method inputs (behaviour.md B1, B3-B6, B9).
+// Checking and installing method inputs (behaviour.md B1, B3-B7, B9).
 
 #include <array>
 #include <cmath>
 #include <cstring>
 
+#include "pterun/backend/device.h"
 #include "pterun/core/error.h"
 #include "pterun/core/stats.h"
 #include "pterun/executor/method.h"
@@ -44,6 +45,26 @@ bool same_layout(const Tensor& t, std::span<const int64_t> strides) {
     expected *= t.size(i) == 0 ? 1 : t.size(i);
   }
   return true;
+}
+
+// Element offsets (relative to element 0) of the first element a strided
+// tensor touches and one past its last; {0, 0} when it has no elements.
+struct Extent {
+  int64_t lo = 0;
+  int64_t hi = 0;
+};
+
+Extent extent_of(std::span<const int64_t> sizes, std::span<const int64_t> strides) {
+  for (int64_t s : sizes) {
+    if (s == 0) return {};
+  }
+  Extent e;
+  for (size_t d = 0; d < sizes.size(); ++d) {
+    int64_t span = (sizes[d] - 1) * strides[d];
+    (span < 0 ? e.lo : e.hi) += span;
+  }
+  e.hi += 1;
+  return e;
 }
 
 }  // namespace
@@ -93,6 +114,15 @@ void Method::check_input(size_t i, const InputArg& a) const {
       int64_t numel = 1;
       for (int64_t s : a.sizes) numel *= s;
       if (numel > 0 && a.data == nullptr) fail(ErrorCode::InvalidArgument, "tensor has no data");
+      if (a.device == kernels::Device::CUDA && numel > 0) {
+        // B9: a tensor on a GPU this process cannot use fails before any
+        // input changes.
+        try {
+          backend::require_cuda_device(a.device_index);
+        } catch (const Error& e) {
+          fail(e.code(), e.what());
+        }
+      }
       break;
     }
     case ValueKind::Int:
@@ -135,45 +165,119 @@ void Method::check_input(size_t i, const InputArg& a) const {
   }
 }
 
-void Method::install_input(size_t i, const InputArg& a) {
+void Method::install_input(size_t i, const InputArg& arg) {
   input_set_[i] = false;
   int32_t vi = desc_->inputs[i];
-  if (a.kind != ValueKind::Tensor) {
+  if (arg.kind != ValueKind::Tensor) {
     input_set_[i] = true;
     return;
   }
   Tensor& t = values_[vi].to_tensor();
-  t.resize(a.sizes);
-  bool layout_ok = same_layout(t, a.strides);
+  t.resize(arg.sizes);
+  bool layout_ok = same_layout(t, arg.strides);
   std::array<int64_t, kMaxRank> contiguous{};
-  std::span<const int64_t> src_strides = a.strides;
+  std::span<const int64_t> src_strides = arg.strides;
   if (src_strides.empty()) {
     int64_t s = 1;
-    for (size_t d = a.sizes.size(); d-- > 0;) {
+    for (size_t d = arg.sizes.size(); d-- > 0;) {
       contiguous[d] = s;
-      s *= a.sizes[d] == 0 ? 1 : a.sizes[d];
+      s *= arg.sizes[d] == 0 ? 1 : arg.sizes[d];
     }
-    src_strides = std::span<const int64_t>(contiguous.data(), a.sizes.size());
+    src_strides = std::span<const int64_t>(contiguous.data(), arg.sizes.size());
+  }
+  bool gpu_method = options_.device == kernels::Device::CUDA;
+  InputArg a = arg;
+  if (a.device == kernels::Device::CUDA && (!gpu_method || !layout_ok)) {
+    // The host needs the bytes: a CPU method given a CUDA tensor (B7), or a
+    // layout change, which is done on the host for now (correct but slow:
+    // a device-side strided copy would avoid the round trip).
+    a.data = download_input(i, arg, src_strides);
+    a.device = kernels::Device::CPU;
+    a.keep_alive.reset();
+  }
+  if (gpu_method) {
+    install_on_device(i, a, layout_ok, src_strides);
+    return;
   }
   void* home = input_home_[i];
   if (home == nullptr && input_alias_ok_[i] && layout_ok) {
     // Unplanned and already in the declared layout: use the caller's memory
-    // in place (B4: the program never writes it).
+    // (or our download of it) in place (B4: the program never writes it).
     t.set_data(const_cast<void*>(a.data), t.nbytes());
     input_keep_alive_[i] = a.keep_alive;
     input_set_[i] = true;
     return;
   }
-  if (home == nullptr) {
-    if (input_copies_[i].size() < t.bound_nbytes()) input_copies_[i] = HostBuffer(t.bound_nbytes());
-    home = input_copies_[i].data();
-    t.set_data(home, input_copies_[i].size());
-  }
+  if (home == nullptr) home = private_input_memory(i);
   input_keep_alive_[i].reset();
   if (!layout_ok) stats::add(stats::Counter::LayoutConversions);
   kernels::strided_copy(context_, home, t.strides(), a.data, src_strides, t.sizes(),
                         t.element_size());
   input_set_[i] = true;
+}
+
+// A CUDA method's input `a`: host memory (the caller's or our download), or
+// device memory in the declared layout on any GPU.
+void Method::install_on_device(size_t i, const InputArg& a, bool layout_ok,
+                               std::span<const int64_t> src_strides) {
+  Tensor& t = values_[desc_->inputs[i]].to_tensor();
+  size_t bytes = t.nbytes();
+  void* home = input_home_[i];
+  bool same_gpu = a.device == kernels::Device::CUDA && a.device_index == options_.device_index;
+  if (home == nullptr && input_alias_ok_[i] && same_gpu) {
+    // On our GPU, unplanned and in the declared layout: used in place.
+    t.set_data(const_cast<void*>(a.data), bytes);
+    input_keep_alive_[i] = a.keep_alive;
+    input_set_[i] = true;
+    return;
+  }
+  if (home == nullptr) home = private_input_memory(i);
+  input_keep_alive_[i].reset();
+  if (a.device == kernels::Device::CUDA) {
+    // Queued on our stream; the caller orders it after the producer (B19).
+    backend::copy_peer_to_device(context_, home, a.device_index, a.data, bytes);
+  } else if (layout_ok) {
+    // Straight from the caller's memory: a pageable source is staged by
+    // the driver before the call returns.
+    backend::copy_host_to_device(context_, home, a.data, bytes);
+  } else {
+    stats::add(stats::Counter::LayoutConversions);
+    backend::PinnedBuffer& staging = input_staging_[i];
+    if (staging_busy_[i]) {
+      // An upload queued from this staging buffer (inputs set twice
+      // without a run in between) may still be reading it.
+      wait();
+    }
+    if (staging.size() < t.bound_nbytes()) staging = backend::PinnedBuffer(t.bound_nbytes());
+    kernels::strided_copy(context_, staging.data(), t.strides(), a.data, src_strides, t.sizes(),
+                          t.element_size());
+    backend::copy_host_to_device(context_, home, staging.data(), bytes);
+    staging_busy_[i] = true;
+  }
+  input_set_[i] = true;
+}
+
+// Copies device input `a` down into this input's host buffer; returns where
+// its element 0 is there.
+const void* Method::download_input(size_t i, const InputArg& a, std::span<const int64_t> strides) {
+  Extent e = extent_of(a.sizes, strides);
+  size_t element = element_size(a.dtype);
+  size_t bytes = static_cast<size_t>(e.hi - e.lo) * element;
+  HostBuffer& buffer = input_download_[i];
+  if (buffer.size() < bytes) buffer = HostBuffer(bytes);
+  if (bytes == 0) return buffer.data();
+  const auto* first = static_cast<const uint8_t*>(a.data) - static_cast<size_t>(-e.lo) * element;
+  backend::download(a.device_index, buffer.data(), first, bytes);
+  return buffer.data() + static_cast<size_t>(-e.lo) * element;
+}
+
+// Memory of this method's own for input `i` (unplanned inputs that cannot
+// be used in place), sized for the bound shape once.
+void* Method::private_input_memory(size_t i) {
+  Tensor& t = values_[desc_->inputs[i]].to_tensor();
+  if (input_copies_[i].size() < t.bound_nbytes()) input_copies_[i] = allocate(t.bound_nbytes());
+  t.set_data(input_copies_[i].data(), input_copies_[i].size());
+  return input_copies_[i].data();
 }
 
 void Method::set_input(size_t i, const InputArg& input) {

@@ -1,7 +1,9 @@
 // The per-call work of a Method: the flat instruction loop and outputs.
 
+#include <algorithm>
 #include <cstring>
 
+#include "pterun/backend/device.h"
 #include "pterun/core/error.h"
 #include "pterun/core/threads.h"
 #include "pterun/executor/method.h"
@@ -12,13 +14,25 @@ namespace {
 
 constexpr uint64_t kInstructionBudget = 10'000'000;
 
-bool condition_true(const Value& v) {
+// `context` is the method's: a condition tensor on a GPU is copied down
+// first (one wait per jump, B19).
+bool condition_true(kernels::KernelContext& context, const Value& v) {
   if (v.kind() == ValueKind::Bool) return v.to_bool();
   const Tensor& t = v.to_tensor();
   PTERUN_CHECK(t.dtype() == DType::Bool, ErrorCode::InvalidProgram, "jump condition is a ",
                describe(t), " tensor, not bool");
   // All elements must be true; an empty tensor counts as true.
   const auto* p = t.data_as<const uint8_t>();
+  if (context.device == kernels::Device::CUDA && t.numel() > 0 && p != nullptr) {
+    // The tensor's bytes from data() on (dense or not, within its capacity).
+    int64_t last = 0;
+    for (size_t d = 0; d < t.dim(); ++d) last += (t.size(d) - 1) * t.stride(d);
+    auto bytes = static_cast<size_t>(last + 1);
+    auto* host = static_cast<uint8_t*>(context.scratch(bytes));
+    backend::copy_device_to_host(context, host, p, bytes);
+    backend::synchronize(context);
+    p = host;
+  }
   if (t.numel() > 0 && p == nullptr) {
     throw_error(ErrorCode::InvalidState, "jump condition tensor has no data");
   }
@@ -62,12 +76,13 @@ std::string Method::missing_inputs() const {
   return missing;
 }
 
-void Method::execute() {
+void Method::execute_async() {
   if (!inputs_ready()) {
     throw_error(ErrorCode::InvalidState,
                 str_cat("method '", name(), "': inputs ", missing_inputs(), " were never set"));
   }
   context_.num_threads = get_num_threads();
+  if (options_.device == kernels::Device::CUDA) backend::activate(context_);
   uint64_t budget = kInstructionBudget;
   for (size_t c = 0; c < chains_.size(); ++c) {
     const auto& steps = chains_[c];
@@ -86,7 +101,8 @@ void Method::execute() {
             ++pc;
             break;
           case format::InstructionKind::JumpFalseCall:
-            pc = condition_true(values_[s.index]) ? pc + 1 : static_cast<size_t>(s.target);
+            pc =
+                condition_true(context_, values_[s.index]) ? pc + 1 : static_cast<size_t>(s.target);
             break;
           case format::InstructionKind::MoveCall:
             values_[s.target] = values_[s.index];
@@ -101,9 +117,35 @@ void Method::execute() {
             throw_error(ErrorCode::NotImplemented, "delegate calls are not supported");
         }
       } catch (const Error& e) {
+        if (options_.device == kernels::Device::CUDA) drain();
         fail_step(c, pc, e);
       }
     }
+  }
+}
+
+void Method::wait() {
+  if (options_.device != kernels::Device::CUDA) return;
+  backend::synchronize(context_);
+  std::fill(staging_busy_.begin(), staging_busy_.end(), false);
+}
+
+// After a failed step: lets the work queued before it finish, so that the
+// next call starts on an idle stream; its own error (if any) is dropped for
+// the step's.
+void Method::drain() noexcept {
+  try {
+    wait();
+  } catch (...) {
+  }
+}
+
+void Method::copy_data(void* dst, const void* src, size_t bytes) {
+  if (bytes == 0) return;
+  if (options_.device == kernels::Device::CUDA) {
+    backend::copy_device_to_device(context_, dst, src, bytes);
+  } else {
+    std::memcpy(dst, src, bytes);
   }
 }
 

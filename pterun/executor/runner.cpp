@@ -59,17 +59,21 @@ std::vector<OutputValue> MethodRunner::call_leading(std::span<const InputArg> in
   set_leading_locked(inputs);
   try {
     execute_locked();
+    auto out = collect(clone);
+    finish_call();
+    return out;
   } catch (...) {
     for (size_t i = 0; i < inputs.size(); ++i) method_->forget_input(i);
     throw;
   }
-  return collect(clone);
 }
 
 std::vector<OutputValue> MethodRunner::execute_and_collect(bool clone) {
   std::lock_guard lock(mutex_);
   execute_locked();
-  return collect(clone);
+  auto out = collect(clone);
+  finish_call();
+  return out;
 }
 
 void MethodRunner::forget_leading(size_t count) {
@@ -77,15 +81,17 @@ void MethodRunner::forget_leading(size_t count) {
   for (size_t i = 0; i < count && i < method_->num_inputs(); ++i) method_->forget_input(i);
 }
 
-std::shared_ptr<HostBuffer> MethodRunner::acquire(size_t output, size_t bytes) {
+std::shared_ptr<backend::Allocation> MethodRunner::acquire(size_t output, size_t bytes) {
   auto& pool = pools_[output];
-  std::shared_ptr<HostBuffer>* best = nullptr;
+  std::shared_ptr<backend::Allocation>* best = nullptr;
   for (auto& b : pool) {
     if (b.use_count() != 1 || b->size() < bytes) continue;  // handed out, or too small
     if (best == nullptr || b.get() == last_[output]) best = &b;
   }
   if (best != nullptr) return *best;
-  pool.push_back(std::make_shared<HostBuffer>(bytes));
+  // Kernels write every byte before anyone reads it: no need to zero.
+  pool.push_back(std::make_shared<backend::Allocation>(method_->device(), method_->device_index(),
+                                                       bytes, /*zeroed=*/false));
   return pool.back();
 }
 
@@ -104,6 +110,7 @@ void MethodRunner::prepare_outputs() {
 void MethodRunner::execute() {
   std::lock_guard lock(mutex_);
   execute_locked();
+  finish_call();
 }
 
 void MethodRunner::execute_locked() {
@@ -111,12 +118,23 @@ void MethodRunner::execute_locked() {
                method_->name(), "': execute() needs inputs: call set_inputs() first");
   executed_ = false;
   prepare_outputs();
-  method_->execute();
+  method_->execute_async();
+}
+
+// The call's one wait (B19): after it the outputs are valid.
+void MethodRunner::finish_call() {
+  method_->wait();
   executed_ = true;
+}
+
+void MethodRunner::fill_result(TensorResult& r) const {
+  r.device = method_->device_string();
+  r.device_index = method_->device() == kernels::Device::CUDA ? method_->device_index() : -1;
 }
 
 std::vector<OutputValue> MethodRunner::collect(bool clone) {
   Method& m = *method_;
+  copies_queued_ = false;
   std::vector<OutputValue> out;
   out.reserve(m.num_outputs());
   for (size_t i = 0; i < m.num_outputs(); ++i) {
@@ -125,6 +143,7 @@ std::vector<OutputValue> MethodRunner::collect(bool clone) {
       case ValueKind::Tensor: {
         const Tensor& t = v.to_tensor();
         TensorResult r;
+        fill_result(r);
         r.dtype = t.dtype();
         r.sizes.assign(t.sizes().begin(), t.sizes().end());
         r.strides.assign(t.strides().begin(), t.strides().end());
@@ -137,9 +156,11 @@ std::vector<OutputValue> MethodRunner::collect(bool clone) {
           r.data = t.data();
           r.storage = shared_from_this();
         } else {
-          // Aliases an input, a constant, state or another output: copy.
+          // Aliases an input, a constant, state or another output: copy
+          // (queued on a GPU, before the call's wait).
           auto buffer = acquire(i, t.nbytes());
-          if (t.nbytes() > 0) std::memcpy(buffer->data(), t.data(), t.nbytes());
+          method_->copy_data(buffer->data(), t.data(), t.nbytes());
+          copies_queued_ = copies_queued_ || t.nbytes() > 0;
           stats::add(stats::Counter::OutputCopies);
           r.data = buffer->data();
           r.storage = std::move(buffer);
@@ -162,7 +183,11 @@ std::vector<OutputValue> MethodRunner::get_outputs(bool clone) {
   PTERUN_CHECK(executed_, ErrorCode::InvalidState, "method '", method_->name(),
                "': no outputs: call execute() first (outputs are cleared by set_inputs() and by "
                "a failed execute())");
-  return collect(clone);
+  auto out = collect(clone);
+  // Copies collect() queued on the GPU (an output that aliases an input,
+  // say) must land before the caller reads them.
+  if (copies_queued_) method_->wait();
+  return out;
 }
 
 TensorResult MethodRunner::attribute(const std::string& name) {
@@ -172,12 +197,15 @@ TensorResult MethodRunner::attribute(const std::string& name) {
                "' has no attribute '", name, "'");
   PTERUN_CHECK(t->data() != nullptr || t->numel() == 0, ErrorCode::InvalidState, "method '",
                method_->name(), "': attribute '", name, "' has no data");
-  auto buffer = std::make_shared<HostBuffer>(t->nbytes());
+  auto buffer = std::make_shared<backend::Allocation>(method_->device(), method_->device_index(),
+                                                      t->nbytes(), /*zeroed=*/false);
   TensorResult r;
+  fill_result(r);
   r.dtype = t->dtype();
   r.sizes.assign(t->sizes().begin(), t->sizes().end());
   r.strides.assign(t->strides().begin(), t->strides().end());
-  if (t->nbytes() > 0) std::memcpy(buffer->data(), t->data(), t->nbytes());
+  method_->copy_data(buffer->data(), t->data(), t->nbytes());
+  method_->wait();
   r.data = buffer->data();
   r.storage = std::move(buffer);
   return r;
@@ -189,9 +217,10 @@ std::vector<OutputValue> MethodRunner::call(std::span<const InputArg> inputs, bo
   inputs_valid_ = true;
   executed_ = false;
   prepare_outputs();
-  method_->execute();
-  executed_ = true;
-  return collect(clone);
+  method_->execute_async();
+  auto out = collect(clone);
+  finish_call();
+  return out;
 }
 
 }  // namespace pterun

@@ -7,21 +7,23 @@
 #include <variant>
 #include <vector>
 
-#include "pterun/core/host_buffer.h"
+#include "pterun/backend/allocation.h"
 #include "pterun/executor/input.h"
 #include "pterun/executor/method.h"
 
 namespace pterun {
 
 /// A tensor result handed to a caller: a view of `storage` (kept alive by
-/// the result) with its own shape and strides.
+/// the result) with its own shape and strides. For "cuda:N" results `data`
+/// is device memory on GPU N, ready to read (the call waited for it).
 struct TensorResult {
   std::shared_ptr<void> storage;  // owns or keeps alive the memory at `data`
   void* data = nullptr;
   DType dtype = DType::Float32;
   std::vector<int64_t> sizes;
   std::vector<int64_t> strides;  // in elements
-  std::string device = "cpu";
+  std::string device = "cpu";    // "cpu" or "cuda:N"
+  int device_index = -1;         // N for "cuda:N", -1 on the host
 
   size_t nbytes() const;
 };
@@ -32,7 +34,9 @@ using OutputValue = std::variant<std::monostate, TensorResult, int64_t, double, 
 /// The call protocol around a Method, shared by the Python layer and the
 /// CLI: the state rules B8-B12, one call at a time (B15: a second caller
 /// waits), and outputs returned without copies through buffers that take
-/// turns (B18).
+/// turns (B18): host buffers for CPU methods, device buffers on the
+/// method's GPU for CUDA methods. A CUDA call waits once for the GPU, after
+/// copying any outputs that need a copy (B19).
 class MethodRunner : public std::enable_shared_from_this<MethodRunner> {
  public:
   /// Always held by shared_ptr: views (clone=false) keep the runner alive.
@@ -63,7 +67,7 @@ class MethodRunner : public std::enable_shared_from_this<MethodRunner> {
   /// B8, B10, B17, B18.
   std::vector<OutputValue> get_outputs(bool clone);
   /// A copy of the named tensor `name` (a mutable buffer or constant), as it
-  /// is now. Error InvalidArgument when the method has no such attribute.
+  /// is now, on the method's device. Error InvalidArgument when the method has no such attribute.
   TensorResult attribute(const std::string& name);
 
   /// set_inputs + execute + get_outputs under one lock.
@@ -73,17 +77,22 @@ class MethodRunner : public std::enable_shared_from_this<MethodRunner> {
   explicit MethodRunner(std::unique_ptr<Method> method);
   std::vector<OutputValue> collect(bool clone);
   void set_leading_locked(std::span<const InputArg> inputs);
-  void execute_locked();
+  void execute_locked();  // leaves a CUDA method's work queued: finish_call() waits
+  void finish_call();
+  void fill_result(TensorResult& r) const;
   void prepare_outputs();
-  std::shared_ptr<HostBuffer> acquire(size_t output, size_t bytes);
+  std::shared_ptr<backend::Allocation> acquire(size_t output, size_t bytes);
 
   std::mutex mutex_;
   std::unique_ptr<Method> method_;
-  bool executed_ = false;                                        // outputs valid
-  bool inputs_valid_ = false;                                    // every input installed
-  std::vector<std::vector<std::shared_ptr<HostBuffer>>> pools_;  // per output
-  std::vector<std::shared_ptr<HostBuffer>> current_;  // buffer each output was written into
-  std::vector<const HostBuffer*> last_;               // previous run's buffer, preferred when free
+  bool executed_ = false;       // outputs valid
+  bool inputs_valid_ = false;   // every input installed
+  bool copies_queued_ = false;  // the last collect() queued output copies
+  // Per output, on the method's device.
+  std::vector<std::vector<std::shared_ptr<backend::Allocation>>> pools_;
+  std::vector<std::shared_ptr<backend::Allocation>>
+      current_;                                   // buffer each output was written into
+  std::vector<const backend::Allocation*> last_;  // previous run's buffer, preferred when free
 };
 
 }  // namespace pterun

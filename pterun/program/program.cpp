@@ -53,7 +53,16 @@ MethodMeta Program::method_meta(const std::string& name) const {
 std::shared_ptr<SharedState> Program::shared_state(int device_type, int device_index) const {
   std::lock_guard lock(state_mutex_);
   auto& slot = shared_states_[{device_type, device_index}];
-  if (!slot) slot = std::make_shared<SharedState>();
+  if (!slot) {
+    slot = std::make_shared<SharedState>(static_cast<kernels::Device>(device_type), device_index);
+  }
+  return slot;
+}
+
+std::shared_ptr<DeviceConstants> Program::device_constants(int device_index) const {
+  std::lock_guard lock(state_mutex_);
+  auto& slot = device_constants_[device_index];
+  if (!slot) slot = std::make_shared<DeviceConstants>(device_index);
   return slot;
 }
 

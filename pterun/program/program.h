@@ -10,6 +10,7 @@
 
 #include "pterun/format/data_buffer.h"
 #include "pterun/format/program_desc.h"
+#include "pterun/program/device_constants.h"
 #include "pterun/program/method_meta.h"
 #include "pterun/program/shared_state.h"
 
@@ -49,6 +50,10 @@ class Program : public std::enable_shared_from_this<Program> {
   /// (B15a); created on first use.
   std::shared_ptr<SharedState> shared_state(int device_type, int device_index) const;
 
+  /// The program's constants on GPU `device_index` (uploaded on first use,
+  /// shared by every method of this program on that GPU).
+  std::shared_ptr<DeviceConstants> device_constants(int device_index) const;
+
   /// Keys of external tensors that method `name` needs and the given data
   /// lacks (all of them when no data was given).
   std::vector<std::string> missing_external_keys(const std::string& name) const;
@@ -62,6 +67,7 @@ class Program : public std::enable_shared_from_this<Program> {
   std::optional<format::ExternalData> external_;
   mutable std::mutex state_mutex_;
   mutable std::map<std::pair<int, int>, std::shared_ptr<SharedState>> shared_states_;
+  mutable std::map<int, std::shared_ptr<DeviceConstants>> device_constants_;  // by GPU index
 };
 
 }  // namespace pterun

@@ -16,7 +16,7 @@ uint8_t* SharedState::buffer(uint32_t memory_id, size_t bytes, bool& created) {
     }
   }
   created = true;
-  buffers_.emplace_back(memory_id, HostBuffer(bytes));
+  buffers_.emplace_back(memory_id, backend::Allocation(device_, device_index_, bytes));
   return buffers_.back().second.data();
 }
 

@@ -1,4 +1,5 @@
-"""Test helpers: run one kernel on NumPy arrays (used by tests/python/kernels).
+"""Test helpers: run one kernel on NumPy arrays, on the CPU or a GPU (used by
+tests/python/kernels and tests/ops).
 
 Not part of the public API.
 """
@@ -120,11 +121,23 @@ def _array(dtype, shape, raw):
     return np.frombuffer(raw, dtype=_DTYPE_TO_NUMPY[dtype]).reshape(shape).copy()
 
 
-def call_kernel(name, *args, num_threads=1, return_scalars=False):
-    """Runs CPU kernel `name` (e.g. "aten::add.out") on `args` in schema
-    order, out arguments last. Returns the out tensors as NumPy arrays
+def call_kernel(name, *args, num_threads=1, return_scalars=False, device="cpu"):
+    """Runs kernel `name` (e.g. "aten::add.out") on `args` in schema order,
+    out arguments last, on `device` ("cpu" or "cuda:N": every tensor is
+    uploaded with the same layout, the CUDA kernel runs on a stream of its
+    own and the outs are downloaded). Returns the out tensors as NumPy arrays
     (bfloat16 as float32), in argument order; with return_scalars=True also
-    the final values of the Int/Double/Bool arguments."""
-    outs, scalars = _pterun._testing_call_kernel(name, [_spec(a) for a in args], num_threads)
+    the final values of the Int/Double/Bool arguments. NotImplementedError
+    when `device` has no such kernel."""
+    specs = [_spec(a) for a in args]
+    outs, scalars = _pterun._testing_call_kernel(name, specs, num_threads, device)
     arrays = [_array(d, s, raw) for d, s, raw in outs]
     return (arrays, scalars) if return_scalars else arrays
+
+
+def time_kernel(name, *args, device="cuda:0", iterations=50, num_threads=1):
+    """Median seconds per run of kernel `name` on `args` (as call_kernel),
+    after 3 warm-up runs: on a GPU the time between CUDA events recorded
+    around each launch, on the CPU wall time."""
+    specs = [_spec(a) for a in args]
+    return _pterun._testing_time_kernel(name, specs, num_threads, device, iterations)

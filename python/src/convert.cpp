@@ -3,8 +3,12 @@
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/string.h>
 
+#include <algorithm>
 #include <cstring>
+#include <utility>
 
+#include "pterun/backend/device.h"
+#include "pterun/backend/device_info.h"
 #include "pterun/core/error.h"
 #include "python/src/tensor.h"
 
@@ -118,27 +122,74 @@ struct HeldArray {
   }
 };
 
+// DLPack device types (dlpack.h's DLDeviceType).
+constexpr int kDLCPU = 1, kDLCUDA = 2, kDLCUDAHost = 3, kDLCUDAManaged = 13;
+
+// Marks `a` as memory of GPU `index` (host memory when index < 0).
+void place_on(InputArg& a, int index) {
+  if (index < 0) return;
+  a.device = kernels::Device::CUDA;
+  a.device_index = index;
+}
+
+[[noreturn]] void reraise(nb::python_error& e, const std::string& prefix) {
+  nb::object type = nb::borrow(e.type());
+  std::string msg = e.what();
+  raise(type.ptr(), prefix, msg);
+}
+
+// The producer's (device type, device id), from __dlpack_device__; a CPU
+// array when it has none.
+std::pair<int, int> dlpack_device(nb::handle obj, const std::string& prefix) {
+  if (!PyObject_HasAttrString(obj.ptr(), "__dlpack_device__")) return {kDLCPU, 0};
+  try {
+    nb::object d = obj.attr("__dlpack_device__")();
+    return {nb::cast<int>(d[0]), nb::cast<int>(d[1])};
+  } catch (nb::python_error& e) {
+    reraise(e, prefix);
+  } catch (const std::exception&) {
+    PyErr_Clear();
+    raise(PyExc_TypeError, prefix, "__dlpack_device__() did not return (device_type, device_id)");
+  }
+}
+
 void convert_dlpack(nb::handle obj, const std::string& prefix, InputBatch& batch) {
+  auto [device_type, device_id] = dlpack_device(obj, prefix);
+  const bool cuda_memory =
+      device_type == kDLCUDA || device_type == kDLCUDAHost || device_type == kDLCUDAManaged;
+  if (!cuda_memory && device_type != kDLCPU) {
+    raise(PyExc_TypeError, prefix,
+          "the array lives on DLPack device type " + std::to_string(device_type) +
+              ", which pterun cannot read (it reads the CPU and CUDA GPUs)");
+  }
+  if (cuda_memory && !backend::built_with_cuda()) {
+    raise(PyExc_TypeError, prefix,
+          "the array lives on a GPU and this build of pterun has no CUDA support: copy it to "
+          "the host first");
+  }
   auto held = std::make_shared<HeldArray>();
   // Ask the producer for a capsule ourselves, so that its errors keep their
-  // Python type and message (B6); prefer a versioned capsule.
-  nb::object capsule;
-  try {
+  // Python type and message (B6); prefer a versioned capsule (producers
+  // predating max_version raise TypeError: ask again without). For GPU
+  // memory pass stream=1, the legacy default stream (the array API forbids
+  // 0, torch refuses 2): the producer orders its pending writes before that
+  // stream, and wait_for_producers() waits for it once before the run
+  // (B19).
+  std::vector<nb::dict> requests;  // most capable first
+  for (bool versioned : {true, false}) {
     nb::dict kwargs;
-    kwargs["max_version"] = nb::make_tuple(1, 0);
-    capsule = obj.attr("__dlpack__")(**kwargs);
-  } catch (nb::python_error& e) {
-    if (!e.matches(PyExc_TypeError)) {
-      nb::object type = nb::borrow(e.type());
-      std::string msg = e.what();
-      raise(type.ptr(), prefix, msg);
-    }
+    if (versioned) kwargs["max_version"] = nb::make_tuple(1, 0);
+    if (cuda_memory) kwargs["stream"] = 1;
+    requests.push_back(kwargs);
+  }
+  if (cuda_memory) requests.emplace_back();  // no stream: the legacy stream too
+  nb::object capsule;
+  for (size_t r = 0; r < requests.size(); ++r) {
     try {
-      capsule = obj.attr("__dlpack__")();
-    } catch (nb::python_error& e2) {
-      nb::object type = nb::borrow(e2.type());
-      std::string msg = e2.what();
-      raise(type.ptr(), prefix, msg);
+      capsule = obj.attr("__dlpack__")(**requests[r]);
+      break;
+    } catch (nb::python_error& e) {
+      if (!e.matches(PyExc_TypeError) || r + 1 == requests.size()) reraise(e, prefix);
     }
   }
   try {
@@ -148,9 +199,16 @@ void convert_dlpack(nb::handle obj, const std::string& prefix, InputBatch& batch
     raise(PyExc_TypeError, prefix, std::string("cannot import its DLPack capsule: ") + e.what());
   }
   const auto& a = held->array;
-  if (a.device_type() != nb::device::cpu::value) {
+  const int type = a.device_type();
+  if (type != kDLCPU && type != kDLCUDA && type != kDLCUDAHost && type != kDLCUDAManaged) {
     raise(PyExc_TypeError, prefix,
-          "the array lives on a GPU; this method runs on the CPU of a build without CUDA support");
+          "the array's DLPack capsule is on device type " + std::to_string(type) +
+              ", which pterun cannot read");
+  }
+  if (type != kDLCPU) {
+    // Managed and pinned host memory are read as host memory, once the
+    // producer's writes are done.
+    batch.wait_legacy_streams.push_back(type == kDLCUDA ? a.device_id() : device_id);
   }
   DType dtype;
   if (!dlpack_dtype(a.dtype(), dtype)) {
@@ -166,6 +224,7 @@ void convert_dlpack(nb::handle obj, const std::string& prefix, InputBatch& batch
   batch.shapes.push_back(std::move(strides));
   auto& st = batch.shapes.back();
   batch.args.push_back(InputArg::tensor(a.data(), dtype, sz, st, held));
+  if (type == kDLCUDA) place_on(batch.args.back(), a.device_id());
 }
 
 bool is_numpy_scalar(nb::handle obj, const char* kind) {
@@ -235,14 +294,16 @@ bool is_ml_dtypes_bfloat16(nb::handle obj) {
 void convert_tensor(nb::handle obj, const std::string& prefix, InputBatch& batch) {
   if (nb::isinstance<PyTensor>(obj)) {
     PyTensor& pt = nb::cast<PyTensor&>(obj);
-    if (pt.t.device != "cpu") {
-      raise(PyExc_TypeError, prefix, "CUDA tensors are not supported by this method yet");
-    }
+    const int index = cuda_index(pt.t);
+    // Our own results are complete when a call returns (B19): no wait,
+    // unless another library got the memory and may still write it.
+    if (index >= 0 && pt.exported) batch.wait_devices.push_back(index);
     batch.shapes.emplace_back(pt.t.sizes);
     auto& sizes = batch.shapes.back();
     batch.shapes.emplace_back(pt.t.strides);
     auto& strides = batch.shapes.back();
     batch.args.push_back(InputArg::tensor(pt.t.data, pt.t.dtype, sizes, strides, pt.t.storage));
+    place_on(batch.args.back(), index);
     return;
   }
   if (!PyObject_CheckBuffer(obj.ptr())) {
@@ -317,6 +378,57 @@ void convert_input(nb::handle obj, ValueKind declared, const std::string& prefix
   convert_number(obj, declared, prefix, batch);
 }
 
+int parse_device(const std::string& device) {
+  if (device == "cpu") return -1;
+  int index = 0;
+  if (device == "cuda") {
+    index = 0;
+  } else if (device.rfind("cuda:", 0) == 0 && device.size() > 5 && device.size() < 9 &&
+             device.find_first_not_of("0123456789", 5) == std::string::npos) {
+    index = std::stoi(device.substr(5));
+  } else {
+    throw nb::value_error(
+        ("device must be 'cpu', 'cuda' or 'cuda:N', got '" + device + "'").c_str());
+  }
+  const int count = backend::cuda_device_count();
+  if (count == 0) {
+    throw std::runtime_error("device '" + device +
+                             "' is not available: " + backend::cuda_unavailable_reason());
+  }
+  if (index >= count) {
+    throw std::runtime_error("device '" + device + "' does not exist (this machine has " +
+                             std::to_string(count) + " CUDA device" + (count == 1 ? "" : "s") +
+                             ")");
+  }
+  return index;
+}
+
+std::string device_string(int cuda_index) {
+  return cuda_index < 0 ? std::string("cpu") : "cuda:" + std::to_string(cuda_index);
+}
+
+void wait_for_producers(InputBatch& batch) {
+  if (batch.wait_legacy_streams.empty() && batch.wait_devices.empty()) return;
+  auto unique = [](std::vector<int>& v) {
+    std::sort(v.begin(), v.end());
+    v.erase(std::unique(v.begin(), v.end()), v.end());
+  };
+  unique(batch.wait_legacy_streams);
+  unique(batch.wait_devices);
+  {
+    nb::gil_scoped_release release;
+    for (int d : batch.wait_devices) backend::synchronize_device(d);
+    for (int d : batch.wait_legacy_streams) {
+      // A whole-device wait covers that device's legacy stream too.
+      if (!std::binary_search(batch.wait_devices.begin(), batch.wait_devices.end(), d)) {
+        backend::synchronize_legacy_stream(d);
+      }
+    }
+  }
+  batch.wait_legacy_streams.clear();
+  batch.wait_devices.clear();
+}
+
 InputBatch convert_inputs(nb::handle inputs, const Method& method, size_t max_count) {
   if (!PyList_Check(inputs.ptr()) && !PyTuple_Check(inputs.ptr())) {
     throw nb::type_error(("method '" + method.name() + "': inputs must be a list or tuple, got " +
@@ -338,6 +450,7 @@ InputBatch convert_inputs(nb::handle inputs, const Method& method, size_t max_co
     convert_input(item, meta.input_tag(i),
                   "input " + std::to_string(i) + " of method '" + method.name() + "': ", batch);
   }
+  wait_for_producers(batch);
   return batch;
 }
 

@@ -5,7 +5,6 @@
 
 #include <map>
 
-#include "pterun/backend/device_info.h"
 #include "pterun/core/error.h"
 #include "pterun/executor/runner.h"
 #include "python/src/convert.h"
@@ -22,43 +21,23 @@ struct PyMethod {
   std::string device;
 };
 
-/// Parses "cpu", "cuda", "cuda:N" (B25: a CUDA device without a GPU is a
-/// RuntimeError saying why).
-MethodOptions parse_device(const std::string& device, std::string& canonical) {
+/// Method options for a device string (B25: a CUDA device without a GPU is
+/// a RuntimeError saying why).
+MethodOptions method_options(const std::string& device, std::string& canonical) {
+  const int index = parse_device(device);
+  canonical = device_string(index);
   MethodOptions o;
-  if (device == "cpu") {
-    canonical = "cpu";
-    return o;
+  if (index >= 0) {
+    o.device = kernels::Device::CUDA;
+    o.device_index = index;
   }
-  int index = 0;
-  if (device == "cuda") {
-    index = 0;
-  } else if (device.rfind("cuda:", 0) == 0 && device.size() > 5 &&
-             device.find_first_not_of("0123456789", 5) == std::string::npos && device.size() < 9) {
-    index = std::stoi(device.substr(5));
-  } else {
-    throw nb::value_error(
-        ("device must be 'cpu', 'cuda' or 'cuda:N', got '" + device + "'").c_str());
-  }
-  int count = backend::cuda_device_count();
-  if (count == 0) {
-    throw std::runtime_error("device '" + device +
-                             "' is not available: " + backend::cuda_unavailable_reason());
-  }
-  if (index >= count) {
-    throw std::runtime_error("device '" + device + "' does not exist (" + std::to_string(count) +
-                             " CUDA devices)");
-  }
-  o.device = kernels::Device::CUDA;
-  o.device_index = index;
-  canonical = "cuda:" + std::to_string(index);
   return o;
 }
 
 PyMethod make_method(std::shared_ptr<const Program> program, const std::string& name,
                      const std::string& device) {
   std::string canonical;
-  MethodOptions options = parse_device(device, canonical);
+  MethodOptions options = method_options(device, canonical);
   std::unique_ptr<Method> m;
   {
     nb::gil_scoped_release release;
@@ -198,7 +177,7 @@ void init_method(nb::module_& m) {
             auto program_bytes = read_source(src, "Module(src)");
             auto data_bytes = data.is_none() ? nullptr : read_source(data, "Module(data=)");
             std::string canonical;
-            parse_device(device, canonical);
+            method_options(device, canonical);
             std::shared_ptr<const Program> program;
             {
               nb::gil_scoped_release release;

@@ -5,6 +5,7 @@
 
 #include <cstring>
 
+#include "pterun/backend/device.h"
 #include "pterun/core/error.h"
 #include "pterun/core/host_buffer.h"
 #include "pterun/kernels/common/dtype_util.h"
@@ -49,11 +50,93 @@ std::string shape_text(const std::vector<int64_t>& sizes) {
   return s + (sizes.size() == 1 ? ",)" : ")");
 }
 
+constexpr int kDLCPU = 1, kDLCUDA = 2;
+
+// The lowest and highest element offsets a strided view reaches (numel > 0).
+std::pair<int64_t, int64_t> offset_range(std::span<const int64_t> sizes,
+                                         std::span<const int64_t> strides) {
+  int64_t lo = 0, hi = 0;
+  for (size_t d = 0; d < sizes.size(); ++d) {
+    const int64_t reach = (sizes[d] - 1) * strides[d];
+    (reach < 0 ? lo : hi) += reach;
+  }
+  return {lo, hi};
+}
+
+int64_t numel_of(std::span<const int64_t> sizes) {
+  int64_t n = 1;
+  for (int64_t s : sizes) n *= s;
+  return n;
+}
+
+std::vector<int64_t> contiguous_strides(std::span<const int64_t> sizes) {
+  std::vector<int64_t> strides(sizes.size());
+  int64_t stride = 1;
+  for (size_t i = sizes.size(); i-- > 0;) {
+    strides[i] = stride;
+    stride *= sizes[i] == 0 ? 1 : sizes[i];
+  }
+  return strides;
+}
+
+// A host copy of a GPU tensor with the same sizes and strides (the bytes
+// its view spans). Waits for the whole device first when another library
+// got the memory through __dlpack__ (B20).
+TensorResult download_copy(const PyTensor& p) {
+  const TensorResult& t = p.t;
+  const int index = cuda_index(t);
+  TensorResult r;
+  r.dtype = t.dtype;
+  r.sizes = t.sizes;
+  r.strides = t.strides.empty() ? contiguous_strides(t.sizes) : t.strides;
+  const size_t item = element_size(t.dtype);
+  int64_t lo = 0, hi = -1;
+  if (numel_of(r.sizes) > 0) std::tie(lo, hi) = offset_range(r.sizes, r.strides);
+  const size_t bytes = static_cast<size_t>(hi - lo + 1) * item;
+  auto buffer = std::make_shared<HostBuffer>(bytes);
+  {
+    nb::gil_scoped_release release;
+    if (p.exported) backend::synchronize_device(index);
+    backend::download(index, buffer->data(),
+                      static_cast<const uint8_t*>(t.data) + lo * static_cast<int64_t>(item), bytes);
+  }
+  r.data = buffer->data() - lo * static_cast<int64_t>(item);
+  r.storage = std::move(buffer);
+  return r;
+}
+
+// `self` when it is on the host, else a new host pterun.Tensor copy.
+nb::object host_tensor(nb::handle self) {
+  PyTensor& p = nb::cast<PyTensor&>(self);
+  if (cuda_index(p.t) < 0) return nb::borrow(self);
+  return nb::cast(PyTensor{download_copy(p)});
+}
+
+// Keeps a GPU tensor's memory alive for another library (DLPack capsule
+// owner). When that library lets go it may still have work queued that
+// uses the memory, on streams pterun does not know: wait for the device
+// before the memory can be reused (B19).
+struct ExportHold {
+  std::shared_ptr<void> storage;
+  int device = 0;
+};
+
+void release_export(void* ptr) noexcept {
+  auto* hold = static_cast<ExportHold*>(ptr);
+  try {
+    backend::synchronize_device(hold->device);
+  } catch (const std::exception&) {
+    // The process is shutting down or the device failed: nothing to order.
+  }
+  delete hold;
+}
+
 nb::object numpy_view(nb::handle self) {
   PyTensor& pt = nb::cast<PyTensor&>(self);
   const TensorResult& t = pt.t;
   if (t.device != "cpu") {
-    throw nb::type_error("Tensor lives on a GPU: call to_host() first");
+    throw nb::type_error(
+        ("Tensor lives on " + t.device + ": call to_host() (or numpy()) for a host copy").c_str());
   }
   if (t.dtype == DType::BFloat16) {
     nb::object ml = nb::steal(PyImport_ImportModule("ml_dtypes"));
@@ -83,9 +166,9 @@ std::string tensor_repr(nb::handle self) {
                      ", dtype=" + std::string(dtype_name(t.dtype)) + ", device='" + t.device + "'";
   size_t numel = 1;
   for (int64_t s : t.sizes) numel *= static_cast<size_t>(s);
-  if (t.device == "cpu" && numel <= 16 && t.dtype != DType::BFloat16) {
+  if (numel <= 16 && t.dtype != DType::BFloat16) {
     try {
-      nb::object arr = numpy_view(self);
+      nb::object arr = numpy_view(host_tensor(self));
       std::string values = nb::cast<std::string>(nb::str(arr.attr("tolist")()));
       return head + ", values=" + values + ")";
     } catch (const std::exception&) {
@@ -95,16 +178,15 @@ std::string tensor_repr(nb::handle self) {
   return head + ")";
 }
 
-// Tensor.from_host(data, device, *, dtype=None): a copy of `data` in
-// memory pterun owns. `dtype` reinterprets the raw elements (same item
-// size), e.g. uint16 bit patterns as bfloat16 for NumPy users.
+// Tensor.from_host(data, device, *, dtype=None): a contiguous copy of
+// `data` in memory pterun owns, on the host or GPU N. `dtype` reinterprets
+// the raw elements (same item size), e.g. uint16 bit patterns as bfloat16
+// for NumPy users.
 PyTensor from_host(nb::handle data, const std::string& device, nb::handle dtype) {
-  if (device != "cpu") {
-    throw std::runtime_error("Tensor.from_host: device '" + device +
-                             "' is not available in this build");
-  }
+  const int index = parse_device(device);
   InputBatch batch;
   convert_input(data, ValueKind::Tensor, "Tensor.from_host: ", batch);
+  wait_for_producers(batch);
   const InputArg& a = batch.args.front();
   TensorResult r;
   r.dtype = a.dtype;
@@ -124,23 +206,106 @@ PyTensor from_host(nb::handle data, const std::string& device, nb::handle dtype)
     r.dtype = d;
   }
   r.sizes.assign(a.sizes.begin(), a.sizes.end());
-  r.strides.resize(r.sizes.size());
-  int64_t stride = 1;
-  for (size_t i = r.sizes.size(); i-- > 0;) {
-    r.strides[i] = stride;
-    stride *= r.sizes[i] == 0 ? 1 : r.sizes[i];
-  }
-  auto buffer = std::make_shared<HostBuffer>(r.nbytes());
+  r.strides = contiguous_strides(r.sizes);
+  r.device = device_string(index);
+  r.device_index = index;
+  const size_t item = element_size(a.dtype);
   std::vector<int64_t> src_strides(a.strides.begin(), a.strides.end());
   if (src_strides.empty()) src_strides = r.strides;
-  kernels::strided_copy(buffer->data(), r.strides, a.data, src_strides, r.sizes,
-                        element_size(a.dtype));
+  const bool src_on_gpu = a.device == kernels::Device::CUDA;
+  const bool src_contiguous = src_strides == r.strides;
+  const size_t nbytes = r.nbytes();
+
+  nb::gil_scoped_release release;  // `batch` keeps the source alive
+  // A GPU source is first brought to the host (the bytes its view spans).
+  const uint8_t* src = static_cast<const uint8_t*>(a.data);
+  HostBuffer staged;
+  if (src_on_gpu && nbytes > 0) {
+    auto [lo, hi] = offset_range(r.sizes, src_strides);
+    staged = HostBuffer(static_cast<size_t>(hi - lo + 1) * item);
+    backend::download(a.device_index, staged.data(), src + lo * static_cast<int64_t>(item),
+                      staged.size());
+    src = staged.data() - lo * static_cast<int64_t>(item);
+  }
+  if (index < 0) {
+    auto buffer = std::make_shared<HostBuffer>(nbytes);
+    if (nbytes > 0)
+      kernels::strided_copy(buffer->data(), r.strides, src, src_strides, r.sizes, item);
+    r.data = buffer->data();
+    r.storage = std::move(buffer);
+    return PyTensor{std::move(r)};
+  }
+  auto buffer = std::make_shared<backend::DeviceBuffer>(index, nbytes);
+  if (nbytes > 0) {
+    HostBuffer packed;
+    if (!src_contiguous) {
+      packed = HostBuffer(nbytes);
+      kernels::strided_copy(packed.data(), r.strides, src, src_strides, r.sizes, item);
+      src = packed.data();
+    }
+    backend::upload(index, buffer->data(), src, nbytes);
+  }
   r.data = buffer->data();
   r.storage = std::move(buffer);
   return PyTensor{std::move(r)};
 }
 
+nb::object dlpack(nb::handle self, nb::handle stream, nb::handle max_version, nb::handle dl_device,
+                  nb::handle copy) {
+  PyTensor& p = nb::cast<PyTensor&>(self);
+  const int index = cuda_index(p.t);
+  if (!stream.is_none() && !nb::isinstance<nb::int_>(stream)) {
+    throw nb::type_error("Tensor.__dlpack__: stream must be an int or None");
+  }
+  nb::dict kwargs;
+  if (!max_version.is_none()) kwargs["max_version"] = max_version;
+  if (index >= 0 && !dl_device.is_none()) {
+    int type = -1;
+    try {
+      type = nb::cast<int>(dl_device[0]);
+    } catch (const std::exception&) {
+      PyErr_Clear();
+    }
+    if (type == kDLCPU) {
+      // The consumer wants host memory: that takes a copy.
+      if (!copy.is_none() && !nb::cast<bool>(copy)) {
+        throw nb::buffer_error(("Tensor.__dlpack__: the tensor lives on " + p.t.device +
+                                "; dl_device=CPU needs a copy and copy=False was given")
+                                   .c_str());
+      }
+      kwargs["dl_device"] = dl_device;
+      return nb::cast(PyTensor{download_copy(p)}).attr("__dlpack__")(**kwargs);
+    }
+  }
+  if (!copy.is_none() && nb::cast<bool>(copy)) {
+    throw nb::buffer_error(
+        "Tensor.__dlpack__: copy=True is not supported; use Tensor.from_host for a copy");
+  }
+  if (!dl_device.is_none()) kwargs["dl_device"] = dl_device;
+  std::vector<size_t> shape(p.t.sizes.begin(), p.t.sizes.end());
+  std::vector<int64_t> strides(p.t.strides.begin(), p.t.strides.end());
+  if (index < 0) {
+    // Host memory: no stream to order.
+    nb::ndarray<nb::array_api> view(p.t.data, shape.size(), shape.data(), self, strides.data(),
+                                    dl_dtype(p.t.dtype), nb::device::cpu::value, 0);
+    return nb::cast(view).attr("__dlpack__")(**kwargs);
+  }
+  // GPU memory. The consumer's `stream` (None, 1, 2 or a handle) must not
+  // run before our pending writes; there are none: a call waits for its
+  // work before it returns (B19) and from_host waits for its upload, so any
+  // stream may use the memory at once. -1 (no ordering) is the same.
+  p.exported = true;
+  nb::capsule owner(new ExportHold{p.t.storage, index}, &release_export);
+  nb::ndarray<nb::array_api> view(p.t.data, shape.size(), shape.data(), owner, strides.data(),
+                                  dl_dtype(p.t.dtype), nb::device::cuda::value, index);
+  return nb::cast(view).attr("__dlpack__")(**kwargs);
+}
+
 }  // namespace
+
+int cuda_index(const TensorResult& t) {
+  return t.device_index;
+}
 
 void init_tensor(nb::module_& m) {
   nb::class_<PyTensor>(m, "Tensor", "A tensor produced by pterun (B20).")
@@ -165,8 +330,8 @@ void init_tensor(nb::module_& m) {
            })
       .def("__repr__", [](nb::handle self) { return tensor_repr(self); })
       .def(
-          "numpy", [](nb::handle self) { return numpy_view(self); },
-          "A NumPy array sharing this tensor's memory (CPU tensors only).")
+          "numpy", [](nb::handle self) { return numpy_view(host_tensor(self)); },
+          "A NumPy array: a view of a CPU tensor's memory, a host copy of a GPU tensor.")
       .def(
           "__array__",
           [](nb::handle self, nb::handle dtype, nb::handle copy) {
@@ -175,52 +340,37 @@ void init_tensor(nb::module_& m) {
             if (!copy.is_none() && nb::cast<bool>(copy)) arr = arr.attr("copy")();
             return arr;
           },
-          nb::arg("dtype") = nb::none(), nb::arg("copy") = nb::none())
-      .def(
-          "__dlpack__",
-          [](nb::handle self, nb::handle stream, nb::handle max_version, nb::handle dl_device,
-             nb::handle copy) {
-            PyTensor& p = nb::cast<PyTensor&>(self);
-            if (!copy.is_none() && nb::cast<bool>(copy)) {
-              throw nb::buffer_error(
-                  "Tensor.__dlpack__: copy=True is not supported; "
-                  "use Tensor.from_host for a copy");
-            }
-            (void)stream;  // host memory: no stream ordering needed
-            std::vector<size_t> shape(p.t.sizes.begin(), p.t.sizes.end());
-            std::vector<int64_t> strides(p.t.strides.begin(), p.t.strides.end());
-            nb::ndarray<nb::array_api> view(p.t.data, shape.size(), shape.data(), self,
-                                            strides.data(), dl_dtype(p.t.dtype),
-                                            nb::device::cpu::value, 0);
-            nb::object exporter = nb::cast(view);
-            nb::dict kwargs;
-            if (!max_version.is_none()) kwargs["max_version"] = max_version;
-            if (!dl_device.is_none()) kwargs["dl_device"] = dl_device;
-            return exporter.attr("__dlpack__")(**kwargs);
-          },
-          nb::kw_only(), nb::arg("stream") = nb::none(), nb::arg("max_version") = nb::none(),
-          nb::arg("dl_device") = nb::none(), nb::arg("copy") = nb::none(),
-          "A DLPack capsule sharing this tensor's memory (versioned when max_version >= (1, 0)).")
+          nb::arg("dtype") = nb::none(), nb::arg("copy") = nb::none(),
+          "CPU tensors only: a GPU tensor raises TypeError (use to_host() or numpy()).")
+      .def("__dlpack__", &dlpack, nb::kw_only(), nb::arg("stream") = nb::none(),
+           nb::arg("max_version") = nb::none(), nb::arg("dl_device") = nb::none(),
+           nb::arg("copy") = nb::none(),
+           "A DLPack capsule sharing this tensor's memory (versioned when max_version >= (1, "
+           "0)). GPU results are complete when handed out, so `stream` needs no ordering; "
+           "dl_device=(1, 0) on a GPU tensor gives a host copy.")
       .def("__dlpack_device__",
            [](const PyTensor& p) {
-             return p.t.device == "cpu" ? nb::make_tuple(1, 0) : nb::make_tuple(2, 0);
+             const int index = cuda_index(p.t);
+             return index < 0 ? nb::make_tuple(kDLCPU, 0) : nb::make_tuple(kDLCUDA, index);
            })
       .def(
-          "to_host", [](nb::handle self) { return nb::borrow(self); },
-          "This tensor on the host (a CPU tensor returns itself).")
+          "to_host", [](nb::handle self) { return host_tensor(self); },
+          "This tensor on the host: a CPU tensor returns itself, a GPU tensor a copy (after "
+          "waiting for the device when its memory was handed to another library).")
       .def("item",
            [](nb::handle self) {
              PyTensor& p = nb::cast<PyTensor&>(self);
              if (p.t.nbytes() != element_size(p.t.dtype)) {
                throw nb::value_error("item() needs a tensor with exactly one element");
              }
-             return numpy_view(self).attr("reshape")(nb::make_tuple()).attr("item")();
+             return numpy_view(host_tensor(self)).attr("reshape")(nb::make_tuple()).attr("item")();
            })
-      .def("tolist", [](nb::handle self) { return numpy_view(self).attr("tolist")(); })
+      .def("tolist", [](nb::handle self) { return numpy_view(host_tensor(self)).attr("tolist")(); })
       .def_static("from_host", &from_host, nb::arg("data"), nb::arg("device") = "cpu",
                   nb::kw_only(), nb::arg("dtype") = nb::none(),
-                  "A copy of `data` (buffer, pterun.Tensor) on `device`. `dtype` reinterprets "
-                  "elements of the same size (uint16 bits as 'bfloat16').");
+                  "A contiguous copy of `data` (buffer, DLPack object, pterun.Tensor) on `device` "
+                  "('cpu', 'cuda', 'cuda:N'). `dtype` reinterprets elements of the same size "
+                  "(uint16 bits as 'bfloat16').");
 }
 
 }  // namespace pterun::python

@@ -1,22 +1,28 @@
 // A test hook: builds Values from plain Python descriptions, calls one
-// kernel from the registry and returns what it wrote. Used by the kernel
-// tests to compare every kernel with NumPy without exporting programs.
+// kernel from the registry (CPU, or CUDA with every tensor uploaded) and
+// returns what it wrote, or times it. Used by the kernel tests to compare
+// every kernel with NumPy, and CUDA kernels with CPU ones (tests/ops),
+// without exporting programs.
 
 #include "python/src/testing.h"
 
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <memory>
 #include <vector>
 
+#include "pterun/backend/device.h"
 #include "pterun/core/error.h"
 #include "pterun/core/value.h"
 #include "pterun/kernels/common/strided_copy.h"
 #include "pterun/kernels/registry.h"
+#include "python/src/convert.h"
 
 namespace nb = nanobind;
 
@@ -37,6 +43,8 @@ struct Arena {
   std::deque<std::vector<uint8_t>> bools;
   std::deque<std::string> strings;
   std::vector<std::unique_ptr<void, FreeDeleter>> buffers;
+  int cuda = -1;  // the GPU every tensor is uploaded to, -1 for the CPU
+  std::deque<backend::DeviceBuffer> device_buffers;
 
   void* allocate(size_t bytes, uint8_t fill) {
     void* p = std::aligned_alloc(64, (bytes + 64) / 64 * 64);
@@ -79,6 +87,12 @@ Tensor* make_tensor(Arena& a, const nb::tuple& spec) {
     auto src_strides = contiguous_strides(t.sizes());
     kernels::strided_copy(t.data(), t.strides(), raw.c_str(), src_strides, t.sizes(),
                           t.element_size());
+  }
+  if (a.cuda >= 0) {
+    // The same bytes (layout, out fill) in GPU memory.
+    auto& device = a.device_buffers.emplace_back(a.cuda, capacity);
+    backend::upload(a.cuda, device.data(), data, capacity);
+    t.set_data(device.data(), capacity);
   }
   return &t;
 }
@@ -141,28 +155,63 @@ nb::object value_result(const Value& v) {
   }
 }
 
-// Returns (outs, scalars): outs = [(dtype, shape, bytes)] for every out
-// tensor in argument order; scalars = final value of each top-level
-// Int/Double/Bool argument (None for others).
-nb::tuple call_kernel(const std::string& name, const nb::list& args, int num_threads) {
-  kernels::KernelFn fn = kernels::KernelRegistry::global().find(name, kernels::Device::CPU);
-  PTERUN_CHECK(fn != nullptr, ErrorCode::OperatorMissing, "testing: no CPU kernel for '", name,
-               "'");
+/// One kernel with its arguments built, on the CPU or on a GPU.
+struct KernelRun {
+  kernels::KernelFn fn = nullptr;
   Arena arena;
   std::vector<Value*> values;
   std::vector<std::pair<size_t, Tensor*>> outs;
-  for (auto item : args) values.push_back(make_value(arena, item, outs));
   kernels::KernelContext ctx;
-  ctx.num_threads = num_threads;
+
+  KernelRun(const std::string& name, const nb::list& args, int num_threads,
+            const std::string& device) {
+    const int cuda = parse_device(device);
+    const kernels::Device where = cuda < 0 ? kernels::Device::CPU : kernels::Device::CUDA;
+    fn = kernels::KernelRegistry::global().find(name, where);
+    PTERUN_CHECK(fn != nullptr, ErrorCode::OperatorMissing, "testing: no ",
+                 kernels::device_name(where), " kernel for '", name, "'");
+    ctx.num_threads = num_threads;
+    if (cuda >= 0) {
+      ctx.device = kernels::Device::CUDA;
+      ctx.device_index = cuda;
+      ctx.backend = backend::make_cuda_method_state(cuda);
+    }
+    arena.cuda = cuda;
+    for (auto item : args) values.push_back(make_value(arena, item, outs));
+  }
+
+  bool on_gpu() const { return arena.cuda >= 0; }
+
+  /// Runs the kernel once and, on a GPU, waits for it.
+  void run() {
+    fn(ctx, values);
+    if (on_gpu()) backend::synchronize(ctx);
+  }
+};
+
+// Returns (outs, scalars): outs = [(dtype, shape, bytes)] for every out
+// tensor in argument order; scalars = final value of each top-level
+// Int/Double/Bool argument (None for others).
+nb::tuple call_kernel(const std::string& name, const nb::list& args, int num_threads,
+                      const std::string& device) {
+  KernelRun k(name, args, num_threads, device);
   {
     nb::gil_scoped_release release;
-    fn(ctx, values);
+    k.run();
   }
   nb::list out_list;
-  for (auto& [index, t] : outs) {
+  for (auto& [index, t] : k.outs) {
+    const void* data = t->data();
+    std::vector<uint8_t> device_bytes;
+    if (k.on_gpu()) {
+      // Out tensors are dense in their dim order: nbytes from data().
+      device_bytes.resize(t->nbytes());
+      backend::download(k.arena.cuda, device_bytes.data(), data, device_bytes.size());
+      data = device_bytes.data();
+    }
     std::vector<uint8_t> host(t->nbytes());
     auto dst_strides = contiguous_strides(t->sizes());
-    kernels::strided_copy(host.data(), dst_strides, t->data(), t->strides(), t->sizes(),
+    kernels::strided_copy(host.data(), dst_strides, data, t->strides(), t->sizes(),
                           t->element_size());
     nb::list shape;
     for (int64_t s : t->sizes()) shape.append(s);
@@ -171,15 +220,43 @@ nb::tuple call_kernel(const std::string& name, const nb::list& args, int num_thr
                        nb::bytes(reinterpret_cast<const char*>(host.data()), host.size())));
   }
   nb::list scalars;
-  for (Value* v : values) scalars.append(value_result(*v));
+  for (Value* v : k.values) scalars.append(value_result(*v));
   return nb::make_tuple(out_list, scalars);
+}
+
+// Median seconds per run of the kernel, after 3 warm-up runs: GPU time
+// between two events around each launch on a GPU, wall time on the CPU.
+double time_kernel(const std::string& name, const nb::list& args, int num_threads,
+                   const std::string& device, int iterations) {
+  PTERUN_CHECK(iterations > 0, ErrorCode::InvalidArgument, "testing: iterations must be > 0");
+  KernelRun k(name, args, num_threads, device);
+  nb::gil_scoped_release release;
+  for (int i = 0; i < 3; ++i) k.run();
+  std::vector<double> seconds;
+  seconds.reserve(static_cast<size_t>(iterations));
+  for (int i = 0; i < iterations; ++i) {
+    if (k.on_gpu()) {
+      seconds.push_back(backend::time_on_stream(k.ctx, [&] { k.fn(k.ctx, k.values); }));
+    } else {
+      auto start = std::chrono::steady_clock::now();
+      k.fn(k.ctx, k.values);
+      seconds.push_back(
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    }
+  }
+  std::sort(seconds.begin(), seconds.end());
+  return seconds[seconds.size() / 2];
 }
 
 }  // namespace
 
 void init_testing(nb::module_& m) {
   m.def("_testing_call_kernel", &call_kernel, nb::arg("name"), nb::arg("args"),
-        nb::arg("num_threads") = 1, "Test hook: run one CPU kernel (see pterun._testing).");
+        nb::arg("num_threads") = 1, nb::arg("device") = "cpu",
+        "Test hook: run one kernel on 'cpu' or 'cuda:N' (see pterun._testing).");
+  m.def("_testing_time_kernel", &time_kernel, nb::arg("name"), nb::arg("args"),
+        nb::arg("num_threads") = 1, nb::arg("device") = "cuda:0", nb::arg("iterations") = 50,
+        "Test hook: median seconds per run of one kernel (see pterun._testing).");
 }
 
 }  // namespace pterun::python

@@ -34,19 +34,26 @@ class Tensor:
     def __repr__(self) -> str: ...
 
     def numpy(self) -> object:
-        """A NumPy array sharing this tensor's memory (CPU tensors only)."""
+        """
+        A NumPy array: a view of a CPU tensor's memory, a host copy of a GPU tensor.
+        """
 
-    def __array__(self, dtype: object | None = None, copy: object | None = None) -> object: ...
+    def __array__(self, dtype: object | None = None, copy: object | None = None) -> object:
+        """
+        CPU tensors only: a GPU tensor raises TypeError (use to_host() or numpy()).
+        """
 
     def __dlpack__(self, *, stream: object | None = None, max_version: object | None = None, dl_device: object | None = None, copy: object | None = None) -> object:
         """
-        A DLPack capsule sharing this tensor's memory (versioned when max_version >= (1, 0)).
+        A DLPack capsule sharing this tensor's memory (versioned when max_version >= (1, 0)). GPU results are complete when handed out, so `stream` needs no ordering; dl_device=(1, 0) on a GPU tensor gives a host copy.
         """
 
     def __dlpack_device__(self) -> tuple: ...
 
     def to_host(self) -> object:
-        """This tensor on the host (a CPU tensor returns itself)."""
+        """
+        This tensor on the host: a CPU tensor returns itself, a GPU tensor a copy (after waiting for the device when its memory was handed to another library).
+        """
 
     def item(self) -> object: ...
 
@@ -55,7 +62,7 @@ class Tensor:
     @staticmethod
     def from_host(data: object, device: str = 'cpu', *, dtype: object | None = None) -> Tensor:
         """
-        A copy of `data` (buffer, pterun.Tensor) on `device`. `dtype` reinterprets elements of the same size (uint16 bits as 'bfloat16').
+        A contiguous copy of `data` (buffer, DLPack object, pterun.Tensor) on `device` ('cpu', 'cuda', 'cuda:N'). `dtype` reinterprets elements of the same size (uint16 bits as 'bfloat16').
         """
 
 class dtype(enum.IntEnum):

@@ -11,24 +11,24 @@ namespace pterun::cuda {
 void check_cuda(cudaError_t status, const char* expr, const char* file, int line) {
   if (status == cudaSuccess) return;
   cudaGetLastError();  // clear a non-sticky error so later calls start clean
-  throw Error(ErrorCode::Internal, str_cat("CUDA error ", cudaGetErrorName(status), " (",
-                                           cudaGetErrorString(status), ") in ", expr, " at ",
-                                           file, ":", line));
+  throw Error(ErrorCode::Internal,
+              str_cat("CUDA error ", cudaGetErrorName(status), " (", cudaGetErrorString(status),
+                      ") in ", expr, " at ", file, ":", line));
 }
 
 void check_cublas(cublasStatus_t status, const char* expr, const char* file, int line) {
   if (status == CUBLAS_STATUS_SUCCESS) return;
-  throw Error(ErrorCode::Internal, str_cat("cuBLAS error ", cublasGetStatusName(status), " (",
-                                           cublasGetStatusString(status), ") in ", expr, " at ",
-                                           file, ":", line));
+  throw Error(ErrorCode::Internal,
+              str_cat("cuBLAS error ", cublasGetStatusName(status), " (",
+                      cublasGetStatusString(status), ") in ", expr, " at ", file, ":", line));
 }
 
 void check_launch(const char* op) {
   cudaError_t status = cudaGetLastError();
   if (status == cudaSuccess) return;
-  throw Error(ErrorCode::Internal, str_cat(op, ": CUDA kernel launch failed: ",
-                                           cudaGetErrorName(status), " (",
-                                           cudaGetErrorString(status), ")"));
+  throw Error(ErrorCode::Internal,
+              str_cat(op, ": CUDA kernel launch failed: ", cudaGetErrorName(status), " (",
+                      cudaGetErrorString(status), ")"));
 }
 
 MethodState& state(const kernels::KernelContext& context) {
@@ -73,12 +73,12 @@ void* scratch(kernels::KernelContext& context, size_t bytes) {
 }
 
 MethodState::~MethodState() {
+  // The method's memory goes after this: let queued work finish first,
+  // with our GPU current for every call below.
+  cudaSetDevice(device);
+  if (stream != nullptr) cudaStreamSynchronize(stream);
   if (cublas != nullptr) cublasDestroy(cublas);
-  if (stream != nullptr) {
-    cudaSetDevice(device);
-    cudaStreamSynchronize(stream);
-    cudaStreamDestroy(stream);
-  }
+  if (stream != nullptr) cudaStreamDestroy(stream);
 }
 
 }  // namespace pterun::cuda

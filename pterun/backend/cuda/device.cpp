@@ -8,8 +8,7 @@
 
 namespace pterun::backend {
 
-namespace {
-void require_device(int device) {
+void require_cuda_device(int device) {
   const int count = cuda_device_count();
   if (count == 0) {
     throw Error(ErrorCode::InvalidState, str_cat("cannot use cuda:", device, ": ",
@@ -17,6 +16,11 @@ void require_device(int device) {
   }
   PTERUN_CHECK(device >= 0 && device < count, ErrorCode::InvalidArgument, "no device cuda:",
                device, " (this machine has ", count, " CUDA device", count == 1 ? "" : "s", ")");
+}
+
+namespace {
+void require_device(int device) {
+  require_cuda_device(device);
 }
 }  // namespace
 
@@ -63,6 +67,41 @@ DeviceBuffer::~DeviceBuffer() {
   }
 }
 
+PinnedBuffer::PinnedBuffer(size_t bytes) : size_(bytes) {
+  if (bytes == 0) return;
+  // Portable: every GPU's copies from it are DMA transfers, not only the
+  // current device's.
+  cudaError_t status = cudaHostAlloc(&data_, bytes, cudaHostAllocPortable);
+  if (status != cudaSuccess) {
+    cudaGetLastError();
+    data_ = nullptr;
+    size_ = 0;
+    throw Error(ErrorCode::MemoryAllocationFailed,
+                str_cat("cannot allocate ", bytes, " bytes of pinned host memory: ",
+                        cudaGetErrorString(status)));
+  }
+}
+
+PinnedBuffer::PinnedBuffer(PinnedBuffer&& other) noexcept : data_(other.data_), size_(other.size_) {
+  other.data_ = nullptr;
+  other.size_ = 0;
+}
+
+PinnedBuffer& PinnedBuffer::operator=(PinnedBuffer&& other) noexcept {
+  if (this != &other) {
+    PinnedBuffer old(std::move(*this));
+    data_ = other.data_;
+    size_ = other.size_;
+    other.data_ = nullptr;
+    other.size_ = 0;
+  }
+  return *this;
+}
+
+PinnedBuffer::~PinnedBuffer() {
+  if (data_ != nullptr) cudaFreeHost(data_);
+}
+
 std::shared_ptr<void> make_cuda_method_state(int device) {
   require_device(device);
   auto s = std::make_shared<cuda::MethodState>();
@@ -98,11 +137,104 @@ void copy_device_to_device(const kernels::KernelContext& context, void* dst, con
   copy(context, dst, src, bytes, cudaMemcpyDeviceToDevice, stats::Counter::DeviceToDeviceCopies);
 }
 
+void activate(const kernels::KernelContext& context) {
+  PTERUN_CUDA_CHECK(cudaSetDevice(cuda::state(context).device));
+}
+
+void copy_peer_to_device(const kernels::KernelContext& context, void* dst, int src_device,
+                         const void* src, size_t bytes) {
+  if (bytes == 0) return;
+  const cuda::MethodState& s = cuda::state(context);
+  if (src_device == s.device) {
+    copy_device_to_device(context, dst, src, bytes);
+    return;
+  }
+  PTERUN_CUDA_CHECK(cudaSetDevice(s.device));
+  PTERUN_CUDA_CHECK(cudaMemcpyPeerAsync(dst, s.device, src, src_device, bytes, s.stream));
+  stats::add(stats::Counter::DeviceToDeviceCopies);
+}
+
+namespace {
+// A copy on the device's default stream, waited for: a plain cudaMemcpy may
+// return before a pageable upload reaches the GPU, and methods' streams are
+// non-blocking (not ordered after the default stream), so wait explicitly.
+void copy_now(int device, void* dst, const void* src, size_t bytes, cudaMemcpyKind kind) {
+  if (bytes == 0) return;
+  require_device(device);
+  PTERUN_CUDA_CHECK(cudaSetDevice(device));
+  PTERUN_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, kind, cudaStreamLegacy));
+  PTERUN_CUDA_CHECK(cudaStreamSynchronize(cudaStreamLegacy));
+}
+}  // namespace
+
+void upload(int device, void* dst, const void* src, size_t bytes) {
+  copy_now(device, dst, src, bytes, cudaMemcpyHostToDevice);
+  if (bytes > 0) stats::add(stats::Counter::HostToDeviceCopies);
+}
+
+void download(int device, void* dst, const void* src, size_t bytes) {
+  copy_now(device, dst, src, bytes, cudaMemcpyDeviceToHost);
+  if (bytes > 0) {
+    stats::add(stats::Counter::DeviceToHostCopies);
+    stats::add(stats::Counter::DeviceSyncs);
+  }
+}
+
+void zero(int device, void* dst, size_t bytes) {
+  if (bytes == 0) return;
+  require_device(device);
+  PTERUN_CUDA_CHECK(cudaSetDevice(device));
+  PTERUN_CUDA_CHECK(cudaMemsetAsync(dst, 0, bytes, cudaStreamLegacy));
+  PTERUN_CUDA_CHECK(cudaStreamSynchronize(cudaStreamLegacy));
+}
+
 void synchronize(const kernels::KernelContext& context) {
   const cuda::MethodState& s = cuda::state(context);
   PTERUN_CUDA_CHECK(cudaSetDevice(s.device));
   PTERUN_CUDA_CHECK(cudaStreamSynchronize(s.stream));
   stats::add(stats::Counter::DeviceSyncs);
+}
+
+}  // namespace pterun::backend
+
+// Host waits for the Python layer (B19) and the kernel test hooks.
+namespace pterun::backend {
+
+void synchronize_device(int device) {
+  require_device(device);
+  PTERUN_CUDA_CHECK(cudaSetDevice(device));
+  PTERUN_CUDA_CHECK(cudaDeviceSynchronize());
+  stats::add(stats::Counter::DeviceSyncs);
+}
+
+void synchronize_legacy_stream(int device) {
+  require_device(device);
+  PTERUN_CUDA_CHECK(cudaSetDevice(device));
+  PTERUN_CUDA_CHECK(cudaStreamSynchronize(cudaStreamLegacy));
+  stats::add(stats::Counter::DeviceSyncs);
+}
+
+double time_on_stream(const kernels::KernelContext& context, const std::function<void()>& launch) {
+  const cuda::MethodState& s = cuda::state(context);
+  PTERUN_CUDA_CHECK(cudaSetDevice(s.device));
+  // Destroyed on every path, a failed launch included.
+  struct Events {
+    cudaEvent_t start = nullptr, stop = nullptr;
+    ~Events() {
+      if (start != nullptr) cudaEventDestroy(start);
+      if (stop != nullptr) cudaEventDestroy(stop);
+    }
+  } e;
+  PTERUN_CUDA_CHECK(cudaEventCreate(&e.start));
+  PTERUN_CUDA_CHECK(cudaEventCreate(&e.stop));
+  PTERUN_CUDA_CHECK(cudaEventRecord(e.start, s.stream));
+  launch();
+  PTERUN_CUDA_CHECK(cudaEventRecord(e.stop, s.stream));
+  PTERUN_CUDA_CHECK(cudaEventSynchronize(e.stop));
+  stats::add(stats::Counter::DeviceSyncs);
+  float ms = 0;
+  PTERUN_CUDA_CHECK(cudaEventElapsedTime(&ms, e.start, e.stop));
+  return static_cast<double>(ms) * 1e-3;
 }
 
 }  // namespace pterun::backend

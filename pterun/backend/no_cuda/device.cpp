@@ -1,6 +1,7 @@
 #include "pterun/backend/device.h"
 
 #include "pterun/core/error.h"
+#include "pterun/core/str_cat.h"
 
 namespace pterun::backend {
 
@@ -20,6 +21,20 @@ DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& /*other*/) noexcept {
 }
 DeviceBuffer::~DeviceBuffer() = default;
 
+PinnedBuffer::PinnedBuffer(size_t /*bytes*/) {
+  no_cuda();
+}
+PinnedBuffer::PinnedBuffer(PinnedBuffer&& /*other*/) noexcept {}
+PinnedBuffer& PinnedBuffer::operator=(PinnedBuffer&& /*other*/) noexcept {
+  return *this;
+}
+PinnedBuffer::~PinnedBuffer() = default;
+
+void require_cuda_device(int device) {
+  throw Error(ErrorCode::InvalidState,
+              str_cat("cannot use cuda:", device, ": this build of pterun has no CUDA support"));
+}
+
 std::shared_ptr<void> make_cuda_method_state(int /*device*/) {
   no_cuda();
 }
@@ -32,8 +47,39 @@ void copy_device_to_host(const kernels::KernelContext&, void*, const void*, size
 void copy_device_to_device(const kernels::KernelContext&, void*, const void*, size_t) {
   no_cuda();
 }
+void activate(const kernels::KernelContext&) {
+  no_cuda();
+}
+void copy_peer_to_device(const kernels::KernelContext&, void*, int, const void*, size_t) {
+  no_cuda();
+}
+void upload(int, void*, const void*, size_t) {
+  no_cuda();
+}
+void download(int, void*, const void*, size_t) {
+  no_cuda();
+}
+void zero(int, void*, size_t) {
+  no_cuda();
+}
 void synchronize(const kernels::KernelContext&) {
   no_cuda();
+}
+
+}  // namespace pterun::backend
+
+// Host waits for the Python layer (B19) and the kernel test hooks.
+namespace pterun::backend {
+
+void synchronize_device(int /*device*/) {
+  throw Error(ErrorCode::InvalidState, "this build of pterun has no CUDA support");
+}
+void synchronize_legacy_stream(int /*device*/) {
+  throw Error(ErrorCode::InvalidState, "this build of pterun has no CUDA support");
+}
+double time_on_stream(const kernels::KernelContext& /*context*/,
+                      const std::function<void()>& /*launch*/) {
+  throw Error(ErrorCode::InvalidState, "this build of pterun has no CUDA support");
 }
 
 }  // namespace pterun::backend

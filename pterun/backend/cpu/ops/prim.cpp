@@ -1,11 +1,13 @@
 // Prim ops the interpreter provides (pte-format.md 5.7): sizes, Python
 // number arithmetic on Int/Double/Bool values, and views. They read and
-// write metadata only, so every backend registers these same functions.
+// write metadata only, so every backend registers these same functions;
+// the two that touch tensor bytes copy through the backend on a GPU.
 
 #include <cmath>
 
 #include "pterun/backend/cpu/ops/ops.h"
 #include "pterun/backend/cpu/ops/shape_kernels.h"
+#include "pterun/backend/device.h"
 #include "pterun/core/error.h"
 #include "pterun/core/value.h"
 #include "pterun/kernels/common/dtype_util.h"
@@ -172,13 +174,24 @@ void sym_numel(KernelContext&, Args args) {
 }
 
 // aten::_local_scalar_dense(Tensor self) -> Scalar
-void local_scalar_dense(KernelContext&, Args args) {
+// On a GPU the element is copied down, which waits for the stream (the
+// scalar steers the host, like a JumpFalse on a device value).
+void local_scalar_dense(KernelContext& ctx, Args args) {
   const Tensor& t = args[0]->to_tensor();
   PTERUN_CHECK(t.numel() == 1, ErrorCode::InvalidArgument,
                "aten::_local_scalar_dense: expected one element, got ", describe(t));
+  alignas(16) unsigned char host[16] = {};
+  const void* src = t.data();
+  if (ctx.device == kernels::Device::CUDA) {
+    PTERUN_CHECK(t.element_size() <= sizeof(host), ErrorCode::InvalidArgument,
+                 "aten::_local_scalar_dense: unsupported ", describe(t));
+    backend::copy_device_to_host(ctx, host, src, t.element_size());
+    backend::synchronize(ctx);
+    src = host;
+  }
   kernels::visit(t.dtype(), kernels::Family::RealHBBF16, "aten::_local_scalar_dense",
                  [&]<typename T>() {
-                   T v = *t.data_as<const T>();
+                   T v = *static_cast<const T*>(src);
                    if constexpr (std::is_same_v<T, bool>) {
                      args[1]->set_scalar(Scalar::from_bool(v));
                    } else if constexpr (std::is_integral_v<T>) {
@@ -291,8 +304,8 @@ void register_prim_ops(kernels::KernelRegistry& r) {
     r.add("executorch_prim::sym_not.Scalar", d, &scalar_unary<UnOp::Not>);
     r.add("executorch_prim::sym_ite.Scalar", d, &sym_ite);
   }
-  // These read tensor memory, so they are host-only.
-  r.add("aten::_local_scalar_dense", Device::CPU, &local_scalar_dense);
+  // Reads tensor memory: on a GPU it copies the scalar down (and waits).
+  for (Device d : {Device::CPU, Device::CUDA}) r.add("aten::_local_scalar_dense", d, &local_scalar_dense);
 }
 
 }  // namespace pterun::cpu

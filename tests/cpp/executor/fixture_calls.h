@@ -1,0 +1,43 @@
+#pragma once
+
+// The fixtures' recorded calls (tests/fixtures/manifest.json + .npz) and
+// comparison with the exporter's outputs, shared by the CPU and CUDA
+// fixture tests.
+
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cli/npy.h"
+#include "pterun/core/value.h"
+#include "pterun/executor/input.h"
+#include "pterun/program/program.h"
+
+namespace pterun::test {
+
+struct Call {
+  std::string method;
+  std::vector<cli::NpyArray> inputs;
+  std::vector<std::string> input_kinds;
+  std::vector<std::optional<cli::NpyArray>> outputs;  // nullopt: None
+  std::vector<std::string> output_dtypes;
+};
+
+/// The calls recorded for one manifest entry.
+std::vector<Call> load_calls(const nlohmann::json& entry);
+
+/// Host inputs for `call` (views of its arrays).
+std::vector<InputArg> make_inputs(const Call& call);
+
+/// Expects `got` to match the exporter's output. `host_data`, when given,
+/// holds a host copy of a tensor output's bytes (from data() to its last
+/// element) to read instead of data(), for outputs on a GPU.
+void expect_matches(const Value& got, const std::optional<cli::NpyArray>& expected,
+                    const std::string& dtype_name_str, const std::string& where,
+                    const void* host_data = nullptr);
+
+/// The fixture's program (with its .ptd when it has one).
+std::shared_ptr<const Program> load_fixture(const nlohmann::json& entry);
+
+}  // namespace pterun::test
