@@ -324,9 +324,17 @@ struct Method::Loader {
           o.tensor->memory_offset + o.tensor->nbytes > t.memory_offset + t.nbytes) {
         continue;
       }
-      bool clobbered = false;
+      if (std::count(d.inputs.begin(), d.inputs.end(), vj)) continue;
+      // Read before `vi` is written: a view of an earlier tenant of the bytes.
+      bool earlier = false;
+      for (int64_t k = 0; k <= written_at && !earlier; ++k) earlier = touches(*order[k], vj, false);
+      if (earlier) continue;
+      bool clobbered = false, read = false;
       for (size_t k = static_cast<size_t>(written_at + 1); k < order.size(); ++k) {
-        if (touches(*order[k], vj, false)) break;  // first read: still ours
+        if (touches(*order[k], vj, false)) {  // first read: still ours
+          read = true;
+          break;
+        }
         const auto& instr = *order[k];
         if (instr.kind != InstructionKind::KernelCall || instr.args.empty()) continue;
         const int32_t ret = instr.args.back();
@@ -342,7 +350,8 @@ struct Method::Loader {
         }
         if (clobbered) break;
       }
-      if (!clobbered) {
+      const bool output = std::count(d.outputs.begin(), d.outputs.end(), vj) > 0;
+      if (!clobbered && (read || output)) {
         out.emplace_back(&m.tensors_[tensor_of_value[j]],
                          o.tensor->memory_offset - t.memory_offset);
       }

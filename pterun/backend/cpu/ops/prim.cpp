@@ -305,7 +305,8 @@ void register_prim_ops(kernels::KernelRegistry& r) {
     r.add("executorch_prim::sym_ite.Scalar", d, &sym_ite);
   }
   // Reads tensor memory: on a GPU it copies the scalar down (and waits).
-  for (Device d : {Device::CPU, Device::CUDA}) r.add("aten::_local_scalar_dense", d, &local_scalar_dense);
+  for (Device d : {Device::CPU, Device::CUDA})
+    r.add("aten::_local_scalar_dense", d, &local_scalar_dense);
 }
 
 }  // namespace pterun::cpu
