@@ -28,10 +28,18 @@ void str_append(std::string& out, const T& value) {
     char digits[24];
     auto [end, ec] = std::to_chars(digits, digits + sizeof digits, value);
     out.append(digits, end);
+  } else if constexpr (std::is_floating_point_v<T>) {
+    // What a default std::ostream prints (%g, 6 significant digits), without
+    // a stream: number formatting through iostreams has crashed inside some
+    // Python processes (an H200 host's image), so the library never uses it.
+    char digits[32];
+    auto [end, ec] = std::to_chars(digits, digits + sizeof digits, static_cast<double>(value),
+                                   std::chars_format::general, 6);
+    out.append(digits, end);
   } else if constexpr (std::is_enum_v<T> && !Streamable<T>) {
     str_append(out, static_cast<std::underlying_type_t<T>>(value));
   } else {
-    std::ostringstream s;  // floating point and anything else with operator<<
+    std::ostringstream s;  // anything else with operator<<
     s << value;
     out += s.str();
   }
