@@ -255,16 +255,6 @@ def start_enr(python: str | None) -> tuple[EnrWorker | None, str]:
 # --------------------------------------------------------------------------
 
 
-def _import_fixture_export():
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("pterun_fixture_export", FIXTURES / "export.py")
-    mod = importlib.util.module_from_spec(spec)
-    assert spec.loader is not None
-    spec.loader.exec_module(mod)
-    return mod
-
-
 def _pte_constants(pte: Path) -> list:
     """Constant tensors of the .pte's forward plan, in value-table order."""
     import torch
@@ -284,39 +274,23 @@ def _pte_constants(pte: Path) -> list:
     return out
 
 
-def build_torch_module(name: str, ex):
-    """The torch module behind fixture `name`, with the fixture's weights.
+def fixture_models():
+    """tests/fixtures/models.py: the fixtures' torch modules (needs torch only)."""
+    import importlib.util
 
-    Same construction and seeding as tests/fixtures/export.py main(); the
-    trained digits_cnn takes its weights from the .pte's constants instead of
-    re-training."""
-    import torch
+    spec = importlib.util.spec_from_file_location("pterun_fixture_models", FIXTURES / "models.py")
+    mod = importlib.util.module_from_spec(spec)
+    assert spec.loader is not None
+    spec.loader.exec_module(mod)
+    return mod
 
-    if name == "add":
-        return ex.Add().eval()
-    if name == "chain8":
-        return ex.Chain8().eval()
-    if name == "mlp":
-        ex.seed(3)
-        return ex.MLP().eval()
-    if name == "cnn":
-        g = ex.seed(4)
-        m = ex.CNN().eval()
-        with torch.no_grad():
-            ex.randomize_bn(m, g)
-        return m
-    if name == "gpt":
-        ex.seed(5)
-        return ex.GPT().eval()
-    if name == "llama_block":
-        g = ex.seed(6)
-        m = ex.LlamaBlock().eval()
-        with torch.no_grad():
-            m.attn_norm.weight.copy_(torch.rand(64, generator=g) + 0.5)
-            m.ffn_norm.weight.copy_(torch.rand(64, generator=g) + 0.5)
-        return m
+
+def build_torch_module(name: str):
+    """The torch module behind fixture `name`, with the fixture's weights
+    (tests/fixtures/models.py); the trained digits_cnn takes its weights from
+    the .pte's constants instead of re-training."""
+    m = fixture_models().build(name)
     if name == "digits_cnn":
-        m = ex.DigitsCNN().eval()
         consts = _pte_constants(fixture_pte(name))
         params = list(m.state_dict().items())
         assert len(consts) == len(params), (len(consts), len(params))
@@ -325,8 +299,7 @@ def build_torch_module(name: str, ex):
             assert tuple(p.shape) == tuple(c.shape), (k, p.shape, c.shape)
             sd[k] = c
         m.load_state_dict(sd)
-        return m
-    raise KeyError(name)
+    return m
 
 
 def onnx_model(name: str, inputs: list[np.ndarray], expected: list[np.ndarray], log=print) -> Path:
@@ -340,6 +313,7 @@ def onnx_model(name: str, inputs: list[np.ndarray], expected: list[np.ndarray], 
     h = hashlib.sha256()
     h.update(fixture_pte(name).read_bytes())
     h.update((FIXTURES / "export.py").read_bytes())
+    h.update((FIXTURES / "models.py").read_bytes())
     path = ONNX_CACHE / f"{name}-{h.hexdigest()[:12]}.onnx"
     if path.exists():
         return path
@@ -349,8 +323,7 @@ def onnx_model(name: str, inputs: list[np.ndarray], expected: list[np.ndarray], 
     import torch
 
     log(f"  exporting {name} to ONNX ({path.relative_to(REPO)}) ...")
-    ex = _import_fixture_export()
-    module = build_torch_module(name, ex)
+    module = build_torch_module(name)
     targs = tuple(torch.from_numpy(a.copy()) for a in inputs)
     with torch.no_grad():
         got = module(*targs)

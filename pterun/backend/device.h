@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <span>
 
 #include "pterun/kernels/kernel.h"
 
@@ -83,6 +84,15 @@ void copy_device_to_host(const kernels::KernelContext& context, void* dst, const
 void copy_device_to_device(const kernels::KernelContext& context, void* dst, const void* src,
                            size_t bytes);
 
+/// Copies a `sizes`-shaped array between two layouts (strides in elements)
+/// on the GPU of `context`, in stream order: the layout conversion of a
+/// device input (B1) without a trip through the host. Counted as a
+/// device-to-device copy.
+void reorder_on_device(const kernels::KernelContext& context, void* dst,
+                       std::span<const int64_t> dst_strides, const void* src,
+                       std::span<const int64_t> src_strides, std::span<const int64_t> sizes,
+                       size_t element_size);
+
 /// Copies `bytes` from GPU `src_device` into the context's GPU, in stream
 /// order (cudaMemcpyPeerAsync; counted as a device-to-device copy).
 void copy_peer_to_device(const kernels::KernelContext& context, void* dst, int src_device,
@@ -113,6 +123,25 @@ void synchronize_device(int device);
 /// stream that DLPack's `stream=1` names, before which a producer orders
 /// its pending writes. Counted in DeviceSyncs.
 void synchronize_legacy_stream(int device);
+
+// CUDA graphs: a method's steps captured once and replayed.
+
+/// An instantiated CUDA graph (cudaGraphExec_t), destroyed with its last
+/// owner; null when there is none.
+using GraphExec = std::shared_ptr<void>;
+
+/// Starts capturing the work the calling thread queues on the stream of
+/// `context` (a CUDA method's context) into a graph, instead of running it.
+void begin_capture(const kernels::KernelContext& context);
+
+/// Ends the capture that begin_capture started and instantiates the graph.
+/// Null when the capture failed (a call that cannot be captured was made
+/// during it: a host wait, an allocation), with CUDA's error state cleared
+/// so that the work can be run again without a graph. Never throws.
+GraphExec end_capture(const kernels::KernelContext& context) noexcept;
+
+/// Queues one replay of `graph` on the stream of `context`.
+void launch_graph(const kernels::KernelContext& context, const GraphExec& graph);
 
 /// Seconds of GPU time taken by the work `launch` queues on the stream of
 /// `context` (a CUDA method's context), measured with two events; waits for

@@ -1,7 +1,7 @@
 #include "pterun/core/host_buffer.h"
 
+#include <cstdint>
 #include <cstdlib>
-#include <cstring>
 
 #include "pterun/core/error.h"
 #include "pterun/core/stats.h"
@@ -13,15 +13,15 @@ void HostBuffer::Free::operator()(void* p) const {
 }
 
 HostBuffer::HostBuffer(size_t bytes) : size_(bytes) {
-  size_t rounded = (bytes + 63) / 64 * 64;
-  if (rounded == 0) rounded = 64;
-  PTERUN_CHECK(rounded >= bytes, ErrorCode::MemoryAllocationFailed, "memory: ", bytes,
+  constexpr size_t kAlign = 64;
+  const size_t total = bytes + kAlign;
+  PTERUN_CHECK(total > bytes, ErrorCode::MemoryAllocationFailed, "memory: ", bytes,
                " bytes is too large");
-  void* p = std::aligned_alloc(64, rounded);
+  void* p = std::calloc(total, 1);
   PTERUN_CHECK(p != nullptr, ErrorCode::MemoryAllocationFailed, "memory: cannot allocate ", bytes,
                " bytes of planned memory");
-  std::memset(p, 0, rounded);
   ptr_.reset(p);
+  offset_ = (kAlign - reinterpret_cast<uintptr_t>(p) % kAlign) % kAlign;
   stats::add(stats::Counter::DeviceAllocs);
 }
 

@@ -8,6 +8,9 @@
 namespace pterun {
 
 /// A zero-initialised, 64-byte-aligned host allocation with one owner.
+/// Zeroing is calloc's: large blocks come as fresh zero pages, so memory
+/// that is never used is never touched (a damaged program that plans a
+/// huge buffer costs address space, not RAM).
 class HostBuffer {
  public:
   HostBuffer() = default;
@@ -16,14 +19,15 @@ class HostBuffer {
   HostBuffer(HostBuffer&&) noexcept = default;
   HostBuffer& operator=(HostBuffer&&) noexcept = default;
 
-  uint8_t* data() const { return static_cast<uint8_t*>(ptr_.get()); }
+  uint8_t* data() const { return ptr_ ? static_cast<uint8_t*>(ptr_.get()) + offset_ : nullptr; }
   size_t size() const { return size_; }
 
  private:
   struct Free {
     void operator()(void* p) const;
   };
-  std::unique_ptr<void, Free> ptr_;
+  std::unique_ptr<void, Free> ptr_;  // as calloc returned it
+  size_t offset_ = 0;                // to the first 64-byte boundary
   size_t size_ = 0;
 };
 

@@ -11,6 +11,7 @@ const char* counter_name(Counter c) {
     case Counter::DeviceToDeviceCopies: return "device_to_device_copies";
     case Counter::LayoutConversions: return "layout_conversions";
     case Counter::OutputCopies: return "output_copies";
+    case Counter::GraphLaunches: return "graph_launches";
     case Counter::kCount: break;
   }
   return "unknown";

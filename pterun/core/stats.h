@@ -14,6 +14,7 @@ enum class Counter : int {
   DeviceToDeviceCopies,
   LayoutConversions,
   OutputCopies,
+  GraphLaunches,
   kCount,
 };
 

@@ -25,6 +25,9 @@ namespace pterun {
 struct MethodOptions {
   kernels::Device device = kernels::Device::CPU;
   int device_index = 0;
+  /// CUDA: capture the steps as a CUDA graph and replay it, for methods
+  /// with static shapes and no control flow (method_graph.cpp).
+  bool cuda_graphs = true;
 };
 
 /// A loaded method: its values, planned memory and a flat instruction list
@@ -151,6 +154,10 @@ class Method {
   backend::Allocation allocate(size_t bytes) const;  // on the method's device, zeroed
   void drain() noexcept;
   [[noreturn]] void fail_step(size_t chain, size_t pc, const Error& e) const;
+  void run_steps();
+  // CUDA graphs (method_graph.cpp).
+  bool graphs_possible() const;
+  bool run_graph();
 
   std::shared_ptr<const Program> program_;
   const format::MethodDesc* desc_ = nullptr;
@@ -189,6 +196,19 @@ class Method {
   std::vector<std::vector<std::pair<Tensor*, size_t>>> output_followers_;
 
   bool has_state_ = false;
+
+  // CUDA graphs, keyed by the data pointers of every tensor (inputs used
+  // in place and outputs that take turns move between calls).
+  enum class Graphs : uint8_t { Unknown, On, Off };
+  struct CapturedGraph {
+    std::vector<const void*> key;
+    backend::GraphExec exec;
+  };
+  Graphs graphs_mode_ = Graphs::Unknown;
+  std::vector<CapturedGraph> graphs_;
+  std::vector<std::vector<const void*>> graph_seen_;  // keys of recent runs without a graph
+  std::vector<const void*> graph_key_;
+  int graph_captures_ = 0;
 };
 
 }  // namespace pterun

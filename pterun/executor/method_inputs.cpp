@@ -186,11 +186,12 @@ void Method::install_input(size_t i, const InputArg& arg) {
     src_strides = std::span<const int64_t>(contiguous.data(), arg.sizes.size());
   }
   bool gpu_method = options_.device == kernels::Device::CUDA;
+  bool on_our_gpu = gpu_method && arg.device == kernels::Device::CUDA &&
+                    arg.device_index == options_.device_index;
   InputArg a = arg;
-  if (a.device == kernels::Device::CUDA && (!gpu_method || !layout_ok)) {
+  if (a.device == kernels::Device::CUDA && (!gpu_method || (!layout_ok && !on_our_gpu))) {
     // The host needs the bytes: a CPU method given a CUDA tensor (B7), or a
-    // layout change, which is done on the host for now (correct but slow:
-    // a device-side strided copy would avoid the round trip).
+    // tensor on another GPU in another layout (reordered on the host).
     a.data = download_input(i, arg, src_strides);
     a.device = kernels::Device::CPU;
     a.keep_alive.reset();
@@ -216,15 +217,16 @@ void Method::install_input(size_t i, const InputArg& arg) {
   input_set_[i] = true;
 }
 
-// A CUDA method's input `a`: host memory (the caller's or our download), or
-// device memory in the declared layout on any GPU.
+// A CUDA method's input `a`: host memory (the caller's or our download),
+// device memory of our GPU in any layout, or of another GPU in the
+// declared layout.
 void Method::install_on_device(size_t i, const InputArg& a, bool layout_ok,
                                std::span<const int64_t> src_strides) {
   Tensor& t = values_[desc_->inputs[i]].to_tensor();
   size_t bytes = t.nbytes();
   void* home = input_home_[i];
   bool same_gpu = a.device == kernels::Device::CUDA && a.device_index == options_.device_index;
-  if (home == nullptr && input_alias_ok_[i] && same_gpu) {
+  if (home == nullptr && input_alias_ok_[i] && same_gpu && layout_ok) {
     // On our GPU, unplanned and in the declared layout: used in place.
     t.set_data(const_cast<void*>(a.data), bytes);
     input_keep_alive_[i] = a.keep_alive;
@@ -233,7 +235,12 @@ void Method::install_on_device(size_t i, const InputArg& a, bool layout_ok,
   }
   if (home == nullptr) home = private_input_memory(i);
   input_keep_alive_[i].reset();
-  if (a.device == kernels::Device::CUDA) {
+  if (same_gpu && !layout_ok) {
+    // On our GPU in another layout: reordered there, in stream order (B1).
+    stats::add(stats::Counter::LayoutConversions);
+    backend::reorder_on_device(context_, home, t.strides(), a.data, src_strides, t.sizes(),
+                               t.element_size());
+  } else if (a.device == kernels::Device::CUDA) {
     // Queued on our stream; the caller orders it after the producer (B19).
     backend::copy_peer_to_device(context_, home, a.device_index, a.data, bytes);
   } else if (layout_ok) {

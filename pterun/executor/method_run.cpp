@@ -82,7 +82,14 @@ void Method::execute_async() {
                 str_cat("method '", name(), "': inputs ", missing_inputs(), " were never set"));
   }
   context_.num_threads = get_num_threads();
-  if (options_.device == kernels::Device::CUDA) backend::activate(context_);
+  if (options_.device == kernels::Device::CUDA) {
+    backend::activate(context_);
+    if (run_graph()) return;
+  }
+  run_steps();
+}
+
+void Method::run_steps() {
   uint64_t budget = kInstructionBudget;
   for (size_t c = 0; c < chains_.size(); ++c) {
     const auto& steps = chains_[c];

@@ -23,10 +23,11 @@ struct PyMethod {
 
 /// Method options for a device string (B25: a CUDA device without a GPU is
 /// a RuntimeError saying why).
-MethodOptions method_options(const std::string& device, std::string& canonical) {
+MethodOptions method_options(const std::string& device, bool cuda_graphs, std::string& canonical) {
   const int index = parse_device(device);
   canonical = device_string(index);
   MethodOptions o;
+  o.cuda_graphs = cuda_graphs;
   if (index >= 0) {
     o.device = kernels::Device::CUDA;
     o.device_index = index;
@@ -35,9 +36,9 @@ MethodOptions method_options(const std::string& device, std::string& canonical) 
 }
 
 PyMethod make_method(std::shared_ptr<const Program> program, const std::string& name,
-                     const std::string& device) {
+                     const std::string& device, bool cuda_graphs) {
   std::string canonical;
-  MethodOptions options = method_options(device, canonical);
+  MethodOptions options = method_options(device, cuda_graphs, canonical);
   std::unique_ptr<Method> m;
   {
     nb::gil_scoped_release release;
@@ -61,11 +62,14 @@ nb::list call_method(PyMethod& self, nb::handle inputs, bool clone) {
 struct PyModule {
   std::shared_ptr<const Program> program;
   std::string device;
+  bool cuda_graphs = true;
   std::map<std::string, PyMethod> methods;
 
   PyMethod& get(const std::string& name) {
     auto it = methods.find(name);
-    if (it == methods.end()) it = methods.emplace(name, make_method(program, name, device)).first;
+    if (it == methods.end()) {
+      it = methods.emplace(name, make_method(program, name, device, cuda_graphs)).first;
+    }
     return it->second;
   }
 
@@ -115,9 +119,9 @@ struct PyModule {
 
 }  // namespace
 
-nb::object load_method(const PyProgram& program, const std::string& name,
-                       const std::string& device) {
-  return nb::cast(make_method(program.program, name, device));
+nb::object load_method(const PyProgram& program, const std::string& name, const std::string& device,
+                       bool cuda_graphs) {
+  return nb::cast(make_method(program.program, name, device, cuda_graphs));
 }
 
 void init_method(nb::module_& m) {
@@ -173,19 +177,20 @@ void init_method(nb::module_& m) {
   nb::class_<PyModule>(m, "Module", "A program with lazily loaded methods.")
       .def(
           "__init__",
-          [](PyModule* self, nb::handle src, nb::handle data, const std::string& device) {
+          [](PyModule* self, nb::handle src, nb::handle data, const std::string& device,
+             bool cuda_graphs) {
             auto program_bytes = read_source(src, "Module(src)");
             auto data_bytes = data.is_none() ? nullptr : read_source(data, "Module(data=)");
             std::string canonical;
-            method_options(device, canonical);
+            method_options(device, cuda_graphs, canonical);
             std::shared_ptr<const Program> program;
             {
               nb::gil_scoped_release release;
               program = Program::load(std::move(program_bytes), std::move(data_bytes));
             }
-            new (self) PyModule{std::move(program), canonical, {}};
+            new (self) PyModule{std::move(program), canonical, cuda_graphs, {}};
           },
-          "src"_a, nb::kw_only(), "data"_a = nb::none(), "device"_a = "cpu")
+          "src"_a, nb::kw_only(), "data"_a = nb::none(), "device"_a = "cpu", "cuda_graphs"_a = true)
       .def_prop_ro("method_names", [](PyModule& self) { return self.program->method_names(); })
       .def(
           "method_meta",

@@ -8,9 +8,9 @@ namespace pterun::python {
 
 struct PyProgram;
 
-/// Program.load_method(name, *, device).
+/// Program.load_method(name, *, device, cuda_graphs).
 nanobind::object load_method(const PyProgram& program, const std::string& name,
-                             const std::string& device);
+                             const std::string& device, bool cuda_graphs);
 
 /// Binds Method and Module.
 void init_method(nanobind::module_& m);

@@ -198,8 +198,10 @@ class Program:
     def method_meta(self, name: str) -> MethodMeta:
         """Metadata of method `name` (ValueError when there is none)."""
 
-    def load_method(self, name: str, *, device: str = 'cpu') -> object:
-        """Loads method `name` on `device` ('cpu', 'cuda', 'cuda:N')."""
+    def load_method(self, name: str, *, device: str = 'cpu', cuda_graphs: bool = True) -> object:
+        """
+        Loads method `name` on `device` ('cpu', 'cuda', 'cuda:N'). On a GPU, a method with static shapes and no control flow is captured as a CUDA graph and replayed (cuda_graphs=False runs its kernels one by one).
+        """
 
     def __repr__(self) -> str: ...
 
@@ -240,7 +242,7 @@ class Method:
 class Module:
     """A program with lazily loaded methods."""
 
-    def __init__(self, src: object, *, data: object | None = None, device: str = 'cpu') -> None: ...
+    def __init__(self, src: object, *, data: object | None = None, device: str = 'cpu', cuda_graphs: bool = True) -> None: ...
 
     @property
     def method_names(self) -> list[str]: ...

@@ -26,5 +26,5 @@ def pytest_terminal_summary(terminalreporter):
 
     if harness.PERF_ROWS:
         terminalreporter.write_sep("=", "CUDA kernel performance (median of timed launches)")
-        for row in harness.PERF_ROWS:
-            terminalreporter.write_line(row)
+        for line in harness.perf_lines():
+            terminalreporter.write_line(line)

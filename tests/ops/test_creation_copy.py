@@ -172,16 +172,25 @@ def test_copy_edge_cases():
 # ---- performance ------------------------------------------------------------------------------
 
 
+def copy_reference(torch, n):
+    src = torch.rand(n, device="cuda")
+    dst = torch.empty_like(src)
+    return lambda: dst.copy_(src)
+
+
 def test_perf_copy():
     n = (64 << 20) // 4
+    harness.perf_torch_reference("copy", "torch copy_ float32 64 MiB (device to device)",
+                                 lambda torch: copy_reference(torch, n), nbytes=2 * n * 4)
     x = rand((n,))
     perf("_to_copy float32 -> float16 64 MiB", "aten::_to_copy.out", x, False, None,
-         Out(np.float16, (n,)), nbytes=n * 4 + n * 2)
+         Out(np.float16, (n,)), nbytes=n * 4 + n * 2, ref="copy")
     perf("_to_copy float32 -> bfloat16 64 MiB", "aten::_to_copy.out", x, False, None,
-         Out("bfloat16", (n,)), nbytes=n * 4 + n * 2)
+         Out("bfloat16", (n,)), nbytes=n * 4 + n * 2, ref="copy")
     perf("clone float32 64 MiB", "aten::clone.out", x, None, Out(np.float32, (n,)),
-         nbytes=2 * n * 4)
+         nbytes=2 * n * 4, ref="copy")
     y = rand((64, 256, 32, 32))
     perf("clone float32 64 MiB -> channels last", "aten::clone.out", y, None,
-         Out(np.float32, y.shape, dim_order=CL), nbytes=2 * y.nbytes)
-    perf("full float32 64 MiB", "aten::full.out", [n], 1.5, Out(np.float32, (n,)), nbytes=n * 4)
+         Out(np.float32, y.shape, dim_order=CL), nbytes=2 * y.nbytes, ref="copy")
+    perf("full float32 64 MiB", "aten::full.out", [n], 1.5, Out(np.float32, (n,)), nbytes=n * 4,
+         ref="copy")

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import harness
-from harness import Out, T, check, perf, rand
+from harness import Out, T, call_kernel, check, perf, rand
 
 pytestmark = harness.needs_cuda
 
@@ -190,3 +190,26 @@ def test_perf_gathers():
     x = rand((4096, 4096), np.float32)
     perf("index_select f32 [4096,4096] dim 0, 4096 rows", "aten::index_select.out", x, 0,
          RNG.integers(0, 4096, 4096), Out(np.float32, (4096, 4096)), nbytes=2 * x.nbytes)
+
+
+# ---- nonzero (waits for the count) ---------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, np.int64, np.uint8, np.bool_])
+@pytest.mark.parametrize("shape,order", [((3, 4, 5), None), ((3, 4, 5), (2, 0, 1)),
+                                         ((1000,), None), ((6, 0, 2), None), ((), None)])
+def test_nonzero(dtype, shape, order):
+    x = np.where(rand(shape, np.float32, 0, 1) < 0.3, rand(shape, np.float32, 1, 3), 0)
+    cap = [max(1, int(np.prod(shape))), len(shape)]
+    (g,) = check("aten::nonzero.out", T(x.astype(dtype), dim_order=order),
+                 Out(np.int64, [0, len(shape)], dynamic=True, capacity=cap))
+    np.testing.assert_array_equal(g, np.argwhere(x))
+
+
+def test_nonzero_all_false_and_too_many_rows():
+    (g,) = check("aten::nonzero.out", np.zeros((4, 4), np.float32),
+                 Out(np.int64, [0, 2], dynamic=True, capacity=[16, 2]))
+    assert g.shape == (0, 2)
+    with pytest.raises(ValueError):
+        call_kernel("aten::nonzero.out", np.ones(8, np.int32),
+                    Out(np.int64, [0, 1], dynamic=True, capacity=[4, 1]), device="cuda:0")

@@ -98,10 +98,21 @@ def test_linear_permuted_input():
           **tol(np.float32, 6))
 
 
+def mm_reference(torch, dtype_name, n):
+    a = torch.rand(n, n, device="cuda", dtype=getattr(torch, dtype_name))
+    b = torch.rand(n, n, device="cuda", dtype=getattr(torch, dtype_name))
+    out = torch.empty_like(a)
+    return lambda: torch.mm(a, b, out=out)
+
+
 def test_perf_matmul_4096():
     n = 4096
     for dtype in (np.float16, "bfloat16"):
         a = tensor(rand((n, n)), dtype)
         b = tensor(rand((n, n)), dtype)
-        perf(f"mm {dtype if isinstance(dtype, str) else np.dtype(dtype).name} 4096^3", "aten::mm.out",
-             a, b, Out(dtype, [n, n]), flops=2 * n ** 3, iterations=20)
+        name = dtype if isinstance(dtype, str) else np.dtype(dtype).name
+        harness.perf_torch_reference(f"mm {name}", f"torch.mm {name} 4096^3 (cuBLAS)",
+                                     lambda torch: mm_reference(torch, name, n),
+                                     flops=2 * n ** 3, iterations=20)
+        perf(f"mm {name} 4096^3", "aten::mm.out", a, b, Out(dtype, [n, n]), flops=2 * n ** 3,
+             iterations=20, ref=f"mm {name}")

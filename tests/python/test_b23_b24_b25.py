@@ -70,6 +70,7 @@ def test_stats_has_every_counter():
         "device_to_device_copies",
         "layout_conversions",
         "output_copies",
+        "graph_launches",
     }
     pterun.reset_stats()
     assert all(v == 0 for v in pterun.stats().values())

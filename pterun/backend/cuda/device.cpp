@@ -2,6 +2,7 @@
 
 #include "pterun/backend/cuda/cuda_context.h"
 #include "pterun/backend/cuda/cuda_state.h"
+#include "pterun/backend/cuda/strided_copy.h"
 #include "pterun/backend/device_info.h"
 #include "pterun/core/stats.h"
 #include "pterun/core/str_cat.h"
@@ -11,11 +12,11 @@ namespace pterun::backend {
 void require_cuda_device(int device) {
   const int count = cuda_device_count();
   if (count == 0) {
-    throw Error(ErrorCode::InvalidState, str_cat("cannot use cuda:", device, ": ",
-                                                 cuda_unavailable_reason()));
+    throw Error(ErrorCode::InvalidState,
+                str_cat("cannot use cuda:", device, ": ", cuda_unavailable_reason()));
   }
-  PTERUN_CHECK(device >= 0 && device < count, ErrorCode::InvalidArgument, "no device cuda:",
-               device, " (this machine has ", count, " CUDA device", count == 1 ? "" : "s", ")");
+  PTERUN_CHECK(device >= 0 && device < count, ErrorCode::InvalidArgument, "no device cuda:", device,
+               " (this machine has ", count, " CUDA device", count == 1 ? "" : "s", ")");
 }
 
 namespace {
@@ -77,8 +78,8 @@ PinnedBuffer::PinnedBuffer(size_t bytes) : size_(bytes) {
     data_ = nullptr;
     size_ = 0;
     throw Error(ErrorCode::MemoryAllocationFailed,
-                str_cat("cannot allocate ", bytes, " bytes of pinned host memory: ",
-                        cudaGetErrorString(status)));
+                str_cat("cannot allocate ", bytes,
+                        " bytes of pinned host memory: ", cudaGetErrorString(status)));
   }
 }
 
@@ -139,6 +140,16 @@ void copy_device_to_device(const kernels::KernelContext& context, void* dst, con
 
 void activate(const kernels::KernelContext& context) {
   PTERUN_CUDA_CHECK(cudaSetDevice(cuda::state(context).device));
+}
+
+void reorder_on_device(const kernels::KernelContext& context, void* dst,
+                       std::span<const int64_t> dst_strides, const void* src,
+                       std::span<const int64_t> src_strides, std::span<const int64_t> sizes,
+                       size_t element_size) {
+  const cuda::MethodState& s = cuda::state(context);
+  PTERUN_CUDA_CHECK(cudaSetDevice(s.device));
+  cuda::device_strided_copy(context, dst, dst_strides, src, src_strides, sizes, element_size);
+  stats::add(stats::Counter::DeviceToDeviceCopies);
 }
 
 void copy_peer_to_device(const kernels::KernelContext& context, void* dst, int src_device,

@@ -18,6 +18,7 @@ void register_cuda_kernels(KernelRegistry& r) {
   cuda_ops::register_copy_ops(r);
   cuda_ops::register_shape_ops(r);
   cuda_ops::register_index_ops(r);
+  cuda_ops::register_nonzero_ops(r);
 }
 
 }  // namespace pterun::kernels

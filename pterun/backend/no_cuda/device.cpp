@@ -50,6 +50,19 @@ void copy_device_to_device(const kernels::KernelContext&, void*, const void*, si
 void activate(const kernels::KernelContext&) {
   no_cuda();
 }
+void reorder_on_device(const kernels::KernelContext&, void*, std::span<const int64_t>, const void*,
+                       std::span<const int64_t>, std::span<const int64_t>, size_t) {
+  no_cuda();
+}
+void begin_capture(const kernels::KernelContext&) {
+  no_cuda();
+}
+GraphExec end_capture(const kernels::KernelContext&) noexcept {
+  return nullptr;
+}
+void launch_graph(const kernels::KernelContext&, const GraphExec&) {
+  no_cuda();
+}
 void copy_peer_to_device(const kernels::KernelContext&, void*, int, const void*, size_t) {
   no_cuda();
 }

@@ -187,6 +187,13 @@ void prepare_masked_fill(const Tensor& self, const Tensor& mask, Tensor& out, co
   kernels::resize_to_broadcast(out, {&self, &mask}, op);
 }
 
+void check_nonzero(const Tensor& self, const Tensor& out, const char* op) {
+  PTERUN_CHECK(out.dtype() == DType::Int64 && out.dim() == 2, ErrorCode::InvalidArgument, op,
+               ": out must be a 2-D int64 tensor, got ", describe(out));
+  PTERUN_CHECK(kernels::in_family(self.dtype(), Family::RealHBBF16), ErrorCode::InvalidArgument, op,
+               ": dtype ", dtype_name(self.dtype()), " is not supported");
+}
+
 void check_index_put(const Tensor& self, const Tensor& values, const Tensor& target,
                      bool accumulate, const char* op) {
   check_same_dtype(values, self, "values", op);
@@ -384,8 +391,7 @@ void nonzero_out(KernelContext& /*ctx*/, std::span<Value* const> args) {
   const char* op = "aten::nonzero.out";
   const Tensor& self = args[0]->to_tensor();
   Tensor& out = args[1]->to_tensor();
-  PTERUN_CHECK(out.dtype() == DType::Int64 && out.dim() == 2, ErrorCode::InvalidArgument, op,
-               ": out must be a 2-D int64 tensor, got ", describe(out));
+  indexing::check_nonzero(self, out, op);
   Odometer<1> walk;
   for (size_t d = 0; d < self.dim(); ++d) walk.push(self.size(d), {self.stride(d)});
   kernels::visit(self.dtype(), Family::RealHBBF16, op, [&]<typename T>() {

@@ -41,6 +41,10 @@ size_t prepare_scatter(const Tensor& self, int64_t dim, const Tensor& index, con
 /// masked_fill.Scalar_out: checks, resizes out to the broadcast shape.
 void prepare_masked_fill(const Tensor& self, const Tensor& mask, Tensor& out, const char* op);
 
+/// nonzero.out: errors unless out is a 2-D int64 tensor and self's dtype
+/// has a truth value (out is resized once the count is known).
+void check_nonzero(const Tensor& self, const Tensor& out, const char* op);
+
 /// index_put.out / index_put_: dtype checks of values and the target, and
 /// that accumulate is supported for the dtype.
 void check_index_put(const Tensor& self, const Tensor& values, const Tensor& target,

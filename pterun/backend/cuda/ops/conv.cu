@@ -1,5 +1,6 @@
 // convolution.out on CUDA: the CPU kernel's argument checks and output
-// resizing (cpu::make_conv_problem), then a direct convolution with one
+// resizing (cpu::make_conv_problem), then im2col + cuBLAS where that pays
+// (conv_gemm.cu), else a direct convolution with one
 // thread per output element, reading input, weight and out through their
 // (N, C, H, W) strides, so NCHW, channels-last and any other dim order
 // work without copies. Covers conv1d / conv2d, groups (depthwise
@@ -11,6 +12,7 @@
 
 #include "pterun/backend/cpu/ops/conv_problem.h"
 #include "pterun/backend/cuda/cuda_context.h"
+#include "pterun/backend/cuda/ops/conv_gemm.h"
 #include "pterun/backend/cuda/ops/nn_device.cuh"
 #include "pterun/backend/cuda/ops/ops.h"
 #include "pterun/kernels/common/dtype_util.h"
@@ -130,6 +132,7 @@ void convolution_out(KernelContext& ctx, std::span<Value* const> args) {
   const char* op = "aten::convolution.out";
   cpu::ConvProblem p;
   if (!cpu::make_conv_problem(args, op, p)) return;
+  if (cuda::nn::conv_gemm(ctx, p, op)) return;
   cuda::nn::run_conv(ctx, p, op);
 }
 

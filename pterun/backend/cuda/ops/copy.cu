@@ -12,30 +12,13 @@
 #include "pterun/backend/cuda/ops/convert_copy.h"
 #include "pterun/backend/cuda/ops/elementwise.cuh"
 #include "pterun/backend/cuda/ops/ops.h"
+#include "pterun/backend/cuda/strided_copy.h"
 #include "pterun/core/value.h"
 #include "pterun/kernels/common/dtype_util.h"
 #include "pterun/kernels/common/shape_util.h"
 
 namespace pterun::cuda {
 namespace {
-
-template <typename U>
-__global__ void __launch_bounds__(kElementwiseThreads)
-    copy_kernel(StridedIndexer<2> ix, int64_t n, U* __restrict__ out, const U* __restrict__ in) {
-  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
-  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += step) {
-    int64_t off[2];
-    ix.offsets(i, off);
-    out[off[0]] = in[off[1]];
-  }
-}
-
-template <typename U>
-void launch_copy(const kernels::KernelContext& ctx, const StridedIndexer<2>& ix, int64_t n,
-                 void* out, const void* in) {
-  copy_kernel<U><<<blocks_for(n, kElementwiseThreads), kElementwiseThreads, 0, stream(ctx)>>>(
-      ix, n, static_cast<U*>(out), static_cast<const U*>(in));
-}
 
 template <typename C>
 struct Identity {
@@ -49,22 +32,23 @@ void convert_copy(const kernels::KernelContext& ctx, Tensor& out, const Tensor& 
   const int64_t n = out.numel();
   if (n == 0) return;
   if (src.dtype() == out.dtype()) {
+    // make_indexer checks that src broadcasts to out; the strided copy
+    // (memcpy, tiled transpose, row or flat kernel) moves the bits, with
+    // src's broadcast dims at stride 0.
     const StridedIndexer<2> ix = make_indexer<2>(out, {&src}, op);
     if (is_linear(ix)) {
       PTERUN_CUDA_CHECK(cudaMemcpyAsync(out.data(), src.data(), out.nbytes(),
                                         cudaMemcpyDeviceToDevice, stream(ctx)));
       return;
     }
-    switch (out.element_size()) {
-      case 1: launch_copy<uint8_t>(ctx, ix, n, out.data(), src.data()); break;
-      case 2: launch_copy<uint16_t>(ctx, ix, n, out.data(), src.data()); break;
-      case 4: launch_copy<uint32_t>(ctx, ix, n, out.data(), src.data()); break;
-      case 8: launch_copy<uint64_t>(ctx, ix, n, out.data(), src.data()); break;
-      default:
-        throw_error(ErrorCode::NotSupported,
-                    str_cat(op, ": dtype ", dtype_name(out.dtype()), " is not supported on CUDA"));
+    int64_t src_strides[kMaxRank] = {};
+    const size_t lead = out.dim() - src.dim();
+    for (size_t d = lead; d < out.dim(); ++d) {
+      src_strides[d] = src.size(d - lead) == 1 ? 0 : src.stride(d - lead);
     }
-    check_launch(op);
+    device_strided_copy(ctx, out.data(), out.strides(), src.data(),
+                        std::span<const int64_t>(src_strides, out.dim()), out.sizes(),
+                        out.element_size());
     return;
   }
   PTERUN_CHECK(!kernels::is_complex(src.dtype()) && !kernels::is_complex(out.dtype()),

@@ -22,12 +22,27 @@ namespace {
 
 constexpr unsigned kThreads = 256;
 
+/// 16 bytes of copies of one element.
+template <typename U>
+struct alignas(16) Fill16 {
+  U v[16 / sizeof(U)];
+};
+
+/// out[0, n) = value; 16-byte stores when out is 16-byte aligned.
 template <typename U>
 __global__ void fill_kernel(U* out, int64_t n, U value) {
   const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
-  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += step) {
-    out[i] = value;
+  const int64_t tid = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  constexpr int kPer = 16 / sizeof(U);
+  int64_t head = 0;
+  if (reinterpret_cast<uintptr_t>(out) % 16 == 0) {
+    Fill16<U> f;
+    for (int e = 0; e < kPer; ++e) f.v[e] = value;
+    const int64_t nvec = n / kPer;
+    for (int64_t j = tid; j < nvec; j += step) reinterpret_cast<Fill16<U>*>(out)[j] = f;
+    head = nvec * kPer;
   }
+  for (int64_t i = head + tid; i < n; i += step) out[i] = value;
 }
 
 template <typename U>
@@ -35,7 +50,8 @@ void launch_fill(KernelContext& ctx, Tensor& out, const unsigned char* element) 
   U v;
   std::memcpy(&v, element, sizeof(U));
   const int64_t n = out.numel();
-  fill_kernel<U><<<cuda::blocks_for(n, kThreads), kThreads, 0, cuda::stream(ctx)>>>(
+  const int64_t items = (n + 16 / sizeof(U) - 1) / (16 / sizeof(U));
+  fill_kernel<U><<<cuda::blocks_for(items, kThreads), kThreads, 0, cuda::stream(ctx)>>>(
       static_cast<U*>(out.data()), n, v);
 }
 

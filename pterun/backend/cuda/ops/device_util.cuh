@@ -203,7 +203,28 @@ struct StridedIndexer {
       for (int k = 0; k < N; ++k) off[k] += i * strides[k][0];
     }
   }
+
+  /// The same for i < 2^32 with 32-bit divisions (64-bit ones cost tens of
+  /// instructions each on a GPU).
+  __host__ __device__ inline void offsets32(uint32_t i, int64_t (&off)[N]) const {
+    for (int k = 0; k < N; ++k) off[k] = 0;
+    for (int d = rank - 1; d > 0; --d) {
+      const uint32_t size = static_cast<uint32_t>(sizes[d]);
+      const uint32_t q = i / size;
+      const uint32_t r = i - q * size;
+      i = q;
+      for (int k = 0; k < N; ++k) off[k] += static_cast<int64_t>(r) * strides[k][d];
+    }
+    if (rank > 0) {
+      for (int k = 0; k < N; ++k) off[k] += static_cast<int64_t>(i) * strides[k][0];
+    }
+  }
 };
+
+/// True when a space of `n` items can be walked with offsets32.
+__host__ __device__ inline bool fits32(int64_t n) {
+  return n <= int64_t{0xFFFFFFFF};
+}
 
 /// The indexer of a `sizes`-shaped space where operand k has element
 /// strides `strides[k]` (0 to broadcast), walked in `order` (a dim order,

@@ -19,7 +19,8 @@ void register_activation_ops(KernelRegistry& r);  // activation.cu
 void register_creation_ops(KernelRegistry& r);    // creation.cu
 void register_copy_ops(KernelRegistry& r);        // copy.cu
 
-void register_shape_ops(KernelRegistry& r);  // shape.cu (views, cat/split, repeat/pad ...)
-void register_index_ops(KernelRegistry& r);  // index.cu (embedding, gather, scatter, index ...)
+void register_shape_ops(KernelRegistry& r);    // shape.cu (views, cat/split, repeat/pad ...)
+void register_index_ops(KernelRegistry& r);    // index.cu (embedding, gather, scatter, index ...)
+void register_nonzero_ops(KernelRegistry& r);  // nonzero.cu
 
 }  // namespace pterun::kernels::cuda_ops
