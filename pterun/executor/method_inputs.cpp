@@ -186,19 +186,25 @@ void Method::install_input(size_t i, const InputArg& arg) {
     src_strides = std::span<const int64_t>(contiguous.data(), arg.sizes.size());
   }
   bool gpu_method = options_.device == kernels::Device::CUDA;
-  InputArg a = arg;
-  if (a.device == kernels::Device::CUDA && (!gpu_method || !layout_ok)) {
+  if (arg.device == kernels::Device::CUDA && (!gpu_method || !layout_ok)) {
     // The host needs the bytes: a CPU method given a CUDA tensor (B7), or a
     // layout change, which is done on the host for now (correct but slow:
     // a device-side strided copy would avoid the round trip).
+    InputArg a = arg;
     a.data = download_input(i, arg, src_strides);
     a.device = kernels::Device::CPU;
     a.keep_alive.reset();
+    if (gpu_method) return install_on_device(i, a, layout_ok, src_strides);
+    return install_on_host(i, a, layout_ok, src_strides);
   }
-  if (gpu_method) {
-    install_on_device(i, a, layout_ok, src_strides);
-    return;
-  }
+  if (gpu_method) return install_on_device(i, arg, layout_ok, src_strides);
+  install_on_host(i, arg, layout_ok, src_strides);
+}
+
+// A CPU method's input `a` in host memory.
+void Method::install_on_host(size_t i, const InputArg& a, bool layout_ok,
+                             std::span<const int64_t> src_strides) {
+  Tensor& t = values_[desc_->inputs[i]].to_tensor();
   void* home = input_home_[i];
   if (home == nullptr && input_alias_ok_[i] && layout_ok) {
     // Unplanned and already in the declared layout: use the caller's memory
@@ -209,10 +215,15 @@ void Method::install_input(size_t i, const InputArg& arg) {
     return;
   }
   if (home == nullptr) home = private_input_memory(i);
-  input_keep_alive_[i].reset();
-  if (!layout_ok) stats::add(stats::Counter::LayoutConversions);
-  kernels::strided_copy(context_, home, t.strides(), a.data, src_strides, t.sizes(),
-                        t.element_size());
+  if (input_keep_alive_[i]) input_keep_alive_[i].reset();
+  if (layout_ok) {
+    // Same layout as the declared one, which is dense: one block.
+    if (t.nbytes() > 0) std::memcpy(home, a.data, t.nbytes());
+  } else {
+    stats::add(stats::Counter::LayoutConversions);
+    kernels::strided_copy(context_, home, t.strides(), a.data, src_strides, t.sizes(),
+                          t.element_size());
+  }
   input_set_[i] = true;
 }
 
