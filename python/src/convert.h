@@ -6,8 +6,11 @@
 
 #include <nanobind/nanobind.h>
 
-#include <deque>
+#include <cstddef>
+#include <memory_resource>
+#include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "pterun/executor/input.h"
@@ -15,7 +18,8 @@
 
 namespace pterun::python {
 
-/// A Python buffer (Py_buffer) held by C++; released under the GIL.
+/// A Python buffer (Py_buffer) held by C++ beyond a call (an input a method
+/// uses in place, B4); released under the GIL from any thread.
 struct HeldBuffer {
   Py_buffer view{};
   HeldBuffer() = default;
@@ -27,10 +31,41 @@ struct HeldBuffer {
   }
 };
 
-/// Storage for converted inputs: InputArg spans point into it.
-struct InputBatch {
-  std::vector<InputArg> args;
-  std::deque<std::vector<int64_t>> shapes;  // sizes and strides (stable addresses)
+/// Names an input in error messages (B6): "input 2 of method 'forward': ",
+/// or `label` + ": " when a label is given. The text is built only when an
+/// error is raised.
+struct InputSource {
+  std::string_view method;
+  size_t index = 0;
+  std::string_view label;
+
+  std::string prefix() const;
+};
+
+/// Storage for one call's converted inputs: the InputArgs, the sizes and
+/// strides their spans point to, and the Python buffers they read, released
+/// when the batch is destroyed (with the GIL held). A call with a few
+/// inputs allocates nothing: it all fits in the batch's inline arena.
+class InputBatch {
+ public:
+  InputBatch() = default;
+  ~InputBatch();
+  InputBatch(const InputBatch&) = delete;
+  InputBatch& operator=(const InputBatch&) = delete;
+
+  /// The converted inputs, in order.
+  std::span<const InputArg> args() const { return args_; }
+  /// Room for `n` inputs; call before the first add().
+  void reserve(size_t n) { args_.reserve(n); }
+  InputArg& add(InputArg a) { return args_.emplace_back(std::move(a)); }
+  InputArg& back() { return args_.back(); }
+  /// `n` numbers (sizes, strides) that live as long as the batch.
+  std::span<int64_t> numbers(size_t n);
+  /// An empty Py_buffer at a stable address, released (when filled) with
+  /// the batch.
+  Py_buffer& buffer();
+  /// Keeps `obj` alive as long as the batch.
+  void hold(nanobind::handle obj);
 
   // The pre-run wait of B19, done once by wait_for_producers(). GPUs whose
   // legacy default stream DLPack producers ordered their pending writes
@@ -39,6 +74,13 @@ struct InputBatch {
   // stream: the whole device is waited for).
   std::vector<int> wait_legacy_streams;
   std::vector<int> wait_devices;
+
+ private:
+  alignas(std::max_align_t) std::byte inline_[2048];
+  std::pmr::monotonic_buffer_resource arena_{inline_, sizeof inline_};
+  std::pmr::vector<InputArg> args_{&arena_};
+  std::pmr::vector<Py_buffer*> buffers_{&arena_};
+  std::pmr::vector<PyObject*> objects_{&arena_};
 };
 
 /// Parses a device string: "cpu" gives -1, "cuda" 0, "cuda:N" N. ValueError
@@ -49,10 +91,12 @@ int parse_device(const std::string& device);
 /// "cpu" for -1, else "cuda:N".
 std::string device_string(int cuda_index);
 
-/// Converts `obj` for an input declared as `declared` (B2, B3). Errors keep
-/// their Python type and start with `prefix` ("input i of method 'name': ",
-/// B6).
-void convert_input(nanobind::handle obj, ValueKind declared, const std::string& prefix,
+/// Converts `obj` for an input declared as `declared` (B2, B3) and appends
+/// it to `batch`. `kept`: the method may use the memory in place after the
+/// call (Method::input_may_alias), so the InputArg carries what keeps it
+/// alive. Errors keep their Python type and start with `source`'s prefix
+/// (B6).
+void convert_input(nanobind::handle obj, ValueKind declared, const InputSource& source, bool kept,
                    InputBatch& batch);
 
 /// Waits (once per GPU, without the GIL) for the writes other libraries may
@@ -60,9 +104,10 @@ void convert_input(nanobind::handle obj, ValueKind declared, const std::string& 
 /// inputs and for pterun results never handed out. Counted in device_syncs.
 void wait_for_producers(InputBatch& batch);
 
-/// Converts a call's inputs (a list or tuple, else TypeError), then
-/// wait_for_producers().
-InputBatch convert_inputs(nanobind::handle inputs, const Method& method, size_t max_count);
+/// Converts a call's inputs (a list or tuple, else TypeError; ValueError
+/// for more than `max_count`) into `batch`, then wait_for_producers().
+void convert_inputs(nanobind::handle inputs, const Method& method, size_t max_count,
+                    InputBatch& batch);
 
 /// The Python object for one output: pterun.Tensor, int, float, bool, str
 /// or None.
