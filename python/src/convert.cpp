@@ -392,23 +392,56 @@ std::string InputSource::prefix() const {
 }
 
 InputBatch::~InputBatch() {
-  for (Py_buffer* b : buffers_) PyBuffer_Release(b);
-  for (PyObject* o : objects_) Py_DECREF(o);
+  for (size_t i = 0; i < count_; ++i) args_[i].~InputArg();
+  for (Held* h = held_; h != nullptr; h = h->next) {
+    PyBuffer_Release(&h->view);  // nothing when never filled
+    Py_XDECREF(h->object);
+  }
 }
 
-void InputBatch::hold(nb::handle obj) {
-  objects_.push_back(obj.inc_ref().ptr());
+void* InputBatch::allocate(size_t bytes, size_t align) {
+  const size_t start = (used_ + align - 1) / align * align;
+  if (start + bytes <= sizeof inline_) {
+    used_ = start + bytes;
+    return inline_ + start;
+  }
+  return overflow_.allocate(bytes, align);
+}
+
+void InputBatch::reserve(size_t n) {
+  if (n <= capacity_) return;
+  auto* grown = static_cast<InputArg*>(allocate(n * sizeof(InputArg), alignof(InputArg)));
+  for (size_t i = 0; i < count_; ++i) {
+    new (grown + i) InputArg(std::move(args_[i]));
+    args_[i].~InputArg();
+  }
+  args_ = grown;
+  capacity_ = n;
+}
+
+InputArg& InputBatch::add(InputArg a) {
+  if (count_ == capacity_) reserve(capacity_ == 0 ? 4 : 2 * capacity_);
+  return *new (args_ + count_++) InputArg(std::move(a));
 }
 
 std::span<int64_t> InputBatch::numbers(size_t n) {
   if (n == 0) return {};
-  return {static_cast<int64_t*>(arena_.allocate(n * sizeof(int64_t), alignof(int64_t))), n};
+  return {static_cast<int64_t*>(allocate(n * sizeof(int64_t), alignof(int64_t))), n};
+}
+
+InputBatch::Held& InputBatch::add_held() {
+  Held* h = new (allocate(sizeof(Held), alignof(Held))) Held{};
+  h->next = held_;
+  held_ = h;
+  return *h;
 }
 
 Py_buffer& InputBatch::buffer() {
-  auto* b = new (arena_.allocate(sizeof(Py_buffer), alignof(Py_buffer))) Py_buffer{};
-  buffers_.push_back(b);
-  return *b;
+  return add_held().view;
+}
+
+void InputBatch::hold(nb::handle obj) {
+  add_held().object = obj.inc_ref().ptr();
 }
 
 void convert_input(nb::handle obj, ValueKind declared, const InputSource& source, bool kept,
@@ -518,7 +551,7 @@ nb::object to_python(OutputValue&& value) {
         if constexpr (std::is_same_v<V, std::monostate>)
           return nb::none();
         else if constexpr (std::is_same_v<V, TensorResult>)
-          return nb::cast(PyTensor{std::move(v)});
+          return wrap_tensor(std::move(v));
         else if constexpr (std::is_same_v<V, int64_t>)
           return nb::int_(v);
         else if constexpr (std::is_same_v<V, double>)
@@ -532,8 +565,12 @@ nb::object to_python(OutputValue&& value) {
 }
 
 nb::list to_python(std::vector<OutputValue>&& values) {
-  nb::list out;
-  for (auto& v : values) out.append(to_python(std::move(v)));
+  nb::list out = nb::steal<nb::list>(PyList_New(static_cast<Py_ssize_t>(values.size())));
+  if (!out.is_valid()) throw nb::python_error();
+  for (size_t i = 0; i < values.size(); ++i) {
+    PyList_SET_ITEM(out.ptr(), static_cast<Py_ssize_t>(i),
+                    to_python(std::move(values[i])).release().ptr());
+  }
   return out;
 }
 

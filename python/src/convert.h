@@ -43,9 +43,10 @@ struct InputSource {
 };
 
 /// Storage for one call's converted inputs: the InputArgs, the sizes and
-/// strides their spans point to, and the Python buffers they read, released
-/// when the batch is destroyed (with the GIL held). A call with a few
-/// inputs allocates nothing: it all fits in the batch's inline arena.
+/// strides their spans point to, and the Python buffers and objects they
+/// read, released when the batch is destroyed (with the GIL held). A call
+/// with a few inputs allocates nothing: it all fits in the batch's inline
+/// bytes.
 class InputBatch {
  public:
   InputBatch() = default;
@@ -54,11 +55,11 @@ class InputBatch {
   InputBatch& operator=(const InputBatch&) = delete;
 
   /// The converted inputs, in order.
-  std::span<const InputArg> args() const { return args_; }
-  /// Room for `n` inputs; call before the first add().
-  void reserve(size_t n) { args_.reserve(n); }
-  InputArg& add(InputArg a) { return args_.emplace_back(std::move(a)); }
-  InputArg& back() { return args_.back(); }
+  std::span<const InputArg> args() const { return {args_, count_}; }
+  /// Room for `n` inputs (more still fit, moved once).
+  void reserve(size_t n);
+  InputArg& add(InputArg a);
+  InputArg& back() { return args_[count_ - 1]; }
   /// `n` numbers (sizes, strides) that live as long as the batch.
   std::span<int64_t> numbers(size_t n);
   /// An empty Py_buffer at a stable address, released (when filled) with
@@ -76,11 +77,22 @@ class InputBatch {
   std::vector<int> wait_devices;
 
  private:
+  // A Python buffer or object released with the batch.
+  struct Held {
+    Held* next = nullptr;
+    Py_buffer view{};
+    PyObject* object = nullptr;
+  };
+  void* allocate(size_t bytes, size_t align);
+  Held& add_held();
+
+  InputArg* args_ = nullptr;
+  size_t count_ = 0;
+  size_t capacity_ = 0;
+  Held* held_ = nullptr;
+  size_t used_ = 0;  // bytes of inline_ handed out
   alignas(std::max_align_t) std::byte inline_[2048];
-  std::pmr::monotonic_buffer_resource arena_{inline_, sizeof inline_};
-  std::pmr::vector<InputArg> args_{&arena_};
-  std::pmr::vector<Py_buffer*> buffers_{&arena_};
-  std::pmr::vector<PyObject*> objects_{&arena_};
+  std::pmr::monotonic_buffer_resource overflow_;  // beyond inline_
 };
 
 /// Parses a device string: "cpu" gives -1, "cuda" 0, "cuda:N" N. ValueError

@@ -4,6 +4,7 @@
 #include <nanobind/stl/string.h>
 
 #include <cstring>
+#include <new>
 
 #include "pterun/backend/device.h"
 #include "pterun/core/error.h"
@@ -119,7 +120,7 @@ TensorResult download_copy(const PyTensor& p) {
 nb::object host_tensor(nb::handle self) {
   PyTensor& p = tensor_of(self);
   if (cuda_index(p.t) < 0) return nb::borrow(self);
-  return nb::cast(PyTensor{download_copy(p)});
+  return wrap_tensor(download_copy(p));
 }
 
 // Keeps a GPU tensor's memory alive for another library (DLPack capsule
@@ -280,7 +281,7 @@ nb::object dlpack(nb::handle self, nb::handle stream, nb::handle max_version, nb
                                    .c_str());
       }
       kwargs["dl_device"] = dl_device;
-      return nb::cast(PyTensor{download_copy(p)}).attr("__dlpack__")(**kwargs);
+      return wrap_tensor(download_copy(p)).attr("__dlpack__")(**kwargs);
     }
   }
   if (!copy.is_none() && nb::cast<bool>(copy)) {
@@ -312,6 +313,14 @@ nb::object dlpack(nb::handle self, nb::handle stream, nb::handle max_version, nb
 PyTensor* as_tensor(nb::handle obj) {
   if (!PyObject_TypeCheck(obj.ptr(), tensor_type)) return nullptr;
   return nb::inst_ptr<PyTensor>(obj);
+}
+
+nb::object wrap_tensor(TensorResult&& t) {
+  // The instance is built in place: nb::cast would look the type up per call.
+  nb::object obj = nb::inst_alloc(nb::handle(reinterpret_cast<PyObject*>(tensor_type)));
+  new (nb::inst_ptr<PyTensor>(obj)) PyTensor{std::move(t)};
+  nb::inst_mark_ready(obj);
+  return obj;
 }
 
 int cuda_index(const TensorResult& t) {
