@@ -3,6 +3,7 @@
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/string.h>
 
+#include <algorithm>
 #include <cstring>
 #include <new>
 
@@ -46,7 +47,7 @@ nb::dlpack::dtype dl_dtype(DType d) {
   }
 }
 
-std::string shape_text(const std::vector<int64_t>& sizes) {
+std::string shape_text(std::span<const int64_t> sizes) {
   std::string s = "(";
   for (size_t i = 0; i < sizes.size(); ++i) s += (i ? ", " : "") + std::to_string(sizes[i]);
   return s + (sizes.size() == 1 ? ",)" : ")");
@@ -99,7 +100,7 @@ TensorResult download_copy(const PyTensor& p) {
   TensorResult r;
   r.dtype = t.dtype;
   r.sizes = t.sizes;
-  r.strides = t.strides.empty() ? contiguous_strides(t.sizes) : t.strides;
+  r.strides = t.strides.empty() ? ResultDims(contiguous_strides(t.sizes)) : t.strides;
   const size_t item = element_size(t.dtype);
   int64_t lo = 0, hi = -1;
   if (numel_of(r.sizes) > 0) std::tie(lo, hi) = offset_range(r.sizes, r.strides);
@@ -213,14 +214,14 @@ PyTensor from_host(nb::handle data, const std::string& device, nb::handle dtype)
     r.dtype = d;
   }
   r.sizes.assign(a.sizes.begin(), a.sizes.end());
-  r.strides = contiguous_strides(r.sizes);
+  r.strides = ResultDims(contiguous_strides(r.sizes));
   r.device = device_string(index);
   r.device_index = index;
   const size_t item = element_size(a.dtype);
   std::vector<int64_t> src_strides(a.strides.begin(), a.strides.end());
-  if (src_strides.empty()) src_strides = r.strides;
+  if (src_strides.empty()) src_strides.assign(r.strides.begin(), r.strides.end());
   const bool src_on_gpu = a.device == kernels::Device::CUDA;
-  const bool src_contiguous = src_strides == r.strides;
+  const bool src_contiguous = std::ranges::equal(src_strides, r.strides);
   const size_t nbytes = r.nbytes();
 
   nb::gil_scoped_release release;  // `batch` keeps the source alive
