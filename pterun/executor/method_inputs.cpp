@@ -175,7 +175,7 @@ void Method::install_input(size_t i, const InputArg& arg) {
   Tensor& t = values_[vi].to_tensor();
   t.resize(arg.sizes);
   bool layout_ok = same_layout(t, arg.strides);
-  std::array<int64_t, kMaxRank> contiguous{};
+  std::array<int64_t, kMaxRank> contiguous;  // set below when needed
   std::span<const int64_t> src_strides = arg.strides;
   if (src_strides.empty()) {
     int64_t s = 1;

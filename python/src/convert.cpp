@@ -4,6 +4,7 @@
 #include <nanobind/stl/string.h>
 
 #include <algorithm>
+#include <bit>
 #include <cstring>
 #include <new>
 #include <optional>
@@ -293,13 +294,21 @@ void add_strided(InputBatch& batch, const InputSource& source, const void* data,
                  Py_ssize_t itemsize, std::shared_ptr<void> held) {
   const size_t rank = static_cast<size_t>(ndim);
   std::span<int64_t> shape = batch.numbers(2 * rank);
+  if (static_cast<size_t>(itemsize) != element_size(dtype)) {
+    raise(PyExc_TypeError, source,
+          "item size " + std::to_string(itemsize) + " does not match its format (" +
+              std::string(dtype_name(dtype)) + ")");
+  }
+  // Every dtype pterun reads has a power-of-two item size: shifts, not
+  // divisions, on the per-call path.
+  const int shift = std::countr_zero(static_cast<uint64_t>(itemsize));
   for (size_t d = 0; d < rank; ++d) {
     shape[d] = sizes[d];
     const Py_ssize_t s = byte_strides ? byte_strides[d] : 0;
-    if (s % itemsize != 0) {
+    if ((s & (itemsize - 1)) != 0) {
       raise(PyExc_ValueError, source, "strides that are not a multiple of the item size");
     }
-    shape[rank + d] = s / itemsize;
+    shape[rank + d] = s >> shift;
   }
   // No strides: C-contiguous (an empty span).
   std::span<const int64_t> strides = byte_strides ? shape.subspan(rank, rank) : shape.subspan(0, 0);
@@ -400,7 +409,7 @@ InputBatch::~InputBatch() {
 }
 
 void* InputBatch::allocate(size_t bytes, size_t align) {
-  const size_t start = (used_ + align - 1) / align * align;
+  const size_t start = (used_ + align - 1) & ~(align - 1);  // align: a power of two
   if (start + bytes <= sizeof inline_) {
     used_ = start + bytes;
     return inline_ + start;
