@@ -175,7 +175,7 @@ NpyArray to_array(const TensorResult& t) {
   }
   NpyArray a;
   a.dtype = t.dtype;
-  a.shape = t.sizes;
+  a.shape.assign(t.sizes.begin(), t.sizes.end());
   a.data.resize(t.nbytes());
   std::vector<int64_t> contiguous(t.sizes.size());
   int64_t s = 1;

@@ -73,6 +73,12 @@ class Method {
   void validate_input(size_t i, const InputArg& input) const { check_input(i, input); }
   /// Installs a checked input.
   void install_checked_input(size_t i, const InputArg& input) { install_input(i, input); }
+  /// True when installing input `i` may keep using the caller's memory
+  /// after set_inputs() returns (an unplanned input no kernel writes, B4):
+  /// only then must its InputArg carry a keep_alive.
+  bool input_may_alias(size_t i) const {
+    return i < input_home_.size() && input_home_[i] == nullptr && input_alias_ok_[i];
+  }
   /// Indices of inputs never set, for messages.
   std::string missing_inputs() const;
 
@@ -149,6 +155,8 @@ class Method {
   void install_input(size_t i, const InputArg& input);
   void install_on_device(size_t i, const InputArg& input, bool layout_ok,
                          std::span<const int64_t> src_strides);
+  void install_on_host(size_t i, const InputArg& input, bool layout_ok,
+                       std::span<const int64_t> src_strides);
   const void* download_input(size_t i, const InputArg& input, std::span<const int64_t> strides);
   void* private_input_memory(size_t i);
   backend::Allocation allocate(size_t bytes) const;  // on the method's device, zeroed

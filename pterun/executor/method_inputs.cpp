@@ -175,7 +175,7 @@ void Method::install_input(size_t i, const InputArg& arg) {
   Tensor& t = values_[vi].to_tensor();
   t.resize(arg.sizes);
   bool layout_ok = same_layout(t, arg.strides);
-  std::array<int64_t, kMaxRank> contiguous{};
+  std::array<int64_t, kMaxRank> contiguous;  // set below when needed
   std::span<const int64_t> src_strides = arg.strides;
   if (src_strides.empty()) {
     int64_t s = 1;
@@ -188,18 +188,24 @@ void Method::install_input(size_t i, const InputArg& arg) {
   bool gpu_method = options_.device == kernels::Device::CUDA;
   bool on_our_gpu = gpu_method && arg.device == kernels::Device::CUDA &&
                     arg.device_index == options_.device_index;
-  InputArg a = arg;
-  if (a.device == kernels::Device::CUDA && (!gpu_method || (!layout_ok && !on_our_gpu))) {
+  if (arg.device == kernels::Device::CUDA && (!gpu_method || (!layout_ok && !on_our_gpu))) {
     // The host needs the bytes: a CPU method given a CUDA tensor (B7), or a
     // tensor on another GPU in another layout (reordered on the host).
+    InputArg a = arg;
     a.data = download_input(i, arg, src_strides);
     a.device = kernels::Device::CPU;
     a.keep_alive.reset();
+    if (gpu_method) return install_on_device(i, a, layout_ok, src_strides);
+    return install_on_host(i, a, layout_ok, src_strides);
   }
-  if (gpu_method) {
-    install_on_device(i, a, layout_ok, src_strides);
-    return;
-  }
+  if (gpu_method) return install_on_device(i, arg, layout_ok, src_strides);
+  install_on_host(i, arg, layout_ok, src_strides);
+}
+
+// A CPU method's input `a` in host memory.
+void Method::install_on_host(size_t i, const InputArg& a, bool layout_ok,
+                             std::span<const int64_t> src_strides) {
+  Tensor& t = values_[desc_->inputs[i]].to_tensor();
   void* home = input_home_[i];
   if (home == nullptr && input_alias_ok_[i] && layout_ok) {
     // Unplanned and already in the declared layout: use the caller's memory
@@ -210,10 +216,15 @@ void Method::install_input(size_t i, const InputArg& arg) {
     return;
   }
   if (home == nullptr) home = private_input_memory(i);
-  input_keep_alive_[i].reset();
-  if (!layout_ok) stats::add(stats::Counter::LayoutConversions);
-  kernels::strided_copy(context_, home, t.strides(), a.data, src_strides, t.sizes(),
-                        t.element_size());
+  if (input_keep_alive_[i]) input_keep_alive_[i].reset();
+  if (layout_ok) {
+    // Same layout as the declared one, which is dense: one block.
+    if (t.nbytes() > 0) std::memcpy(home, a.data, t.nbytes());
+  } else {
+    stats::add(stats::Counter::LayoutConversions);
+    kernels::strided_copy(context_, home, t.strides(), a.data, src_strides, t.sizes(),
+                          t.element_size());
+  }
   input_set_[i] = true;
 }
 

@@ -142,7 +142,9 @@ std::vector<OutputValue> MethodRunner::collect(bool clone) {
     switch (v.kind()) {
       case ValueKind::Tensor: {
         const Tensor& t = v.to_tensor();
-        TensorResult r;
+        // Built in place: a TensorResult is a few hundred bytes.
+        TensorResult& r =
+            std::get<TensorResult>(out.emplace_back(std::in_place_type<TensorResult>));
         fill_result(r);
         r.dtype = t.dtype();
         r.sizes.assign(t.sizes().begin(), t.sizes().end());
@@ -165,7 +167,6 @@ std::vector<OutputValue> MethodRunner::collect(bool clone) {
           r.data = buffer->data();
           r.storage = std::move(buffer);
         }
-        out.emplace_back(std::move(r));
         break;
       }
       case ValueKind::Int: out.emplace_back(v.to_int()); break;

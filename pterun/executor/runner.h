@@ -1,5 +1,8 @@
 #pragma once
 
+#include <algorithm>
+#include <array>
+#include <cstdint>
 #include <memory>
 #include <mutex>
 #include <span>
@@ -8,10 +11,44 @@
 #include <vector>
 
 #include "pterun/backend/allocation.h"
+#include "pterun/core/error.h"
+#include "pterun/core/tensor.h"
 #include "pterun/executor/input.h"
 #include "pterun/executor/method.h"
 
 namespace pterun {
+
+/// Sizes or strides of a result, stored inline (up to kMaxRank values) so
+/// that a call's results need no heap memory of their own.
+class ResultDims {
+ public:
+  ResultDims() = default;
+  /// Error InvalidArgument for more than kMaxRank values.
+  ResultDims(std::span<const int64_t> values) { assign(values.begin(), values.end()); }  // NOLINT
+
+  template <typename It>
+  void assign(It first, It last) {
+    const auto n = static_cast<size_t>(last - first);
+    PTERUN_CHECK(n <= kMaxRank, ErrorCode::InvalidArgument, "tensor results have at most ",
+                 kMaxRank, " dimensions, got ", n);
+    for (size_t i = 0; i < n; ++i) values_[i] = static_cast<int64_t>(first[i]);
+    size_ = static_cast<uint8_t>(n);
+  }
+  size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  const int64_t* data() const { return values_.data(); }
+  const int64_t* begin() const { return values_.data(); }
+  const int64_t* end() const { return values_.data() + size_; }
+  int64_t operator[](size_t i) const { return values_[i]; }
+  operator std::span<const int64_t>() const { return {values_.data(), size_}; }  // NOLINT
+  bool operator==(const ResultDims& o) const {
+    return std::equal(begin(), end(), o.begin(), o.end());
+  }
+
+ private:
+  std::array<int64_t, kMaxRank> values_{};
+  uint8_t size_ = 0;
+};
 
 /// A tensor result handed to a caller: a view of `storage` (kept alive by
 /// the result) with its own shape and strides. For "cuda:N" results `data`
@@ -20,10 +57,10 @@ struct TensorResult {
   std::shared_ptr<void> storage;  // owns or keeps alive the memory at `data`
   void* data = nullptr;
   DType dtype = DType::Float32;
-  std::vector<int64_t> sizes;
-  std::vector<int64_t> strides;  // in elements
-  std::string device = "cpu";    // "cpu" or "cuda:N"
-  int device_index = -1;         // N for "cuda:N", -1 on the host
+  ResultDims sizes;
+  ResultDims strides;          // in elements
+  std::string device = "cpu";  // "cpu" or "cuda:N"
+  int device_index = -1;       // N for "cuda:N", -1 on the host
 
   size_t nbytes() const;
 };

@@ -4,12 +4,15 @@
 #include <nanobind/stl/string.h>
 
 #include <algorithm>
+#include <bit>
 #include <cstring>
+#include <optional>
 #include <utility>
 
 #include "pterun/backend/device.h"
 #include "pterun/backend/device_info.h"
 #include "pterun/core/error.h"
+#include "python/src/numpy_api.h"
 #include "python/src/tensor.h"
 
 namespace nb = nanobind;
@@ -17,65 +20,57 @@ namespace nb = nanobind;
 namespace pterun::python {
 namespace {
 
-[[noreturn]] void raise(PyObject* type, const std::string& prefix, const std::string& msg) {
-  std::string text = prefix + msg;
+[[noreturn]] void raise(PyObject* type, const InputSource& source, const std::string& msg) {
+  std::string text = source.prefix() + msg;
   PyErr_SetString(type, text.c_str());
   throw nb::python_error();
 }
 
-// Maps a struct-module format (one item, optional byte-order prefix) to a
-// dtype, by kind and item size (B2: 'l' is int64 on Linux).
-bool format_dtype(const char* fmt, Py_ssize_t itemsize, DType& out, std::string& why) {
-  std::string f = fmt ? fmt : "B";
-  if (!f.empty() && (f[0] == '@' || f[0] == '=' || f[0] == '<'))
-    f = f.substr(1);
-  else if (!f.empty() && (f[0] == '>' || f[0] == '!')) {
-    why = "big-endian data is not supported; convert it to native byte order first";
-    return false;
+std::optional<DType> integer_dtype(bool is_signed, Py_ssize_t itemsize) {
+  switch (itemsize) {
+    case 1: return is_signed ? DType::Int8 : DType::UInt8;
+    case 2: return is_signed ? DType::Int16 : DType::UInt16;
+    case 4: return is_signed ? DType::Int32 : DType::UInt32;
+    case 8: return is_signed ? DType::Int64 : DType::UInt64;
   }
-  if (f == "?") {
-    out = DType::Bool;
-    return true;
+  return std::nullopt;
+}
+
+// Maps a struct-module format (one item, optional native byte-order prefix)
+// to a dtype, by kind and item size (B2: 'l' is int64 on Linux).
+std::optional<DType> format_dtype(const char* fmt, Py_ssize_t itemsize) {
+  const char* f = fmt ? fmt : "B";
+  if (*f == '@' || *f == '=' || *f == '<') ++f;
+  if (f[0] == 'Z' && f[1] != '\0' && f[2] == '\0') {
+    if (f[1] == 'f') return DType::Complex64;
+    if (f[1] == 'd') return DType::Complex128;
+    return std::nullopt;
   }
-  if (f == "e") {
-    out = DType::Float16;
-    return true;
+  if (f[0] == '\0' || f[1] != '\0') return std::nullopt;
+  switch (f[0]) {
+    case '?': return DType::Bool;
+    case 'e': return DType::Float16;
+    case 'f': return DType::Float32;
+    case 'd': return DType::Float64;
+    case 'b':
+    case 'h':
+    case 'i':
+    case 'l':
+    case 'q': return integer_dtype(true, itemsize);
+    case 'B':
+    case 'H':
+    case 'I':
+    case 'L':
+    case 'Q': return integer_dtype(false, itemsize);
   }
-  if (f == "f") {
-    out = DType::Float32;
-    return true;
-  }
-  if (f == "d") {
-    out = DType::Float64;
-    return true;
-  }
-  if (f == "Zf") {
-    out = DType::Complex64;
-    return true;
-  }
-  if (f == "Zd") {
-    out = DType::Complex128;
-    return true;
-  }
-  static const std::string signed_codes = "bhilq", unsigned_codes = "BHILQ";
-  if (f.size() == 1 && signed_codes.find(f[0]) != std::string::npos) {
-    switch (itemsize) {
-      case 1: out = DType::Int8; return true;
-      case 2: out = DType::Int16; return true;
-      case 4: out = DType::Int32; return true;
-      case 8: out = DType::Int64; return true;
-    }
-  }
-  if (f.size() == 1 && unsigned_codes.find(f[0]) != std::string::npos) {
-    switch (itemsize) {
-      case 1: out = DType::UInt8; return true;
-      case 2: out = DType::UInt16; return true;
-      case 4: out = DType::UInt32; return true;
-      case 8: out = DType::UInt64; return true;
-    }
-  }
-  why = "buffer format '" + std::string(fmt ? fmt : "") + "' is not supported";
-  return false;
+  return std::nullopt;
+}
+
+// Why format_dtype() refused `fmt`.
+std::string format_error(const char* fmt) {
+  if (fmt && (fmt[0] == '>' || fmt[0] == '!'))
+    return "big-endian data is not supported; convert it to native byte order first";
+  return "buffer format '" + std::string(fmt ? fmt : "") + "' is not supported";
 }
 
 bool dlpack_dtype(nb::dlpack::dtype t, DType& out) {
@@ -113,12 +108,14 @@ bool dlpack_dtype(nb::dlpack::dtype t, DType& out) {
   return false;
 }
 
-/// An imported DLPack tensor, released under the GIL.
-struct HeldArray {
-  nb::ndarray<nb::ro> array;
-  ~HeldArray() {
+/// A Python value (an imported DLPack tensor, an array) kept by C++ beyond
+/// a call, dropped under the GIL from any thread.
+template <typename T>
+struct GilHeld {
+  T value;
+  ~GilHeld() {
     nb::gil_scoped_acquire gil;
-    array = nb::ndarray<nb::ro>();
+    value = T();
   }
 };
 
@@ -132,42 +129,42 @@ void place_on(InputArg& a, int index) {
   a.device_index = index;
 }
 
-[[noreturn]] void reraise(nb::python_error& e, const std::string& prefix) {
+[[noreturn]] void reraise(nb::python_error& e, const InputSource& source) {
   nb::object type = nb::borrow(e.type());
   std::string msg = e.what();
-  raise(type.ptr(), prefix, msg);
+  raise(type.ptr(), source, msg);
 }
 
 // The producer's (device type, device id), from __dlpack_device__; a CPU
 // array when it has none.
-std::pair<int, int> dlpack_device(nb::handle obj, const std::string& prefix) {
+std::pair<int, int> dlpack_device(nb::handle obj, const InputSource& source) {
   if (!PyObject_HasAttrString(obj.ptr(), "__dlpack_device__")) return {kDLCPU, 0};
   try {
     nb::object d = obj.attr("__dlpack_device__")();
     return {nb::cast<int>(d[0]), nb::cast<int>(d[1])};
   } catch (nb::python_error& e) {
-    reraise(e, prefix);
+    reraise(e, source);
   } catch (const std::exception&) {
     PyErr_Clear();
-    raise(PyExc_TypeError, prefix, "__dlpack_device__() did not return (device_type, device_id)");
+    raise(PyExc_TypeError, source, "__dlpack_device__() did not return (device_type, device_id)");
   }
 }
 
-void convert_dlpack(nb::handle obj, const std::string& prefix, InputBatch& batch) {
-  auto [device_type, device_id] = dlpack_device(obj, prefix);
+void convert_dlpack(nb::handle obj, const InputSource& source, InputBatch& batch) {
+  auto [device_type, device_id] = dlpack_device(obj, source);
   const bool cuda_memory =
       device_type == kDLCUDA || device_type == kDLCUDAHost || device_type == kDLCUDAManaged;
   if (!cuda_memory && device_type != kDLCPU) {
-    raise(PyExc_TypeError, prefix,
+    raise(PyExc_TypeError, source,
           "the array lives on DLPack device type " + std::to_string(device_type) +
               ", which pterun cannot read (it reads the CPU and CUDA GPUs)");
   }
   if (cuda_memory && !backend::built_with_cuda()) {
-    raise(PyExc_TypeError, prefix,
+    raise(PyExc_TypeError, source,
           "the array lives on a GPU and this build of pterun has no CUDA support: copy it to "
           "the host first");
   }
-  auto held = std::make_shared<HeldArray>();
+  auto held = std::make_shared<GilHeld<nb::ndarray<nb::ro>>>();
   // Ask the producer for a capsule ourselves, so that its errors keep their
   // Python type and message (B6); prefer a versioned capsule (producers
   // predating max_version raise TypeError: ask again without). For GPU
@@ -189,19 +186,19 @@ void convert_dlpack(nb::handle obj, const std::string& prefix, InputBatch& batch
       capsule = obj.attr("__dlpack__")(**requests[r]);
       break;
     } catch (nb::python_error& e) {
-      if (!e.matches(PyExc_TypeError) || r + 1 == requests.size()) reraise(e, prefix);
+      if (!e.matches(PyExc_TypeError) || r + 1 == requests.size()) reraise(e, source);
     }
   }
   try {
-    held->array = nb::cast<nb::ndarray<nb::ro>>(capsule);
+    held->value = nb::cast<nb::ndarray<nb::ro>>(capsule);
   } catch (const std::exception& e) {
     PyErr_Clear();
-    raise(PyExc_TypeError, prefix, std::string("cannot import its DLPack capsule: ") + e.what());
+    raise(PyExc_TypeError, source, std::string("cannot import its DLPack capsule: ") + e.what());
   }
-  const auto& a = held->array;
+  const auto& a = held->value;
   const int type = a.device_type();
   if (type != kDLCPU && type != kDLCUDA && type != kDLCUDAHost && type != kDLCUDAManaged) {
-    raise(PyExc_TypeError, prefix,
+    raise(PyExc_TypeError, source,
           "the array's DLPack capsule is on device type " + std::to_string(type) +
               ", which pterun cannot read");
   }
@@ -212,19 +209,17 @@ void convert_dlpack(nb::handle obj, const std::string& prefix, InputBatch& batch
   }
   DType dtype;
   if (!dlpack_dtype(a.dtype(), dtype)) {
-    raise(PyExc_TypeError, prefix, "the array's DLPack dtype is not supported");
+    raise(PyExc_TypeError, source, "the array's DLPack dtype is not supported");
   }
-  std::vector<int64_t> sizes(a.ndim()), strides(a.ndim());
-  for (size_t d = 0; d < a.ndim(); ++d) {
-    sizes[d] = static_cast<int64_t>(a.shape(d));
-    strides[d] = a.stride(d);
+  const size_t rank = a.ndim();
+  std::span<int64_t> shape = batch.numbers(2 * rank);
+  for (size_t d = 0; d < rank; ++d) {
+    shape[d] = static_cast<int64_t>(a.shape(d));
+    shape[rank + d] = a.stride(d);
   }
-  batch.shapes.push_back(std::move(sizes));
-  auto& sz = batch.shapes.back();
-  batch.shapes.push_back(std::move(strides));
-  auto& st = batch.shapes.back();
-  batch.args.push_back(InputArg::tensor(a.data(), dtype, sz, st, held));
-  if (type == kDLCUDA) place_on(batch.args.back(), a.device_id());
+  InputArg& arg = batch.add(
+      InputArg::tensor(a.data(), dtype, shape.first(rank), shape.subspan(rank), std::move(held)));
+  if (type == kDLCUDA) place_on(arg, a.device_id());
 }
 
 bool is_numpy_scalar(nb::handle obj, const char* kind) {
@@ -238,43 +233,43 @@ bool is_numpy_scalar(nb::handle obj, const char* kind) {
   return k.find_first_of(kind) != std::string::npos && nb::cast<int>(obj.attr("ndim")) == 0;
 }
 
-void convert_number(nb::handle obj, ValueKind declared, const std::string& prefix,
+void convert_number(nb::handle obj, ValueKind declared, const InputSource& source,
                     InputBatch& batch) {
-  const bool is_bool = PyBool_Check(obj.ptr()) || is_numpy_scalar(obj, "b");
-  const bool is_int =
-      (PyLong_Check(obj.ptr()) && !PyBool_Check(obj.ptr())) || is_numpy_scalar(obj, "iu");
-  const bool is_float = PyFloat_Check(obj.ptr()) || is_numpy_scalar(obj, "f");
+  PyObject* o = obj.ptr();
+  auto is_bool = [&] { return PyBool_Check(o) || is_numpy_scalar(obj, "b"); };
+  auto is_int = [&] { return (PyLong_Check(o) && !PyBool_Check(o)) || is_numpy_scalar(obj, "iu"); };
+  auto is_float = [&] { return PyFloat_Check(o) || is_numpy_scalar(obj, "f"); };
   auto type_error = [&](const char* expected) {
-    raise(PyExc_TypeError, prefix,
+    raise(PyExc_TypeError, source,
           std::string("expected ") + expected + ", got " +
               nb::cast<std::string>(nb::str(obj.type().attr("__name__"))));
   };
   switch (declared) {
     case ValueKind::Int:
-      if (!is_int) type_error("an int");
+      if (!is_int()) type_error("an int");
       {
         int overflow = 0;
-        nb::object as_int = nb::steal(PyNumber_Index(obj.ptr()));
+        nb::object as_int = nb::steal(PyNumber_Index(o));
         if (!as_int.is_valid()) throw nb::python_error();
         long long v = PyLong_AsLongLongAndOverflow(as_int.ptr(), &overflow);
-        if (overflow) raise(PyExc_OverflowError, prefix, "int does not fit in 64 bits");
-        batch.args.push_back(InputArg::from_int(v));
+        if (overflow) raise(PyExc_OverflowError, source, "int does not fit in 64 bits");
+        batch.add(InputArg::from_int(v));
       }
       return;
     case ValueKind::Double:
-      if (!is_float && !is_int) type_error("a float");
+      if (!is_float() && !is_int()) type_error("a float");
       {
-        double v = PyFloat_AsDouble(obj.ptr());
+        double v = PyFloat_AsDouble(o);
         if (PyErr_Occurred()) {
           nb::python_error err;
-          raise(PyExc_OverflowError, prefix, err.what());
+          raise(PyExc_OverflowError, source, err.what());
         }
-        batch.args.push_back(InputArg::from_double(v));
+        batch.add(InputArg::from_double(v));
       }
       return;
     case ValueKind::Bool:
-      if (!is_bool) type_error("a bool");
-      batch.args.push_back(InputArg::from_bool(PyObject_IsTrue(obj.ptr()) == 1));
+      if (!is_bool()) type_error("a bool");
+      batch.add(InputArg::from_bool(PyObject_IsTrue(o) == 1));
       return;
     default: type_error("a tensor");
   }
@@ -291,91 +286,140 @@ bool is_ml_dtypes_bfloat16(nb::handle obj) {
   return nb::isinstance<nb::str>(name) && nb::cast<std::string>(name) == "bfloat16";
 }
 
-void convert_tensor(nb::handle obj, const std::string& prefix, InputBatch& batch) {
-  if (nb::isinstance<PyTensor>(obj)) {
-    PyTensor& pt = nb::cast<PyTensor&>(obj);
-    const int index = cuda_index(pt.t);
-    // Our own results are complete when a call returns (B19): no wait,
-    // unless another library got the memory and may still write it.
-    if (index >= 0 && pt.exported) batch.wait_devices.push_back(index);
-    batch.shapes.emplace_back(pt.t.sizes);
-    auto& sizes = batch.shapes.back();
-    batch.shapes.emplace_back(pt.t.strides);
-    auto& strides = batch.shapes.back();
-    batch.args.push_back(InputArg::tensor(pt.t.data, pt.t.dtype, sizes, strides, pt.t.storage));
-    place_on(batch.args.back(), index);
-    return;
+// Appends a host tensor described the way the buffer protocol and NumPy do
+// (sizes; strides in bytes, null for C-contiguous), with element strides.
+void add_strided(InputBatch& batch, const InputSource& source, const void* data, DType dtype,
+                 int ndim, const Py_ssize_t* sizes, const Py_ssize_t* byte_strides,
+                 Py_ssize_t itemsize, std::shared_ptr<void> held) {
+  const size_t rank = static_cast<size_t>(ndim);
+  std::span<int64_t> shape = batch.numbers(2 * rank);
+  if (static_cast<size_t>(itemsize) != element_size(dtype)) {
+    raise(PyExc_TypeError, source,
+          "item size " + std::to_string(itemsize) + " does not match its format (" +
+              std::string(dtype_name(dtype)) + ")");
   }
-  if (!PyObject_CheckBuffer(obj.ptr())) {
-    if (PyObject_HasAttrString(obj.ptr(), "__dlpack__")) return convert_dlpack(obj, prefix, batch);
-    raise(PyExc_TypeError, prefix,
-          "expected an array (buffer protocol, DLPack or pterun.Tensor), got " +
-              nb::cast<std::string>(nb::str(obj.type().attr("__name__"))));
+  // Every dtype pterun reads has a power-of-two item size: shifts, not
+  // divisions, on the per-call path.
+  const int shift = std::countr_zero(static_cast<uint64_t>(itemsize));
+  for (size_t d = 0; d < rank; ++d) {
+    shape[d] = sizes[d];
+    const Py_ssize_t s = byte_strides ? byte_strides[d] : 0;
+    if ((s & (itemsize - 1)) != 0) {
+      raise(PyExc_ValueError, source, "strides that are not a multiple of the item size");
+    }
+    shape[rank + d] = s >> shift;
   }
-  auto held = std::make_shared<HeldBuffer>();
-  if (PyObject_GetBuffer(obj.ptr(), &held->view, PyBUF_RECORDS_RO) != 0) {
+  // No strides: C-contiguous (an empty span).
+  std::span<const int64_t> strides = byte_strides ? shape.subspan(rank, rank) : shape.subspan(0, 0);
+  batch.add(InputArg::tensor(data, dtype, shape.first(rank), strides, std::move(held)));
+}
+
+// A buffer-protocol object (B2a). The Py_buffer lives in the batch, or in
+// a HeldBuffer the method keeps when it may use the memory in place.
+void convert_buffer(nb::handle obj, const InputSource& source, bool kept, InputBatch& batch) {
+  std::shared_ptr<HeldBuffer> held;
+  Py_buffer* view = nullptr;
+  if (kept) {
+    held = std::make_shared<HeldBuffer>();
+    view = &held->view;
+  } else {
+    view = &batch.buffer();
+  }
+  if (PyObject_GetBuffer(obj.ptr(), view, PyBUF_RECORDS_RO) != 0) {
     nb::python_error err;  // takes the pending exception
     // NumPy arrays of ml_dtypes' bfloat16 have neither a buffer format nor a
     // DLPack export: read their bits as uint16 and keep the dtype. Checked
     // only here, off the hot path (it runs NumPy's Python code).
     if (is_ml_dtypes_bfloat16(obj)) {
       nb::object bits = obj.attr("view")(nb::module_::import_("numpy").attr("uint16"));
-      convert_tensor(bits, prefix, batch);
-      batch.args.back().dtype = DType::BFloat16;
+      convert_buffer(bits, source, kept, batch);
+      batch.back().dtype = DType::BFloat16;
       return;
     }
     if (PyObject_HasAttrString(obj.ptr(), "__dlpack__")) {
       // e.g. a bfloat16 JAX array: its buffer has no format.
-      return convert_dlpack(obj, prefix, batch);
+      return convert_dlpack(obj, source, batch);
     }
     // Keep the exporter's exception type (B6).
     nb::object type = nb::borrow(err.type());
     std::string msg = err.what();
-    raise(type.ptr(), prefix, std::string("cannot read the buffer: ") + msg);
+    raise(type.ptr(), source, std::string("cannot read the buffer: ") + msg);
   }
-  const Py_buffer& v = held->view;
   DType dtype;
-  std::string why;
-  if (!format_dtype(v.format, v.itemsize, dtype, why)) raise(PyExc_TypeError, prefix, why);
-  std::vector<int64_t> sizes(v.ndim), strides(v.ndim);
-  for (int d = 0; d < v.ndim; ++d) {
-    sizes[d] = v.shape[d];
-    Py_ssize_t s = v.strides ? v.strides[d] : 0;
-    if (s % v.itemsize != 0) {
-      raise(PyExc_ValueError, prefix, "strides that are not a multiple of the item size");
-    }
-    strides[d] = s / v.itemsize;
+  if (std::optional<DType> d = format_dtype(view->format, view->itemsize)) {
+    dtype = *d;
+  } else {
+    raise(PyExc_TypeError, source, format_error(view->format));
   }
-  if (v.strides == nullptr) strides.clear();
-  batch.shapes.push_back(std::move(sizes));
-  auto& sz = batch.shapes.back();
-  batch.shapes.push_back(std::move(strides));
-  auto& st = batch.shapes.back();
-  batch.args.push_back(InputArg::tensor(v.buf, dtype, sz, st, held));
+  add_strided(batch, source, view->buf, dtype, view->ndim, view->shape, view->strides,
+              view->itemsize, std::move(held));
+}
+
+// A NumPy array read through NumPy's C API: held by reference, as its
+// memory cannot go while the array lives.
+void convert_numpy(nb::handle obj, const NumpyArrayView& a, const InputSource& source, bool kept,
+                   InputBatch& batch) {
+  std::shared_ptr<void> held;
+  if (kept) {
+    auto object = std::make_shared<GilHeld<nb::object>>();
+    object->value = nb::borrow(obj);
+    held = std::move(object);
+  } else {
+    batch.hold(obj);
+  }
+  add_strided(batch, source, a.data, a.dtype, a.ndim, a.sizes, a.byte_strides, a.itemsize,
+              std::move(held));
+}
+
+void convert_tensor(nb::handle obj, const InputSource& source, bool kept, InputBatch& batch) {
+  if (PyTensor* tensor = as_tensor(obj)) {
+    PyTensor& pt = *tensor;
+    const int index = cuda_index(pt.t);
+    // Our own results are complete when a call returns (B19): no wait,
+    // unless another library got the memory and may still write it.
+    if (index >= 0 && pt.exported) batch.wait_devices.push_back(index);
+    InputArg& a =
+        batch.add(InputArg::tensor(pt.t.data, pt.t.dtype, pt.t.sizes, pt.t.strides, pt.t.storage));
+    place_on(a, index);
+    return;
+  }
+  NumpyArrayView array;
+  if (read_numpy_array(obj.ptr(), array)) return convert_numpy(obj, array, source, kept, batch);
+  if (PyObject_CheckBuffer(obj.ptr())) return convert_buffer(obj, source, kept, batch);
+  if (PyObject_HasAttrString(obj.ptr(), "__dlpack__")) return convert_dlpack(obj, source, batch);
+  raise(PyExc_TypeError, source,
+        "expected an array (buffer protocol, DLPack or pterun.Tensor), got " +
+            nb::cast<std::string>(nb::str(obj.type().attr("__name__"))));
 }
 
 }  // namespace
 
-void convert_input(nb::handle obj, ValueKind declared, const std::string& prefix,
+std::string InputSource::prefix() const {
+  if (!label.empty()) return std::string(label) + ": ";
+  return "input " + std::to_string(index) + " of method '" + std::string(method) + "': ";
+}
+
+void convert_input(nb::handle obj, ValueKind declared, const InputSource& source, bool kept,
                    InputBatch& batch) {
-  if (declared == ValueKind::Tensor) return convert_tensor(obj, prefix, batch);
+  if (declared == ValueKind::Tensor) return convert_tensor(obj, source, kept, batch);
   if (declared == ValueKind::None) {
-    if (!obj.is_none()) raise(PyExc_TypeError, prefix, "expected None");
-    batch.args.push_back(InputArg::none());
+    if (!obj.is_none()) raise(PyExc_TypeError, source, "expected None");
+    batch.add(InputArg::none());
     return;
   }
   if (declared == ValueKind::String) {
-    if (!nb::isinstance<nb::str>(obj)) raise(PyExc_TypeError, prefix, "expected a str");
-    batch.shapes.emplace_back();  // keeps indices stable; strings live in the Python object
+    if (!nb::isinstance<nb::str>(obj)) raise(PyExc_TypeError, source, "expected a str");
+    // The string lives in the Python object, which the caller holds.
     InputArg a;
     a.kind = ValueKind::String;
     Py_ssize_t len = 0;
     const char* s = PyUnicode_AsUTF8AndSize(obj.ptr(), &len);
+    if (s == nullptr) throw nb::python_error();
     a.string_value = std::string_view(s, static_cast<size_t>(len));
-    batch.args.push_back(a);
+    batch.add(a);
     return;
   }
-  convert_number(obj, declared, prefix, batch);
+  convert_number(obj, declared, source, batch);
 }
 
 int parse_device(const std::string& device) {
@@ -429,29 +473,34 @@ void wait_for_producers(InputBatch& batch) {
   batch.wait_devices.clear();
 }
 
-InputBatch convert_inputs(nb::handle inputs, const Method& method, size_t max_count) {
-  if (!PyList_Check(inputs.ptr()) && !PyTuple_Check(inputs.ptr())) {
+void convert_inputs(nb::handle inputs, const Method& method, size_t max_count, InputBatch& batch) {
+  PyObject* seq = inputs.ptr();
+  if (!PyList_Check(seq) && !PyTuple_Check(seq)) {
     throw nb::type_error(("method '" + method.name() + "': inputs must be a list or tuple, got " +
                           nb::cast<std::string>(nb::str(inputs.type().attr("__name__"))))
                              .c_str());
   }
-  size_t n = static_cast<size_t>(PySequence_Size(inputs.ptr()));
+  const size_t n = static_cast<size_t>(PySequence_Fast_GET_SIZE(seq));
   if (n > max_count) {
     throw nb::value_error(("method '" + method.name() + "' takes " +
                            std::to_string(method.num_inputs()) + " inputs, got " +
                            std::to_string(n))
                               .c_str());
   }
-  InputBatch batch;
-  batch.args.reserve(n);
+  batch.reserve(n);
   const MethodMeta& meta = method.meta();
   for (size_t i = 0; i < n; ++i) {
-    nb::handle item = PySequence_Fast_GET_ITEM(inputs.ptr(), static_cast<Py_ssize_t>(i));
-    convert_input(item, meta.input_tag(i),
-                  "input " + std::to_string(i) + " of method '" + method.name() + "': ", batch);
+    // Python code run by a conversion (__index__, __dlpack__) may change a
+    // list: check its length and hold the item.
+    if (static_cast<size_t>(PySequence_Fast_GET_SIZE(seq)) != n) {
+      throw nb::value_error(
+          ("method '" + method.name() + "': the inputs list changed while it was read").c_str());
+    }
+    nb::object item = nb::borrow(PySequence_Fast_GET_ITEM(seq, static_cast<Py_ssize_t>(i)));
+    convert_input(item, meta.input_tag(i), InputSource{method.name(), i, {}},
+                  method.input_may_alias(i), batch);
   }
   wait_for_producers(batch);
-  return batch;
 }
 
 nb::object to_python(OutputValue&& value) {
@@ -461,7 +510,7 @@ nb::object to_python(OutputValue&& value) {
         if constexpr (std::is_same_v<V, std::monostate>)
           return nb::none();
         else if constexpr (std::is_same_v<V, TensorResult>)
-          return nb::cast(PyTensor{std::move(v)});
+          return wrap_tensor(std::move(v));
         else if constexpr (std::is_same_v<V, int64_t>)
           return nb::int_(v);
         else if constexpr (std::is_same_v<V, double>)
@@ -475,8 +524,12 @@ nb::object to_python(OutputValue&& value) {
 }
 
 nb::list to_python(std::vector<OutputValue>&& values) {
-  nb::list out;
-  for (auto& v : values) out.append(to_python(std::move(v)));
+  nb::list out = nb::steal<nb::list>(PyList_New(static_cast<Py_ssize_t>(values.size())));
+  if (!out.is_valid()) throw nb::python_error();
+  for (size_t i = 0; i < values.size(); ++i) {
+    PyList_SET_ITEM(out.ptr(), static_cast<Py_ssize_t>(i),
+                    to_python(std::move(values[i])).release().ptr());
+  }
   return out;
 }
 

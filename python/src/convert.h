@@ -6,16 +6,20 @@
 
 #include <nanobind/nanobind.h>
 
-#include <deque>
+#include <cstddef>
+#include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "pterun/executor/input.h"
 #include "pterun/executor/runner.h"
+#include "python/src/input_batch.h"
 
 namespace pterun::python {
 
-/// A Python buffer (Py_buffer) held by C++; released under the GIL.
+/// A Python buffer (Py_buffer) held by C++ beyond a call (an input a method
+/// uses in place, B4); released under the GIL from any thread.
 struct HeldBuffer {
   Py_buffer view{};
   HeldBuffer() = default;
@@ -27,18 +31,15 @@ struct HeldBuffer {
   }
 };
 
-/// Storage for converted inputs: InputArg spans point into it.
-struct InputBatch {
-  std::vector<InputArg> args;
-  std::deque<std::vector<int64_t>> shapes;  // sizes and strides (stable addresses)
+/// Names an input in error messages (B6): "input 2 of method 'forward': ",
+/// or `label` + ": " when a label is given. The text is built only when an
+/// error is raised.
+struct InputSource {
+  std::string_view method;
+  size_t index = 0;
+  std::string_view label;
 
-  // The pre-run wait of B19, done once by wait_for_producers(). GPUs whose
-  // legacy default stream DLPack producers ordered their pending writes
-  // before (we pass stream=1), and GPUs holding pterun results that were
-  // handed to another library through __dlpack__ (it may write them on any
-  // stream: the whole device is waited for).
-  std::vector<int> wait_legacy_streams;
-  std::vector<int> wait_devices;
+  std::string prefix() const;
 };
 
 /// Parses a device string: "cpu" gives -1, "cuda" 0, "cuda:N" N. ValueError
@@ -49,10 +50,12 @@ int parse_device(const std::string& device);
 /// "cpu" for -1, else "cuda:N".
 std::string device_string(int cuda_index);
 
-/// Converts `obj` for an input declared as `declared` (B2, B3). Errors keep
-/// their Python type and start with `prefix` ("input i of method 'name': ",
-/// B6).
-void convert_input(nanobind::handle obj, ValueKind declared, const std::string& prefix,
+/// Converts `obj` for an input declared as `declared` (B2, B3) and appends
+/// it to `batch`. `kept`: the method may use the memory in place after the
+/// call (Method::input_may_alias), so the InputArg carries what keeps it
+/// alive. Errors keep their Python type and start with `source`'s prefix
+/// (B6).
+void convert_input(nanobind::handle obj, ValueKind declared, const InputSource& source, bool kept,
                    InputBatch& batch);
 
 /// Waits (once per GPU, without the GIL) for the writes other libraries may
@@ -60,9 +63,10 @@ void convert_input(nanobind::handle obj, ValueKind declared, const std::string& 
 /// inputs and for pterun results never handed out. Counted in device_syncs.
 void wait_for_producers(InputBatch& batch);
 
-/// Converts a call's inputs (a list or tuple, else TypeError), then
-/// wait_for_producers().
-InputBatch convert_inputs(nanobind::handle inputs, const Method& method, size_t max_count);
+/// Converts a call's inputs (a list or tuple, else TypeError; ValueError
+/// for more than `max_count`) into `batch`, then wait_for_producers().
+void convert_inputs(nanobind::handle inputs, const Method& method, size_t max_count,
+                    InputBatch& batch);
 
 /// The Python object for one output: pterun.Tensor, int, float, bool, str
 /// or None.

@@ -49,11 +49,12 @@ PyMethod make_method(std::shared_ptr<const Program> program, const std::string& 
 
 nb::list call_method(PyMethod& self, nb::handle inputs, bool clone) {
   Method& m = self.runner->method();
-  InputBatch batch = convert_inputs(inputs, m, m.num_inputs());
+  InputBatch batch;
+  convert_inputs(inputs, m, m.num_inputs(), batch);
   std::vector<OutputValue> out;
   {
     nb::gil_scoped_release release;
-    out = self.runner->call(batch.args, clone);
+    out = self.runner->call(batch.args(), clone);
   }
   return to_python(std::move(out));
 }
@@ -78,16 +79,14 @@ struct PyModule {
     Method& m = pm.runner->method();
     // Not a list, or more inputs than the method takes: an error before
     // anything changes.
-    if ((PyList_Check(inputs.ptr()) || PyTuple_Check(inputs.ptr())) &&
-        static_cast<size_t>(PySequence_Size(inputs.ptr())) > m.num_inputs()) {
-      convert_inputs(inputs, m, m.num_inputs());  // raises the ValueError
-    }
-    if (!PyList_Check(inputs.ptr()) && !PyTuple_Check(inputs.ptr())) {
-      convert_inputs(inputs, m, m.num_inputs());  // raises the TypeError
+    const bool sequence = PyList_Check(inputs.ptr()) || PyTuple_Check(inputs.ptr());
+    if (!sequence || static_cast<size_t>(PySequence_Size(inputs.ptr())) > m.num_inputs()) {
+      InputBatch rejected;
+      convert_inputs(inputs, m, m.num_inputs(), rejected);  // raises the TypeError or ValueError
     }
     InputBatch batch;
     try {
-      batch = convert_inputs(inputs, m, m.num_inputs());
+      convert_inputs(inputs, m, m.num_inputs(), batch);
     } catch (...) {
       // An unreadable input: the inputs of this failed call are not trusted
       // until passed again (B13).
@@ -101,7 +100,7 @@ struct PyModule {
     std::vector<OutputValue> out;
     {
       nb::gil_scoped_release release;
-      out = pm.runner->call_leading(batch.args, clone);
+      out = pm.runner->call_leading(batch.args(), clone);
     }
     return to_python(std::move(out));
   }
@@ -129,10 +128,11 @@ void init_method(nb::module_& m) {
       .def(
           "set_inputs",
           [](PyMethod& self, nb::handle inputs) {
-            InputBatch batch =
-                convert_inputs(inputs, self.runner->method(), self.runner->method().num_inputs());
+            Method& method = self.runner->method();
+            InputBatch batch;
+            convert_inputs(inputs, method, method.num_inputs(), batch);
             nb::gil_scoped_release release;
-            self.runner->set_inputs(batch.args);
+            self.runner->set_inputs(batch.args());
           },
           "inputs"_a, "Checks every input, then installs them all (B9).")
       .def(

@@ -3,7 +3,9 @@
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/string.h>
 
+#include <algorithm>
 #include <cstring>
+#include <new>
 
 #include "pterun/backend/device.h"
 #include "pterun/core/error.h"
@@ -11,6 +13,7 @@
 #include "pterun/kernels/common/dtype_util.h"
 #include "pterun/kernels/common/strided_copy.h"
 #include "python/src/convert.h"
+#include "python/src/numpy_api.h"
 
 namespace nb = nanobind;
 
@@ -44,13 +47,22 @@ nb::dlpack::dtype dl_dtype(DType d) {
   }
 }
 
-std::string shape_text(const std::vector<int64_t>& sizes) {
+std::string shape_text(std::span<const int64_t> sizes) {
   std::string s = "(";
   for (size_t i = 0; i < sizes.size(); ++i) s += (i ? ", " : "") + std::to_string(sizes[i]);
   return s + (sizes.size() == 1 ? ",)" : ")");
 }
 
 constexpr int kDLCPU = 1, kDLCUDA = 2;
+
+PyTypeObject* tensor_type = nullptr;  // pterun.Tensor, set by init_tensor()
+
+// `self` of a Tensor method (TypeError for anything else).
+PyTensor& tensor_of(nb::handle self) {
+  PyTensor* p = as_tensor(self);
+  if (p == nullptr) throw nb::type_error("expected a pterun.Tensor");
+  return *p;
+}
 
 // The lowest and highest element offsets a strided view reaches (numel > 0).
 std::pair<int64_t, int64_t> offset_range(std::span<const int64_t> sizes,
@@ -88,7 +100,7 @@ TensorResult download_copy(const PyTensor& p) {
   TensorResult r;
   r.dtype = t.dtype;
   r.sizes = t.sizes;
-  r.strides = t.strides.empty() ? contiguous_strides(t.sizes) : t.strides;
+  r.strides = t.strides.empty() ? ResultDims(contiguous_strides(t.sizes)) : t.strides;
   const size_t item = element_size(t.dtype);
   int64_t lo = 0, hi = -1;
   if (numel_of(r.sizes) > 0) std::tie(lo, hi) = offset_range(r.sizes, r.strides);
@@ -107,9 +119,9 @@ TensorResult download_copy(const PyTensor& p) {
 
 // `self` when it is on the host, else a new host pterun.Tensor copy.
 nb::object host_tensor(nb::handle self) {
-  PyTensor& p = nb::cast<PyTensor&>(self);
+  PyTensor& p = tensor_of(self);
   if (cuda_index(p.t) < 0) return nb::borrow(self);
-  return nb::cast(PyTensor{download_copy(p)});
+  return wrap_tensor(download_copy(p));
 }
 
 // Keeps a GPU tensor's memory alive for another library (DLPack capsule
@@ -132,35 +144,30 @@ void release_export(void* ptr) noexcept {
 }
 
 nb::object numpy_view(nb::handle self) {
-  PyTensor& pt = nb::cast<PyTensor&>(self);
+  PyTensor& pt = tensor_of(self);
   const TensorResult& t = pt.t;
-  if (t.device != "cpu") {
+  if (t.device_index >= 0) {
     throw nb::type_error(
         ("Tensor lives on " + t.device + ": call to_host() (or numpy()) for a host copy").c_str());
   }
+  nb::object ml;
   if (t.dtype == DType::BFloat16) {
-    nb::object ml = nb::steal(PyImport_ImportModule("ml_dtypes"));
+    ml = nb::steal(PyImport_ImportModule("ml_dtypes"));
     if (!ml.is_valid()) {
       PyErr_Clear();
       throw nb::type_error(
           "NumPy has no bfloat16: install ml_dtypes, or use DLPack (torch.from_dlpack)");
     }
-    // View the bits as uint16 and reinterpret with ml_dtypes' bfloat16.
-    std::vector<size_t> shape(t.sizes.begin(), t.sizes.end());
-    std::vector<int64_t> strides(t.strides.begin(), t.strides.end());
-    nb::ndarray<nb::numpy> bits(t.data, shape.size(), shape.data(), self, strides.data(),
-                                nb::dtype<uint16_t>());
-    return nb::cast(bits).attr("view")(ml.attr("bfloat16"));
   }
-  std::vector<size_t> shape(t.sizes.begin(), t.sizes.end());
-  std::vector<int64_t> strides(t.strides.begin(), t.strides.end());
-  nb::ndarray<nb::numpy> arr(t.data, shape.size(), shape.data(), self, strides.data(),
-                             dl_dtype(t.dtype));
-  return nb::cast(arr);
+  nb::object array = nb::steal(make_numpy_array(t, self.ptr()));
+  if (!array.is_valid()) throw nb::python_error();
+  // BFloat16 comes as uint16 bits: reinterpret them with ml_dtypes' type.
+  if (ml.is_valid()) return array.attr("view")(ml.attr("bfloat16"));
+  return array;
 }
 
 std::string tensor_repr(nb::handle self) {
-  PyTensor& pt = nb::cast<PyTensor&>(self);
+  PyTensor& pt = tensor_of(self);
   const TensorResult& t = pt.t;
   std::string head = "pterun.Tensor(shape=" + shape_text(t.sizes) +
                      ", dtype=" + std::string(dtype_name(t.dtype)) + ", device='" + t.device + "'";
@@ -185,9 +192,10 @@ std::string tensor_repr(nb::handle self) {
 PyTensor from_host(nb::handle data, const std::string& device, nb::handle dtype) {
   const int index = parse_device(device);
   InputBatch batch;
-  convert_input(data, ValueKind::Tensor, "Tensor.from_host: ", batch);
+  batch.reserve(1);
+  convert_input(data, ValueKind::Tensor, InputSource{{}, 0, "Tensor.from_host"}, false, batch);
   wait_for_producers(batch);
-  const InputArg& a = batch.args.front();
+  const InputArg& a = batch.args().front();
   TensorResult r;
   r.dtype = a.dtype;
   if (!dtype.is_none()) {
@@ -206,14 +214,14 @@ PyTensor from_host(nb::handle data, const std::string& device, nb::handle dtype)
     r.dtype = d;
   }
   r.sizes.assign(a.sizes.begin(), a.sizes.end());
-  r.strides = contiguous_strides(r.sizes);
+  r.strides = ResultDims(contiguous_strides(r.sizes));
   r.device = device_string(index);
   r.device_index = index;
   const size_t item = element_size(a.dtype);
   std::vector<int64_t> src_strides(a.strides.begin(), a.strides.end());
-  if (src_strides.empty()) src_strides = r.strides;
+  if (src_strides.empty()) src_strides.assign(r.strides.begin(), r.strides.end());
   const bool src_on_gpu = a.device == kernels::Device::CUDA;
-  const bool src_contiguous = src_strides == r.strides;
+  const bool src_contiguous = std::ranges::equal(src_strides, r.strides);
   const size_t nbytes = r.nbytes();
 
   nb::gil_scoped_release release;  // `batch` keeps the source alive
@@ -252,7 +260,7 @@ PyTensor from_host(nb::handle data, const std::string& device, nb::handle dtype)
 
 nb::object dlpack(nb::handle self, nb::handle stream, nb::handle max_version, nb::handle dl_device,
                   nb::handle copy) {
-  PyTensor& p = nb::cast<PyTensor&>(self);
+  PyTensor& p = tensor_of(self);
   const int index = cuda_index(p.t);
   if (!stream.is_none() && !nb::isinstance<nb::int_>(stream)) {
     throw nb::type_error("Tensor.__dlpack__: stream must be an int or None");
@@ -274,7 +282,7 @@ nb::object dlpack(nb::handle self, nb::handle stream, nb::handle max_version, nb
                                    .c_str());
       }
       kwargs["dl_device"] = dl_device;
-      return nb::cast(PyTensor{download_copy(p)}).attr("__dlpack__")(**kwargs);
+      return wrap_tensor(download_copy(p)).attr("__dlpack__")(**kwargs);
     }
   }
   if (!copy.is_none() && nb::cast<bool>(copy)) {
@@ -303,18 +311,32 @@ nb::object dlpack(nb::handle self, nb::handle stream, nb::handle max_version, nb
 
 }  // namespace
 
+PyTensor* as_tensor(nb::handle obj) {
+  if (!PyObject_TypeCheck(obj.ptr(), tensor_type)) return nullptr;
+  return nb::inst_ptr<PyTensor>(obj);
+}
+
+nb::object wrap_tensor(TensorResult&& t) {
+  // The instance is built in place: nb::cast would look the type up per call.
+  nb::object obj = nb::inst_alloc(nb::handle(reinterpret_cast<PyObject*>(tensor_type)));
+  new (nb::inst_ptr<PyTensor>(obj)) PyTensor{std::move(t)};
+  nb::inst_mark_ready(obj);
+  return obj;
+}
+
 int cuda_index(const TensorResult& t) {
   return t.device_index;
 }
 
 void init_tensor(nb::module_& m) {
-  nb::class_<PyTensor>(m, "Tensor", "A tensor produced by pterun (B20).")
-      .def_prop_ro("shape",
-                   [](const PyTensor& p) {
-                     nb::list l;
-                     for (int64_t s : p.t.sizes) l.append(s);
-                     return nb::tuple(l);
-                   })
+  nb::class_<PyTensor> cls(m, "Tensor", "A tensor produced by pterun (B20).");
+  tensor_type = reinterpret_cast<PyTypeObject*>(cls.ptr());
+  cls.def_prop_ro("shape",
+                  [](const PyTensor& p) {
+                    nb::list l;
+                    for (int64_t s : p.t.sizes) l.append(s);
+                    return nb::tuple(l);
+                  })
       .def_prop_ro("ndim", [](const PyTensor& p) { return p.t.sizes.size(); })
       .def_prop_ro("dtype", [](const PyTensor& p) { return p.t.dtype; })
       .def_prop_ro("dtype_name",
@@ -359,7 +381,7 @@ void init_tensor(nb::module_& m) {
           "waiting for the device when its memory was handed to another library).")
       .def("item",
            [](nb::handle self) {
-             PyTensor& p = nb::cast<PyTensor&>(self);
+             PyTensor& p = tensor_of(self);
              if (p.t.nbytes() != element_size(p.t.dtype)) {
                throw nb::value_error("item() needs a tensor with exactly one element");
              }

@@ -17,6 +17,12 @@ struct PyTensor {
   bool exported = false;
 };
 
+/// The pterun.Tensor `obj` is (a subclass included), or nullptr.
+PyTensor* as_tensor(nanobind::handle obj);
+
+/// A new pterun.Tensor object holding `t`.
+nanobind::object wrap_tensor(TensorResult&& t);
+
 /// The GPU index of a tensor's memory, or -1 for host memory.
 int cuda_index(const TensorResult& t);
 
