@@ -379,7 +379,8 @@ struct Method::Loader {
   // whose tensor inputs are all constants, and whose other arguments
   // nothing writes at run time, runs once here into memory of its own and
   // leaves the step list. Without it a linear layer transposes its constant
-  // weight on every call.
+  // weight on every call. (The out argument is the returned value itself:
+  // instructions list it twice, so it is no input.)
   void fold_constants() {
     if (m.options_.device != kernels::Device::CPU) return;
     static const std::set<std::string, std::less<>> kFoldable = {
@@ -435,7 +436,8 @@ struct Method::Loader {
         if (out.kind != ValueKind::Tensor || writes[ret] != 1 || io.count(ret) ||
             aliased.count(ret) || is_state(*out.tensor) || out.tensor->is_constant() ||
             out.tensor->dynamism != ShapeDynamism::Static ||
-            !std::all_of(instr.args.begin(), instr.args.end() - 1, constant_arg)) {
+            !std::all_of(instr.args.begin(), instr.args.end() - 1,
+                         [&](int32_t a) { return a == ret || constant_arg(a); })) {
           continue;
         }
         Step& step = m.chains_[c][k];
