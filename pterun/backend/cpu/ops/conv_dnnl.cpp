@@ -7,9 +7,11 @@
 // direct kernels win by more than the reorders cost.
 
 #include <algorithm>
+#include <atomic>
 
 #include "pterun/backend/cpu/ops/conv_problem.h"
 #include "pterun/backend/cpu/ops/dnnl_util.h"
+#include "pterun/kernels/common/parallel.h"
 
 namespace pterun::cpu {
 namespace {
@@ -21,7 +23,6 @@ using dnnl::memory;
 struct ConvPlan {
   bool usable = false;
   bool via_f32 = false;  // no native f16/bf16 kernel: convert around an f32 one
-  int threads = 1;
   dnnl::primitive prim;
   memory src, wei, bias, dst, scratchpad;  // in the primitive's formats
   memory src_user, wei_user, dst_user;     // in the tensors' layouts
@@ -151,10 +152,9 @@ bool build(ConvPlan& plan, const ConvProblem& p, memory::data_type t) {
   return true;
 }
 
-ConvPlan make_plan(const ConvProblem& p, int threads) {
+ConvPlan make_plan(const ConvProblem& p) {
   ConvPlan plan;
-  plan.threads = threads;
-  du::ThreadScope scope(threads);
+  du::ThreadScope scope(1);
   try {
     if (p.dtype != DType::Float32 && build(plan, p, du::data_type(p.dtype))) {
       plan.usable = true;
@@ -179,7 +179,7 @@ constexpr size_t aligned(size_t bytes) {
 }
 
 void run(KernelContext& ctx, const ConvProblem& p, ConvPlan& plan, const char* op) {
-  du::ThreadScope scope(plan.threads);
+  du::ThreadScope scope(1);
   const int64_t in_sizes[4] = {p.n, p.ic, p.ih, p.iw};
   const int64_t out_sizes[4] = {p.n, p.oc, p.oh, p.ow};
   const int64_t w_sizes[4] = {p.transposed ? p.ic : p.oc,
@@ -257,6 +257,23 @@ void run(KernelContext& ctx, const ConvProblem& p, ConvPlan& plan, const char* o
   if (plan.via_f32) du::convert_flat(ctx, DType::Float32, out, p.dtype, p.out, out_span);
 }
 
+/// conv_dnnl() on the calling thread.
+bool conv_range(KernelContext& ctx, const ConvProblem& p, const char* op) {
+  du::PlanKey key;
+  key.add(
+      {static_cast<int64_t>(p.dtype), p.transposed ? 1 : 0, p.groups, p.bias != nullptr ? 1 : 0});
+  key.add({p.n, p.ic, p.oc, p.ih, p.iw, p.oh, p.ow, p.kh, p.kw});
+  key.add({p.stride[0], p.stride[1], p.pad[0], p.pad[1], p.dilation[0], p.dilation[1], p.out_pad[0],
+           p.out_pad[1]});
+  for (int i = 0; i < 4; ++i) key.add({p.in_strides[i], p.w_strides[i], p.out_strides[i]});
+
+  thread_local du::PlanCache<ConvPlan> cache(128);
+  ConvPlan& plan = cache.get(key, [&] { return make_plan(p); });
+  if (!plan.usable) return false;
+  run(ctx, p, plan, op);
+  return true;
+}
+
 }  // namespace
 
 bool conv_dnnl(KernelContext& ctx, const ConvProblem& p, const char* op) {
@@ -265,20 +282,20 @@ bool conv_dnnl(KernelContext& ctx, const ConvProblem& p, const char* op) {
   }
   const double work =
       static_cast<double>(p.n) * p.oc * p.oh * p.ow * (p.ic / p.groups) * p.kh * p.kw;
-  const int threads = du::threads_for(ctx, work);
-  du::PlanKey key;
-  key.add({static_cast<int64_t>(p.dtype), p.transposed ? 1 : 0, p.groups, threads,
-           p.bias != nullptr ? 1 : 0});
-  key.add({p.n, p.ic, p.oc, p.ih, p.iw, p.oh, p.ow, p.kh, p.kw});
-  key.add({p.stride[0], p.stride[1], p.pad[0], p.pad[1], p.dilation[0], p.dilation[1], p.out_pad[0],
-           p.out_pad[1]});
-  for (int i = 0; i < 4; ++i) key.add({p.in_strides[i], p.w_strides[i], p.out_strides[i]});
-
-  thread_local du::PlanCache<ConvPlan> cache(128);
-  ConvPlan& plan = cache.get(key, [&] { return make_plan(p, threads); });
-  if (!plan.usable) return false;
-  run(ctx, p, plan, op);
-  return true;
+  if (ctx.num_threads <= 1 || p.n < 2 || work < du::kMinParallelWork) {
+    return conv_range(ctx, p, op);
+  }
+  // Images in ranges over the threads, each range one oneDNN call.
+  const size_t es = element_size(p.dtype);
+  std::atomic<bool> declined{false};
+  kernels::parallel_for(ctx, p.n, static_cast<int64_t>(work / p.n), [&](int64_t b, int64_t e) {
+    ConvProblem q = p;
+    q.n = e - b;
+    q.in = static_cast<const char*>(p.in) + b * p.in_strides[0] * es;
+    q.out = static_cast<char*>(p.out) + b * p.out_strides[0] * es;
+    if (!conv_range(du::range_context(), q, op)) declined.store(true);
+  });
+  return !declined.load();  // declined: the caller's own kernel redoes all images
 }
 
 }  // namespace pterun::cpu
