@@ -2,12 +2,15 @@
 // their own strides (NCHW or channels-last need no copy when oneDNN has a
 // direct kernel for that layout); weights are reordered per call into the
 // blocked format the chosen kernel wants (they may be any dim order).
-// When the plain layouts only get oneDNN's im2col kernel, activations are
-// reordered into its preferred (blocked) format and back instead: the
-// direct kernels win by more than the reorders cost.
+// When the plain layouts only get oneDNN's im2col kernel, the output (and
+// if need be the input) is reordered from and to its preferred blocked
+// format instead: the direct kernels win by more than the reorders cost
+// (digits_cnn's [359,1,8,8] first layer: 83 us reading NCHW and writing
+// nChw16c, against 318 us for brgconv on NHWC and 304 us for im2col).
 
 #include <algorithm>
 #include <atomic>
+#include <utility>
 
 #include "pterun/backend/cpu/ops/conv_problem.h"
 #include "pterun/backend/cpu/ops/dnnl_util.h"
@@ -110,12 +113,22 @@ const char* impl_of(const dnnl::primitive_desc& pd) {
 /// optimised.
 bool build(ConvPlan& plan, const ConvProblem& p, memory::data_type t) {
   const UserDescs u = user_descs(p, t);
-  dnnl::primitive_desc pd = try_pd(p, u.src, u.wei, u.dst, u.bias);
-  if (!du::is_direct(impl_of(pd))) {
-    const memory::desc any_src(u.src.dims(), t, memory::format_tag::any);
-    const memory::desc any_dst(u.dst.dims(), t, memory::format_tag::any);
-    dnnl::primitive_desc blocked = try_pd(p, any_src, u.wei, any_dst, u.bias);
-    if (du::is_direct(impl_of(blocked)) || !du::is_optimized(impl_of(pd))) pd = blocked;
+  // The first direct kernel of: the tensors' own layouts, then oneDNN's
+  // choice for dst only (first-layer kernels read plain NCHW and write a
+  // blocked layout: one reorder instead of two), for src only, for both.
+  // Else the first optimised one.
+  const memory::desc any_src(u.src.dims(), t, memory::format_tag::any);
+  const memory::desc any_dst(u.dst.dims(), t, memory::format_tag::any);
+  const std::pair<const memory::desc*, const memory::desc*> layouts[4] = {
+      {&u.src, &u.dst}, {&u.src, &any_dst}, {&any_src, &u.dst}, {&any_src, &any_dst}};
+  dnnl::primitive_desc pd;
+  for (const auto& [src, dst] : layouts) {
+    dnnl::primitive_desc candidate = try_pd(p, *src, u.wei, *dst, u.bias);
+    if (du::is_direct(impl_of(candidate))) {
+      pd = candidate;
+      break;
+    }
+    if (!du::is_optimized(impl_of(pd))) pd = candidate;
   }
   if (!du::is_optimized(impl_of(pd))) return false;
 
