@@ -8,6 +8,7 @@
 #include <set>
 
 #include "pterun/core/error.h"
+#include "pterun/executor/rewrite.h"
 #include "pterun/kernels/registry.h"
 #include "pterun/program/support.h"
 
@@ -457,6 +458,24 @@ struct Method::Loader {
     }
   }
 
+  // Load-time kernel rewrites (rewrite.h), where the device has the kernel.
+  void apply_rewrites() {
+    std::vector<bool> keep(d.values.size(), false);
+    for (int32_t v : d.inputs) keep[v] = true;
+    for (int32_t v : d.outputs) keep[v] = true;
+    for (int32_t v : aliased) keep[v] = true;
+    for (size_t i = 0; i < d.values.size(); ++i) {
+      const auto& v = d.values[i];
+      keep[i] = keep[i] || (v.kind == ValueKind::Tensor && is_state(*v.tensor));
+    }
+    const auto& registry = kernels::KernelRegistry::global();
+    for (const KernelRewrite& r : find_kernel_rewrites(d, keep)) {
+      const kernels::KernelFn fn = registry.find(r.kernel, m.options_.device);
+      Step& step = m.chains_[r.chain][r.index];
+      if (fn != nullptr && step.kind == InstructionKind::KernelCall) step.fn = fn;
+    }
+  }
+
   // Inputs: planned inputs whose region other tensors reuse get a private
   // home, so a second execute() reads the same inputs (B11).
   void plan_inputs() {
@@ -552,6 +571,7 @@ std::unique_ptr<Method> Method::load(std::shared_ptr<const Program> program,
   loader.build_values();
   loader.build_steps();
   loader.fold_constants();
+  loader.apply_rewrites();
   loader.plan_inputs();
   loader.plan_outputs();
   return m;
