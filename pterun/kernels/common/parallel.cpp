@@ -14,6 +14,7 @@
 #include <chrono>
 #include <exception>
 #include <mutex>
+#include <system_error>
 #include <thread>
 
 namespace pterun::kernels {
@@ -53,15 +54,26 @@ class Pool {
 
   void run(int threads, int64_t n, int64_t chunks, void (*body)(void*, int64_t, int64_t),
            void* context) {
-    std::unique_lock busy(busy_, std::try_to_lock);
-    if (!busy.owns_lock()) {  // nested, or another thread's call in flight
+    // One job at a time; a nested call, or another thread's while one is
+    // in flight, runs on its caller alone.
+    bool idle = false;
+    if (!busy_.compare_exchange_strong(idle, true, std::memory_order_acquire)) {
       body(context, 0, n);
       return;
     }
+    struct Release {
+      std::atomic<bool>& busy;
+      ~Release() { busy.store(false, std::memory_order_release); }
+    } release{busy_};
     threads = std::min(threads, 255);
     chunks = std::min<int64_t>(chunks, 0x3ffff);
-    for (; helpers_ < threads - 1; ++helpers_) {
-      std::thread([this, index = helpers_ + 1] { helper_loop(index); }).detach();
+    try {
+      for (; helpers_ < threads - 1; ++helpers_) {
+        std::thread([this, index = helpers_ + 1] { helper_loop(index); }).detach();
+      }
+    } catch (const std::system_error&) {
+      // No more threads to be had: the caller takes the ranges of the
+      // helpers that do not exist.
     }
     n_ = n;
     body_ = body;
@@ -133,7 +145,7 @@ class Pool {
     }
   }
 
-  std::mutex busy_;
+  std::atomic<bool> busy_{false};
   int helpers_ = 0;  // started so far (threads 1, 2, ...)
   std::atomic<uint64_t> ticket_{0};
   std::atomic<uint32_t> epoch_{0};
