@@ -1,7 +1,8 @@
 // Convolution through oneDNN. Input and output are described in place with
 // their own strides (NCHW or channels-last need no copy when oneDNN has a
-// direct kernel for that layout); weights are reordered per call into the
-// blocked format the chosen kernel wants (they may be any dim order).
+// direct kernel for that layout); weights are reordered into the blocked
+// format the chosen kernel wants (they may be any dim order) and kept in
+// the plan while their bytes stay the same.
 // When the plain layouts only get oneDNN's im2col kernel, the output (and
 // if need be the input) is reordered from and to its preferred blocked
 // format instead: the direct kernels win by more than the reorders cost
@@ -10,7 +11,9 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstring>
 #include <utility>
+#include <vector>
 
 #include "pterun/backend/cpu/ops/conv_problem.h"
 #include "pterun/backend/cpu/ops/dnnl_util.h"
@@ -32,7 +35,34 @@ struct ConvPlan {
   dnnl::reorder src_reorder, wei_reorder, dst_reorder;
   bool reorder_src = false, reorder_wei = false, reorder_dst = false;
   size_t src_bytes = 0, wei_bytes = 0, dst_bytes = 0, scratchpad_bytes = 0;
+  // Weights kept in the primitive's format between calls (they are almost
+  // always constants), with a copy of the bytes they came from: reordered
+  // again only when those change.
+  memory wei_packed;
+  std::vector<char> wei_source;
+  const void* wei_source_at = nullptr;
 };
+
+/// Largest weights kept packed in a plan.
+constexpr size_t kMaxPackedWeightBytes = size_t{1} << 22;
+
+/// Points plan.wei at weights in the primitive's format for `weight`
+/// (`bytes` in the tensor's layout): the plan's packed copy, reordered
+/// only when the weights differ from last time.
+void bind_packed_weights(ConvPlan& plan, const void* weight, size_t bytes, const char* op) {
+  if (plan.wei_source_at != weight || plan.wei_source.size() != bytes ||
+      std::memcmp(plan.wei_source.data(), weight, bytes) != 0) {
+    if (!plan.wei_packed) plan.wei_packed = memory(plan.wei.get_desc(), du::engine());
+    du::bind(plan.wei_user, weight);
+    const dnnl_exec_arg_t args[2] = {{DNNL_ARG_FROM, plan.wei_user.get()},
+                                     {DNNL_ARG_TO, plan.wei_packed.get()}};
+    du::execute(plan.wei_reorder, args, op);
+    const char* from = static_cast<const char*>(weight);
+    plan.wei_source.assign(from, from + bytes);
+    plan.wei_source_at = weight;
+  }
+  du::bind(plan.wei, plan.wei_packed.get_data_handle());
+}
 
 struct UserDescs {
   memory::desc src, wei, bias, dst;
@@ -210,7 +240,9 @@ void run(KernelContext& ctx, const ConvProblem& p, ConvPlan& plan, const char* o
     sizes[3] = aligned(out_span * 4);
   }
   sizes[4] = aligned(plan.src_bytes);
-  sizes[5] = aligned(plan.wei_bytes);
+  const size_t w_bytes = static_cast<size_t>(w_span) * element_size(p.dtype);
+  const bool packed_weights = plan.reorder_wei && !plan.via_f32 && w_bytes <= kMaxPackedWeightBytes;
+  sizes[5] = packed_weights ? 0 : aligned(plan.wei_bytes);
   sizes[6] = aligned(plan.dst_bytes);
   sizes[7] = aligned(plan.scratchpad_bytes);
   size_t total = 0;
@@ -247,7 +279,9 @@ void run(KernelContext& ctx, const ConvProblem& p, ConvPlan& plan, const char* o
   } else {
     du::bind(plan.src, in);
   }
-  if (plan.reorder_wei) {
+  if (packed_weights) {
+    bind_packed_weights(plan, weight, w_bytes, op);
+  } else if (plan.reorder_wei) {
     du::bind(plan.wei_user, weight);
     du::bind(plan.wei, buf[5]);
     reorder(plan.wei_reorder, plan.wei_user, plan.wei);
