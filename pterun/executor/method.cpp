@@ -8,6 +8,8 @@
 #include <set>
 
 #include "pterun/core/error.h"
+#include "pterun/executor/constant_fold.h"
+#include "pterun/executor/rewrite.h"
 #include "pterun/kernels/registry.h"
 #include "pterun/program/support.h"
 
@@ -375,83 +377,60 @@ struct Method::Loader {
     return found;
   }
 
-  // Constant folding: a data-movement kernel (permute, view, cast ...)
-  // whose tensor inputs are all constants, and whose other arguments
-  // nothing writes at run time, runs once here into memory of its own and
-  // leaves the step list. Without it a linear layer transposes its constant
-  // weight on every call.
+  // Values load-time passes must leave alone: inputs, outputs, state and
+  // values re-pointed at run time.
+  std::vector<bool> kept_values() const {
+    std::vector<bool> keep(d.values.size(), false);
+    for (int32_t v : d.inputs) keep[v] = true;
+    for (int32_t v : d.outputs) keep[v] = true;
+    for (int32_t v : aliased) keep[v] = true;
+    for (size_t i = 0; i < d.values.size(); ++i) {
+      const auto& v = d.values[i];
+      keep[i] = keep[i] || (v.kind == ValueKind::Tensor && is_state(*v.tensor));
+    }
+    return keep;
+  }
+
+  // Constant folding (constant_fold.h): each instruction runs once here into
+  // memory of its own and leaves the step list. One whose kernel fails
+  // stays (the error then comes from the call, as before).
   void fold_constants() {
     if (m.options_.device != kernels::Device::CPU) return;
-    static const std::set<std::string, std::less<>> kFoldable = {
-        "aten::permute_copy.out",      "aten::view_copy.out",
-        "aten::t_copy.out",            "aten::transpose_copy.int_out",
-        "aten::expand_copy.out",       "aten::unsqueeze_copy.out",
-        "aten::squeeze_copy.dim_out",  "aten::squeeze_copy.dims_out",
-        "aten::squeeze_copy.out",      "aten::slice_copy.Tensor_out",
-        "aten::select_copy.int_out",   "aten::_to_copy.out",
-        "aten::clone.out",             "aten::alias_copy.out",
-    };
-    // How often each value is written at run time (kernel returns, moves).
-    std::vector<int> writes(d.values.size(), 0);
-    for (const auto& chain : d.chains) {
-      for (const auto& instr : chain.instructions) {
-        if (instr.kind == InstructionKind::MoveCall) ++writes[instr.target];
-        if ((instr.kind == InstructionKind::KernelCall ||
-             instr.kind == InstructionKind::DelegateCall) &&
-            !instr.args.empty()) {
-          int32_t ret = instr.args.back();
-          ++writes[ret];
-          for (int64_t item : d.values[ret].items) {
-            if (d.values[ret].kind == ValueKind::TensorList) ++writes[item];
-          }
-        }
+    for (auto [c, k] : find_constant_instructions(d, kept_values())) {
+      Step& step = m.chains_[c][k];
+      const int32_t ret = d.chains[c].instructions[k].args.back();
+      Tensor& t = m.tensors_[tensor_of_value[ret]];
+      auto views = followers(ret, last_writer(ret));
+      void* const planned = t.data();
+      const size_t planned_capacity = t.capacity();
+      const size_t bytes = std::max(t.bound_nbytes(), t.nbytes());
+      backend::Allocation own = m.allocate(bytes);
+      auto point_at = [&](uint8_t* base, size_t capacity) {
+        t.set_data(base, capacity);
+        for (auto [view, offset] : views) view->set_data(base + offset, view->nbytes());
+      };
+      point_at(own.data(), bytes);
+      try {
+        step.fn(m.context_,
+                std::span<Value* const>(m.arg_pool_.data() + step.args_begin, step.args_count));
+      } catch (const Error&) {
+        point_at(static_cast<uint8_t*>(planned), planned_capacity);
+        continue;
       }
+      m.owned_.push_back(std::move(own));
+      step.kind = InstructionKind::FreeCall;  // a no-op from now on
+      step.fn = nullptr;
     }
-    std::set<int32_t> io(d.inputs.begin(), d.inputs.end());
-    io.insert(d.outputs.begin(), d.outputs.end());
-    auto constant_arg = [&](int32_t a) {
-      const auto& v = d.values[a];
-      if (writes[a] != 0 || io.count(a)) return false;
-      switch (v.kind) {
-        case ValueKind::Tensor: return v.tensor->is_constant();
-        case ValueKind::IntList:
-          return std::all_of(v.items.begin(), v.items.end(),
-                             [&](int64_t item) { return writes[item] == 0; });
-        case ValueKind::TensorList:
-        case ValueKind::OptionalTensorList: return false;
-        default: return true;
-      }
-    };
-    for (size_t c = 0; c < d.chains.size(); ++c) {
-      const auto& instrs = d.chains[c].instructions;
-      for (size_t k = 0; k < instrs.size(); ++k) {
-        const auto& instr = instrs[k];
-        if (instr.kind != InstructionKind::KernelCall || instr.args.size() < 2 ||
-            !kFoldable.count(d.operators[instr.index].full_name())) {
-          continue;
-        }
-        const int32_t ret = instr.args.back();
-        const auto& out = d.values[ret];
-        if (out.kind != ValueKind::Tensor || writes[ret] != 1 || io.count(ret) ||
-            aliased.count(ret) || is_state(*out.tensor) || out.tensor->is_constant() ||
-            out.tensor->dynamism != ShapeDynamism::Static ||
-            !std::all_of(instr.args.begin(), instr.args.end() - 1, constant_arg)) {
-          continue;
-        }
-        Step& step = m.chains_[c][k];
-        Tensor& t = m.tensors_[tensor_of_value[ret]];
-        auto views = followers(ret, last_writer(ret));
-        const size_t bytes = std::max(t.bound_nbytes(), t.nbytes());
-        m.owned_.push_back(m.allocate(bytes));
-        t.set_data(m.owned_.back().data(), bytes);
-        for (auto [view, offset] : views) {
-          view->set_data(m.owned_.back().data() + offset, view->nbytes());
-        }
-        step.fn(m.context_, std::span<Value* const>(m.arg_pool_.data() + step.args_begin,
-                                                     step.args_count));
-        step.kind = InstructionKind::FreeCall;  // a no-op from now on
-        step.fn = nullptr;
-      }
+  }
+
+  // Load-time kernel rewrites (rewrite.h), where the device has the kernel.
+  void apply_rewrites() {
+    const std::vector<bool> keep = kept_values();
+    const auto& registry = kernels::KernelRegistry::global();
+    for (const KernelRewrite& r : find_kernel_rewrites(d, keep)) {
+      const kernels::KernelFn fn = registry.find(r.kernel, m.options_.device);
+      Step& step = m.chains_[r.chain][r.index];
+      if (fn != nullptr && step.kind == InstructionKind::KernelCall) step.fn = fn;
     }
   }
 
@@ -550,6 +529,7 @@ std::unique_ptr<Method> Method::load(std::shared_ptr<const Program> program,
   loader.build_values();
   loader.build_steps();
   loader.fold_constants();
+  loader.apply_rewrites();
   loader.plan_inputs();
   loader.plan_outputs();
   return m;

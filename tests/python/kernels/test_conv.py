@@ -91,6 +91,16 @@ def test_fixture_conv_3x3_pad1():
     np.testing.assert_allclose(out, expected, rtol=1e-4, atol=1e-4)
 
 
+def test_conv2d_new_weights_each_call():
+    # oneDNN plans keep reordered weights while the weight bytes stay the
+    # same; new values (at a reused address or not) must be reordered again.
+    x, b = rand(2, 8, 8, 8), rand(16)
+    for _ in range(6):
+        w = rand(16, 8, 3, 3)
+        out, expected = conv(x, w, b, padding=(1, 1))
+        np.testing.assert_allclose(out, expected, rtol=1e-4, atol=1e-4)
+
+
 @pytest.mark.parametrize("stride,padding,dilation", [
     ((1, 1), (0, 0), (1, 1)), ((2, 2), (1, 1), (1, 1)), ((2, 1), (0, 2), (1, 1)),
     ((1, 1), (2, 2), (2, 2)), ((3, 2), (1, 0), (2, 1)),

@@ -147,6 +147,24 @@ def test_max_pool_nan_propagates():
     assert np.isnan(out[0, 0, 0, 0]) and idx[0, 0, 0, 0] == 1
 
 
+@pytest.mark.parametrize("shape,k,s,p,order", [
+    ((359, 16, 8, 8), (2, 2), (2, 2), (0, 0), None),  # digits_cnn: the values-only loop
+    ((2, 3, 9, 37), (2, 2), (2, 2), (0, 0), None),  # odd sizes: vector blocks and a tail
+    ((2, 3, 8, 8), (2, 2), (2, 2), (0, 0), (0, 2, 3, 1)),  # channels-last: the full kernel
+    ((1, 2, 7, 7), (3, 3), (2, 2), (1, 1), None),  # not 2x2: the full kernel
+])
+def test_max_pool_values_only_kernel(shape, k, s, p, order):
+    # The kernel the executor runs when nothing reads the indices
+    # (executor/rewrite.h): the same values; the indices are not written.
+    x = rand(*shape)
+    x[RNG.random(x.shape) < 0.02] = np.nan
+    ev, _ = ref_max_pool(x, k, s, p, (1, 1), False)
+    out, _ = call_kernel("pterun::max_pool2d_values.out", T(x, dim_order=order), list(k), list(s),
+                         list(p), [1, 1], False, Out(np.float32, ev.shape),
+                         Out(np.int64, ev.shape))
+    np.testing.assert_array_equal(out, ev)
+
+
 def test_max_pool_errors():
     x = rand(1, 1, 4, 4)
     shape = (1, 1, 2, 2)

@@ -10,6 +10,7 @@
 #include <type_traits>
 
 #include "pterun/backend/cpu/ops/ops.h"
+#include "pterun/backend/cpu/ops/vec_math.h"
 #include "pterun/core/value.h"
 #include "pterun/kernels/common/elementwise.h"
 #include "pterun/kernels/common/elementwise_checks.h"
@@ -199,9 +200,13 @@ void gelu_out(KernelContext& ctx, std::span<Value* const> args) {
       kernels::map_elements<C, C, 1>(
           ctx, out, {&in},
           [](C x) {
-            constexpr C kSqrtHalf = C(0.7071067811865476);
-            if (std::isinf(x)) return x > 0 ? x : C(0);
-            return C(0.5) * x * (C(1) + std::erf(x * kSqrtHalf));
+            if constexpr (std::is_same_v<C, float>) {
+              return vec_math::gelu_erf(x);
+            } else {
+              constexpr C kSqrtHalf = C(0.7071067811865476);
+              if (std::isinf(x)) return x > 0 ? x : C(0);
+              return C(0.5) * x * (C(1) + std::erf(x * kSqrtHalf));
+            }
           },
           op);
     }
@@ -314,7 +319,13 @@ void glu_out(KernelContext& ctx, std::span<Value* const> args) {
   });
 }
 
-constexpr auto kSilu = [](auto x) { return x / (decltype(x)(1) + std::exp(-x)); };
+constexpr auto kSilu = [](auto x) {
+  if constexpr (std::is_same_v<decltype(x), float>) {
+    return x * vec_math::sigmoid(x);
+  } else {
+    return x / (decltype(x)(1) + std::exp(-x));
+  }
+};
 constexpr auto kHardsigmoid = [](auto x) {
   using C = decltype(x);
   C v = x + C(3);

@@ -25,13 +25,9 @@ ThreadScope::~ThreadScope() {
   if (changed_) omp_set_num_threads(previous_);
 }
 
-int threads_for(const kernels::KernelContext& ctx, double work) {
-  // About 20-40 us of single-core work. Below it a team's wake-up and
-  // barriers cost more than the split saves, and on a busy machine a
-  // descheduled team member can stall a short region for a whole
-  // scheduler slice (milliseconds).
-  constexpr double kMinParallelWork = 1 << 20;
-  return work < kMinParallelWork ? 1 : std::max(1, ctx.num_threads);
+kernels::KernelContext& range_context() {
+  thread_local kernels::KernelContext context;
+  return context;
 }
 
 bool is_optimized(const char* impl_info) {

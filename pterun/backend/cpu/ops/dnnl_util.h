@@ -2,15 +2,14 @@
 
 // What the matmul and convolution kernels share around oneDNN: the engine,
 // a thread-count scope, allocation-free execution, and a per-thread LRU
-// cache of prepared primitives ("plans") keyed by shapes, strides, dtypes
-// and the thread count.
+// cache of prepared primitives ("plans") keyed by shapes, strides, dtypes.
 //
-// Threads: oneDNN is built on OpenMP and sizes its work by
-// omp_get_max_threads(), both when a primitive descriptor is created (the
-// jit convolutions fix their blocking for that count) and when it runs.
-// ThreadScope sets the calling thread's OpenMP thread count to the kernel's
-// bound for the duration of both and restores it after; the count is part
-// of every plan key.
+// Threads: oneDNN is built on GNU OpenMP, whose teams spin and meet at a
+// barrier after every region; on a shared machine one descheduled team
+// member stalls the call for a scheduler slice. So oneDNN always runs on
+// one OpenMP thread (ThreadScope(1) around plan creation and execution),
+// and the kernels split large problems (batch or rows) over parallel_for
+// instead, each range a oneDNN call of its own on its thread.
 
 #include <dnnl.hpp>
 
@@ -46,9 +45,14 @@ class ThreadScope {
   bool changed_;
 };
 
-/// The thread count for `work` multiply-adds under the context's bound:
-/// one thread below the size where waking a team costs more than it saves.
-int threads_for(const kernels::KernelContext& ctx, double work);
+/// Multiply-adds below which a problem runs on one thread: about 20-40 us
+/// of single-core work, less than waking helpers and splitting costs.
+constexpr double kMinParallelWork = 1 << 20;
+
+/// A context of the calling thread for one range of a split problem: one
+/// thread, scratch of its own (kept between calls, so it allocates only
+/// when a larger size is first asked for).
+kernels::KernelContext& range_context();
 
 /// True when oneDNN picked an optimised implementation (not the reference
 /// loops, which are orders of magnitude slower than our own kernels).

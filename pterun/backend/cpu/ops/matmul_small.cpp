@@ -1,8 +1,9 @@
 // Register-blocked f32 GEMM for small products (a few 10^4 multiply-adds:
 // MLP layers at batch 8, attention heads), where oneDNN's fixed per-call
 // cost (its gemm driver's setup and buffers) would dominate. Blocks of 4
-// rows x 16 columns of c live in registers; b is read in place when its rows
-// are contiguous and packed once otherwise.
+// rows x 16 columns of c (8 rows x 32 columns with AVX-512) live in
+// registers; b is read in place when its rows are contiguous and packed
+// once otherwise.
 
 #include <algorithm>
 #include <cstring>
@@ -18,17 +19,26 @@
 namespace pterun::cpu {
 namespace {
 
-// Eight floats; GCC/Clang lower it to one AVX register (two SSE ones
-// without AVX).
+// Eight and sixteen floats; GCC/Clang lower them to one AVX / AVX-512
+// register each (or pairs of narrower ones). The sixteen-wide blocks are
+// used only where the build targets AVX-512.
 typedef float V8 __attribute__((vector_size(32)));
+typedef float V16 __attribute__((vector_size(64)));
+#if defined(__AVX512F__)
+constexpr bool kWide = true;
+#else
+constexpr bool kWide = false;
+#endif
 
-inline V8 load8(const float* p) {
-  V8 v;
+template <typename V>
+inline V load(const float* p) {
+  V v;
   std::memcpy(&v, p, sizeof v);
   return v;
 }
 
-inline void store8(float* p, V8 v) {
+template <typename V>
+inline void store(float* p, V v) {
   std::memcpy(p, &v, sizeof v);
 }
 
@@ -38,30 +48,31 @@ struct Epilogue {
   const float* bias;  // indexed by column, or null
 };
 
-/// c[0..R) x [j, j + 8V) from a (R rows) and b (row-major, leading
-/// dimension ldb, already offset to column j).
-template <int R, int V>
+/// c[0..R) x [j, j + N * lanes) from a (R rows) and b (row-major, leading
+/// dimension ldb, already offset to column j), in N vectors V per row.
+template <typename V, int R, int N>
 void block(const float* a, int64_t a_rs, int64_t a_cs, const float* b, int64_t ldb, int64_t k,
            float* c, int64_t c_rs, int64_t c_cs, int64_t j, const Epilogue& e) {
-  V8 acc[R][V] = {};
+  constexpr int L = sizeof(V) / sizeof(float);
+  V acc[R][N] = {};
   for (int64_t kk = 0; kk < k; ++kk) {
-    V8 bv[V];
-    for (int v = 0; v < V; ++v) bv[v] = load8(b + kk * ldb + 8 * v);
+    V bv[N];
+    for (int v = 0; v < N; ++v) bv[v] = load<V>(b + kk * ldb + L * v);
     for (int r = 0; r < R; ++r) {
       const float av = a[r * a_rs + kk * a_cs];
-      for (int v = 0; v < V; ++v) acc[r][v] += av * bv[v];
+      for (int v = 0; v < N; ++v) acc[r][v] += av * bv[v];
     }
   }
   for (int r = 0; r < R; ++r) {
-    for (int v = 0; v < V; ++v) {
-      V8 res = acc[r][v] * e.alpha;
-      if (e.bias != nullptr) res += load8(e.bias + j + 8 * v);
-      float* dst = c + r * c_rs + (j + 8 * v) * c_cs;
+    for (int v = 0; v < N; ++v) {
+      V res = acc[r][v] * e.alpha;
+      if (e.bias != nullptr) res += load<V>(e.bias + j + L * v);
+      float* dst = c + r * c_rs + (j + L * v) * c_cs;
       if (c_cs == 1) {
-        if (e.accumulate) res += e.beta * load8(dst);
-        store8(dst, res);
+        if (e.accumulate) res += e.beta * load<V>(dst);
+        store(dst, res);
       } else {
-        for (int l = 0; l < 8; ++l) {
+        for (int l = 0; l < L; ++l) {
           dst[l * c_cs] = e.accumulate ? res[l] + e.beta * dst[l * c_cs] : res[l];
         }
       }
@@ -89,8 +100,16 @@ template <int R>
 void rows(const float* a, int64_t a_rs, int64_t a_cs, const float* b, int64_t ldb, int64_t k,
           int64_t n, float* c, int64_t c_rs, int64_t c_cs, const Epilogue& e) {
   int64_t j = 0;
-  for (; j + 16 <= n; j += 16) block<R, 2>(a, a_rs, a_cs, b + j, ldb, k, c, c_rs, c_cs, j, e);
-  for (; j + 8 <= n; j += 8) block<R, 1>(a, a_rs, a_cs, b + j, ldb, k, c, c_rs, c_cs, j, e);
+  if constexpr (kWide) {
+    for (; j + 32 <= n; j += 32)
+      block<V16, R, 2>(a, a_rs, a_cs, b + j, ldb, k, c, c_rs, c_cs, j, e);
+    for (; j + 16 <= n; j += 16)
+      block<V16, R, 1>(a, a_rs, a_cs, b + j, ldb, k, c, c_rs, c_cs, j, e);
+  } else {
+    for (; j + 16 <= n; j += 16)
+      block<V8, R, 2>(a, a_rs, a_cs, b + j, ldb, k, c, c_rs, c_cs, j, e);
+  }
+  for (; j + 8 <= n; j += 8) block<V8, R, 1>(a, a_rs, a_cs, b + j, ldb, k, c, c_rs, c_cs, j, e);
   if (j < n) tail(a, a_rs, a_cs, b, ldb, k, c, c_rs, c_cs, R, j, n, e);
 }
 
@@ -119,6 +138,10 @@ void gemm_small_f32(kernels::KernelContext& ctx, const GemmProblem& p) {
     const int64_t ars = p.a.row_stride, acs = p.a.col_stride;
     const int64_t crs = p.c.row_stride, ccs = p.c.col_stride;
     int64_t i = 0;
+    if constexpr (kWide) {  // 32 registers: 8 rows of accumulators
+      for (; i + 8 <= m; i += 8)
+        rows<8>(a + i * ars, ars, acs, b, ldb, k, n, c + i * crs, crs, ccs, e);
+    }
     for (; i + 4 <= m; i += 4)
       rows<4>(a + i * ars, ars, acs, b, ldb, k, n, c + i * crs, crs, ccs, e);
     switch (m - i) {

@@ -3,12 +3,11 @@
 // deviations) in float for f16/bf16/f32 and double for f64; batch and group
 // norm finish with one per-channel scale-and-shift pass over any layout.
 
-#include <omp.h>
-
 #include <cmath>
 
 #include "pterun/backend/cpu/ops/ops.h"
 #include "pterun/core/value.h"
+#include "pterun/kernels/common/parallel.h"
 #include "pterun/kernels/common/reduce_util.h"
 
 namespace pterun::cpu {
@@ -147,7 +146,7 @@ void layer_norm(KernelContext& ctx, const Tensor& in, size_t lead, const Tensor*
   const C ceps = static_cast<C>(eps);
 
   kernels::parallel_for(ctx, num_rows, n * 6, [&](int64_t begin, int64_t end) {
-    C* buf = need_row_buf ? row_bufs + n * omp_get_thread_num() : nullptr;
+    C* buf = need_row_buf ? row_bufs + n * kernels::parallel_thread_index() : nullptr;
     auto od = rows;
     od.seek(begin);
     for (int64_t r = begin; r < end; ++r, od.next()) {

@@ -15,6 +15,7 @@
 #include "pterun/backend/cpu/ops/ops.h"
 #include "pterun/backend/cpu/ops/pool_util.h"
 #include "pterun/kernels/common/dtype_util.h"
+#include "pterun/kernels/internal_ops.h"
 
 namespace pterun::cpu {
 namespace {
@@ -137,6 +138,7 @@ void adaptive_avg_pool2d_out(KernelContext& ctx, std::span<Value* const> args) {
 void register_pool_ops(kernels::KernelRegistry& r) {
   using kernels::Device;
   r.add("aten::max_pool2d_with_indices.out", Device::CPU, &pool::max_pool2d_with_indices_out);
+  r.add(kernels::kMaxPoolValuesKernel, Device::CPU, &pool::max_pool2d_values_out);
   r.add("aten::avg_pool2d.out", Device::CPU, &avg_pool2d_out);
   r.add("aten::_adaptive_avg_pool2d.out", Device::CPU, &adaptive_avg_pool2d_out);
   r.add("aten::upsample_nearest2d.vec_out", Device::CPU, &pool::upsample_nearest2d_out);

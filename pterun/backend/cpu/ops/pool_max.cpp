@@ -247,12 +247,17 @@ void max_pool(KernelContext& ctx, const Planes& g, const Window& w, const T* src
   }
 }
 
-}  // namespace
+/// The checked arguments of max_pool2d_with_indices.out.
+struct MaxPoolArgs {
+  const Tensor* in;
+  Tensor* out;
+  Tensor* indices;
+  Window w;
+  Planes g;
+  std::array<int64_t, 4> is;
+};
 
-// max_pool2d_with_indices.out(self, kernel_size, stride, padding, dilation,
-//                             ceil_mode, *, out, indices)
-void max_pool2d_with_indices_out(KernelContext& ctx, std::span<Value* const> args) {
-  const char* op = "aten::max_pool2d_with_indices.out";
+MaxPoolArgs prepare(const char* op, std::span<Value* const> args) {
   const Tensor& in = args[0]->to_tensor();
   const Window w = make_window(op, args[1]->to_int_list(), args[2]->to_int_list(),
                                args[3]->to_int_list(), args[4]->to_int_list());
@@ -268,11 +273,83 @@ void max_pool2d_with_indices_out(KernelContext& ctx, std::span<Value* const> arg
   const int64_t oh = pooled_size(op, in.size(r - 2), w, 0, ceil_mode);
   const int64_t ow = pooled_size(op, in.size(r - 1), w, 1, ceil_mode);
   const Planes g = make_planes(op, in, out, oh, ow, &indices);
-  const std::array<int64_t, 4> is = strides4(indices);
+  return {&in, &out, &indices, w, g, strides4(indices)};
+}
 
-  kernels::visit(in.dtype(), kernels::Family::RealHBF16, op, [&]<typename T>() {
-    max_pool<T>(ctx, g, w, in.data_as<T>(), out.data_as<T>(), indices.data_as<int64_t>(), is);
+void run_with_indices(KernelContext& ctx, const char* op, const MaxPoolArgs& a) {
+  kernels::visit(a.in->dtype(), kernels::Family::RealHBF16, op, [&]<typename T>() {
+    max_pool<T>(ctx, a.g, a.w, a.in->data_as<T>(), a.out->data_as<T>(),
+                a.indices->data_as<int64_t>(), a.is);
   });
+}
+
+/// The largest of four floats, NaN if any is NaN; no branches.
+inline float max4(float a, float b, float c, float d) {
+  const float ab = a > b ? a : b, cd = c > d ? c : d;
+  const bool nan = (a != a) | (b != b) | (c != c) | (d != d);
+  return nan ? a + b + c + d : (ab > cd ? ab : cd);
+}
+
+/// max4 of the 2x2 windows of output columns [0, L) over rows r0 / r1.
+template <int L>
+inline void max2x2_values(const float* r0, const float* r1, float* out) {
+  const VecF<L> c[4] = {lanes<L>(r0, 0), lanes<L>(r0, 1), lanes<L>(r1, 0), lanes<L>(r1, 1)};
+  VecF<L> best = c[0];
+  VecI<L> nan = c[0] != c[0];
+  for (int k = 1; k < 4; ++k) {
+    best = c[k] > best ? c[k] : best;
+    nan |= c[k] != c[k];
+  }
+  best = nan ? c[0] + c[1] + c[2] + c[3] : best;
+  std::memcpy(out, &best, sizeof best);
+}
+
+/// Values of float 2x2, stride-2 windows that lie inside planes with
+/// contiguous rows; false (nothing done) for any other pooling.
+bool max_pool_2x2_values(KernelContext& ctx, const MaxPoolArgs& a) {
+  const Window& w = a.w;
+  const Planes& g = a.g;
+  if (a.in->dtype() != DType::Float32 || w.k[0] != 2 || w.k[1] != 2 || w.s[0] != 2 || w.s[1] != 2 ||
+      w.p[0] != 0 || w.p[1] != 0 || w.d[0] != 1 || w.d[1] != 1 || g.channels_inner ||
+      g.in[3] != 1 || g.out[3] != 1 || 2 * g.oh > g.ih || 2 * g.ow > g.iw) {
+    return false;
+  }
+  const float* src = a.in->data_as<const float>();
+  float* dst = a.out->data_as<float>();
+  kernels::parallel_for(ctx, g.n * g.c, 4 * g.oh * g.ow, [&](int64_t b, int64_t e) {
+    for (int64_t plane = b; plane < e; ++plane) {
+      const int64_t n = plane / g.c, c = plane % g.c;
+      const float* in = src + n * g.in[0] + c * g.in[1];
+      float* o = dst + n * g.out[0] + c * g.out[1];
+      for (int64_t oy = 0; oy < g.oh; ++oy, in += 2 * g.in[2], o += g.out[2]) {
+        const float* r1 = in + g.in[2];
+        int64_t ox = 0;
+        for (; ox + 8 <= g.ow; ox += 8) max2x2_values<8>(in + 2 * ox, r1 + 2 * ox, o + ox);
+        for (; ox + 4 <= g.ow; ox += 4) max2x2_values<4>(in + 2 * ox, r1 + 2 * ox, o + ox);
+        for (; ox < g.ow; ++ox) {
+          o[ox] = max4(in[2 * ox], in[2 * ox + 1], r1[2 * ox], r1[2 * ox + 1]);
+        }
+      }
+    }
+  });
+  return true;
+}
+
+}  // namespace
+
+// max_pool2d_with_indices.out(self, kernel_size, stride, padding, dilation,
+//                             ceil_mode, *, out, indices)
+void max_pool2d_with_indices_out(KernelContext& ctx, std::span<Value* const> args) {
+  const char* op = "aten::max_pool2d_with_indices.out";
+  run_with_indices(ctx, op, prepare(op, args));
+}
+
+// pterun::max_pool2d_values.out: the same arguments, when nothing reads the
+// indices (a load-time rewrite, executor/fusion.h).
+void max_pool2d_values_out(KernelContext& ctx, std::span<Value* const> args) {
+  const char* op = "aten::max_pool2d_with_indices.out";
+  const MaxPoolArgs a = prepare(op, args);
+  if (!max_pool_2x2_values(ctx, a)) run_with_indices(ctx, op, a);
 }
 
 }  // namespace pterun::cpu::pool

@@ -169,6 +169,7 @@ Resample resample_args(const char* op, const Tensor& in, const Value& size_arg,
 // Kernels registered by register_pool_ops (pool.cpp), defined in
 // pool_max.cpp and pool_resample.cpp.
 void max_pool2d_with_indices_out(KernelContext& ctx, std::span<Value* const> args);
+void max_pool2d_values_out(KernelContext& ctx, std::span<Value* const> args);
 void upsample_nearest2d_out(KernelContext& ctx, std::span<Value* const> args);
 void upsample_bilinear2d_out(KernelContext& ctx, std::span<Value* const> args);
 

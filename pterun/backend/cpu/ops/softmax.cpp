@@ -3,12 +3,11 @@
 // dim is processed as a block of lines side by side so loads stay
 // unit-stride. f16/bf16 are computed in float, f64 in double.
 
-#include <omp.h>
-
 #include <cmath>
 
 #include "pterun/backend/cpu/ops/ops.h"
 #include "pterun/core/value.h"
+#include "pterun/kernels/common/parallel.h"
 #include "pterun/kernels/common/reduce_util.h"
 
 namespace pterun::cpu {
@@ -153,7 +152,7 @@ void softmax_impl(KernelContext& ctx, const Tensor& in, Tensor& out, size_t dim)
   T* y = out.data_as<T>();
 
   kernels::parallel_for(ctx, units, len * block * 8, [&](int64_t b, int64_t e) {
-    C* stats = scratch + slot * omp_get_thread_num();
+    C* stats = scratch + slot * kernels::parallel_thread_index();
     C* buf = stats + 2 * block + 16;
     auto outer = plan.outer;
     for (int64_t u = b; u < e; ++u) {

@@ -7,6 +7,7 @@
 #include <type_traits>
 
 #include "pterun/backend/cpu/ops/ops.h"
+#include "pterun/backend/cpu/ops/vec_math.h"
 #include "pterun/core/value.h"
 #include "pterun/kernels/common/elementwise.h"
 #include "pterun/kernels/common/elementwise_checks.h"
@@ -234,7 +235,11 @@ void register_unary_ops(kernels::KernelRegistry& r) {
   r.add("aten::erf.out", Device::CPU,
         &float_unary_out<"aten::erf.out", [](auto x) { return std::erf(x); }>);
   r.add("aten::sigmoid.out", Device::CPU, &float_unary_out<"aten::sigmoid.out", [](auto x) {
-          return decltype(x)(1) / (decltype(x)(1) + std::exp(-x));
+          if constexpr (std::is_same_v<decltype(x), float>) {
+            return vec_math::sigmoid(x);
+          } else {
+            return decltype(x)(1) / (decltype(x)(1) + std::exp(-x));
+          }
         }>);
 
   r.add("aten::neg.out", Device::CPU, &same_type_unary_out<"aten::neg.out", kRealH, kNeg>);

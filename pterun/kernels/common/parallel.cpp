@@ -1,0 +1,176 @@
+// The helper threads behind parallel_for. Not OpenMP: GNU OpenMP's teams
+// meet at a barrier after every region, so on a machine whose cores other
+// processes share, one descheduled team member stalls the whole call for
+// a scheduler slice per operator (milliseconds; docs/performance.md,
+// "Threads"). Here the calling thread claims ranges like any helper and
+// waits only for ranges a helper has already started; idle helpers spin
+// briefly, then sleep on a futex (std::atomic::wait).
+
+#include "pterun/kernels/common/parallel.h"
+
+#include <sched.h>
+
+#include <atomic>
+#include <chrono>
+#include <exception>
+#include <mutex>
+#include <system_error>
+#include <thread>
+
+namespace pterun::kernels {
+namespace {
+
+thread_local int t_thread_index = 0;
+
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
+/// The job in flight, packed into one word so that a helper can claim a
+/// range with one compare-and-swap and never reads a newer job's fields
+/// by mistake: generation (20 bits), threads (8), ranges (18), next range
+/// (18).
+struct Ticket {
+  uint64_t generation, threads, chunks, next;
+
+  static Ticket unpack(uint64_t w) {
+    return {w >> 44, (w >> 36) & 0xff, (w >> 18) & 0x3ffff, w & 0x3ffff};
+  }
+  uint64_t pack() const {
+    return ((generation & 0xfffff) << 44) | (threads << 36) | (chunks << 18) | next;
+  }
+};
+
+class Pool {
+ public:
+  /// Never destroyed: helpers may still sleep in it at exit, and a forked
+  /// child (which has no helpers) still runs every range on its caller.
+  static Pool& get() {
+    static Pool* pool = new Pool();
+    return *pool;
+  }
+
+  void run(int threads, int64_t n, int64_t chunks, void (*body)(void*, int64_t, int64_t),
+           void* context) {
+    // One job at a time; a nested call, or another thread's while one is
+    // in flight, runs on its caller alone.
+    bool idle = false;
+    if (!busy_.compare_exchange_strong(idle, true, std::memory_order_acquire)) {
+      body(context, 0, n);
+      return;
+    }
+    struct Release {
+      std::atomic<bool>& busy;
+      ~Release() { busy.store(false, std::memory_order_release); }
+    } release{busy_};
+    threads = std::min(threads, 255);
+    chunks = std::min<int64_t>(chunks, 0x3ffff);
+    try {
+      for (; helpers_ < threads - 1; ++helpers_) {
+        std::thread([this, index = helpers_ + 1] { helper_loop(index); }).detach();
+      }
+    } catch (const std::system_error&) {
+      // No more threads to be had: the caller takes the ranges of the
+      // helpers that do not exist.
+    }
+    n_ = n;
+    body_ = body;
+    context_ = context;
+    error_ = nullptr;
+    done_.store(0, std::memory_order_relaxed);
+    ++generation_;
+    const Ticket t{generation_, static_cast<uint64_t>(threads), static_cast<uint64_t>(chunks), 0};
+    ticket_.store(t.pack(), std::memory_order_release);
+    epoch_.fetch_add(1, std::memory_order_release);
+    epoch_.notify_all();
+
+    work(0);
+    // Only ranges a helper has claimed are left; wait for those.
+    for (int spins = 0; done_.load(std::memory_order_acquire) < chunks; ++spins) {
+      if (spins < 4096) {
+        cpu_relax();
+      } else {
+        sched_yield();  // the helper may need this core to finish
+      }
+    }
+    if (error_) std::rethrow_exception(error_);
+  }
+
+ private:
+  // Claims and runs ranges of the current job until none is left.
+  void work(int index) {
+    uint64_t word = ticket_.load(std::memory_order_acquire);
+    for (;;) {
+      Ticket t = Ticket::unpack(word);
+      if (static_cast<uint64_t>(index) >= t.threads || t.next >= t.chunks) return;
+      Ticket claimed = t;
+      ++claimed.next;
+      if (!ticket_.compare_exchange_weak(word, claimed.pack(), std::memory_order_acq_rel,
+                                         std::memory_order_acquire)) {
+        continue;
+      }
+      // The caller waits for this range, so the job's fields stay valid.
+      const auto chunks = static_cast<int64_t>(t.chunks), i = static_cast<int64_t>(t.next);
+      const int saved = t_thread_index;
+      t_thread_index = index;
+      try {
+        body_(context_, n_ * i / chunks, n_ * (i + 1) / chunks);
+      } catch (...) {
+        std::lock_guard lock(error_mutex_);
+        if (!error_) error_ = std::current_exception();
+      }
+      t_thread_index = saved;
+      done_.fetch_add(1, std::memory_order_acq_rel);
+      word = ticket_.load(std::memory_order_acquire);
+    }
+  }
+
+  void helper_loop(int index) {
+    t_thread_index = index;
+    uint32_t seen = epoch_.load(std::memory_order_acquire);
+    for (;;) {
+      // Spin a little (the next operator of a call usually follows within
+      // microseconds), then sleep until the next job.
+      const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(50);
+      for (int i = 0; epoch_.load(std::memory_order_acquire) == seen; ++i) {
+        cpu_relax();
+        if ((i & 63) == 63 && std::chrono::steady_clock::now() > until) {
+          epoch_.wait(seen, std::memory_order_acquire);
+        }
+      }
+      seen = epoch_.load(std::memory_order_acquire);
+      work(index);
+    }
+  }
+
+  std::atomic<bool> busy_{false};
+  int helpers_ = 0;  // started so far (threads 1, 2, ...)
+  std::atomic<uint64_t> ticket_{0};
+  std::atomic<uint32_t> epoch_{0};
+  std::atomic<int64_t> done_{0};
+  uint64_t generation_ = 0;
+  int64_t n_ = 0;
+  void (*body_)(void*, int64_t, int64_t) = nullptr;
+  void* context_ = nullptr;
+  std::mutex error_mutex_;
+  std::exception_ptr error_;
+};
+
+}  // namespace
+
+int parallel_thread_index() {
+  return t_thread_index;
+}
+
+namespace detail {
+
+void run_parallel(int threads, int64_t n, int64_t chunks,
+                  void (*body)(void* context, int64_t begin, int64_t end), void* context) {
+  Pool::get().run(threads, n, chunks, body, context);
+}
+
+}  // namespace detail
+
+}  // namespace pterun::kernels

@@ -1,0 +1,96 @@
+// parallel_for on the helper pool: every index once, thread indices below
+// the bound, nested and concurrent calls, errors from a body.
+
+#include "pterun/kernels/common/parallel.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <thread>
+#include <vector>
+
+#include "pterun/core/error.h"
+
+namespace pterun::kernels {
+namespace {
+
+KernelContext context_with(int threads) {
+  KernelContext ctx;
+  ctx.num_threads = threads;
+  return ctx;
+}
+
+TEST(ParallelFor, CoversEveryIndexOnceWithIndicesBelowTheBound) {
+  for (int threads : {1, 2, 3, 8}) {
+    SCOPED_TRACE(threads);
+    const KernelContext ctx = context_with(threads);
+    constexpr int64_t n = 10'007;
+    std::vector<std::atomic<int>> hits(n);
+    std::atomic<bool> bad_index{false};
+    for (int round = 0; round < 20; ++round) {
+      parallel_for(ctx, n, kParallelGrain, [&](int64_t b, int64_t e) {
+        const int t = parallel_thread_index();
+        if (t < 0 || t >= threads) bad_index = true;
+        for (int64_t i = b; i < e; ++i) hits[i].fetch_add(1);
+      });
+    }
+    EXPECT_FALSE(bad_index);
+    for (int64_t i = 0; i < n; ++i) ASSERT_EQ(hits[i].load(), 20) << "index " << i;
+  }
+}
+
+TEST(ParallelFor, SmallWorkStaysOnTheCallingThread) {
+  const KernelContext ctx = context_with(4);
+  const auto caller = std::this_thread::get_id();
+  bool elsewhere = false;
+  int calls = 0;
+  parallel_for(ctx, 100, 1, [&](int64_t b, int64_t e) {
+    elsewhere = elsewhere || std::this_thread::get_id() != caller;
+    ++calls;
+    EXPECT_EQ(b, 0);
+    EXPECT_EQ(e, 100);
+  });
+  EXPECT_FALSE(elsewhere);
+  EXPECT_EQ(calls, 1);
+}
+
+TEST(ParallelFor, NestedAndConcurrentCallsComplete) {
+  const KernelContext ctx = context_with(2);
+  std::atomic<int64_t> total{0};
+  auto work = [&] {
+    for (int round = 0; round < 50; ++round) {
+      parallel_for(ctx, 64, kParallelGrain, [&](int64_t b, int64_t e) {
+        for (int64_t i = b; i < e; ++i) {
+          // Nested: runs on the thread that claimed the outer range.
+          parallel_for(ctx, 8, kParallelGrain,
+                       [&](int64_t nb, int64_t ne) { total.fetch_add(ne - nb); });
+        }
+      });
+    }
+  };
+  std::thread other(work);
+  work();
+  other.join();
+  EXPECT_EQ(total.load(), 2 * 50 * 64 * 8);
+}
+
+TEST(ParallelFor, AnErrorInABodyReachesTheCaller) {
+  const KernelContext ctx = context_with(2);
+  std::atomic<int64_t> done{0};
+  EXPECT_THROW(parallel_for(ctx, 1000, kParallelGrain,
+                            [&](int64_t b, int64_t e) {
+                              if (b <= 500 && 500 < e) {
+                                throw_error(ErrorCode::InvalidArgument, "range with 500");
+                              }
+                              done.fetch_add(e - b);
+                            }),
+               Error);
+  // The failing range did not finish; the pool still works afterwards.
+  EXPECT_LT(done.load(), 1000);
+  std::atomic<int64_t> after{0};
+  parallel_for(ctx, 1000, kParallelGrain, [&](int64_t b, int64_t e) { after.fetch_add(e - b); });
+  EXPECT_EQ(after.load(), 1000);
+}
+
+}  // namespace
+}  // namespace pterun::kernels
