@@ -320,8 +320,8 @@ struct Method::Loader {
     for (size_t j = 0; j < d.values.size(); ++j) {
       const auto& o = d.values[j];
       int32_t vj = static_cast<int32_t>(j);
-      if (vj == vi || o.kind != ValueKind::Tensor || !is_planned(*o.tensor) ||
-          written.count(vj) || aliased.count(vj) || o.tensor->memory_id != t.memory_id ||
+      if (vj == vi || o.kind != ValueKind::Tensor || !is_planned(*o.tensor) || written.count(vj) ||
+          aliased.count(vj) || o.tensor->memory_id != t.memory_id ||
           o.tensor->memory_offset < t.memory_offset ||
           o.tensor->memory_offset + o.tensor->nbytes > t.memory_offset + t.nbytes) {
         continue;

@@ -106,8 +106,7 @@ void rows(const float* a, int64_t a_rs, int64_t a_cs, const float* b, int64_t ld
     for (; j + 16 <= n; j += 16)
       block<V16, R, 1>(a, a_rs, a_cs, b + j, ldb, k, c, c_rs, c_cs, j, e);
   } else {
-    for (; j + 16 <= n; j += 16)
-      block<V8, R, 2>(a, a_rs, a_cs, b + j, ldb, k, c, c_rs, c_cs, j, e);
+    for (; j + 16 <= n; j += 16) block<V8, R, 2>(a, a_rs, a_cs, b + j, ldb, k, c, c_rs, c_cs, j, e);
   }
   for (; j + 8 <= n; j += 8) block<V8, R, 1>(a, a_rs, a_cs, b + j, ldb, k, c, c_rs, c_cs, j, e);
   if (j < n) tail(a, a_rs, a_cs, b, ldb, k, c, c_rs, c_cs, R, j, n, e);
