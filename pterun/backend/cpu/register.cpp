@@ -17,6 +17,7 @@ void register_cpu_kernels(KernelRegistry& r) {
   cpu::register_shape_ops(r);
   cpu::register_copy_ops(r);
   cpu::register_index_ops(r);
+  cpu::register_nonzero_ops(r);
   cpu::register_creation_ops(r);
   cpu::register_prim_ops(r);
 }

@@ -1,5 +1,5 @@
 // Indexing: embedding, index_select, gather, scatter (src / value / add),
-// slice and select scatter, masked_fill, nonzero, and advanced indexing
+// slice and select scatter, masked_fill and advanced indexing
 // (index.Tensor, index_put) over kernels/common/index_util.h.
 // Every index is data: all of them are range-checked before anything is
 // written, and outside parallel regions (an exception must not cross one).
@@ -187,13 +187,6 @@ void prepare_masked_fill(const Tensor& self, const Tensor& mask, Tensor& out, co
   kernels::resize_to_broadcast(out, {&self, &mask}, op);
 }
 
-void check_nonzero(const Tensor& self, const Tensor& out, const char* op) {
-  PTERUN_CHECK(out.dtype() == DType::Int64 && out.dim() == 2, ErrorCode::InvalidArgument, op,
-               ": out must be a 2-D int64 tensor, got ", describe(out));
-  PTERUN_CHECK(kernels::in_family(self.dtype(), Family::RealHBBF16), ErrorCode::InvalidArgument, op,
-               ": dtype ", dtype_name(self.dtype()), " is not supported");
-}
-
 void check_index_put(const Tensor& self, const Tensor& values, const Tensor& target,
                      bool accumulate, const char* op) {
   check_same_dtype(values, self, "values", op);
@@ -366,7 +359,7 @@ void scatter_out(KernelContext& ctx, std::span<Value* const> args) {
   });
 }
 
-// ---- masked_fill / nonzero -----------------------------------------------
+// ---- masked_fill -----------------------------------------------------
 
 // masked_fill.Scalar_out(self, Tensor mask, Scalar value, *, out)
 void masked_fill_out(KernelContext& ctx, std::span<Value* const> args) {
@@ -382,38 +375,6 @@ void masked_fill_out(KernelContext& ctx, std::span<Value* const> args) {
                                     : kernels::convert<C>(value.to_int());
     kernels::map_elements<C, C, 2>(
         ctx, out, {&self, &mask}, [v](C x, C m) { return m != C(0) ? v : x; }, op);
-  });
-}
-
-// nonzero.out(self, *, out): int64 [count, rank] coordinates in row-major
-// order; out must be able to take the data-dependent count.
-void nonzero_out(KernelContext& /*ctx*/, std::span<Value* const> args) {
-  const char* op = "aten::nonzero.out";
-  const Tensor& self = args[0]->to_tensor();
-  Tensor& out = args[1]->to_tensor();
-  indexing::check_nonzero(self, out, op);
-  Odometer<1> walk;
-  for (size_t d = 0; d < self.dim(); ++d) walk.push(self.size(d), {self.stride(d)});
-  kernels::visit(self.dtype(), Family::RealHBBF16, op, [&]<typename T>() {
-    const T* x = self.data_as<const T>();
-    auto od = walk;
-    od.seek(0);
-    int64_t count = 0;
-    for (int64_t i = 0; i < self.numel(); ++i, od.next()) {
-      count += kernels::convert<bool>(x[od.offset[0]]) ? 1 : 0;
-    }
-    const std::array<int64_t, 2> shape = {count, static_cast<int64_t>(self.dim())};
-    kernels::resize_output(out, shape, op);
-    int64_t* o = out.data_as<int64_t>();
-    od.seek(0);
-    int64_t row = 0;
-    for (int64_t i = 0; i < self.numel(); ++i, od.next()) {
-      if (!kernels::convert<bool>(x[od.offset[0]])) continue;
-      for (size_t d = 0; d < self.dim(); ++d) {
-        o[row * out.stride(0) + static_cast<int64_t>(d) * out.stride(1)] = od.coord[d];
-      }
-      ++row;
-    }
   });
 }
 
@@ -625,7 +586,6 @@ void register_index_ops(kernels::KernelRegistry& r) {
   r.add("aten::scatter.value_out", Device::CPU, &scatter_out<Scatter::Value>);
   r.add("aten::scatter_add.out", Device::CPU, &scatter_out<Scatter::Add>);
   r.add("aten::masked_fill.Scalar_out", Device::CPU, &masked_fill_out);
-  r.add("aten::nonzero.out", Device::CPU, &nonzero_out);
   r.add("aten::index.Tensor_out", Device::CPU, &index_tensor_out);
   r.add("aten::index_put.out", Device::CPU, &index_put<false>);
   r.add("aten::index_put_", Device::CPU, &index_put<true>);

@@ -32,20 +32,16 @@ void convert_copy(const kernels::KernelContext& ctx, Tensor& out, const Tensor& 
   const int64_t n = out.numel();
   if (n == 0) return;
   if (src.dtype() == out.dtype()) {
-    // make_indexer checks that src broadcasts to out; the strided copy
-    // (memcpy, tiled transpose, row or flat kernel) moves the bits, with
-    // src's broadcast dims at stride 0.
+    // The strided copy (memcpy, tiled transpose, row or flat kernel) moves
+    // the bits, with src's broadcast dims at stride 0.
     const StridedIndexer<2> ix = make_indexer<2>(out, {&src}, op);
     if (is_linear(ix)) {
       PTERUN_CUDA_CHECK(cudaMemcpyAsync(out.data(), src.data(), out.nbytes(),
                                         cudaMemcpyDeviceToDevice, stream(ctx)));
       return;
     }
-    int64_t src_strides[kMaxRank] = {};
-    const size_t lead = out.dim() - src.dim();
-    for (size_t d = lead; d < out.dim(); ++d) {
-      src_strides[d] = src.size(d - lead) == 1 ? 0 : src.stride(d - lead);
-    }
+    int64_t src_strides[kMaxRank];
+    broadcast_strides(src, out, src_strides, op);
     device_strided_copy(ctx, out.data(), out.strides(), src.data(),
                         std::span<const int64_t>(src_strides, out.dim()), out.sizes(),
                         out.element_size());

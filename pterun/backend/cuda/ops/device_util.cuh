@@ -256,6 +256,24 @@ StridedIndexer<N> make_indexer(std::span<const int64_t> sizes,
   return ix;
 }
 
+/// t's element strides over out's shape (out.dim() entries into `strides`):
+/// leading and size-1 dims of t broadcast with stride 0. Error
+/// InvalidArgument naming `op` when t does not broadcast to out.
+inline void broadcast_strides(const Tensor& t, const Tensor& out, int64_t* strides,
+                              const char* op) {
+  const size_t rank = out.dim();
+  PTERUN_CHECK(t.dim() <= rank, ErrorCode::InvalidArgument, op, ": input ", describe(t),
+               " has more dimensions than the output ", describe(out));
+  const size_t lead = rank - t.dim();
+  for (size_t d = 0; d < lead; ++d) strides[d] = 0;
+  for (size_t d = lead; d < rank; ++d) {
+    int64_t s = t.size(d - lead);
+    PTERUN_CHECK(s == out.size(d) || s == 1, ErrorCode::InvalidArgument, op, ": input ",
+                 describe(t), " does not broadcast to the output ", describe(out));
+    strides[d] = s == 1 ? 0 : t.stride(d - lead);
+  }
+}
+
 /// The indexer of an elementwise op over out's shape: operand 0 is `out`,
 /// operand k+1 is ins[k] broadcast to out's shape (leading and size-1
 /// dimensions get stride 0). Dimensions are walked in out's memory order
@@ -268,18 +286,7 @@ StridedIndexer<N> make_indexer(const Tensor& out, const std::array<const Tensor*
   const size_t rank = out.dim();
   int64_t logical[N][kMaxRank] = {};
   for (size_t d = 0; d < rank; ++d) logical[0][d] = out.stride(d);
-  for (int k = 0; k + 1 < N; ++k) {
-    const Tensor& t = *ins[k];
-    PTERUN_CHECK(t.dim() <= rank, ErrorCode::InvalidArgument, op, ": input ", describe(t),
-                 " has more dimensions than the output ", describe(out));
-    const size_t lead = rank - t.dim();
-    for (size_t d = lead; d < rank; ++d) {
-      int64_t s = t.size(d - lead);
-      PTERUN_CHECK(s == out.size(d) || s == 1, ErrorCode::InvalidArgument, op, ": input ",
-                   describe(t), " does not broadcast to the output ", describe(out));
-      logical[k + 1][d] = s == 1 ? 0 : t.stride(d - lead);
-    }
-  }
+  for (int k = 0; k + 1 < N; ++k) broadcast_strides(*ins[k], out, logical[k + 1], op);
   std::array<std::span<const int64_t>, N> spans;
   for (int k = 0; k < N; ++k) spans[k] = std::span<const int64_t>(logical[k], rank);
   return make_indexer<N>(out.sizes(), spans, out.dim_order());
