@@ -12,7 +12,8 @@ with cuda_graphs=False, kernel by kernel.
   once, B19; torch's is followed by torch.cuda.synchronize()). A second row
   per model gives the full host round trip: NumPy in, NumPy out.
 - calls: per-call cost of `out = m([x])[0]` on `chain8` (Method and Module),
-  `scale_256` and `scale_2048` with x a CUDA tensor, the loop of
+  `scale_256` and `scale_2048` with x a torch CUDA tensor (and, as the floor
+  of pterun's own cost, a pterun.Tensor on the GPU), the loop of
   behaviour.md B18, beside torch doing the same work eagerly and replaying
   it as a CUDA graph.
 
@@ -156,6 +157,8 @@ def main() -> int:
             else:
                 module_pt = pterun.Module(str(C.fixture_pte(name)), device="cuda:0")
                 peers.append(C.Peer("pterun Method", timed(lambda: method([x_torch])[0])))
+                peers.append(C.Peer("pterun Method, pterun.Tensor in",
+                                    timed(lambda: method([x_pt])[0])))
                 peers.append(C.Peer("pterun, no CUDA graph",
                                     timed(lambda: no_graphs([x_torch])[0])))
                 if name == "chain8":

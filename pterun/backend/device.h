@@ -119,10 +119,17 @@ void synchronize(const kernels::KernelContext& context);
 /// Counted in DeviceSyncs.
 void synchronize_device(int device);
 
-/// Waits for the work queued on GPU `device`'s legacy default stream: the
-/// stream that DLPack's `stream=1` names, before which a producer orders
-/// its pending writes. Counted in DeviceSyncs.
-void synchronize_legacy_stream(int device);
+/// Waits for the work queued so far on `stream` of GPU `device` (a
+/// cudaStream_t as an integer, DLPack's numbering: 1 is the legacy default
+/// stream, before which a DLPack producer given `stream=1` orders its
+/// pending writes). Counted in DeviceSyncs.
+void synchronize_stream(int device, uintptr_t stream);
+
+/// Makes the stream of `context` (a CUDA method's context) wait, on the
+/// GPU and without a host wait, for the work queued so far on `stream` of
+/// the same GPU (numbered as for synchronize_stream): an input's producer
+/// (B19). Nothing when `stream` is the method's own.
+void order_after_stream(const kernels::KernelContext& context, uintptr_t stream);
 
 // CUDA graphs: a method's steps captured once and replayed.
 

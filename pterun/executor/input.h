@@ -17,12 +17,17 @@ struct InputArg {
   ValueKind kind = ValueKind::None;  // Tensor, Int, Double, Bool, String or None
 
   // Tensor: memory the caller keeps valid while `keep_alive` lives, on the
-  // host or (device CUDA) on GPU `device_index`. The caller orders device
-  // memory: any work that writes it is finished (or ordered before the
-  // method's stream) when the input is set (B19).
+  // host or (device CUDA) on GPU `device_index`. Device memory is ready when
+  // the input is set, or, with `after_stream`, once the work queued so far
+  // on the producer's stream `stream` (a cudaStream_t of that GPU as an
+  // integer: 0 the null stream, 1 the legacy and 2 the per-thread default
+  // stream, as in DLPack) is done: the method orders its reads after it
+  // without a host wait when the memory is on its own GPU (B19).
   const void* data = nullptr;
   kernels::Device device = kernels::Device::CPU;
   int device_index = 0;
+  bool after_stream = false;
+  uintptr_t stream = 0;
   DType dtype = DType::Float32;
   std::span<const int64_t> sizes;
   std::span<const int64_t> strides;  // in elements; empty = contiguous row-major
@@ -53,6 +58,13 @@ struct InputArg {
     a.device = kernels::Device::CUDA;
     a.device_index = device_index;
     return a;
+  }
+  /// This device tensor is ready once the work queued so far on
+  /// `producer_stream` (of its GPU) is done.
+  InputArg& ready_after(uintptr_t producer_stream) {
+    after_stream = true;
+    stream = producer_stream;
+    return *this;
   }
   static InputArg from_int(int64_t v) {
     InputArg a;

@@ -393,9 +393,11 @@ struct Method::Loader {
 
   // Constant folding (constant_fold.h): each instruction runs once here into
   // memory of its own and leaves the step list. One whose kernel fails
-  // stays (the error then comes from the call, as before).
+  // stays (the error then comes from the call, as before). On a GPU the
+  // folded kernels run on the method's stream, waited for once at the end.
   void fold_constants() {
-    if (m.options_.device != kernels::Device::CPU) return;
+    const bool gpu = m.options_.device == kernels::Device::CUDA;
+    if (gpu) backend::activate(m.context_);
     for (auto [c, k] : find_constant_instructions(d, kept_values())) {
       Step& step = m.chains_[c][k];
       const int32_t ret = d.chains[c].instructions[k].args.back();
@@ -421,6 +423,47 @@ struct Method::Loader {
       step.kind = InstructionKind::FreeCall;  // a no-op from now on
       step.fn = nullptr;
     }
+    if (gpu) m.wait();
+  }
+
+  // Elementwise fusion (rewrite.h): a mul whose product only the next
+  // running add (or sub) reads runs inside that add, one pass over memory
+  // instead of two, where the device has the fused kernel and memory allows:
+  // no view reads the product's bytes later, and out overlaps each operand
+  // element for element or not at all.
+  void fuse_elementwise() {
+    const auto& registry = kernels::KernelRegistry::global();
+    std::vector<std::vector<bool>> idle(m.chains_.size());
+    std::vector<int64_t> chain_start(m.chains_.size(), 0);
+    int64_t position = 0;
+    for (size_t c = 0; c < m.chains_.size(); ++c) {
+      chain_start[c] = position;
+      position += static_cast<int64_t>(m.chains_[c].size());
+      for (const Step& s : m.chains_[c]) idle[c].push_back(s.kind == InstructionKind::FreeCall);
+    }
+    for (const KernelFusion& f : find_mul_add_fusions(d, kept_values(), idle)) {
+      const kernels::KernelFn fn = registry.find(f.kernel, m.options_.device);
+      if (fn == nullptr) continue;
+      const int64_t first_at = chain_start[f.chain] + static_cast<int64_t>(f.first);
+      if (!followers(f.dropped, first_at).empty()) continue;
+      const TensorDesc& out = *d.values[f.args[4]].tensor;
+      bool clash = false;
+      for (int32_t operand : {f.args[0], f.args[1], f.args[2]}) {
+        const TensorDesc& in = *d.values[operand].tensor;
+        if (!is_planned(in) || !is_planned(out) || !overlaps(in, out)) continue;
+        clash = clash || in.memory_offset != out.memory_offset || in.sizes != out.sizes ||
+                in.dim_order != out.dim_order;
+      }
+      if (clash) continue;
+      Step& first = m.chains_[f.chain][f.first];
+      Step& second = m.chains_[f.chain][f.second];
+      second.fn = fn;
+      second.args_begin = static_cast<uint32_t>(m.arg_pool_.size());
+      second.args_count = static_cast<uint32_t>(f.args.size());
+      for (int32_t v : f.args) m.arg_pool_.push_back(&m.values_[v]);
+      first.kind = InstructionKind::FreeCall;  // a no-op from now on
+      first.fn = nullptr;
+    }
   }
 
   // Load-time kernel rewrites (rewrite.h), where the device has the kernel.
@@ -440,6 +483,8 @@ struct Method::Loader {
     size_t n = d.inputs.size();
     m.input_set_.assign(n, false);
     m.input_alias_ok_.assign(n, false);
+    m.input_recent_.assign(n, {nullptr, nullptr});
+    m.input_followers_.resize(n);
     m.input_copies_.resize(n);
     m.input_download_.resize(n);
     m.input_staging_.resize(n);
@@ -469,14 +514,17 @@ struct Method::Loader {
         }
         shared = overlaps(t, *o.tensor);
       }
+      m.input_followers_[i] = followers(vi, -1);
       if (shared) {
         m.input_copies_[i] = m.allocate(t.nbytes);
         tensor.set_data(m.input_copies_[i].data(), t.nbytes);
-        for (auto [view, offset] : followers(vi, -1)) {
+        for (auto [view, offset] : m.input_followers_[i]) {
           view->set_data(m.input_copies_[i].data() + offset, view->nbytes());
         }
       }
       m.input_home_[i] = tensor.data();
+      m.input_alias_ok_[i] =
+          m.options_.device == kernels::Device::CUDA && !written.count(vi) && !aliased.count(vi);
     }
   }
 
@@ -529,6 +577,7 @@ std::unique_ptr<Method> Method::load(std::shared_ptr<const Program> program,
   loader.build_values();
   loader.build_steps();
   loader.fold_constants();
+  loader.fuse_elementwise();
   loader.apply_rewrites();
   loader.plan_inputs();
   loader.plan_outputs();

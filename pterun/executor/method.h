@@ -71,14 +71,13 @@ class Method {
   void forget_input(size_t i) { input_set_[i] = false; }
   /// Checks input `i` without installing it.
   void validate_input(size_t i, const InputArg& input) const { check_input(i, input); }
-  /// Installs a checked input.
-  void install_checked_input(size_t i, const InputArg& input) { install_input(i, input); }
+  /// Installs checked inputs 0..n-1 (a partial call when n is less than
+  /// num_inputs()).
+  void install_checked_inputs(std::span<const InputArg> inputs) { install_inputs(0, inputs); }
   /// True when installing input `i` may keep using the caller's memory
-  /// after set_inputs() returns (an unplanned input no kernel writes, B4):
-  /// only then must its InputArg carry a keep_alive.
-  bool input_may_alias(size_t i) const {
-    return i < input_home_.size() && input_home_[i] == nullptr && input_alias_ok_[i];
-  }
+  /// after set_inputs() returns (an input no kernel writes, B4: unplanned,
+  /// or planned on a GPU): only then must its InputArg carry a keep_alive.
+  bool input_may_alias(size_t i) const { return i < input_alias_ok_.size() && input_alias_ok_[i]; }
   /// Indices of inputs never set, for messages.
   std::string missing_inputs() const;
 
@@ -152,6 +151,8 @@ class Method {
   struct Loader;
 
   void check_input(size_t i, const InputArg& input) const;
+  void install_inputs(size_t first, std::span<const InputArg> inputs);
+  void order_after_producers(std::span<const InputArg> inputs);
   void install_input(size_t i, const InputArg& input);
   void install_on_device(size_t i, const InputArg& input, bool layout_ok,
                          std::span<const int64_t> src_strides);
@@ -159,6 +160,8 @@ class Method {
                        std::span<const int64_t> src_strides);
   const void* download_input(size_t i, const InputArg& input, std::span<const int64_t> strides);
   void* private_input_memory(size_t i);
+  void point_input(size_t i, void* data);
+  bool address_repeats(size_t i, const void* data);
   backend::Allocation allocate(size_t bytes) const;  // on the method's device, zeroed
   void drain() noexcept;
   [[noreturn]] void fail_step(size_t chain, size_t pc, const Error& e) const;
@@ -187,10 +190,16 @@ class Method {
 
   // Inputs.
   std::vector<bool> input_set_;
-  std::vector<bool> input_alias_ok_;               // unplanned input never written by the program
+  // An input the program never writes: unplanned ones are always used in
+  // place when their layout and device match; planned ones of a GPU method
+  // when the caller's address repeats (input_recent_), so that a key of
+  // the CUDA graphs does not change on every call.
+  std::vector<bool> input_alias_ok_;
+  std::vector<std::array<const void*, 2>> input_recent_;  // the caller's last addresses
+  std::vector<std::vector<std::pair<Tensor*, size_t>>> input_followers_;  // planned views
   std::vector<backend::Allocation> input_copies_;  // private copies for inputs that cannot alias
   std::vector<HostBuffer> input_download_;  // host copies of device inputs that need the host
-  std::vector<backend::PinnedBuffer> input_staging_;  // CUDA: reordered host inputs to upload
+  std::vector<backend::PinnedBuffer> input_staging_;  // CUDA: host inputs on their way up
   std::vector<bool> staging_busy_;  // CUDA: an upload from input_staging_[i] may be queued
   std::vector<std::shared_ptr<void>> input_keep_alive_;
   std::vector<void*> input_home_;  // planned address of each tensor input (or null)

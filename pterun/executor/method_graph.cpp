@@ -38,7 +38,11 @@ bool Method::graphs_possible() const {
   if (!options_.cuda_graphs || options_.device != kernels::Device::CUDA) return false;
   for (const auto& chain : chains_) {
     for (const Step& s : chain) {
-      if (s.kind != format::InstructionKind::KernelCall) return false;
+      // Kernels, and no-ops (folded or fused away).
+      if (s.kind != format::InstructionKind::KernelCall &&
+          s.kind != format::InstructionKind::FreeCall) {
+        return false;
+      }
     }
   }
   for (const auto& v : desc_->values) {

@@ -1,8 +1,10 @@
 // Checking and installing method inputs (behaviour.md B1, B3-B7, B9).
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstring>
+#include <utility>
 
 #include "pterun/backend/device.h"
 #include "pterun/core/error.h"
@@ -165,6 +167,35 @@ void Method::check_input(size_t i, const InputArg& a) const {
   }
 }
 
+// Installs checked `inputs` as inputs first, first + 1, ... after ordering
+// the method's work after their producers.
+void Method::install_inputs(size_t first, std::span<const InputArg> inputs) {
+  order_after_producers(inputs);
+  for (size_t k = 0; k < inputs.size(); ++k) install_input(first + k, inputs[k]);
+}
+
+// Device inputs whose producer may still be writing them (B19): reads on
+// this method's stream wait for the producer's stream on the GPU; a copy
+// from another GPU, or down to the host, waits for it on the host. Once
+// per producer stream and call.
+void Method::order_after_producers(std::span<const InputArg> inputs) {
+  std::array<std::pair<int, uintptr_t>, 8> done;
+  size_t n_done = 0;
+  for (const InputArg& a : inputs) {
+    if (a.kind != ValueKind::Tensor || a.device != kernels::Device::CUDA || !a.after_stream)
+      continue;
+    if (std::find(a.sizes.begin(), a.sizes.end(), 0) != a.sizes.end()) continue;  // nothing to read
+    const std::pair<int, uintptr_t> producer{a.device_index, a.stream};
+    if (std::find(done.begin(), done.begin() + n_done, producer) != done.begin() + n_done) continue;
+    if (n_done < done.size()) done[n_done++] = producer;
+    if (options_.device == kernels::Device::CUDA && a.device_index == options_.device_index) {
+      backend::order_after_stream(context_, a.stream);
+    } else {
+      backend::synchronize_stream(a.device_index, a.stream);
+    }
+  }
+}
+
 void Method::install_input(size_t i, const InputArg& arg) {
   input_set_[i] = false;
   int32_t vi = desc_->inputs[i];
@@ -237,14 +268,19 @@ void Method::install_on_device(size_t i, const InputArg& a, bool layout_ok,
   size_t bytes = t.nbytes();
   void* home = input_home_[i];
   bool same_gpu = a.device == kernels::Device::CUDA && a.device_index == options_.device_index;
-  if (home == nullptr && input_alias_ok_[i] && same_gpu && layout_ok) {
-    // On our GPU, unplanned and in the declared layout: used in place.
-    t.set_data(const_cast<void*>(a.data), bytes);
+  if (input_alias_ok_[i] && same_gpu && layout_ok &&
+      (home == nullptr || address_repeats(i, a.data))) {
+    // On our GPU and in the declared layout: used in place.
+    point_input(i, const_cast<void*>(a.data));
     input_keep_alive_[i] = a.keep_alive;
     input_set_[i] = true;
     return;
   }
-  if (home == nullptr) home = private_input_memory(i);
+  if (home == nullptr) {
+    home = private_input_memory(i);
+  } else {
+    point_input(i, home);  // back from the caller's memory
+  }
   input_keep_alive_[i].reset();
   if (same_gpu && !layout_ok) {
     // On our GPU in another layout: reordered there, in stream order (B1).
@@ -254,12 +290,11 @@ void Method::install_on_device(size_t i, const InputArg& a, bool layout_ok,
   } else if (a.device == kernels::Device::CUDA) {
     // Queued on our stream; the caller orders it after the producer (B19).
     backend::copy_peer_to_device(context_, home, a.device_index, a.data, bytes);
-  } else if (layout_ok) {
-    // Straight from the caller's memory: a pageable source is staged by
-    // the driver before the call returns.
-    backend::copy_host_to_device(context_, home, a.data, bytes);
-  } else {
-    stats::add(stats::Counter::LayoutConversions);
+  } else if (bytes > 0) {
+    // Host memory goes through pinned memory of this input's own (reordered
+    // on the way when its layout differs), so the upload is an
+    // asynchronous DMA in stream order, never a pageable copy that the
+    // driver stages while the call waits.
     backend::PinnedBuffer& staging = input_staging_[i];
     if (staging_busy_[i]) {
       // An upload queued from this staging buffer (inputs set twice
@@ -267,8 +302,13 @@ void Method::install_on_device(size_t i, const InputArg& a, bool layout_ok,
       wait();
     }
     if (staging.size() < t.bound_nbytes()) staging = backend::PinnedBuffer(t.bound_nbytes());
-    kernels::strided_copy(context_, staging.data(), t.strides(), a.data, src_strides, t.sizes(),
-                          t.element_size());
+    if (layout_ok) {
+      std::memcpy(staging.data(), a.data, bytes);
+    } else {
+      stats::add(stats::Counter::LayoutConversions);
+      kernels::strided_copy(context_, staging.data(), t.strides(), a.data, src_strides, t.sizes(),
+                            t.element_size());
+    }
     backend::copy_host_to_device(context_, home, staging.data(), bytes);
     staging_busy_[i] = true;
   }
@@ -289,6 +329,28 @@ const void* Method::download_input(size_t i, const InputArg& a, std::span<const 
   return buffer.data() + static_cast<size_t>(-e.lo) * element;
 }
 
+// Points input `i` (and the views planned inside it) at `data`.
+void Method::point_input(size_t i, void* data) {
+  Tensor& t = values_[desc_->inputs[i]].to_tensor();
+  if (t.data() == data) return;
+  t.set_data(data, data == input_home_[i] ? t.bound_nbytes() : t.nbytes());
+  for (auto [view, offset] : input_followers_[i]) {
+    view->set_data(static_cast<uint8_t*>(data) + offset, view->nbytes());
+  }
+}
+
+// True when the caller passed `data` for input `i` in one of the last two
+// calls; remembers it.
+bool Method::address_repeats(size_t i, const void* data) {
+  auto& recent = input_recent_[i];
+  const bool seen = recent[0] == data || recent[1] == data;
+  if (recent[0] != data) {
+    recent[1] = recent[0];
+    recent[0] = data;
+  }
+  return seen;
+}
+
 // Memory of this method's own for input `i` (unplanned inputs that cannot
 // be used in place), sized for the bound shape once.
 void* Method::private_input_memory(size_t i) {
@@ -302,7 +364,7 @@ void Method::set_input(size_t i, const InputArg& input) {
   PTERUN_CHECK(i < num_inputs(), ErrorCode::IndexOutOfRange, "method '", name(), "': input ", i,
                " is out of range (", num_inputs(), " inputs)");
   check_input(i, input);
-  install_input(i, input);
+  install_inputs(i, std::span<const InputArg>(&input, 1));
 }
 
 void Method::set_inputs(std::span<const InputArg> inputs) {
@@ -310,7 +372,7 @@ void Method::set_inputs(std::span<const InputArg> inputs) {
                "' takes ", num_inputs(), " inputs, got ", inputs.size());
   for (size_t i = 0; i < inputs.size(); ++i) check_input(i, inputs[i]);
   try {
-    for (size_t i = 0; i < inputs.size(); ++i) install_input(i, inputs[i]);
+    install_inputs(0, inputs);
   } catch (...) {
     // Installing started changing memory: nothing is usable until every
     // input is passed again (B9).

@@ -1,6 +1,8 @@
 #pragma once
 
+#include <array>
 #include <cstddef>
+#include <cstdint>
 #include <vector>
 
 #include "pterun/format/program_desc.h"
@@ -22,5 +24,29 @@ struct KernelRewrite {
 /// state, values re-pointed at run time) always get their full results.
 std::vector<KernelRewrite> find_kernel_rewrites(const format::MethodDesc& d,
                                                 const std::vector<bool>& keep);
+
+/// Two instructions of one chain that may run as one kernel: `first` runs
+/// nothing and `second` runs `kernel` (kernels/internal_ops.h) with `args`
+/// (value indices), which gives what `second` gave; `dropped` is the value
+/// `first` wrote, which nothing reads any more.
+struct KernelFusion {
+  size_t chain = 0;
+  size_t first = 0;
+  size_t second = 0;
+  const char* kernel = nullptr;
+  std::array<int32_t, 5> args{};
+  int32_t dropped = 0;
+};
+
+/// mul.out(x, m) -> t followed by add.out(t, a, alpha) -> out (or sub.out)
+/// where only that add reads t, t is not in `keep`, x, m, t, a and out share
+/// one floating dtype, and every instruction between the two is marked in
+/// `idle` (it runs nothing: folded at load). Gives kMulAddKernel /
+/// kMulSubKernel fusions with args (x, m, a, alpha, out). The caller still
+/// checks memory: that nothing reads t's bytes through a view and that out
+/// does not partly overlap x, m or a.
+std::vector<KernelFusion> find_mul_add_fusions(const format::MethodDesc& d,
+                                               const std::vector<bool>& keep,
+                                               const std::vector<std::vector<bool>>& idle);
 
 }  // namespace pterun

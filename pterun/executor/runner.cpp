@@ -42,7 +42,7 @@ void MethodRunner::set_leading_locked(std::span<const InputArg> inputs) {
                "' takes ", m.num_inputs(), " inputs, got ", inputs.size());
   try {
     for (size_t i = 0; i < inputs.size(); ++i) m.validate_input(i, inputs[i]);
-    for (size_t i = 0; i < inputs.size(); ++i) m.install_checked_input(i, inputs[i]);
+    m.install_checked_inputs(inputs);
     executed_ = false;
     PTERUN_CHECK(m.inputs_ready(), ErrorCode::InvalidState, "method '", m.name(), "': inputs ",
                  m.missing_inputs(), " were never passed (a partial call keeps only inputs ",

@@ -11,4 +11,12 @@ namespace pterun::kernels {
 /// indices tensor is left as it was).
 inline constexpr const char* kMaxPoolValuesKernel = "pterun::max_pool2d_values.out";
 
+/// mul.out then add.out (sub.out) of its product, in one pass:
+/// (self, mul_other, add_other, alpha, *, out) -> out, where out =
+/// self * mul_other + alpha * add_other (minus for sub), the product
+/// rounded to out's dtype first exactly as the two kernels would; one
+/// floating dtype throughout.
+inline constexpr const char* kMulAddKernel = "pterun::mul_add.out";
+inline constexpr const char* kMulSubKernel = "pterun::mul_sub.out";
+
 }  // namespace pterun::kernels

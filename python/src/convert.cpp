@@ -14,6 +14,7 @@
 #include "pterun/core/error.h"
 #include "python/src/numpy_api.h"
 #include "python/src/tensor.h"
+#include "python/src/torch_tensor.h"
 
 namespace nb = nanobind;
 
@@ -121,6 +122,8 @@ struct GilHeld {
 
 // DLPack device types (dlpack.h's DLDeviceType).
 constexpr int kDLCPU = 1, kDLCUDA = 2, kDLCUDAHost = 3, kDLCUDAManaged = 13;
+// The `stream` pterun passes to a CUDA producer's __dlpack__.
+constexpr uintptr_t kDLPackLegacyStream = 1;
 
 // Marks `a` as memory of GPU `index` (host memory when index < 0).
 void place_on(InputArg& a, int index) {
@@ -129,10 +132,20 @@ void place_on(InputArg& a, int index) {
   a.device_index = index;
 }
 
+// The message of a Python exception, str(exc) (python_error::what() adds
+// the traceback).
+std::string message_of(const nb::python_error& e) {
+  try {
+    return nb::cast<std::string>(nb::str(e.value()));
+  } catch (const std::exception&) {
+    PyErr_Clear();
+    return "(no message)";
+  }
+}
+
 [[noreturn]] void reraise(nb::python_error& e, const InputSource& source) {
   nb::object type = nb::borrow(e.type());
-  std::string msg = e.what();
-  raise(type.ptr(), source, msg);
+  raise(type.ptr(), source, message_of(e));
 }
 
 // The producer's (device type, device id), from __dlpack_device__; a CPU
@@ -170,8 +183,7 @@ void convert_dlpack(nb::handle obj, const InputSource& source, InputBatch& batch
   // predating max_version raise TypeError: ask again without). For GPU
   // memory pass stream=1, the legacy default stream (the array API forbids
   // 0, torch refuses 2): the producer orders its pending writes before that
-  // stream, and wait_for_producers() waits for it once before the run
-  // (B19).
+  // stream, and the method orders its reads after it, on the GPU (B19).
   std::vector<nb::dict> requests;  // most capable first
   for (bool versioned : {true, false}) {
     nb::dict kwargs;
@@ -202,10 +214,10 @@ void convert_dlpack(nb::handle obj, const InputSource& source, InputBatch& batch
           "the array's DLPack capsule is on device type " + std::to_string(type) +
               ", which pterun cannot read");
   }
-  if (type != kDLCPU) {
+  if (type != kDLCPU && type != kDLCUDA) {
     // Managed and pinned host memory are read as host memory, once the
-    // producer's writes are done.
-    batch.wait_legacy_streams.push_back(type == kDLCUDA ? a.device_id() : device_id);
+    // producer's writes are done: a host wait.
+    batch.wait_legacy_streams.push_back(device_id);
   }
   DType dtype;
   if (!dlpack_dtype(a.dtype(), dtype)) {
@@ -219,7 +231,29 @@ void convert_dlpack(nb::handle obj, const InputSource& source, InputBatch& batch
   }
   InputArg& arg = batch.add(
       InputArg::tensor(a.data(), dtype, shape.first(rank), shape.subspan(rank), std::move(held)));
-  if (type == kDLCUDA) place_on(arg, a.device_id());
+  if (type == kDLCUDA) {
+    place_on(arg, a.device_id());
+    arg.ready_after(kDLPackLegacyStream);
+  }
+}
+
+// A plain torch tensor read without its __dlpack__ (torch_tensor.h); its
+// writes are queued on torch's current stream, after which the method
+// reads it (B19).
+void convert_torch(const TorchTensorView& t, bool kept, InputBatch& batch) {
+  std::shared_ptr<void> held;
+  if (kept) {
+    auto object = std::make_shared<GilHeld<nb::object>>();
+    object->value = t.owner;
+    held = std::move(object);
+  } else {
+    batch.hold(t.owner);
+  }
+  InputArg& arg = batch.add(InputArg::tensor(t.data, t.dtype, t.sizes, t.strides, std::move(held)));
+  if (t.cuda_index >= 0) {
+    place_on(arg, t.cuda_index);
+    arg.ready_after(t.stream);
+  }
 }
 
 bool is_numpy_scalar(nb::handle obj, const char* kind) {
@@ -262,7 +296,7 @@ void convert_number(nb::handle obj, ValueKind declared, const InputSource& sourc
         double v = PyFloat_AsDouble(o);
         if (PyErr_Occurred()) {
           nb::python_error err;
-          raise(PyExc_OverflowError, source, err.what());
+          raise(PyExc_OverflowError, source, message_of(err));
         }
         batch.add(InputArg::from_double(v));
       }
@@ -342,7 +376,7 @@ void convert_buffer(nb::handle obj, const InputSource& source, bool kept, InputB
     }
     // Keep the exporter's exception type (B6).
     nb::object type = nb::borrow(err.type());
-    std::string msg = err.what();
+    std::string msg = message_of(err);
     raise(type.ptr(), source, std::string("cannot read the buffer: ") + msg);
   }
   DType dtype;
@@ -386,6 +420,8 @@ void convert_tensor(nb::handle obj, const InputSource& source, bool kept, InputB
   NumpyArrayView array;
   if (read_numpy_array(obj.ptr(), array)) return convert_numpy(obj, array, source, kept, batch);
   if (PyObject_CheckBuffer(obj.ptr())) return convert_buffer(obj, source, kept, batch);
+  TorchTensorView torch;
+  if (read_torch_tensor(obj, batch, torch)) return convert_torch(torch, kept, batch);
   if (PyObject_HasAttrString(obj.ptr(), "__dlpack__")) return convert_dlpack(obj, source, batch);
   raise(PyExc_TypeError, source,
         "expected an array (buffer protocol, DLPack or pterun.Tensor), got " +
@@ -465,7 +501,7 @@ void wait_for_producers(InputBatch& batch) {
     for (int d : batch.wait_legacy_streams) {
       // A whole-device wait covers that device's legacy stream too.
       if (!std::binary_search(batch.wait_devices.begin(), batch.wait_devices.end(), d)) {
-        backend::synchronize_legacy_stream(d);
+        backend::synchronize_stream(d, kDLPackLegacyStream);
       }
     }
   }

@@ -38,11 +38,14 @@ class InputBatch {
   /// Keeps `obj` alive as long as the batch.
   void hold(nanobind::handle obj);
 
-  // The pre-run wait of B19, done once by wait_for_producers(). GPUs whose
-  // legacy default stream DLPack producers ordered their pending writes
-  // before (we pass stream=1), and GPUs holding pterun results that were
-  // handed to another library through __dlpack__ (it may write them on any
-  // stream: the whole device is waited for).
+  // The host waits before a run (B19), done once by wait_for_producers().
+  // GPUs whose legacy default stream DLPack producers of pinned or managed
+  // host memory ordered their pending writes before (we pass stream=1), and
+  // GPUs holding pterun results that were handed to another library through
+  // __dlpack__ (it may write them on any stream: the whole device is waited
+  // for). Device memory from DLPack producers and torch is not waited for
+  // here: the method orders its reads after the producer's stream on the
+  // GPU (InputArg::ready_after).
   std::vector<int> wait_legacy_streams;
   std::vector<int> wait_devices;
 

@@ -229,6 +229,8 @@ PyTensor from_host(nb::handle data, const std::string& device, nb::handle dtype)
   const uint8_t* src = static_cast<const uint8_t*>(a.data);
   HostBuffer staged;
   if (src_on_gpu && nbytes > 0) {
+    // The producer's queued writes first (B19).
+    if (a.after_stream) backend::synchronize_stream(a.device_index, a.stream);
     auto [lo, hi] = offset_range(r.sizes, src_strides);
     staged = HostBuffer(static_cast<size_t>(hi - lo + 1) * item);
     backend::download(a.device_index, staged.data(), src + lo * static_cast<int64_t>(item),

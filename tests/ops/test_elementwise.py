@@ -435,6 +435,32 @@ def test_glu_mixed_and_errors():
     cuda_raises("aten::glu.out", rand((3, 5)), 1, Out(np.float32, (3, 2)), match="odd")
 
 
+# ---- mul then add, fused (internal kernels the executor substitutes) ---------------------------
+
+FUSED_SHAPES = [((4096,), (), ()), ((3, 4, 5), (3, 4, 5), (5,)), ((6, 64), (64,), (6, 64)),
+                ((1000,), (1,), (1000,)), ((2, 1, 4), (3, 1), (4,)), ((0, 4), (), (4,))]
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("kernel,second",
+                         [("pterun::mul_add.out", "aten::add.out"),
+                          ("pterun::mul_sub.out", "aten::sub.out")])
+@pytest.mark.parametrize("shapes", FUSED_SHAPES)
+@pytest.mark.parametrize("alpha", [1, 2.5])
+def test_fused_mul_add_equals_mul_then_add_on_the_cpu(dtype, kernel, second, shapes, alpha):
+    # Bit for bit: the product is rounded to the dtype before the add, and
+    # never contracted into a fused multiply-add.
+    x, m, a = (values(s, dtype) for s in shapes)
+    product = np.broadcast_shapes(shapes[0], shapes[1])
+    out = np.broadcast_shapes(*shapes)
+    t = call_kernel("aten::mul.out", tensor(x, dtype), tensor(m, dtype), Out(dtype, product))[0]
+    expected = call_kernel(second, tensor(t, dtype), tensor(a, dtype), alpha, Out(dtype, out))[0]
+    got = call_kernel(kernel, tensor(x, dtype), tensor(m, dtype), tensor(a, dtype), alpha,
+                      Out(dtype, out), device="cuda:0")[0]
+    assert got.shape == expected.shape
+    np.testing.assert_array_equal(got, expected)
+
+
 # ---- performance ------------------------------------------------------------------------------
 
 MIB64 = 64 << 20
@@ -454,6 +480,9 @@ def test_perf_elementwise(dtype):
          Out(dtype, (n,)), nbytes=2 * n * elem, ref="copy")
     perf(f"gelu {dtype if isinstance(dtype, str) else 'float32'} 64 MiB", "aten::gelu.out", a,
          "none", Out(dtype, (n,)), nbytes=2 * n * elem, ref="copy")
+    perf(f"x * 2 + 1 {dtype if isinstance(dtype, str) else 'float32'} 64 MiB, fused",
+         "pterun::mul_add.out", a, tensor(np.float32(2), dtype), tensor(np.float32(1), dtype), 1,
+         Out(dtype, (n,)), nbytes=2 * n * elem, ref="copy")
     perf(f"add {dtype if isinstance(dtype, str) else 'float32'} 64 MiB + [4096] bias",
          "aten::add.out", tensor(rand((n // 4096, 4096)), dtype), tensor(rand((4096,)), dtype), 1,
          Out(dtype, (n // 4096, 4096)), nbytes=2 * n * elem, ref="copy")

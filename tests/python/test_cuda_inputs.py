@@ -123,9 +123,10 @@ def test_b01_sliced_torch_cuda_input(torch):
     np.testing.assert_allclose(host(m([t, y])[0]), big[:, ::2] + y, rtol=1e-6)
 
 
-def test_b07_torch_input_written_on_a_side_stream_is_waited_for(torch):
-    # The producer's pending writes come first: pterun passes stream=1 and
-    # waits for it once before the run (B19).
+def test_b19_torch_input_written_on_a_side_stream_is_read_after_it(torch):
+    # The producer's pending writes come first: the method's stream waits
+    # for torch's current stream on the GPU, with no host wait before the
+    # run (B19).
     m = cuda_add()
     n = (2, 3)
     side = torch.cuda.Stream()
@@ -139,8 +140,48 @@ def test_b07_torch_input_written_on_a_side_stream_is_waited_for(torch):
     with torch.cuda.stream(side):
         before = stat("device_syncs")
         out = m([a, b])[0]
-    assert stat("device_syncs") - before == 2  # one wait before, one after
+    assert stat("device_syncs") - before == 1  # the wait after the run
     np.testing.assert_array_equal(host(out), np.full(n, 3.0, np.float32))
+
+
+def test_b19_cupy_input_written_on_its_stream_is_read_after_it(cupy):
+    # CuPy orders its writes before the stream pterun names in __dlpack__
+    # (the legacy default stream); the method's stream waits for that one
+    # on the GPU (B19).
+    m = cuda_add()
+    n = (2, 3)
+    side = cupy.cuda.Stream(non_blocking=True)
+    with side:
+        # Milliseconds of queued matmuls; every product stays 1/4096.
+        big = cupy.full((4096, 4096), 1.0 / 4096, dtype=cupy.float32)
+        for _ in range(5):
+            big = big @ big
+        a = big[:2, :3] * 0 + 3.0
+        b = cupy.zeros(n, dtype=cupy.float32)
+        collect()
+        before = stat("device_syncs")
+        out = m([a, b])[0]
+    assert stat("device_syncs") - before == 1
+    np.testing.assert_array_equal(host(out), np.full(n, 3.0, np.float32))
+
+
+def test_b19_torch_inputs_from_many_streams(torch):
+    # Inputs written on two side streams that the caller joined into its
+    # current stream (torch's rule for using a tensor on another stream):
+    # pterun orders its reads after the current stream.
+    m = cuda_add()
+    n = (2, 3)
+    s1, s2 = torch.cuda.Stream(), torch.cuda.Stream()
+    with torch.cuda.stream(s1):
+        torch.cuda._sleep(20_000_000)
+        a = torch.full(n, 2.0, device="cuda")
+    with torch.cuda.stream(s2):
+        b = torch.full(n, 5.0, device="cuda")
+    current = torch.cuda.current_stream()
+    current.wait_stream(s1)
+    current.wait_stream(s2)
+    out = m([a, b])[0]
+    np.testing.assert_array_equal(host(out), np.full(n, 7.0, np.float32))
 
 
 def test_b04_torch_cuda_input_is_not_written(torch):
@@ -223,3 +264,35 @@ def test_b01_transposed_jax_gpu_input(jax):
     x, y = _add_inputs(31, shape=(3, 2))
     out = m([jax_gpu_array(jax, x).T, jax_gpu_array(jax, y).T])[0]
     np.testing.assert_allclose(host(out), x.T + y.T, rtol=1e-6)
+
+
+def test_b04_planned_gpu_input_is_read_in_place_once_its_address_repeats(torch):
+    # A planned input on the method's GPU is copied into planned memory the
+    # first time its address is seen and read in place from then on (no
+    # copy per call, and a stable CUDA-graph key for changing addresses);
+    # pterun never writes it.
+    p = program("scale_256")
+    assert p.method_meta("forward").input_tensor_meta(0).is_memory_planned
+    m = p.load_method("forward", device="cuda:0")
+    base = rng(20).standard_normal((256, 256)).astype(np.float32)
+    x = torch.from_numpy(base.copy()).cuda()
+    before = stat("device_to_device_copies")
+    for _ in range(4):
+        np.testing.assert_allclose(host(m([x])[0]), base * 2 + 1, rtol=1e-6)
+    assert stat("device_to_device_copies") - before == 1
+    x.mul_(3)  # the caller changes its memory: the next call reads the new values
+    np.testing.assert_allclose(host(m([x])[0]), base * 6 + 1, rtol=1e-6)
+    y = x + 1  # another address: copied, then back to x
+    np.testing.assert_allclose(host(m([y])[0]), base * 6 * 2 + 3, rtol=1e-5)
+    np.testing.assert_allclose(host(m([x])[0]), base * 6 + 1, rtol=1e-6)
+    np.testing.assert_array_equal(x.cpu().numpy(), (torch.from_numpy(base) * 3).numpy())
+    # Installed in place, then the caller drops its tensor: kept alive.
+    m.set_inputs([torch.from_numpy(base.copy()).cuda()])
+    m.set_inputs([x])
+    m.set_inputs([x])
+    del x
+    collect()
+    junk = torch.zeros((256, 256), device="cuda")  # would take x's block were it not kept
+    m.execute()
+    np.testing.assert_allclose(host(m.get_outputs()[0]), base * 6 + 1, rtol=1e-6)
+    del junk

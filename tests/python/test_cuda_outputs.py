@@ -155,15 +155,16 @@ def test_b19_result_handed_out_is_waited_for_before_use(torch):
     np.testing.assert_allclose(host(again), 4 * (x + y), rtol=1e-6)
 
 
-def test_b19_torch_input_costs_one_wait_before(torch):
+def test_b19_torch_input_costs_no_host_wait_before(torch):
     m = cuda_method("add")
     x, y = _add_inputs(8)
     tx, ty = torch.from_numpy(x).cuda(), torch.from_numpy(y).cuda()
     m([tx, ty])
     collect()  # no capsule of an earlier test released mid-count
     before = stat("device_syncs")
-    m([tx, ty])
-    assert stat("device_syncs") - before == 2
+    out = m([tx, ty])[0]
+    assert stat("device_syncs") - before == 1  # torch's stream is joined on the GPU
+    np.testing.assert_allclose(host(out), x + y, rtol=1e-6)
 
 
 # --- B20 ---------------------------------------------------------------------------
@@ -367,3 +368,23 @@ def test_b21_torch_result_back_as_input(torch):
     tt = torch.from_dlpack(m([x, y])[0])
     out = m([tt, tt])[0]
     np.testing.assert_allclose(host(out), 2 * (x + y), rtol=1e-6)
+
+
+def test_b19_result_written_by_torch_on_its_stream_then_passed_back(torch):
+    m = cuda_method("add")
+    x, y = _add_inputs(18)
+    out = m([x, y])[0]
+    side = torch.cuda.Stream()
+    with torch.cuda.stream(side):
+        shared = torch.from_dlpack(out)
+        torch.cuda._sleep(50_000_000)  # keep the stream busy
+        shared.mul_(3)
+    # Our tensor, whose memory was handed out: read after torch's writes.
+    again = m([out, out])[0]
+    np.testing.assert_allclose(host(again), 6 * (x + y), rtol=1e-6)
+    # torch's view of it, passed while its stream is current: read after it.
+    with torch.cuda.stream(side):
+        torch.cuda._sleep(50_000_000)
+        shared.add_(1)
+        back = m([shared, shared])[0]
+    np.testing.assert_allclose(host(back), 2 * (3 * (x + y) + 1), rtol=1e-6)

@@ -219,6 +219,53 @@ def test_torch_module_call(torch):
     assert_close(mod.forward([x])[0], call_outputs("mlp", 0)[0])
 
 
+def test_plain_torch_tensors_are_read_without_dlpack(torch, monkeypatch):
+    # torch's __dlpack__ costs tens of microseconds: plain tensors are read
+    # from their attributes instead, layouts and dtypes included.
+    def refuse(*args, **kwargs):
+        raise AssertionError("__dlpack__ was called")
+
+    monkeypatch.setattr(torch.Tensor, "__dlpack__", refuse)
+    x, y = _add_inputs(14)
+    m = method("add")
+    tx = torch.from_numpy(np.ascontiguousarray(x.T)).T  # transposed (B1)
+    before = _conversions()
+    out = m([tx, torch.from_numpy(y.copy())])[0]
+    np.testing.assert_array_equal(out.numpy(), x + y)
+    assert _conversions() - before == 1
+    bits = torch.arange(6, dtype=torch.int16).reshape(2, 3)
+    t = pterun.Tensor.from_host(bits.view(torch.bfloat16), "cpu")
+    assert t.dtype_name == "bfloat16" and t.shape == (2, 3)
+    assert torch.equal(torch.from_dlpack(t).view(torch.int16), bits)
+
+
+def test_torch_tensors_the_fast_path_refuses_go_through_dlpack(torch):
+    # Autograd and subclasses keep torch's own DLPack behaviour: its errors
+    # (type kept, input named: B6) or its values.
+    x, y = _add_inputs(15)
+    m = method("add")
+    ty = torch.from_numpy(y)
+    with pytest.raises(BufferError, match="^input 0 of method 'forward': .*grad") as e:
+        m([torch.from_numpy(x).requires_grad_(), ty])
+    assert "Traceback" not in str(e.value)  # the producer's message, not its traceback
+    # A negative view reads as its values (torch's DLPack export would give
+    # the unnegated memory).
+    negated = torch._neg_view(torch.from_numpy(x.copy()))
+    assert negated.is_neg()
+    np.testing.assert_array_equal(m([negated, ty])[0].numpy(), -x + y)
+    # A conjugate view too (torch's DLPack export refuses it).
+    c = torch.tensor([1 + 2j, 3 - 1j], dtype=torch.complex64).conj()
+    assert c.is_conj()
+    got = pterun.Tensor.from_host(c, "cpu").numpy()
+    np.testing.assert_array_equal(got, np.array([1 - 2j, 3 + 1j], np.complex64))
+
+    class Sub(torch.Tensor):
+        pass
+
+    sub = torch.from_numpy(x.copy()).as_subclass(Sub)
+    np.testing.assert_array_equal(m([sub, ty])[0].numpy(), x + y)
+
+
 # --- JAX ---------------------------------------------------------------------------
 
 

@@ -78,6 +78,7 @@ MethodState::~MethodState() {
   cudaSetDevice(device);
   if (stream != nullptr) cudaStreamSynchronize(stream);
   if (cublas != nullptr) cublasDestroy(cublas);
+  if (producer_done != nullptr) cudaEventDestroy(producer_done);
   if (stream != nullptr) cudaStreamDestroy(stream);
 }
 

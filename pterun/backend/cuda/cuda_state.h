@@ -20,6 +20,7 @@ struct MethodState {
 
   int device = 0;
   cudaStream_t stream = nullptr;
+  cudaEvent_t producer_done = nullptr;  // order_after_stream(), created on first use
   cublasHandle_t cublas = nullptr;
   backend::DeviceBuffer cublas_workspace;
   backend::DeviceBuffer scratch;

@@ -218,11 +218,25 @@ void synchronize_device(int device) {
   stats::add(stats::Counter::DeviceSyncs);
 }
 
-void synchronize_legacy_stream(int device) {
+void synchronize_stream(int device, uintptr_t stream) {
   require_device(device);
   PTERUN_CUDA_CHECK(cudaSetDevice(device));
-  PTERUN_CUDA_CHECK(cudaStreamSynchronize(cudaStreamLegacy));
+  PTERUN_CUDA_CHECK(cudaStreamSynchronize(reinterpret_cast<cudaStream_t>(stream)));
   stats::add(stats::Counter::DeviceSyncs);
+}
+
+void order_after_stream(const kernels::KernelContext& context, uintptr_t stream) {
+  cuda::MethodState& s = cuda::state(context);
+  auto producer = reinterpret_cast<cudaStream_t>(stream);
+  if (producer == s.stream) return;
+  PTERUN_CUDA_CHECK(cudaSetDevice(s.device));
+  if (s.producer_done == nullptr) {
+    PTERUN_CUDA_CHECK(cudaEventCreateWithFlags(&s.producer_done, cudaEventDisableTiming));
+  }
+  // The wait takes the event's state when it is queued: one event serves
+  // every producer in turn.
+  PTERUN_CUDA_CHECK(cudaEventRecord(s.producer_done, producer));
+  PTERUN_CUDA_CHECK(cudaStreamWaitEvent(s.stream, s.producer_done, 0));
 }
 
 double time_on_stream(const kernels::KernelContext& context, const std::function<void()>& launch) {

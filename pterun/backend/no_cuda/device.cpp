@@ -87,7 +87,10 @@ namespace pterun::backend {
 void synchronize_device(int /*device*/) {
   throw Error(ErrorCode::InvalidState, "this build of pterun has no CUDA support");
 }
-void synchronize_legacy_stream(int /*device*/) {
+void synchronize_stream(int /*device*/, uintptr_t /*stream*/) {
+  throw Error(ErrorCode::InvalidState, "this build of pterun has no CUDA support");
+}
+void order_after_stream(const kernels::KernelContext& /*context*/, uintptr_t /*stream*/) {
   throw Error(ErrorCode::InvalidState, "this build of pterun has no CUDA support");
 }
 double time_on_stream(const kernels::KernelContext& /*context*/,

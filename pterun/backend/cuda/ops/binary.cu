@@ -19,6 +19,8 @@
 #include "pterun/backend/cuda/ops/ops.h"
 #include "pterun/core/value.h"
 #include "pterun/kernels/common/elementwise_checks.h"
+#include "pterun/kernels/common/shape_util.h"
+#include "pterun/kernels/internal_ops.h"
 
 namespace pterun::kernels::cuda_ops {
 namespace {
@@ -122,6 +124,65 @@ void mul_scalar_out(KernelContext& ctx, std::span<Value* const> args) {
   visit_real_dtype(common, op, [&]<typename S>() {
     using C = DeviceComputeOf<S>;
     elementwise_same<S, 1>(ctx, out, {&a}, MulConst<C>{math::scalar_as<C>(s)}, op);
+  });
+}
+
+// ---- mul then add, fused ----------------------------------------------------
+
+/// A product rounded exactly (never contracted with the add after it into
+/// a fused multiply-add, which the separate kernels could not do).
+__device__ inline float mul_exact(float x, float y) {
+  return __fmul_rn(x, y);
+}
+__device__ inline double mul_exact(double x, double y) {
+  return __dmul_rn(x, y);
+}
+
+/// mul.out's result stored as S, then add.out's (sub.out's) alpha form.
+template <typename S, bool kSubtract>
+struct MulAddAlpha {
+  using C = DeviceComputeOf<S>;
+  C alpha;
+  __device__ C operator()(C x, C m, C a) const {
+    const C product = cuda::convert<C>(cuda::convert<S>(mul_exact(x, m)));
+    return AddAlpha<C, kSubtract>{alpha}(product, a);
+  }
+};
+
+/// The same for alpha 1 (add.out's own fast case).
+template <typename S, bool kSubtract>
+struct MulAdd {
+  using C = DeviceComputeOf<S>;
+  __device__ C operator()(C x, C m, C a) const {
+    const C product = cuda::convert<C>(cuda::convert<S>(mul_exact(x, m)));
+    return AddSub<C, kSubtract>{}(product, a);
+  }
+};
+
+// pterun::mul_add.out(self, mul_other, add_other, alpha, *, out) and
+// pterun::mul_sub.out (kernels/internal_ops.h): mul.out then add.out
+// (sub.out) in one pass; the executor checked the dtypes at load.
+template <bool kSubtract>
+void mul_add_out(KernelContext& ctx, std::span<Value* const> args) {
+  const char* op = kSubtract ? kernels::kMulSubKernel : kernels::kMulAddKernel;
+  const Tensor& x = args[0]->to_tensor();
+  const Tensor& m = args[1]->to_tensor();
+  const Tensor& a = args[2]->to_tensor();
+  Scalar alpha = args[3]->to_scalar();
+  Tensor& out = args[4]->to_tensor();
+  const DType dtype = out.dtype();
+  PTERUN_CHECK(x.dtype() == dtype && m.dtype() == dtype && a.dtype() == dtype,
+               ErrorCode::InvalidArgument, op, ": operands must all be ", dtype_name(dtype));
+  check_alpha(alpha, dtype, op);
+  resize_to_broadcast(out, {&x, &m, &a}, op);
+  cuda::visit_float_dtype(dtype, op, [&]<typename S>() {
+    using C = DeviceComputeOf<S>;
+    const C al = math::scalar_as<C>(alpha);
+    if (al == C(1)) {
+      elementwise_same<S, 3>(ctx, out, {&x, &m, &a}, MulAdd<S, kSubtract>{}, op);
+    } else {
+      elementwise_same<S, 3>(ctx, out, {&x, &m, &a}, MulAddAlpha<S, kSubtract>{al}, op);
+    }
   });
 }
 
@@ -280,6 +341,8 @@ void register_binary_ops(KernelRegistry& r) {
   r.add("aten::maximum.out", Device::CUDA, &max_min_out<true>);
   r.add("aten::minimum.out", Device::CUDA, &max_min_out<false>);
   r.add("aten::atan2.out", Device::CUDA, &atan2_out);
+  r.add(kernels::kMulAddKernel, Device::CUDA, &mul_add_out<false>);
+  r.add(kernels::kMulSubKernel, Device::CUDA, &mul_add_out<true>);
   register_binary_ext_ops(r);
 }
 

@@ -134,7 +134,8 @@ __global__ void __launch_bounds__(kElementwiseThreads)
 }
 
 /// Input k's element i is element i % elements[k] of its data (elements[k]
-/// = n for inputs of out's shape; a row-broadcast bias repeats).
+/// = n for inputs of out's shape; a row-broadcast bias repeats; 1 for a
+/// single element read once per thread).
 template <int N>
 struct Periods {
   int64_t elements[N];
@@ -153,9 +154,17 @@ __global__ void __launch_bounds__(kElementwiseThreads)
   const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
   const int64_t tid = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   const int64_t nvec = n / V;
+  // Single-element inputs, read once.
+  S single[N];
+  for (int k = 0; k < N; ++k) single[k] = period.elements[k] == 1 ? in.data[k][0] : S();
   for (int64_t j = tid; j < nvec; j += step) {
     Vec<S, V> a[N];
     for (int k = 0; k < N; ++k) {
+      if (period.elements[k] == 1) {
+#pragma unroll
+        for (int e = 0; e < V; ++e) a[k].v[e] = single[k];
+        continue;
+      }
       const int64_t pv = period.elements[k] / V;
       a[k] = reinterpret_cast<const Vec<S, V>*>(in.data[k])[j < pv ? j : j % pv];
     }
@@ -236,15 +245,16 @@ void elementwise(const kernels::KernelContext& ctx, Tensor& out,
   for (int k = 0; k < N && typed; ++k) typed = ins[k]->dtype() == device_dtype_of<S>();
   // The vectorised kernel: every operand dense in one order, or out
   // row-major and each input repeating a row-major block of out's trailing
-  // shape (a bias), in whole aligned vectors.
+  // shape (a bias) in whole aligned vectors, or a single element.
   ew_detail::Periods<N> period{};
   const bool linear = is_linear(ix);
   bool fast = typed && (linear || out.is_contiguous_order()) &&
               ew_detail::aligned(out.data(), V * sizeof(SO));
   for (int k = 0; k < N && fast; ++k) {
     period.elements[k] = linear ? n : ew_detail::row_period(*ins[k], out);
-    fast = period.elements[k] > 0 && (linear || period.elements[k] % V == 0) &&
-           ew_detail::aligned(ins[k]->data(), V * sizeof(S));
+    const int64_t p = period.elements[k];
+    fast = p == 1 ||
+           (p > 0 && (linear || p % V == 0) && ew_detail::aligned(ins[k]->data(), V * sizeof(S)));
   }
   if (typed) {
     ew_detail::TypedInputs<S, N> in;
