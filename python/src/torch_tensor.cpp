@@ -95,9 +95,10 @@ const TorchApi* torch_api() {
   return loaded ? &api : nullptr;
 }
 
-// getattr(obj, name) is True; false (error cleared) on any failure.
-bool attr_true(PyObject* obj, PyObject* name) {
-  nb::object v = nb::steal(PyObject_GetAttr(obj, name));
+// `result` (a new reference; null after an error) is True; false, with
+// the error cleared, on any failure.
+bool is_true(PyObject* result) {
+  nb::object v = nb::steal(result);
   if (!v.is_valid()) {
     PyErr_Clear();
     return false;
@@ -105,14 +106,11 @@ bool attr_true(PyObject* obj, PyObject* name) {
   return v.ptr() == Py_True;
 }
 
-// obj.name() is True; false (error cleared) on any failure.
+bool attr_true(PyObject* obj, PyObject* name) {
+  return is_true(PyObject_GetAttr(obj, name));
+}
 bool call_true(PyObject* obj, PyObject* name) {
-  nb::object v = nb::steal(PyObject_CallMethodNoArgs(obj, name));
-  if (!v.is_valid()) {
-    PyErr_Clear();
-    return false;
-  }
-  return v.ptr() == Py_True;
+  return is_true(PyObject_CallMethodNoArgs(obj, name));
 }
 
 // Reads a tuple of ints into `out`; false on anything else.
