@@ -398,6 +398,7 @@ struct Method::Loader {
   void fold_constants() {
     const bool gpu = m.options_.device == kernels::Device::CUDA;
     if (gpu) backend::activate(m.context_);
+    bool folded = false;
     for (auto [c, k] : find_constant_instructions(d, kept_values())) {
       Step& step = m.chains_[c][k];
       const int32_t ret = d.chains[c].instructions[k].args.back();
@@ -422,15 +423,17 @@ struct Method::Loader {
       m.owned_.push_back(std::move(own));
       step.kind = InstructionKind::FreeCall;  // a no-op from now on
       step.fn = nullptr;
+      folded = true;
     }
-    if (gpu) m.wait();
+    if (gpu && folded) m.wait();
   }
 
   // Elementwise fusion (rewrite.h): a mul whose product only the next
   // running add (or sub) reads runs inside that add, one pass over memory
   // instead of two, where the device has the fused kernel and memory allows:
   // no view reads the product's bytes later, and out overlaps each operand
-  // element for element or not at all.
+  // element for element (static shapes, same place and order) or not at
+  // all.
   void fuse_elementwise() {
     const auto& registry = kernels::KernelRegistry::global();
     std::vector<std::vector<bool>> idle(m.chains_.size());
@@ -452,7 +455,8 @@ struct Method::Loader {
         const TensorDesc& in = *d.values[operand].tensor;
         if (!is_planned(in) || !is_planned(out) || !overlaps(in, out)) continue;
         clash = clash || in.memory_offset != out.memory_offset || in.sizes != out.sizes ||
-                in.dim_order != out.dim_order;
+                in.dim_order != out.dim_order || in.dynamism != ShapeDynamism::Static ||
+                out.dynamism != ShapeDynamism::Static;
       }
       if (clash) continue;
       Step& first = m.chains_[f.chain][f.first];

@@ -78,6 +78,13 @@ class Method {
   /// after set_inputs() returns (an input no kernel writes, B4: unplanned,
   /// or planned on a GPU): only then must its InputArg carry a keep_alive.
   bool input_may_alias(size_t i) const { return i < input_alias_ok_.size() && input_alias_ok_[i]; }
+  /// True when an installed tensor input reads memory in [begin, begin +
+  /// bytes) (an output buffer must not be handed to a run that reads it).
+  bool input_reads(const void* begin, size_t bytes) const;
+  /// Drops the keep-alives of installed inputs that are `owner` itself
+  /// (results of this method fed back: its own memory needs no keeping, and
+  /// holding the owner would keep it alive forever).
+  void release_inputs_kept_by(const void* owner);
   /// Indices of inputs never set, for messages.
   std::string missing_inputs() const;
 
@@ -162,6 +169,7 @@ class Method {
   void* private_input_memory(size_t i);
   void point_input(size_t i, void* data);
   bool address_repeats(size_t i, const void* data);
+  bool inside_own_memory(const void* data) const;
   backend::Allocation allocate(size_t bytes) const;  // on the method's device, zeroed
   void drain() noexcept;
   [[noreturn]] void fail_step(size_t chain, size_t pc, const Error& e) const;

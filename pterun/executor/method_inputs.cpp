@@ -238,7 +238,7 @@ void Method::install_on_host(size_t i, const InputArg& a, bool layout_ok,
                              std::span<const int64_t> src_strides) {
   Tensor& t = values_[desc_->inputs[i]].to_tensor();
   void* home = input_home_[i];
-  if (home == nullptr && input_alias_ok_[i] && layout_ok) {
+  if (home == nullptr && input_alias_ok_[i] && layout_ok && !inside_own_memory(a.data)) {
     // Unplanned and already in the declared layout: use the caller's memory
     // (or our download of it) in place (B4: the program never writes it).
     t.set_data(const_cast<void*>(a.data), t.nbytes());
@@ -268,7 +268,7 @@ void Method::install_on_device(size_t i, const InputArg& a, bool layout_ok,
   size_t bytes = t.nbytes();
   void* home = input_home_[i];
   bool same_gpu = a.device == kernels::Device::CUDA && a.device_index == options_.device_index;
-  if (input_alias_ok_[i] && same_gpu && layout_ok &&
+  if (input_alias_ok_[i] && same_gpu && layout_ok && !inside_own_memory(a.data) &&
       (home == nullptr || address_repeats(i, a.data))) {
     // On our GPU and in the declared layout: used in place.
     point_input(i, const_cast<void*>(a.data));
@@ -281,7 +281,9 @@ void Method::install_on_device(size_t i, const InputArg& a, bool layout_ok,
   } else {
     point_input(i, home);  // back from the caller's memory
   }
-  input_keep_alive_[i].reset();
+  // A copy from device memory is queued: its source stays alive until the
+  // next set_inputs() (after the run's wait).
+  input_keep_alive_[i] = a.device == kernels::Device::CUDA ? a.keep_alive : nullptr;
   if (same_gpu && !layout_ok) {
     // On our GPU in another layout: reordered there, in stream order (B1).
     stats::add(stats::Counter::LayoutConversions);
@@ -333,9 +335,44 @@ const void* Method::download_input(size_t i, const InputArg& a, std::span<const 
 void Method::point_input(size_t i, void* data) {
   Tensor& t = values_[desc_->inputs[i]].to_tensor();
   if (t.data() == data) return;
-  t.set_data(data, data == input_home_[i] ? t.bound_nbytes() : t.nbytes());
+  // The bound capacity either way: the next call's resize() checks against
+  // it before the tensor is pointed anywhere else (the bound itself was
+  // checked with the input).
+  t.set_data(data, t.bound_nbytes());
   for (auto [view, offset] : input_followers_[i]) {
     view->set_data(static_cast<uint8_t*>(data) + offset, view->nbytes());
+  }
+}
+
+// True when `data` lies in memory this method owns (planned arenas, memory
+// of unplanned tensors, private input copies, shared state): an input there
+// (a clone_outputs=False result fed back, say) may be written by the run
+// that reads it, so it is copied, never read in place.
+bool Method::inside_own_memory(const void* data) const {
+  const auto* p = static_cast<const uint8_t*>(data);
+  auto inside = [p](const backend::Allocation& a) {
+    return a.size() > 0 && p >= a.data() && p < a.data() + a.size();
+  };
+  return std::any_of(buffers_.begin(), buffers_.end(), inside) ||
+         std::any_of(owned_.begin(), owned_.end(), inside) ||
+         std::any_of(input_copies_.begin(), input_copies_.end(), inside) ||
+         (shared_state_ && shared_state_->contains(data));
+}
+
+bool Method::input_reads(const void* begin, size_t bytes) const {
+  const auto* b = static_cast<const uint8_t*>(begin);
+  for (int32_t vi : desc_->inputs) {
+    const Value& v = values_[vi];
+    if (!v.is_tensor()) continue;
+    const auto* p = static_cast<const uint8_t*>(v.to_tensor().data());
+    if (p != nullptr && p >= b && p < b + bytes) return true;
+  }
+  return false;
+}
+
+void Method::release_inputs_kept_by(const void* owner) {
+  for (auto& kept : input_keep_alive_) {
+    if (kept && kept.get() == owner) kept.reset();
   }
 }
 

@@ -79,6 +79,15 @@ std::vector<KernelFusion> find_mul_add_fusions(const format::MethodDesc& d,
                                                const std::vector<bool>& keep,
                                                const std::vector<std::vector<bool>>& idle) {
   std::vector<KernelFusion> found;
+  // Straight-line programs only: a jump could enter between the two, and a
+  // move could give the product another name.
+  for (const auto& chain : d.chains) {
+    for (const auto& instr : chain.instructions) {
+      if (instr.kind == InstructionKind::JumpFalseCall || instr.kind == InstructionKind::MoveCall) {
+        return found;
+      }
+    }
+  }
   const std::vector<int> uses = count_uses(d);
   auto is_kernel = [&](const format::InstructionDesc& instr, const char* name, size_t args) {
     return instr.kind == InstructionKind::KernelCall && instr.args.size() == args &&

@@ -41,7 +41,8 @@ struct KernelFusion {
 /// mul.out(x, m) -> t followed by add.out(t, a, alpha) -> out (or sub.out)
 /// where only that add reads t, t is not in `keep`, x, m, t, a and out share
 /// one floating dtype, and every instruction between the two is marked in
-/// `idle` (it runs nothing: folded at load). Gives kMulAddKernel /
+/// `idle` (it runs nothing: folded at load); none in methods with jumps or
+/// moves. Gives kMulAddKernel /
 /// kMulSubKernel fusions with args (x, m, a, alpha, out). The caller still
 /// checks memory: that nothing reads t's bytes through a view and that out
 /// does not partly overlap x, m or a.

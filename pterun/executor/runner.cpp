@@ -27,6 +27,7 @@ MethodRunner::MethodRunner(std::unique_ptr<Method> method)
 void MethodRunner::set_inputs(std::span<const InputArg> inputs) {
   std::lock_guard lock(mutex_);
   method_->set_inputs(inputs);
+  method_->release_inputs_kept_by(this);
   inputs_valid_ = true;
   executed_ = false;  // B10: an output can share planned memory with an input
 }
@@ -43,6 +44,7 @@ void MethodRunner::set_leading_locked(std::span<const InputArg> inputs) {
   try {
     for (size_t i = 0; i < inputs.size(); ++i) m.validate_input(i, inputs[i]);
     m.install_checked_inputs(inputs);
+    m.release_inputs_kept_by(this);
     executed_ = false;
     PTERUN_CHECK(m.inputs_ready(), ErrorCode::InvalidState, "method '", m.name(), "': inputs ",
                  m.missing_inputs(), " were never passed (a partial call keeps only inputs ",
@@ -85,7 +87,8 @@ std::shared_ptr<backend::Allocation> MethodRunner::acquire(size_t output, size_t
   auto& pool = pools_[output];
   std::shared_ptr<backend::Allocation>* best = nullptr;
   for (auto& b : pool) {
-    if (b.use_count() != 1 || b->size() < bytes) continue;  // handed out, or too small
+    if (b.use_count() != 1 || b->size() < bytes) continue;     // handed out, or too small
+    if (method_->input_reads(b->data(), b->size())) continue;  // a result fed back in place
     if (best == nullptr || b.get() == last_[output]) best = &b;
   }
   if (best != nullptr) return *best;
@@ -215,6 +218,7 @@ TensorResult MethodRunner::attribute(const std::string& name) {
 std::vector<OutputValue> MethodRunner::call(std::span<const InputArg> inputs, bool clone) {
   std::lock_guard lock(mutex_);
   method_->set_inputs(inputs);
+  method_->release_inputs_kept_by(this);
   inputs_valid_ = true;
   executed_ = false;
   prepare_outputs();

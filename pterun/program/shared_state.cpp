@@ -20,4 +20,13 @@ uint8_t* SharedState::buffer(uint32_t memory_id, size_t bytes, bool& created) {
   return buffers_.back().second.data();
 }
 
+bool SharedState::contains(const void* p) {
+  std::lock_guard lock(mutex_);
+  const auto* q = static_cast<const uint8_t*>(p);
+  for (const auto& [id, a] : buffers_) {
+    if (a.size() > 0 && q >= a.data() && q < a.data() + a.size()) return true;
+  }
+  return false;
+}
+
 }  // namespace pterun

@@ -24,6 +24,9 @@ class SharedState {
 
   std::mutex& mutex() { return mutex_; }
 
+  /// True when `p` points into one of the buffers.
+  bool contains(const void* p);
+
  private:
   kernels::Device device_;
   int device_index_;

@@ -447,14 +447,17 @@ FUSED_SHAPES = [((4096,), (), ()), ((3, 4, 5), (3, 4, 5), (5,)), ((6, 64), (64,)
                           ("pterun::mul_sub.out", "aten::sub.out")])
 @pytest.mark.parametrize("shapes", FUSED_SHAPES)
 @pytest.mark.parametrize("alpha", [1, 2.5])
-def test_fused_mul_add_equals_mul_then_add_on_the_cpu(dtype, kernel, second, shapes, alpha):
-    # Bit for bit: the product is rounded to the dtype before the add, and
-    # never contracted into a fused multiply-add.
+def test_fused_mul_add_equals_mul_then_add(dtype, kernel, second, shapes, alpha):
+    # Bit for bit the two kernels it replaces (on the GPU; the CPU's are
+    # checked against those by the tests above): the product is rounded to
+    # the dtype before the add, never contracted into a fused multiply-add.
     x, m, a = (values(s, dtype) for s in shapes)
     product = np.broadcast_shapes(shapes[0], shapes[1])
     out = np.broadcast_shapes(*shapes)
-    t = call_kernel("aten::mul.out", tensor(x, dtype), tensor(m, dtype), Out(dtype, product))[0]
-    expected = call_kernel(second, tensor(t, dtype), tensor(a, dtype), alpha, Out(dtype, out))[0]
+    t = call_kernel("aten::mul.out", tensor(x, dtype), tensor(m, dtype), Out(dtype, product),
+                    device="cuda:0")[0]
+    expected = call_kernel(second, tensor(t, dtype), tensor(a, dtype), alpha, Out(dtype, out),
+                           device="cuda:0")[0]
     got = call_kernel(kernel, tensor(x, dtype), tensor(m, dtype), tensor(a, dtype), alpha,
                       Out(dtype, out), device="cuda:0")[0]
     assert got.shape == expected.shape

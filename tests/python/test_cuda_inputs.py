@@ -3,11 +3,13 @@ torch, CuPy, JAX and pterun (read on the GPU), in any layout (B1); CPU
 methods given GPU arrays (copied down). Skipped without a GPU; each
 producer's tests skip when it is not installed or has no GPU."""
 
+import weakref
+
 import numpy as np
 import pytest
 
 import pterun
-from behaviour_util import method, program, rng
+from behaviour_util import call_inputs, call_outputs, method, program, rng
 from cuda_util import (  # noqa: F401 - pytest fixtures
     collect,
     cupy,
@@ -287,12 +289,27 @@ def test_b04_planned_gpu_input_is_read_in_place_once_its_address_repeats(torch):
     np.testing.assert_allclose(host(m([x])[0]), base * 6 + 1, rtol=1e-6)
     np.testing.assert_array_equal(x.cpu().numpy(), (torch.from_numpy(base) * 3).numpy())
     # Installed in place, then the caller drops its tensor: kept alive.
-    m.set_inputs([torch.from_numpy(base.copy()).cuda()])
     m.set_inputs([x])
-    m.set_inputs([x])
+    kept = weakref.ref(x)
     del x
     collect()
-    junk = torch.zeros((256, 256), device="cuda")  # would take x's block were it not kept
+    assert kept() is not None
     m.execute()
     np.testing.assert_allclose(host(m.get_outputs()[0]), base * 6 + 1, rtol=1e-6)
-    del junk
+    m.set_inputs([y])  # let go of it
+    collect()
+    assert kept() is None
+
+
+def test_b05_dynamic_gpu_input_used_in_place_then_a_larger_one(torch):
+    # An input read in place keeps its bound: a larger shape within the
+    # bound still fits afterwards.
+    m = program("dynamic_mlp").load_method("forward", device="cuda:0")
+    small = torch.from_numpy(call_inputs("dynamic_mlp", 3)[0].copy()).cuda()
+    for _ in range(3):
+        np.testing.assert_allclose(host(m([small])[0]), call_outputs("dynamic_mlp", 3)[0],
+                                   rtol=1e-4, atol=1e-5)
+    for k in (1, 2, 3, 0):
+        x = torch.from_numpy(call_inputs("dynamic_mlp", k)[0].copy()).cuda()
+        np.testing.assert_allclose(host(m([x])[0]), call_outputs("dynamic_mlp", k)[0],
+                                   rtol=1e-4, atol=1e-5)

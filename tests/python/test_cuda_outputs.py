@@ -388,3 +388,17 @@ def test_b19_result_written_by_torch_on_its_stream_then_passed_back(torch):
         shared.add_(1)
         back = m([shared, shared])[0]
     np.testing.assert_allclose(host(back), 2 * (3 * (x + y) + 1), rtol=1e-6)
+
+
+def test_b17_view_results_fed_back_are_not_overwritten_while_read():
+    # clone_outputs=False results are the method's own memory; fed back as
+    # the next input they must be read before anything writes over them.
+    gpu = cuda_method("llama_block")
+    cpu = program("llama_block").load_method("forward")
+    x = call_inputs("llama_block", 0)[0]
+    y_gpu = gpu([x], clone_outputs=False)[0]
+    y_cpu = cpu([x])[0].numpy()
+    for _ in range(4):
+        y_gpu = gpu([y_gpu], clone_outputs=False)[0]
+        y_cpu = cpu([y_cpu])[0].numpy()
+        np.testing.assert_allclose(host(y_gpu), y_cpu, rtol=1e-3, atol=1e-4)
