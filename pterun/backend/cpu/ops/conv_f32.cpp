@@ -1,0 +1,413 @@
+// Our own f32 convolution for forward stride-1 problems (the "same" 3x3
+// layers of small CNNs). Each image is copied into a zero-padded planar
+// buffer, after which tap (c, ky, kx) of a run of L consecutive output
+// columns reads L consecutive floats: a direct convolution with no im2col
+// matrix. Blocks of R output channels x N runs accumulate in vector
+// registers and are stored straight into the output, so there is no layout
+// reorder, and no oneDNN call (whose execute allocates on every call).
+// Columns of a run past the end of a row are computed from the padding and
+// not stored.
+
+#include <algorithm>
+#include <cstring>
+
+#include "pterun/backend/cpu/ops/conv_problem.h"
+#include "pterun/kernels/common/parallel.h"
+
+// Without AVX the 32-byte vectors below are passed differently; they never
+// cross a translation unit, so GCC's ABI note does not apply.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wpsabi"
+#endif
+
+namespace pterun::cpu {
+namespace {
+
+using kernels::KernelContext;
+
+// Eight and sixteen floats: one AVX / AVX-512 register each (or pairs of
+// narrower ones). Sixteen-wide runs only where the build targets AVX-512.
+typedef float V8 __attribute__((vector_size(32)));
+typedef float V16 __attribute__((vector_size(64)));
+#if defined(__AVX512F__)
+constexpr bool kWide = true;  // 32 vector registers
+#else
+constexpr bool kWide = false;
+#endif
+// Block shapes (output channels x runs): registers hold the accumulators
+// and a vector per run. With 32 registers: 4 x 6, 8 x 3 and 16 x 1 (one
+// run: more channels share each input vector); with 16: 4 x 2.
+constexpr int kMaxRuns = kWide ? 6 : 2;
+
+/// Runs per block for `left` runs still to do in a row class.
+int runs_per_block(int64_t left) {
+  if constexpr (kWide) return left >= 6 ? 6 : left >= 3 ? 3 : static_cast<int>(left);
+  return left >= 2 ? 2 : 1;
+}
+
+/// Output channels per block of `runs` runs, for `left` channels still to do.
+int rows_per_block(int runs, int64_t left) {
+  const int most = !kWide ? 4 : runs == 6 ? 4 : runs == 1 ? 16 : 8;
+  for (int r = most; r > 1; r /= 2) {
+    if (left >= r) return r;
+  }
+  return 1;
+}
+
+/// Largest padded image (all input channels) this kernel takes, in floats:
+/// it lives in per-thread scratch and should stay in L2. Larger problems
+/// go to oneDNN.
+constexpr int64_t kMaxPaddedImage = int64_t{1} << 17;
+
+/// Multiply-adds from which images are split over the threads (about
+/// 20-40 us of work: less than that does not pay for waking a helper).
+constexpr double kParallelWork = 1 << 20;
+
+/// Fewest output channels per group: below this (depthwise layers) the
+/// blocks are too thin to keep the FMA units busy, and oneDNN's depthwise
+/// kernels win.
+constexpr int64_t kMinGroupChannels = 4;
+
+template <typename V>
+inline V load(const float* p) {
+  V v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+
+template <typename V>
+inline void store(float* p, V v) {
+  std::memcpy(p, &v, sizeof v);
+}
+
+/// One tap (c, ky, kx) of a kernel: where it reads in a group's padded
+/// planes relative to a run's first column, and where its weights start in
+/// the group's packed weights ((c * kh + ky) * kw + kx, times ocg).
+struct Tap {
+  int32_t offset;
+  int32_t weights;
+};
+
+/// One block: R output channels (channel r's weight of a tap at
+/// w[tap.weights + r]; bias[r]) over N runs, run j reading the padded image
+/// at src[j] + tap.offset and writing lanes[j] columns, dst_cs apart.
+struct Block {
+  const float* w;
+  const float* bias;  // or null
+  int64_t taps_count;
+  const Tap* taps;
+  const float* src[kMaxRuns];
+  float* dst[kMaxRuns];
+  int64_t lanes[kMaxRuns];
+  int64_t dst_offset, dst_rs, dst_cs;  // channel r at dst[j] + dst_offset + r * dst_rs
+  bool whole;                          // every run has L columns, and dst_cs is 1
+};
+
+template <typename V, int R, int N>
+void block(const Block& b) {
+  constexpr int64_t L = sizeof(V) / sizeof(float);
+  V acc[R][N];
+  for (int r = 0; r < R; ++r) {
+    const float init = b.bias != nullptr ? b.bias[r] : 0.0f;
+    for (int j = 0; j < N; ++j) acc[r][j] = V{} + init;
+  }
+  const float* src[N];
+  for (int j = 0; j < N; ++j) src[j] = b.src[j];
+  const float* w = b.w;
+  for (int64_t t = 0; t < b.taps_count; ++t) {
+    const Tap tap = b.taps[t];
+    V in[N];
+    for (int j = 0; j < N; ++j) in[j] = load<V>(src[j] + tap.offset);
+    const float* wt = w + tap.weights;
+    for (int r = 0; r < R; ++r) {
+      const float wv = wt[r];
+      for (int j = 0; j < N; ++j) acc[r][j] += wv * in[j];
+    }
+  }
+  if (b.whole) {
+    for (int r = 0; r < R; ++r) {
+      for (int j = 0; j < N; ++j) store(b.dst[j] + b.dst_offset + r * b.dst_rs, acc[r][j]);
+    }
+    return;
+  }
+  for (int r = 0; r < R; ++r) {
+    for (int j = 0; j < N; ++j) {
+      float lanes[L];
+      store(lanes, acc[r][j]);
+      float* d = b.dst[j] + b.dst_offset + r * b.dst_rs;
+      for (int64_t l = 0; l < b.lanes[j]; ++l) d[l * b.dst_cs] = lanes[l];
+    }
+  }
+}
+
+template <typename V, int N>
+void block_rows(const Block& b, int rows) {
+  if constexpr (kWide && N == 1) {
+    if (rows == 16) return block<V, 16, 1>(b);
+  }
+  if constexpr (kWide && N <= 3) {
+    if (rows == 8) return block<V, 8, N>(b);
+  }
+  if (rows == 4) return block<V, 4, N>(b);
+  if (rows == 2) return block<V, 2, N>(b);
+  block<V, 1, N>(b);
+}
+
+template <typename V>
+void block_any(const Block& b, int rows, int runs) {
+  if constexpr (kWide) {
+    switch (runs) {
+      case 6: return block_rows<V, 6>(b, rows);
+      case 3: return block_rows<V, 3>(b, rows);
+      default: break;
+    }
+  }
+  if (runs == 2) return block_rows<V, 2>(b, rows);
+  block_rows<V, 1>(b, rows);
+}
+
+/// The problem as the kernel walks it.
+struct Plan {
+  const ConvProblem* p;
+  int64_t lanes;          // L: columns per run
+  int64_t runs_per_row;   // ceil(ow / L)
+  int64_t width, height;  // of a padded plane
+  int64_t plane;          // width * height
+  int64_t icg, ocg, taps_count;
+  const float* w;  // per group [tap][ocg] (pack_weights)
+  // Output rows [row_class_begin[i], row_class_begin[i + 1]) read the taps
+  // class_taps[i] (class_taps_count[i] of them): those whose kernel row
+  // falls inside the image, so that padding rows cost nothing.
+  int64_t classes;
+  const int64_t* row_class_begin;
+  const Tap* const* class_taps;
+  const int64_t* class_taps_count;
+};
+
+/// Weights as [group][tap][ocg], tap (c * kh + ky) * kw + kx.
+void pack_weights(const Plan& pl, float* packed) {
+  const ConvProblem& p = *pl.p;
+  const float* weight = static_cast<const float*>(p.weight);
+  const int64_t* ws = p.w_strides;
+  for (int64_t o = 0; o < p.oc; ++o) {
+    const int64_t g = o / pl.ocg;
+    float* dst = packed + g * pl.taps_count * pl.ocg + (o - g * pl.ocg);
+    int64_t t = 0;
+    for (int64_t c = 0; c < pl.icg; ++c) {
+      for (int64_t ky = 0; ky < p.kh; ++ky) {
+        for (int64_t kx = 0; kx < p.kw; ++kx) {
+          dst[t++ * pl.ocg] = weight[o * ws[0] + c * ws[1] + ky * ws[2] + kx * ws[3]];
+        }
+      }
+    }
+  }
+}
+
+/// Copies image `ni` into the interior of `padded` ([ic][height][width]),
+/// whose borders are zero already: they never change between images.
+void pad_image(const Plan& pl, int64_t ni, float* padded) {
+  const ConvProblem& p = *pl.p;
+  const float* img = static_cast<const float*>(p.in) + ni * p.in_strides[0];
+  const int64_t iw = p.iw, width = pl.width;
+  const int64_t row_s = p.in_strides[2], col_s = p.in_strides[3];
+  const int64_t rows = p.ih;
+  float* first = padded + p.pad[0] * width + p.pad[1];
+  for (int64_t c = 0; c < p.ic; ++c) {
+    const float* src = img + c * p.in_strides[1];
+    float* dst = first + c * pl.plane;
+    if (col_s != 1) {
+      for (int64_t y = 0; y < rows; ++y) {
+        for (int64_t x = 0; x < iw; ++x) dst[y * width + x] = src[y * row_s + x * col_s];
+      }
+      continue;
+    }
+    // Eight floats at a time: rows are short, and a memcpy call or a
+    // vectorised loop's checks per row would cost more than the copy.
+    for (int64_t y = 0; y < rows; ++y, src += row_s, dst += width) {
+      int64_t x = 0;
+      for (; x + 8 <= iw; x += 8) store(dst + x, load<V8>(src + x));
+      for (; x < iw; ++x) dst[x] = src[x];
+    }
+  }
+}
+
+template <typename V>
+void run_image(const Plan& pl, int64_t ni, const float* padded) {
+  const ConvProblem& p = *pl.p;
+  const int64_t L = pl.lanes;
+  const int64_t* os = p.out_strides;
+  float* out_img = static_cast<float*>(p.out) + ni * os[0];
+  const float* bias = static_cast<const float*>(p.bias);
+  Block b{};
+  b.dst_rs = os[1];
+  b.dst_cs = os[3];
+  for (int64_t g = 0; g < p.groups; ++g) {
+    const float* group_in = padded + g * pl.icg * pl.plane;
+    const float* group_w = pl.w + g * pl.taps_count * pl.ocg;
+    for (int64_t k = 0; k < pl.classes; ++k) {
+      b.taps = pl.class_taps[k];
+      b.taps_count = pl.class_taps_count[k];
+      const int64_t last = pl.row_class_begin[k + 1] * pl.runs_per_row;
+      // Run r0 starts at row y, column x0.
+      int64_t y = pl.row_class_begin[k], x0 = 0;
+      for (int64_t r0 = y * pl.runs_per_row; r0 < last;) {
+        const int runs = runs_per_block(last - r0);
+        b.whole = os[3] == 1;
+        for (int j = 0; j < runs; ++j) {
+          b.src[j] = group_in + y * pl.width + x0;
+          b.dst[j] = out_img + g * pl.ocg * os[1] + y * os[2] + x0 * os[3];
+          b.lanes[j] = std::min(L, p.ow - x0);
+          b.whole = b.whole && b.lanes[j] == L;
+          x0 += L;
+          if (x0 >= p.ow) {
+            x0 = 0;
+            ++y;
+          }
+        }
+        for (int64_t o0 = 0; o0 < pl.ocg;) {
+          const int rows = rows_per_block(runs, pl.ocg - o0);
+          const int64_t o = g * pl.ocg + o0;
+          b.w = group_w + o0;
+          b.bias = bias != nullptr ? bias + o : nullptr;
+          b.dst_offset = o0 * os[1];
+          block_any<V>(b, rows, runs);
+          o0 += rows;
+        }
+        r0 += runs;
+      }
+    }
+  }
+}
+
+/// Asks for image `ni`'s input lines ahead of pad_image(): the previous
+/// layer's output is rarely in L1, and the copy would wait on each line.
+void prefetch_image(const Plan& pl, int64_t ni) {
+  const ConvProblem& p = *pl.p;
+  const char* img = static_cast<const char*>(p.in) + ni * p.in_strides[0] * sizeof(float);
+  const int64_t row_bytes = ((p.iw - 1) * p.in_strides[3] + 1) * sizeof(float);
+  for (int64_t c = 0; c < p.ic; ++c) {
+    for (int64_t y = 0; y < p.ih; ++y) {
+      const char* row = img + (c * p.in_strides[1] + y * p.in_strides[2]) * sizeof(float);
+      for (int64_t b = 0; b < row_bytes; b += 64) __builtin_prefetch(row + b);
+      __builtin_prefetch(row + row_bytes - 1);
+    }
+  }
+}
+
+template <typename V>
+void run_images(const Plan& pl, int64_t begin, int64_t end, float* padded) {
+  std::fill(padded, padded + pl.p->ic * pl.plane, 0.0f);
+  for (int64_t ni = begin; ni < end; ++ni) {
+    pad_image(pl, ni, padded);
+    if (ni + 1 < end) prefetch_image(pl, ni + 1);
+    run_image<V>(pl, ni, padded);
+  }
+}
+
+}  // namespace
+
+bool conv_f32(KernelContext& ctx, const ConvProblem& p) {
+  if (p.dtype != DType::Float32 || p.transposed || p.stride[0] != 1 || p.stride[1] != 1 ||
+      p.ic == 0) {
+    return false;
+  }
+  Plan pl;
+  pl.p = &p;
+  pl.icg = p.ic / p.groups;
+  pl.ocg = p.oc / p.groups;
+  if (pl.ocg < kMinGroupChannels) return false;
+  pl.lanes = kWide && p.ow > 8 ? 16 : 8;
+  pl.runs_per_row = (p.ow + pl.lanes - 1) / pl.lanes;
+  // Stride 1: ih + 2 * ph = oh + (kh - 1) * dh rows; the width also covers
+  // the last run's columns past ow.
+  pl.height = p.ih + 2 * p.pad[0];
+  pl.width = pl.runs_per_row * pl.lanes + (p.kw - 1) * p.dilation[1];
+  pl.plane = pl.width * pl.height;
+  if (p.ic * pl.plane > kMaxPaddedImage) return false;
+  pl.taps_count = pl.icg * p.kh * p.kw;
+
+  // Kernel rows [lo, hi) inside the image for output row y (a range: the
+  // input row grows with ky).
+  auto valid_rows = [&](int64_t y, int64_t& lo, int64_t& hi) {
+    lo = hi = 0;
+    for (int64_t ky = 0; ky < p.kh; ++ky) {
+      const int64_t iy = y + ky * p.dilation[0] - p.pad[0];
+      if (iy < 0 || iy >= p.ih) continue;
+      if (hi == 0) lo = ky;
+      hi = ky + 1;
+    }
+  };
+  pl.classes = 0;
+  for (int64_t y = 0, lo = -1, hi = -1; y < p.oh; ++y) {
+    int64_t l, h;
+    valid_rows(y, l, h);
+    if (l != lo || h != hi) ++pl.classes;
+    lo = l;
+    hi = h;
+  }
+
+  // Scratch: packed weights, row classes, tap lists, then a padded image
+  // per thread (slot parallel_thread_index()).
+  auto aligned = [](size_t bytes) { return (bytes + 63) / 64 * 64; };
+  const size_t w_bytes = aligned(static_cast<size_t>(p.oc * pl.taps_count) * sizeof(float));
+  const size_t class_bytes =
+      aligned(pl.classes * (2 * sizeof(int64_t) + sizeof(Tap*)) + sizeof(int64_t));
+  const size_t taps_bytes = aligned(pl.classes * pl.taps_count * sizeof(Tap));
+  const size_t image_bytes = aligned(static_cast<size_t>(p.ic * pl.plane) * sizeof(float));
+  const int64_t per_image = p.oc * p.oh * p.ow * pl.taps_count;
+  const bool parallel = static_cast<double>(per_image) * p.n >= kParallelWork;
+  const int slots = parallel ? std::max(1, ctx.num_threads) : 1;
+  char* scratch =
+      static_cast<char*>(ctx.scratch(w_bytes + class_bytes + taps_bytes + slots * image_bytes));
+  char* images = scratch + w_bytes + class_bytes + taps_bytes;
+  float* packed = reinterpret_cast<float*>(scratch);
+  pack_weights(pl, packed);
+  pl.w = packed;
+  int64_t* row_class_begin = reinterpret_cast<int64_t*>(scratch + w_bytes);
+  int64_t* class_taps_count = row_class_begin + pl.classes + 1;
+  const Tap** class_taps = reinterpret_cast<const Tap**>(class_taps_count + pl.classes);
+  Tap* taps = reinterpret_cast<Tap*>(scratch + w_bytes + class_bytes);
+  int64_t k = -1;
+  for (int64_t y = 0, lo = -1, hi = -1; y < p.oh; ++y) {
+    int64_t l, h;
+    valid_rows(y, l, h);
+    if (l == lo && h == hi) continue;
+    lo = l;
+    hi = h;
+    row_class_begin[++k] = y;
+    class_taps[k] = taps;
+    for (int64_t c = 0; c < pl.icg; ++c) {
+      for (int64_t ky = lo; ky < hi; ++ky) {
+        for (int64_t kx = 0; kx < p.kw; ++kx) {
+          const int64_t offset = c * pl.plane + ky * p.dilation[0] * pl.width + kx * p.dilation[1];
+          const int64_t index = (c * p.kh + ky) * p.kw + kx;
+          *taps++ = {static_cast<int32_t>(offset), static_cast<int32_t>(index * pl.ocg)};
+        }
+      }
+    }
+    class_taps_count[k] = taps - class_taps[k];
+  }
+  row_class_begin[pl.classes] = p.oh;
+  pl.row_class_begin = row_class_begin;
+  pl.class_taps = class_taps;
+  pl.class_taps_count = class_taps_count;
+
+  // Images in ranges over the threads.
+  auto body = [&](int64_t begin, int64_t end) {
+    const int slot = parallel ? kernels::parallel_thread_index() : 0;
+    float* padded = reinterpret_cast<float*>(images + slot * image_bytes);
+    if (kWide && pl.lanes == 16) {
+      run_images<V16>(pl, begin, end, padded);
+    } else {
+      run_images<V8>(pl, begin, end, padded);
+    }
+  };
+  if (parallel) {
+    kernels::parallel_for(ctx, p.n, per_image, body);
+  } else {
+    body(0, p.n);
+  }
+  return true;
+}
+
+}  // namespace pterun::cpu
