@@ -10,8 +10,10 @@
 
 #include <algorithm>
 #include <cstring>
+#include <vector>
 
 #include "pterun/backend/cpu/ops/conv_problem.h"
+#include "pterun/backend/cpu/ops/dnnl_util.h"
 #include "pterun/kernels/common/parallel.h"
 
 // Without AVX the 32-byte vectors below are passed differently; they never
@@ -58,6 +60,11 @@ int rows_per_block(int runs, int64_t left) {
 /// it lives in per-thread scratch and should stay in L2. Larger problems
 /// go to oneDNN.
 constexpr int64_t kMaxPaddedImage = int64_t{1} << 17;
+
+/// Padded images run together: up to kMaxBatch of them, while they fit in
+/// kBatchFloats (about half of L1).
+constexpr int64_t kMaxBatch = 6;
+constexpr int64_t kBatchFloats = 4096;
 
 /// Multiply-adds from which images are split over the threads (about
 /// 20-40 us of work: less than that does not pay for waking a helper).
@@ -176,12 +183,24 @@ struct Plan {
   int64_t icg, ocg, taps_count;
   const float* w;  // per group [tap][ocg] (pack_weights)
   // Output rows [row_class_begin[i], row_class_begin[i + 1]) read the taps
-  // class_taps[i] (class_taps_count[i] of them): those whose kernel row
+  // [class_taps_begin[i], class_taps_begin[i + 1]): those whose kernel row
   // falls inside the image, so that padding rows cost nothing.
   int64_t classes;
   const int64_t* row_class_begin;
-  const Tap* const* class_taps;
-  const int64_t* class_taps_count;
+  const int64_t* class_taps_begin;
+  const Tap* taps;
+  int64_t batch;  // images padded and run together
+};
+
+/// What a problem's geometry and weights give, kept between calls (per
+/// thread, by geometry) while the weight bytes stay the same: constant
+/// weights are packed once.
+struct Prepared {
+  std::vector<int64_t> row_class_begin, class_taps_begin;
+  std::vector<Tap> taps;
+  std::vector<float> w;
+  std::vector<char> weight_bytes;  // what w was packed from
+  const void* weight_at = nullptr;
 };
 
 /// Weights as [group][tap][ocg], tap (c * kh + ky) * kw + kx.
@@ -231,44 +250,50 @@ void pad_image(const Plan& pl, int64_t ni, float* padded) {
   }
 }
 
+/// Images [ni, ni + count), padded at padded + i * image_floats: the
+/// runs of a row class in all of them form one sequence of blocks, so that
+/// classes of a row or two (next to the padding) still fill wide blocks.
 template <typename V>
-void run_image(const Plan& pl, int64_t ni, const float* padded) {
+void run_batch(const Plan& pl, int64_t ni, int64_t count, const float* padded,
+               int64_t image_floats) {
   const ConvProblem& p = *pl.p;
   const int64_t L = pl.lanes;
   const int64_t* os = p.out_strides;
-  float* out_img = static_cast<float*>(p.out) + ni * os[0];
   const float* bias = static_cast<const float*>(p.bias);
   Block b{};
   b.dst_rs = os[1];
   b.dst_cs = os[3];
   for (int64_t g = 0; g < p.groups; ++g) {
-    const float* group_in = padded + g * pl.icg * pl.plane;
     const float* group_w = pl.w + g * pl.taps_count * pl.ocg;
     for (int64_t k = 0; k < pl.classes; ++k) {
-      b.taps = pl.class_taps[k];
-      b.taps_count = pl.class_taps_count[k];
-      const int64_t last = pl.row_class_begin[k + 1] * pl.runs_per_row;
-      // Run r0 starts at row y, column x0.
-      int64_t y = pl.row_class_begin[k], x0 = 0;
-      for (int64_t r0 = y * pl.runs_per_row; r0 < last;) {
-        const int runs = runs_per_block(last - r0);
+      b.taps = pl.taps + pl.class_taps_begin[k];
+      b.taps_count = pl.class_taps_begin[k + 1] - pl.class_taps_begin[k];
+      const int64_t first_row = pl.row_class_begin[k], end_row = pl.row_class_begin[k + 1];
+      const int64_t total = count * (end_row - first_row) * pl.runs_per_row;
+      // The next run: image i, row y, column x0.
+      int64_t i = 0, y = first_row, x0 = 0;
+      for (int64_t r0 = 0; r0 < total;) {
+        const int runs = runs_per_block(total - r0);
         b.whole = os[3] == 1;
         for (int j = 0; j < runs; ++j) {
-          b.src[j] = group_in + y * pl.width + x0;
-          b.dst[j] = out_img + g * pl.ocg * os[1] + y * os[2] + x0 * os[3];
+          b.src[j] = padded + i * image_floats + g * pl.icg * pl.plane + y * pl.width + x0;
+          b.dst[j] = static_cast<float*>(p.out) + (ni + i) * os[0] + g * pl.ocg * os[1] +
+                     y * os[2] + x0 * os[3];
           b.lanes[j] = std::min(L, p.ow - x0);
           b.whole = b.whole && b.lanes[j] == L;
           x0 += L;
           if (x0 >= p.ow) {
             x0 = 0;
-            ++y;
+            if (++y == end_row) {
+              y = first_row;
+              ++i;
+            }
           }
         }
         for (int64_t o0 = 0; o0 < pl.ocg;) {
           const int rows = rows_per_block(runs, pl.ocg - o0);
-          const int64_t o = g * pl.ocg + o0;
           b.w = group_w + o0;
-          b.bias = bias != nullptr ? bias + o : nullptr;
+          b.bias = bias != nullptr ? bias + g * pl.ocg + o0 : nullptr;
           b.dst_offset = o0 * os[1];
           block_any<V>(b, rows, runs);
           o0 += rows;
@@ -294,14 +319,74 @@ void prefetch_image(const Plan& pl, int64_t ni) {
   }
 }
 
+/// Images [begin, end) in batches of pl.batch, padded into `padded`
+/// (room for pl.batch images of image_floats).
 template <typename V>
-void run_images(const Plan& pl, int64_t begin, int64_t end, float* padded) {
-  std::fill(padded, padded + pl.p->ic * pl.plane, 0.0f);
-  for (int64_t ni = begin; ni < end; ++ni) {
-    pad_image(pl, ni, padded);
-    if (ni + 1 < end) prefetch_image(pl, ni + 1);
-    run_image<V>(pl, ni, padded);
+void run_images(const Plan& pl, int64_t begin, int64_t end, float* padded, int64_t image_floats) {
+  std::fill(padded, padded + pl.batch * image_floats, 0.0f);
+  for (int64_t ni = begin; ni < end; ni += pl.batch) {
+    const int64_t count = std::min(pl.batch, end - ni);
+    for (int64_t i = 0; i < count; ++i) pad_image(pl, ni + i, padded + i * image_floats);
+    for (int64_t i = count; i < std::min(2 * count, end - ni); ++i) prefetch_image(pl, ni + i);
+    run_batch<V>(pl, ni, count, padded, image_floats);
   }
+}
+
+/// Elements between the first and the last weight, plus one.
+int64_t weight_span(const Plan& pl) {
+  const ConvProblem& p = *pl.p;
+  const int64_t* ws = p.w_strides;
+  return 1 + (p.oc - 1) * ws[0] + (pl.icg - 1) * ws[1] + (p.kh - 1) * ws[2] + (p.kw - 1) * ws[3];
+}
+
+/// Row classes and their taps for `pl`'s geometry; weights sized, not
+/// packed (refresh_weights does that).
+Prepared prepare(const Plan& pl) {
+  const ConvProblem& p = *pl.p;
+  Prepared prep;
+  int64_t lo = -1, hi = -1;
+  for (int64_t y = 0; y < p.oh; ++y) {
+    // Kernel rows [l, h) inside the image (a range: the input row grows
+    // with ky); a new class where they change.
+    int64_t l = 0, h = 0;
+    for (int64_t ky = 0; ky < p.kh; ++ky) {
+      const int64_t iy = y + ky * p.dilation[0] - p.pad[0];
+      if (iy < 0 || iy >= p.ih) continue;
+      if (h == 0) l = ky;
+      h = ky + 1;
+    }
+    if (l == lo && h == hi) continue;
+    lo = l;
+    hi = h;
+    prep.row_class_begin.push_back(y);
+    prep.class_taps_begin.push_back(static_cast<int64_t>(prep.taps.size()));
+    for (int64_t c = 0; c < pl.icg; ++c) {
+      for (int64_t ky = lo; ky < hi; ++ky) {
+        for (int64_t kx = 0; kx < p.kw; ++kx) {
+          const int64_t offset = c * pl.plane + ky * p.dilation[0] * pl.width + kx * p.dilation[1];
+          const int64_t index = (c * p.kh + ky) * p.kw + kx;
+          prep.taps.push_back({static_cast<int32_t>(offset), static_cast<int32_t>(index * pl.ocg)});
+        }
+      }
+    }
+  }
+  prep.row_class_begin.push_back(p.oh);
+  prep.class_taps_begin.push_back(static_cast<int64_t>(prep.taps.size()));
+  prep.w.resize(static_cast<size_t>(p.oc * pl.taps_count));
+  prep.weight_bytes.resize(static_cast<size_t>(weight_span(pl)) * sizeof(float));
+  return prep;
+}
+
+/// Packs the weights into prep.w unless they are the bytes packed last time.
+void refresh_weights(const Plan& pl, Prepared& prep) {
+  const ConvProblem& p = *pl.p;
+  const size_t bytes = prep.weight_bytes.size();
+  if (prep.weight_at == p.weight && std::memcmp(prep.weight_bytes.data(), p.weight, bytes) == 0) {
+    return;
+  }
+  pack_weights(pl, prep.w.data());
+  std::memcpy(prep.weight_bytes.data(), p.weight, bytes);
+  prep.weight_at = p.weight;
 }
 
 }  // namespace
@@ -326,80 +411,37 @@ bool conv_f32(KernelContext& ctx, const ConvProblem& p) {
   if (p.ic * pl.plane > kMaxPaddedImage) return false;
   pl.taps_count = pl.icg * p.kh * p.kw;
 
-  // Kernel rows [lo, hi) inside the image for output row y (a range: the
-  // input row grows with ky).
-  auto valid_rows = [&](int64_t y, int64_t& lo, int64_t& hi) {
-    lo = hi = 0;
-    for (int64_t ky = 0; ky < p.kh; ++ky) {
-      const int64_t iy = y + ky * p.dilation[0] - p.pad[0];
-      if (iy < 0 || iy >= p.ih) continue;
-      if (hi == 0) lo = ky;
-      hi = ky + 1;
-    }
-  };
-  pl.classes = 0;
-  for (int64_t y = 0, lo = -1, hi = -1; y < p.oh; ++y) {
-    int64_t l, h;
-    valid_rows(y, l, h);
-    if (l != lo || h != hi) ++pl.classes;
-    lo = l;
-    hi = h;
-  }
+  dnnl_util::PlanKey key;
+  key.add({p.ic, p.oc, p.groups, p.ih, p.iw, p.oh, p.ow, p.kh, p.kw, p.pad[0], p.pad[1],
+           p.dilation[0], p.dilation[1], pl.lanes});
+  for (int64_t s : p.w_strides) key.add(s);
+  thread_local dnnl_util::PlanCache<Prepared> cache(64);
+  Prepared& prep = cache.get(key, [&] { return prepare(pl); });
+  refresh_weights(pl, prep);
+  pl.w = prep.w.data();
+  pl.classes = static_cast<int64_t>(prep.row_class_begin.size()) - 1;
+  pl.row_class_begin = prep.row_class_begin.data();
+  pl.class_taps_begin = prep.class_taps_begin.data();
+  pl.taps = prep.taps.data();
 
-  // Scratch: packed weights, row classes, tap lists, then a padded image
-  // per thread (slot parallel_thread_index()).
-  auto aligned = [](size_t bytes) { return (bytes + 63) / 64 * 64; };
-  const size_t w_bytes = aligned(static_cast<size_t>(p.oc * pl.taps_count) * sizeof(float));
-  const size_t class_bytes =
-      aligned(pl.classes * (2 * sizeof(int64_t) + sizeof(Tap*)) + sizeof(int64_t));
-  const size_t taps_bytes = aligned(pl.classes * pl.taps_count * sizeof(Tap));
-  const size_t image_bytes = aligned(static_cast<size_t>(p.ic * pl.plane) * sizeof(float));
+  // Scratch: a batch of padded images per thread (slot
+  // parallel_thread_index()), as many as fit about half of L1.
+  const int64_t image_floats = (p.ic * pl.plane + 15) / 16 * 16;
+  pl.batch = std::clamp<int64_t>(kBatchFloats / image_floats, 1, kMaxBatch);
+  const size_t image_bytes = static_cast<size_t>(pl.batch * image_floats) * sizeof(float);
   const int64_t per_image = p.oc * p.oh * p.ow * pl.taps_count;
   const bool parallel = static_cast<double>(per_image) * p.n >= kParallelWork;
   const int slots = parallel ? std::max(1, ctx.num_threads) : 1;
-  char* scratch =
-      static_cast<char*>(ctx.scratch(w_bytes + class_bytes + taps_bytes + slots * image_bytes));
-  char* images = scratch + w_bytes + class_bytes + taps_bytes;
-  float* packed = reinterpret_cast<float*>(scratch);
-  pack_weights(pl, packed);
-  pl.w = packed;
-  int64_t* row_class_begin = reinterpret_cast<int64_t*>(scratch + w_bytes);
-  int64_t* class_taps_count = row_class_begin + pl.classes + 1;
-  const Tap** class_taps = reinterpret_cast<const Tap**>(class_taps_count + pl.classes);
-  Tap* taps = reinterpret_cast<Tap*>(scratch + w_bytes + class_bytes);
-  int64_t k = -1;
-  for (int64_t y = 0, lo = -1, hi = -1; y < p.oh; ++y) {
-    int64_t l, h;
-    valid_rows(y, l, h);
-    if (l == lo && h == hi) continue;
-    lo = l;
-    hi = h;
-    row_class_begin[++k] = y;
-    class_taps[k] = taps;
-    for (int64_t c = 0; c < pl.icg; ++c) {
-      for (int64_t ky = lo; ky < hi; ++ky) {
-        for (int64_t kx = 0; kx < p.kw; ++kx) {
-          const int64_t offset = c * pl.plane + ky * p.dilation[0] * pl.width + kx * p.dilation[1];
-          const int64_t index = (c * p.kh + ky) * p.kw + kx;
-          *taps++ = {static_cast<int32_t>(offset), static_cast<int32_t>(index * pl.ocg)};
-        }
-      }
-    }
-    class_taps_count[k] = taps - class_taps[k];
-  }
-  row_class_begin[pl.classes] = p.oh;
-  pl.row_class_begin = row_class_begin;
-  pl.class_taps = class_taps;
-  pl.class_taps_count = class_taps_count;
+  char* images = static_cast<char*>(ctx.scratch(slots * image_bytes));
 
   // Images in ranges over the threads.
   auto body = [&](int64_t begin, int64_t end) {
     const int slot = parallel ? kernels::parallel_thread_index() : 0;
     float* padded = reinterpret_cast<float*>(images + slot * image_bytes);
     if (kWide && pl.lanes == 16) {
-      run_images<V16>(pl, begin, end, padded);
+      run_images<V16>(pl, begin, end, padded, image_floats);
     } else {
-      run_images<V8>(pl, begin, end, padded);
+      run_images<V8>(pl, begin, end, padded, image_floats);
     }
   };
   if (parallel) {
