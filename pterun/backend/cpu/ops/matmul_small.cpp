@@ -1,9 +1,10 @@
 // Register-blocked f32 GEMM for small products (a few 10^4 multiply-adds:
 // MLP layers at batch 8, attention heads), where oneDNN's fixed per-call
-// cost (its gemm driver's setup and buffers) would dominate. Blocks of 4
-// rows x 16 columns of c (8 rows x 32 columns with AVX-512) live in
-// registers; b is read in place when its rows are contiguous and packed
-// once otherwise.
+// cost (its gemm driver's setup and buffers) would dominate, and for
+// narrow ones (classifier heads of at most 16 columns). Blocks of 4 rows x
+// 16 columns of c (8 rows x 32 columns with AVX-512) live in registers; b
+// is read in place when its rows are contiguous and packed once
+// otherwise; its last columns come from a zero-padded panel.
 
 #include <algorithm>
 #include <cstring>
