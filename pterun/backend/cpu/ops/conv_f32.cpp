@@ -6,9 +6,12 @@
 // registers and are stored straight into the output, so there is no layout
 // reorder, and no oneDNN call (whose execute allocates on every call).
 // Columns of a run past the end of a row are computed from the padding and
-// not stored.
+// not stored. Taps that fall on padding rows are skipped (output rows are
+// grouped by which kernel rows are inside the image); padding columns are
+// not, as they share vectors with real ones.
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <vector>
 
@@ -70,9 +73,9 @@ constexpr int64_t kBatchFloats = 4096;
 /// 20-40 us of work: less than that does not pay for waking a helper).
 constexpr double kParallelWork = 1 << 20;
 
-/// Fewest output channels per group: below this (depthwise layers) the
-/// blocks are too thin to keep the FMA units busy, and oneDNN's depthwise
-/// kernels win.
+/// Fewest output channels per group: below this (depthwise layers) a block
+/// holds too few accumulators to hide the multiply-add latency; those
+/// layers stay with oneDNN's depthwise kernels.
 constexpr int64_t kMinGroupChannels = 4;
 
 template <typename V>
@@ -410,6 +413,7 @@ bool conv_f32(KernelContext& ctx, const ConvProblem& p) {
   pl.plane = pl.width * pl.height;
   if (p.ic * pl.plane > kMaxPaddedImage) return false;
   pl.taps_count = pl.icg * p.kh * p.kw;
+  if (pl.taps_count * pl.ocg > INT32_MAX) return false;  // Tap::weights is 32-bit
 
   dnnl_util::PlanKey key;
   key.add({p.ic, p.oc, p.groups, p.ih, p.iw, p.oh, p.ow, p.kh, p.kw, p.pad[0], p.pad[1],
