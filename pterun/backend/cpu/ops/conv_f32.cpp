@@ -64,6 +64,9 @@ int rows_per_block(int runs, int64_t left) {
 /// go to oneDNN.
 constexpr int64_t kMaxPaddedImage = int64_t{1} << 17;
 
+/// Largest packed weights (floats, all row classes) this kernel keeps.
+constexpr int64_t kMaxPackedWeights = int64_t{1} << 22;
+
 /// Padded images run together: up to kMaxBatch of them, while they fit in
 /// kBatchFloats (about half of L1).
 constexpr int64_t kMaxBatch = 6;
@@ -90,22 +93,15 @@ inline void store(float* p, V v) {
   std::memcpy(p, &v, sizeof v);
 }
 
-/// One tap (c, ky, kx) of a kernel: where it reads in a group's padded
-/// planes relative to a run's first column, and where its weights start in
-/// the group's packed weights ((c * kh + ky) * kw + kx, times ocg).
-struct Tap {
-  int32_t offset;
-  int32_t weights;
-};
-
-/// One block: R output channels (channel r's weight of a tap at
-/// w[tap.weights + r]; bias[r]) over N runs, run j reading the padded image
-/// at src[j] + tap.offset and writing lanes[j] columns, dst_cs apart.
+/// One block: R output channels (channel r's weight of tap t at
+/// w[t * w_stride + r]; bias[r]) over N runs, run j reading the padded
+/// image at src[j] + taps[t] and writing lanes[j] columns, dst_cs apart.
 struct Block {
   const float* w;
+  int64_t w_stride;
   const float* bias;  // or null
   int64_t taps_count;
-  const Tap* taps;
+  const int32_t* taps;
   const float* src[kMaxRuns];
   float* dst[kMaxRuns];
   int64_t lanes[kMaxRuns];
@@ -123,12 +119,11 @@ void block(const Block& b) {
   }
   const float* src[N];
   for (int j = 0; j < N; ++j) src[j] = b.src[j];
-  const float* w = b.w;
-  for (int64_t t = 0; t < b.taps_count; ++t) {
-    const Tap tap = b.taps[t];
+  const float* wt = b.w;
+  for (int64_t t = 0; t < b.taps_count; ++t, wt += b.w_stride) {
+    const int32_t offset = b.taps[t];
     V in[N];
-    for (int j = 0; j < N; ++j) in[j] = load<V>(src[j] + tap.offset);
-    const float* wt = w + tap.weights;
+    for (int j = 0; j < N; ++j) in[j] = load<V>(src[j] + offset);
     for (int r = 0; r < R; ++r) {
       const float wv = wt[r];
       for (int j = 0; j < N; ++j) acc[r][j] += wv * in[j];
@@ -184,14 +179,17 @@ struct Plan {
   int64_t width, height;  // of a padded plane
   int64_t plane;          // width * height
   int64_t icg, ocg, taps_count;
-  const float* w;  // per group [tap][ocg] (pack_weights)
   // Output rows [row_class_begin[i], row_class_begin[i + 1]) read the taps
-  // [class_taps_begin[i], class_taps_begin[i + 1]): those whose kernel row
-  // falls inside the image, so that padding rows cost nothing.
+  // [class_taps_begin[i], class_taps_begin[i + 1]) (offsets in a group's
+  // padded planes from a run's first column): those whose kernel row falls
+  // inside the image, so that padding rows cost nothing. Their weights are
+  // packed per class, group, tap, then output channel: group g of class i
+  // at w + ocg * (groups * class_taps_begin[i] + g * taps in class i).
   int64_t classes;
   const int64_t* row_class_begin;
   const int64_t* class_taps_begin;
-  const Tap* taps;
+  const int32_t* taps;
+  const float* w;
   int64_t batch;  // images padded and run together
 };
 
@@ -200,26 +198,27 @@ struct Plan {
 /// weights are packed once.
 struct Prepared {
   std::vector<int64_t> row_class_begin, class_taps_begin;
-  std::vector<Tap> taps;
+  std::vector<int32_t> taps;
+  std::vector<int64_t> tap_index;  // of each tap: (c * kh + ky) * kw + kx
   std::vector<float> w;
   std::vector<char> weight_bytes;  // what w was packed from
   const void* weight_at = nullptr;
 };
 
-/// Weights as [group][tap][ocg], tap (c * kh + ky) * kw + kx.
-void pack_weights(const Plan& pl, float* packed) {
+/// Weights in the order the blocks read them (Plan::w).
+void pack_weights(const Plan& pl, const Prepared& prep, float* packed) {
   const ConvProblem& p = *pl.p;
   const float* weight = static_cast<const float*>(p.weight);
   const int64_t* ws = p.w_strides;
-  for (int64_t o = 0; o < p.oc; ++o) {
-    const int64_t g = o / pl.ocg;
-    float* dst = packed + g * pl.taps_count * pl.ocg + (o - g * pl.ocg);
-    int64_t t = 0;
-    for (int64_t c = 0; c < pl.icg; ++c) {
-      for (int64_t ky = 0; ky < p.kh; ++ky) {
-        for (int64_t kx = 0; kx < p.kw; ++kx) {
-          dst[t++ * pl.ocg] = weight[o * ws[0] + c * ws[1] + ky * ws[2] + kx * ws[3]];
-        }
+  for (int64_t k = 0; k + 1 < static_cast<int64_t>(prep.class_taps_begin.size()); ++k) {
+    const int64_t first = prep.class_taps_begin[k], count = prep.class_taps_begin[k + 1] - first;
+    for (int64_t o = 0; o < p.oc; ++o) {
+      const int64_t g = o / pl.ocg;
+      float* dst = packed + pl.ocg * (p.groups * first + g * count) + (o - g * pl.ocg);
+      for (int64_t i = 0; i < count; ++i) {
+        const int64_t t = prep.tap_index[first + i];
+        const int64_t c = t / (p.kh * p.kw), ky = t / p.kw % p.kh, kx = t % p.kw;
+        dst[i * pl.ocg] = weight[o * ws[0] + c * ws[1] + ky * ws[2] + kx * ws[3]];
       }
     }
   }
@@ -267,10 +266,11 @@ void run_batch(const Plan& pl, int64_t ni, int64_t count, const float* padded,
   b.dst_rs = os[1];
   b.dst_cs = os[3];
   for (int64_t g = 0; g < p.groups; ++g) {
-    const float* group_w = pl.w + g * pl.taps_count * pl.ocg;
     for (int64_t k = 0; k < pl.classes; ++k) {
       b.taps = pl.taps + pl.class_taps_begin[k];
       b.taps_count = pl.class_taps_begin[k + 1] - pl.class_taps_begin[k];
+      b.w_stride = pl.ocg;
+      const float* group_w = pl.w + pl.ocg * (p.groups * pl.class_taps_begin[k] + g * b.taps_count);
       const int64_t first_row = pl.row_class_begin[k], end_row = pl.row_class_begin[k + 1];
       const int64_t total = count * (end_row - first_row) * pl.runs_per_row;
       // The next run: image i, row y, column x0.
@@ -367,15 +367,15 @@ Prepared prepare(const Plan& pl) {
       for (int64_t ky = lo; ky < hi; ++ky) {
         for (int64_t kx = 0; kx < p.kw; ++kx) {
           const int64_t offset = c * pl.plane + ky * p.dilation[0] * pl.width + kx * p.dilation[1];
-          const int64_t index = (c * p.kh + ky) * p.kw + kx;
-          prep.taps.push_back({static_cast<int32_t>(offset), static_cast<int32_t>(index * pl.ocg)});
+          prep.taps.push_back(static_cast<int32_t>(offset));
+          prep.tap_index.push_back((c * p.kh + ky) * p.kw + kx);
         }
       }
     }
   }
   prep.row_class_begin.push_back(p.oh);
   prep.class_taps_begin.push_back(static_cast<int64_t>(prep.taps.size()));
-  prep.w.resize(static_cast<size_t>(p.oc * pl.taps_count));
+  prep.w.resize(prep.taps.size() * p.oc);
   prep.weight_bytes.resize(static_cast<size_t>(weight_span(pl)) * sizeof(float));
   return prep;
 }
@@ -387,7 +387,7 @@ void refresh_weights(const Plan& pl, Prepared& prep) {
   if (prep.weight_at == p.weight && std::memcmp(prep.weight_bytes.data(), p.weight, bytes) == 0) {
     return;
   }
-  pack_weights(pl, prep.w.data());
+  pack_weights(pl, prep, prep.w.data());
   std::memcpy(prep.weight_bytes.data(), p.weight, bytes);
   prep.weight_at = p.weight;
 }
@@ -413,7 +413,8 @@ bool conv_f32(KernelContext& ctx, const ConvProblem& p) {
   pl.plane = pl.width * pl.height;
   if (p.ic * pl.plane > kMaxPaddedImage) return false;
   pl.taps_count = pl.icg * p.kh * p.kw;
-  if (pl.taps_count * pl.ocg > INT32_MAX) return false;  // Tap::weights is 32-bit
+  // Weights are packed once per row class (usually 3: top, middle, bottom).
+  if (std::min(p.oh, 2 * p.kh + 3) * p.oc * pl.taps_count > kMaxPackedWeights) return false;
 
   dnnl_util::PlanKey key;
   key.add({p.ic, p.oc, p.groups, p.ih, p.iw, p.oh, p.ow, p.kh, p.kw, p.pad[0], p.pad[1],
