@@ -4,11 +4,11 @@
 // narrow ones (classifier heads of at most 16 columns). Blocks of 4 rows x
 // 16 columns of c (8 rows x 32 columns with AVX-512) live in registers; b
 // is read in place when its rows are contiguous and packed once
-// otherwise; its last columns come from a zero-padded panel.
+// otherwise. With many rows, the last columns (fewer than a vector) come
+// from a zero-padded copy of them (a panel), else from scalar loops.
 
 #include <algorithm>
 #include <cstring>
-#include <type_traits>
 
 #include "pterun/backend/cpu/ops/matmul_gemm.h"
 #include "pterun/kernels/common/parallel.h"
@@ -45,22 +45,17 @@ inline void store(float* p, V v) {
   std::memcpy(p, &v, sizeof v);
 }
 
-/// Multiply-adds above which row blocks are split over the threads (about
-/// 20-40 us of work, as dnnl_util::kMinParallelWork).
-constexpr double kParallelWork = 1 << 20;
-
 struct Epilogue {
   float alpha, beta;
   bool accumulate;
   const float* bias;  // indexed by column, or null
 };
 
-/// c[0..R) x [j, j + cols) from a (R rows) and b (row-major, leading
-/// dimension ldb, already offset to column j), in N vectors V per row;
-/// cols is N * lanes except in a zero-padded last panel of b.
+/// c[0..R) x [j, j + N * lanes) from a (R rows) and b (row-major, leading
+/// dimension ldb, already offset to column j), in N vectors V per row.
 template <typename V, int R, int N>
 void block(const float* a, int64_t a_rs, int64_t a_cs, const float* b, int64_t ldb, int64_t k,
-           float* c, int64_t c_rs, int64_t c_cs, int64_t j, int64_t cols, const Epilogue& e) {
+           float* c, int64_t c_rs, int64_t c_cs, int64_t j, const Epilogue& e) {
   constexpr int L = sizeof(V) / sizeof(float);
   V acc[R][N] = {};
   for (int64_t kk = 0; kk < k; ++kk) {
@@ -73,63 +68,120 @@ void block(const float* a, int64_t a_rs, int64_t a_cs, const float* b, int64_t l
   }
   for (int r = 0; r < R; ++r) {
     for (int v = 0; v < N; ++v) {
-      const int64_t lanes = std::min<int64_t>(L, cols - L * v);
-      if (lanes <= 0) break;
       V res = acc[r][v] * e.alpha;
+      if (e.bias != nullptr) res += load<V>(e.bias + j + L * v);
       float* dst = c + r * c_rs + (j + L * v) * c_cs;
-      if (c_cs == 1 && lanes == L) {
-        if (e.bias != nullptr) res += load<V>(e.bias + j + L * v);
+      if (c_cs == 1) {
         if (e.accumulate) res += e.beta * load<V>(dst);
         store(dst, res);
       } else {
-        float part[L];
-        store(part, res);
-        for (int64_t l = 0; l < lanes; ++l) {
-          float x = part[l];
-          if (e.bias != nullptr) x += e.bias[j + L * v + l];
-          dst[l * c_cs] = e.accumulate ? x + e.beta * dst[l * c_cs] : x;
+        for (int l = 0; l < L; ++l) {
+          dst[l * c_cs] = e.accumulate ? res[l] + e.beta * dst[l * c_cs] : res[l];
         }
       }
     }
   }
 }
 
-/// Rows [0, R) of c: whole vector blocks of b in place up to column
-/// panel_at, then the last columns from `panel` (k rows of panel_width
-/// floats, zero-padded).
-template <int R>
-void rows(const float* a, int64_t a_rs, int64_t a_cs, const float* b, int64_t ldb, int64_t k,
-          int64_t n, float* c, int64_t c_rs, int64_t c_cs, const Epilogue& e, const float* panel,
-          int64_t panel_at, int64_t panel_width) {
-  int64_t j = 0;
-  if constexpr (kWide) {
-    for (; j + 32 <= panel_at; j += 32)
-      block<V16, R, 2>(a, a_rs, a_cs, b + j, ldb, k, c, c_rs, c_cs, j, 32, e);
-    for (; j + 16 <= panel_at; j += 16)
-      block<V16, R, 1>(a, a_rs, a_cs, b + j, ldb, k, c, c_rs, c_cs, j, 16, e);
-  } else {
-    for (; j + 16 <= panel_at; j += 16)
-      block<V8, R, 2>(a, a_rs, a_cs, b + j, ldb, k, c, c_rs, c_cs, j, 16, e);
-  }
-  for (; j + 8 <= panel_at; j += 8)
-    block<V8, R, 1>(a, a_rs, a_cs, b + j, ldb, k, c, c_rs, c_cs, j, 8, e);
-  if (panel_at < n) {
-    if (kWide && panel_width == 16) {
-      block<V16, R, 1>(a, a_rs, a_cs, panel, 16, k, c, c_rs, c_cs, panel_at, n - panel_at, e);
-    } else {
-      block<V8, R, 1>(a, a_rs, a_cs, panel, 8, k, c, c_rs, c_cs, panel_at, n - panel_at, e);
+/// Columns [j, n) (fewer than 8) of rows [0, rows), one at a time.
+void tail(const float* a, int64_t a_rs, int64_t a_cs, const float* b, int64_t ldb, int64_t k,
+          float* c, int64_t c_rs, int64_t c_cs, int64_t rows, int64_t j, int64_t n,
+          const Epilogue& e) {
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t col = j; col < n; ++col) {
+      float acc = 0;
+      for (int64_t kk = 0; kk < k; ++kk) acc += a[r * a_rs + kk * a_cs] * b[kk * ldb + col];
+      float res = acc * e.alpha;
+      if (e.bias != nullptr) res += e.bias[col];
+      float& dst = c[r * c_rs + col * c_cs];
+      dst = e.accumulate ? res + e.beta * dst : res;
     }
   }
 }
 
-/// Columns that whole vector blocks cover (panel_at), and the width of the
-/// zero-padded panel for the rest (0 when there is none).
-void split_columns(int64_t n, int64_t& panel_at, int64_t& panel_width) {
-  panel_at = n / 8 * 8;
-  if (kWide && n % 16 > 8) panel_at = n / 16 * 16;  // one 16-wide panel, not 8 + a panel
-  const int64_t rest = n - panel_at;
-  panel_width = rest == 0 ? 0 : rest > 8 ? 16 : 8;
+/// The last columns of b from `at` on, zero-padded to `width` (8 or 16)
+/// in k rows of `width` floats; width 0: none (scalar loops instead).
+struct Panel {
+  const float* data = nullptr;
+  int64_t at = 0, width = 0;
+};
+
+/// c[0..R) x [p.at, n) from a (R rows) and the panel: one vector per row,
+/// of which the first n - p.at lanes are stored.
+template <typename V, int R>
+void panel_block(const float* a, int64_t a_rs, int64_t a_cs, const Panel& p, int64_t k, int64_t n,
+                 float* c, int64_t c_rs, int64_t c_cs, const Epilogue& e) {
+  constexpr int L = sizeof(V) / sizeof(float);
+  V acc[R] = {};
+  for (int64_t kk = 0; kk < k; ++kk) {
+    const V bv = load<V>(p.data + kk * L);
+    for (int r = 0; r < R; ++r) acc[r] += a[r * a_rs + kk * a_cs] * bv;
+  }
+  float out[R][L];
+  for (int r = 0; r < R; ++r) store(out[r], acc[r] * e.alpha);
+  for (int r = 0; r < R; ++r) {
+    for (int64_t col = p.at; col < n; ++col) {
+      float res = out[r][col - p.at];
+      if (e.bias != nullptr) res += e.bias[col];
+      float& dst = c[r * c_rs + col * c_cs];
+      dst = e.accumulate ? res + e.beta * dst : res;
+    }
+  }
 }
+
+template <int R>
+void rows(const float* a, int64_t a_rs, int64_t a_cs, const float* b, int64_t ldb, int64_t k,
+          int64_t n, float* c, int64_t c_rs, int64_t c_cs, const Epilogue& e, const Panel& p) {
+  const int64_t whole = p.width != 0 ? p.at : n;  // columns of whole vector blocks
+  int64_t j = 0;
+  if constexpr (kWide) {
+    for (; j + 32 <= whole; j += 32)
+      block<V16, R, 2>(a, a_rs, a_cs, b + j, ldb, k, c, c_rs, c_cs, j, e);
+    for (; j + 16 <= whole; j += 16)
+      block<V16, R, 1>(a, a_rs, a_cs, b + j, ldb, k, c, c_rs, c_cs, j, e);
+  } else {
+    for (; j + 16 <= whole; j += 16)
+      block<V8, R, 2>(a, a_rs, a_cs, b + j, ldb, k, c, c_rs, c_cs, j, e);
+  }
+  for (; j + 8 <= whole; j += 8) block<V8, R, 1>(a, a_rs, a_cs, b + j, ldb, k, c, c_rs, c_cs, j, e);
+  if (p.width == 16) {
+    if constexpr (kWide) panel_block<V16, R>(a, a_rs, a_cs, p, k, n, c, c_rs, c_cs, e);
+  } else if (p.width == 8) {
+    panel_block<V8, R>(a, a_rs, a_cs, p, k, n, c, c_rs, c_cs, e);
+  } else if (j < n) {
+    tail(a, a_rs, a_cs, b, ldb, k, c, c_rs, c_cs, R, j, n, e);
+  }
+}
+
+/// Rows per register block: 8 with AVX-512's 32 registers, else 4.
+constexpr int64_t kBlockRows = kWide ? 8 : 4;
+
+/// Rows [begin, end) of one matrix of the batch, in register blocks.
+void row_range(const float* a, int64_t ars, int64_t acs, const float* b, int64_t ldb, int64_t k,
+               int64_t n, float* c, int64_t crs, int64_t ccs, const Epilogue& e, const Panel& p,
+               int64_t begin, int64_t end) {
+  int64_t i = begin;
+  if constexpr (kWide) {
+    for (; i + 8 <= end; i += 8)
+      rows<8>(a + i * ars, ars, acs, b, ldb, k, n, c + i * crs, crs, ccs, e, p);
+  }
+  for (; i + 4 <= end; i += 4)
+    rows<4>(a + i * ars, ars, acs, b, ldb, k, n, c + i * crs, crs, ccs, e, p);
+  switch (end - i) {
+    case 3: rows<3>(a + i * ars, ars, acs, b, ldb, k, n, c + i * crs, crs, ccs, e, p); break;
+    case 2: rows<2>(a + i * ars, ars, acs, b, ldb, k, n, c + i * crs, crs, ccs, e, p); break;
+    case 1: rows<1>(a + i * ars, ars, acs, b, ldb, k, n, c + i * crs, crs, ccs, e, p); break;
+    default: break;
+  }
+}
+
+/// Rows from which the last columns go through a panel: its copy then
+/// costs less than scalar loops over them.
+constexpr int64_t kPanelRows = 16;
+
+/// Multiply-adds from which row blocks are split over the threads (about
+/// 20-40 us of work, as dnnl_util::kMinParallelWork).
+constexpr double kParallelWork = 1 << 20;
 
 }  // namespace
 
@@ -138,16 +190,22 @@ void gemm_small_f32(kernels::KernelContext& ctx, const GemmProblem& p) {
   const Epilogue e{static_cast<float>(p.alpha.to_double()), static_cast<float>(p.beta.to_double()),
                    p.accumulate, static_cast<const float*>(p.bias)};
   const bool b_rows_contiguous = p.b.col_stride == 1 || n == 1;
-  int64_t panel_at, panel_width;
-  split_columns(n, panel_at, panel_width);
+  // The panel: one 16-wide vector where that covers the rest with fewer
+  // blocks than 8-wide ones would.
+  Panel panel;
+  if (n % 8 != 0 && m >= kPanelRows) {
+    panel.at = kWide && n % 16 > 8 ? n / 16 * 16 : n / 8 * 8;
+    panel.width = n - panel.at > 8 ? 16 : 8;
+  }
   // Scratch: b packed row-major (when its rows are not contiguous), then
-  // the zero-padded panel of its last columns.
-  const size_t packed_floats = b_rows_contiguous ? 0 : static_cast<size_t>((k * n + 15) / 16 * 16);
-  float* scratch = static_cast<float*>(
-      ctx.scratch(std::max<size_t>(64, (packed_floats + k * panel_width) * sizeof(float))));
-  float* packed = scratch;
-  float* panel = scratch + packed_floats;
-  constexpr int64_t kRows = kWide ? 8 : 4;  // 32 registers: 8 rows of accumulators
+  // the panel.
+  const int64_t packed_floats = b_rows_contiguous ? 0 : (k * n + 15) / 16 * 16;
+  float* packed = nullptr;
+  float* panel_data = nullptr;
+  if (packed_floats + panel.width > 0) {
+    packed = static_cast<float*>(ctx.scratch((packed_floats + k * panel.width) * sizeof(float)));
+    panel_data = packed + packed_floats;
+  }
   for (int64_t bi = 0; bi < p.batch; ++bi) {
     const float* a = static_cast<const float*>(p.a.data) + bi * p.a.batch_stride;
     const float* b = static_cast<const float*>(p.b.data) + bi * p.b.batch_stride;
@@ -162,39 +220,27 @@ void gemm_small_f32(kernels::KernelContext& ctx, const GemmProblem& p) {
       b = packed;
       ldb = n;
     }
-    for (int64_t kk = 0; kk < k; ++kk) {
-      for (int64_t j = 0; j < panel_width; ++j) {
-        panel[kk * panel_width + j] = panel_at + j < n ? b[kk * ldb + panel_at + j] : 0.0f;
+    if (panel.width != 0) {
+      for (int64_t kk = 0; kk < k; ++kk) {
+        float* row = panel_data + kk * panel.width;
+        for (int64_t j = 0; j < panel.width; ++j) {
+          row[j] = panel.at + j < n ? b[kk * ldb + panel.at + j] : 0.0f;
+        }
       }
+      panel.data = panel_data;
     }
     const int64_t ars = p.a.row_stride, acs = p.a.col_stride;
     const int64_t crs = p.c.row_stride, ccs = p.c.col_stride;
-    auto row_blocks = [&](int64_t begin, int64_t end) {
-      int64_t i = begin * kRows;
-      const int64_t stop = std::min(m, end * kRows);
-      auto at = [&]<int R>(std::integral_constant<int, R>) {
-        rows<R>(a + i * ars, ars, acs, b, ldb, k, n, c + i * crs, crs, ccs, e, panel, panel_at,
-                panel_width);
-        i += R;
-      };
-      if constexpr (kWide) {
-        while (i + 8 <= stop) at(std::integral_constant<int, 8>{});
-      }
-      while (i + 4 <= stop) at(std::integral_constant<int, 4>{});
-      switch (stop - i) {
-        case 3: at(std::integral_constant<int, 3>{}); break;
-        case 2: at(std::integral_constant<int, 2>{}); break;
-        case 1: at(std::integral_constant<int, 1>{}); break;
-        default: break;
-      }
-    };
-    // Blocks of rows over the threads when the product is large.
-    const int64_t blocks = (m + kRows - 1) / kRows;
     if (static_cast<double>(m) * k * n < kParallelWork) {
-      row_blocks(0, blocks);
-    } else {
-      kernels::parallel_for(ctx, blocks, kRows * k * n, row_blocks);
+      row_range(a, ars, acs, b, ldb, k, n, c, crs, ccs, e, panel, 0, m);
+      continue;
     }
+    // Blocks of rows over the threads.
+    const int64_t blocks = (m + kBlockRows - 1) / kBlockRows;
+    kernels::parallel_for(ctx, blocks, kBlockRows * k * n, [&](int64_t begin, int64_t end) {
+      row_range(a, ars, acs, b, ldb, k, n, c, crs, ccs, e, panel, begin * kBlockRows,
+                std::min(m, end * kBlockRows));
+    });
   }
 }
 
