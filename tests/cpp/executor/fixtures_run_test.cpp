@@ -5,7 +5,9 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <string>
 
+#include "pterun/core/threads.h"
 #include "pterun/executor/method.h"
 #include "pterun/kernels/common/dtype_util.h"
 #include "tests/cpp/alloc_counter.h"
@@ -77,30 +79,39 @@ TEST(FixturesRun, RepeatedExecuteGivesTheSameOutputs) {
   }
 }
 
-// Planned memory, kernel scratch, oneDNN plans and the helper threads are
-// kept between calls. The convolution models (cnn, digits_cnn) are left
-// out: oneDNN 2.6's dnnl_primitive_execute() copies its arguments into a
-// std::unordered_map (exec_args_t) on every call, which no use of its API
-// avoids (about 5 allocations per oneDNN call; docs/performance.md).
+// Planned memory, kernel scratch, oneDNN plans, packed weights and the
+// helper threads are kept between calls, so steady-state calls allocate
+// nothing: with one thread and with two (the convolution models split
+// their batch over the helper, which keeps scratch of its own).
 TEST(FixturesRun, SteadyStateCallsDoNotAllocate) {
-  for (const char* name : {"mlp", "gpt", "llama_block", "chain8"}) {
-    SCOPED_TRACE(name);
-    const json& entry = test::manifest()["fixtures"][name];
-    auto program = load_fixture(entry);
-    auto calls = load_calls(entry);
-    auto m = Method::load(program, calls[0].method);
-    auto inputs = make_inputs(calls[0]);
-    for (int i = 0; i < 2; ++i) {
-      m->set_inputs(inputs);
-      m->execute();
+  const int threads_before = get_num_threads();
+  for (int threads : {1, 2}) {
+    set_num_threads(threads);
+    for (const char* name : {"mlp", "gpt", "llama_block", "chain8", "cnn", "digits_cnn"}) {
+      SCOPED_TRACE(std::string(name) + ", " + std::to_string(threads) + " threads");
+      const json& entry = test::manifest()["fixtures"][name];
+      auto program = load_fixture(entry);
+      auto calls = load_calls(entry);
+      auto m = Method::load(program, calls[0].method);
+      auto inputs = make_inputs(calls[0]);
+      for (int i = 0; i < 2; ++i) {
+        m->set_inputs(inputs);
+        m->execute();
+      }
+      test::start_counting_allocations();
+      for (int i = 0; i < 5; ++i) {
+        m->set_inputs(inputs);
+        m->execute();
+      }
+      EXPECT_EQ(test::stop_counting_allocations(), 0) << "allocations in 5 steady-state calls";
+      // The calls computed what the exporter did.
+      for (size_t i = 0; i < calls[0].outputs.size(); ++i) {
+        expect_matches(m->output(i), calls[0].outputs[i], calls[0].output_dtypes[i],
+                       std::string(name) + " output " + std::to_string(i));
+      }
     }
-    test::start_counting_allocations();
-    for (int i = 0; i < 5; ++i) {
-      m->set_inputs(inputs);
-      m->execute();
-    }
-    EXPECT_EQ(test::stop_counting_allocations(), 0) << "allocations in 5 steady-state calls";
   }
+  set_num_threads(threads_before);
 }
 
 }  // namespace

@@ -147,6 +147,40 @@ def test_conv2d_larger_two_threads():
     np.testing.assert_allclose(out, expected, rtol=1e-4, atol=1e-4)
 
 
+# Forward stride-1 f32 convolutions with at least 4 output channels per
+# group run our own kernel (conv_f32.cpp): output channels in blocks of
+# 16/8/4/2/1, runs of 8 or 16 columns with a partial last one, output rows
+# grouped by which kernel rows fall inside the image (some rows may have
+# none: only the bias), images split over two threads above 2^20
+# multiply-adds.
+@pytest.mark.parametrize("n,cin,cout,hw,k,padding,dilation,groups,threads", [
+    (3, 5, 23, (9, 37), (3, 3), (1, 1), (1, 1), 1, 1),
+    (2, 3, 12, (6, 5), (2, 3), (0, 2), (1, 2), 1, 1),
+    (2, 4, 8, (5, 6), (1, 1), (2, 3), (1, 1), 1, 1),
+    (1, 6, 9, (7, 19), (3, 2), (3, 1), (3, 1), 1, 1),
+    (2, 8, 16, (8, 8), (3, 3), (1, 1), (1, 1), 2, 1),
+    (9, 8, 16, (16, 16), (3, 3), (1, 1), (1, 1), 1, 2),
+    (5, 1, 8, (8, 8), (3, 3), (1, 1), (1, 1), 1, 2),
+])
+def test_conv2d_own_kernel_shapes(n, cin, cout, hw, k, padding, dilation, groups, threads):
+    x = rand(n, cin, *hw)
+    w, b = rand(cout, cin // groups, *k), rand(cout)
+    out, expected = conv(x, w, b, padding=padding, dilation=dilation, groups=groups,
+                         num_threads=threads)
+    np.testing.assert_allclose(out, expected, rtol=1e-4, atol=1e-4)
+    out, expected = conv(x, w, None, padding=padding, dilation=dilation, groups=groups,
+                         x_order=CL, w_order=CL, out_order=CL, num_threads=threads)
+    np.testing.assert_allclose(out, expected, rtol=1e-4, atol=1e-4)
+
+
+def test_conv1d_stride1_own_kernel():
+    x, w, b = rand(3, 5, 40), rand(8, 5, 3), rand(8)
+    expected = ref_conv2d(x[:, :, None], w[:, :, None], b, (1, 1), (0, 1), (1, 1), 1)[:, :, 0]
+    (out,) = call_kernel("aten::convolution.out", x, w, b, [1], [1], [1], False, [0], 1,
+                         Out(np.float32, expected.shape))
+    np.testing.assert_allclose(out, expected, rtol=1e-4, atol=1e-4)
+
+
 @pytest.mark.parametrize("order", [None, (0, 2, 1)])
 def test_conv1d(order):
     x, w, b = rand(2, 5, 17), rand(7, 5, 3), rand(7)

@@ -216,6 +216,29 @@ def test_addmm_mlp_shape_two_threads():
     np.testing.assert_allclose(out, ref_mm(a, b) + s, rtol=1e-4, atol=1e-4)
 
 
+# Products of at most 16 columns (classifier heads) always take the own
+# kernel: whole vectors of b in place, the last columns from a zero-padded
+# panel; above 2^20 multiply-adds its row blocks are split over the threads.
+@pytest.mark.parametrize("n", [1, 3, 8, 10, 15, 16])
+@pytest.mark.parametrize("num_threads", [1, 2])
+def test_addmm_narrow_products(n, num_threads):
+    m, k = 601, 256
+    s, a, b = rand(n), rand(m, k), rand(k, n)
+    (out,) = call_kernel("aten::addmm.out", s, a, b, 1, 1, Out(np.float32, (m, n)),
+                         num_threads=num_threads)
+    np.testing.assert_allclose(out, ref_mm(a, b) + s, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("beta,alpha", [(0.5, 2.0), (0, 1)])
+def test_addmm_narrow_product_scaled_into_column_major_out(beta, alpha):
+    m, k, n = 37, 300, 10
+    s, a, w = rand(m, n), rand(m, k), rand(n, k)
+    (out,) = call_kernel("aten::addmm.out", s, a, T(w.T.copy(), dim_order=(1, 0)), beta, alpha,
+                         Out(np.float32, (m, n), dim_order=(1, 0)))
+    expected = beta * s.astype(np.float64) + alpha * ref_mm(a, w.T)
+    np.testing.assert_allclose(out, expected, rtol=1e-4, atol=1e-4)
+
+
 @pytest.mark.parametrize("size", SIZES)
 def test_addmm_bfloat16(size):
     m, k, n = SIZES[size]

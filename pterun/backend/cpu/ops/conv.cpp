@@ -1,8 +1,10 @@
 // convolution.out: conv1d/conv2d, grouped and depthwise, transposed with
-// output_padding, any dim order of input, weight and out. oneDNN runs f32
-// (and f16/bf16 through it, see conv_dnnl.cpp); our direct kernel covers
-// f64, integers (same-dtype wraparound, as torch) and anything oneDNN
-// declines.
+// output_padding, any dim order of input, weight and out. Forward stride-1
+// f32 convolutions with a few output channels per group run our own
+// register-blocked kernel (conv_f32.cpp: no per-call allocation, unlike
+// oneDNN's execute); oneDNN runs the other f32 ones (and f16/bf16 through
+// it, see conv_dnnl.cpp); the direct kernel below covers f64, integers
+// (same-dtype wraparound, as torch) and anything oneDNN declines.
 
 #include <algorithm>
 #include <array>
@@ -116,7 +118,7 @@ void convolution_out(KernelContext& ctx, std::span<Value* const> args) {
   const char* op = "aten::convolution.out";
   ConvProblem p;
   if (!make_conv_problem(args, op, p)) return;
-  if (p.ic != 0 && conv_dnnl(ctx, p, op)) return;
+  if (p.ic != 0 && (conv_f32(ctx, p) || conv_dnnl(ctx, p, op))) return;
   kernels::visit(p.dtype, kernels::Family::RealHBF16, op,
                  [&]<typename S>() { conv_own<S>(ctx, p); });
 }

@@ -40,6 +40,12 @@ struct ConvProblem {
 /// CUDA kernels.
 bool make_conv_problem(std::span<Value* const> args, const char* op, ConvProblem& p);
 
+/// Runs `p` with our own f32 kernel (conv_f32.cpp) when it takes it:
+/// forward, stride 1, at least 4 output channels per group, a padded image
+/// that fits in L2; false otherwise, having done nothing. Allocation-free
+/// once scratch has grown. Uses ctx.scratch().
+bool conv_f32(kernels::KernelContext& ctx, const ConvProblem& p);
+
 /// Runs `p` with oneDNN when it has an optimised implementation for it
 /// (f32, and f16/bf16 natively or through f32 copies); false otherwise,
 /// having done nothing. Uses ctx.scratch().

@@ -343,6 +343,11 @@ void gemm_own_any(KernelContext& ctx, const GemmProblem& p, const char* op) {
 /// against oneDNN's 5.7 us on AVX-512.
 constexpr double kSmallGemmWork = 1 << 18;
 
+/// Products with at most this many columns (classifier heads: digits_cnn's
+/// [359, 256] x [256, 10]) always take our kernel: one vector per row of
+/// the output, where oneDNN's matmul is no faster and allocates per call.
+constexpr int64_t kNarrowGemmColumns = 16;
+
 /// gemm() through oneDNN on the calling thread.
 void gemm_range(KernelContext& ctx, const GemmProblem& p, const char* op) {
   du::PlanKey key;
@@ -374,7 +379,7 @@ void gemm(KernelContext& ctx, const GemmProblem& p, const char* op) {
     return;
   }
   const double work = static_cast<double>(p.batch) * p.m * p.n * p.k;
-  if (p.dtype == DType::Float32 && work <= kSmallGemmWork) {
+  if (p.dtype == DType::Float32 && (work <= kSmallGemmWork || p.n <= kNarrowGemmColumns)) {
     gemm_small_f32(ctx, p);
     return;
   }

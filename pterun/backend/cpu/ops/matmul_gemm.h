@@ -43,8 +43,9 @@ struct GemmProblem {
 /// Computes `p`; errors name `op`. Uses ctx.scratch().
 void gemm(kernels::KernelContext& ctx, const GemmProblem& p, const char* op);
 
-/// gemm() for small f32 products (matmul_small.cpp): register-blocked
-/// loops, single-threaded, without oneDNN's per-call cost.
+/// gemm() for small or narrow f32 products (matmul_small.cpp):
+/// register-blocked loops without oneDNN's per-call cost and allocation;
+/// row blocks over the threads above 2^20 multiply-adds.
 void gemm_small_f32(kernels::KernelContext& ctx, const GemmProblem& p);
 
 /// What the matrix ops (mm, bmm, addmm, linear in matmul.cpp) run on: the
