@@ -18,6 +18,7 @@
 
 #include "pterun/backend/cpu/ops/conv_problem.h"
 #include "pterun/backend/cpu/ops/dnnl_util.h"
+#include "pterun/backend/cpu/ops/vec_float.h"
 #include "pterun/kernels/common/parallel.h"
 
 // Without AVX the 32-byte vectors below are passed differently; they never
@@ -31,15 +32,12 @@ namespace {
 
 using kernels::KernelContext;
 
-// Eight and sixteen floats: one AVX / AVX-512 register each (or pairs of
-// narrower ones). Sixteen-wide runs only where the build targets AVX-512.
-typedef float V8 __attribute__((vector_size(32)));
-typedef float V16 __attribute__((vector_size(64)));
-#if defined(__AVX512F__)
-constexpr bool kWide = true;  // 32 vector registers
-#else
-constexpr bool kWide = false;
-#endif
+using vec::kWide;
+using vec::load;
+using vec::store;
+using vec::V16;
+using vec::V8;
+
 // Block shapes (output channels x runs): registers hold the accumulators
 // and a vector per run. With 32 registers: 4 x 6, 8 x 3 and 16 x 1 (one
 // run: more channels share each input vector); with 16: 4 x 2.
@@ -81,18 +79,6 @@ constexpr double kParallelWork = 1 << 20;
 /// holds too few accumulators to hide the multiply-add latency; those
 /// layers stay with oneDNN's depthwise kernels.
 constexpr int64_t kMinGroupChannels = 4;
-
-template <typename V>
-inline V load(const float* p) {
-  V v;
-  std::memcpy(&v, p, sizeof v);
-  return v;
-}
-
-template <typename V>
-inline void store(float* p, V v) {
-  std::memcpy(p, &v, sizeof v);
-}
 
 /// One block: R output channels (channel r's weight of tap t at
 /// w[t * w_stride + r]; bias[r]) over N runs, run j reading the padded

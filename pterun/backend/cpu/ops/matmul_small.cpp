@@ -8,9 +8,9 @@
 // from a zero-padded copy of them (a panel), else from scalar loops.
 
 #include <algorithm>
-#include <cstring>
 
 #include "pterun/backend/cpu/ops/matmul_gemm.h"
+#include "pterun/backend/cpu/ops/vec_float.h"
 #include "pterun/kernels/common/parallel.h"
 
 // Without AVX the 32-byte vectors below are passed differently; they never
@@ -22,28 +22,11 @@
 namespace pterun::cpu {
 namespace {
 
-// Eight and sixteen floats; GCC/Clang lower them to one AVX / AVX-512
-// register each (or pairs of narrower ones). The sixteen-wide blocks are
-// used only where the build targets AVX-512.
-typedef float V8 __attribute__((vector_size(32)));
-typedef float V16 __attribute__((vector_size(64)));
-#if defined(__AVX512F__)
-constexpr bool kWide = true;
-#else
-constexpr bool kWide = false;
-#endif
-
-template <typename V>
-inline V load(const float* p) {
-  V v;
-  std::memcpy(&v, p, sizeof v);
-  return v;
-}
-
-template <typename V>
-inline void store(float* p, V v) {
-  std::memcpy(p, &v, sizeof v);
-}
+using vec::kWide;
+using vec::load;
+using vec::store;
+using vec::V16;
+using vec::V8;
 
 struct Epilogue {
   float alpha, beta;
