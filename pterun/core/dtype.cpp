@@ -1,5 +1,6 @@
 #include "pterun/core/dtype.h"
 
+#include <algorithm>
 #include <array>
 
 namespace pterun {
@@ -40,6 +41,11 @@ constexpr std::array kDTypes = {
     DTypeInfo{DType::UInt64, 8, "uint64"},
 };
 
+// element_size() keeps its own table; both must agree.
+static_assert(std::ranges::all_of(kDTypes, [](const DTypeInfo& i) {
+  return element_size(i.dtype) == i.size;
+}));
+
 const DTypeInfo* find_info(DType dtype) {
   for (const auto& info : kDTypes) {
     if (info.dtype == dtype) return &info;
@@ -54,11 +60,6 @@ std::optional<DType> dtype_from_number(int number) {
     if (static_cast<int>(info.dtype) == number) return info.dtype;
   }
   return std::nullopt;
-}
-
-size_t element_size(DType dtype) {
-  const DTypeInfo* info = find_info(dtype);
-  return info ? info->size : 0;
 }
 
 std::string_view dtype_name(DType dtype) {

@@ -42,8 +42,15 @@ enum class DType : int8_t {
 /// 30 and above).
 std::optional<DType> dtype_from_number(int number);
 
-/// Bytes per element.
-size_t element_size(DType dtype);
+/// Bytes per element; 0 for numbers that name no DType. A table lookup:
+/// it runs several times per kernel call.
+constexpr size_t element_size(DType dtype) {
+  // Indexed by ScalarType number (18..21, the bit-packed types, are 0).
+  constexpr uint8_t kSizes[] = {1, 1, 2, 4, 8, 2, 4, 8, 4, 8, 16, 1, 1, 1, 4,
+                                2, 1, 1, 0, 0, 0, 0, 2, 1, 1, 1,  1, 2, 4, 8};
+  const auto i = static_cast<uint8_t>(dtype);
+  return i < sizeof kSizes ? kSizes[i] : 0;
+}
 
 /// NumPy-style name: "float32", "bfloat16", "complex64", "bool" ...
 std::string_view dtype_name(DType dtype);

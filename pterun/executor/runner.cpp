@@ -101,6 +101,14 @@ std::shared_ptr<backend::Allocation> MethodRunner::acquire(size_t output, size_t
 void MethodRunner::prepare_outputs() {
   Method& m = *method_;
   for (size_t i = 0; i < m.num_outputs(); ++i) {
+    if (current_[i] && current_[i].use_count() == 2 &&
+        !m.input_reads(current_[i]->data(), current_[i]->size())) {
+      // Last run's buffer, held only by its pool and us, and no input of
+      // this run in it: acquire() would pick it again (B18: the buffer
+      // returned last is preferred).
+      m.set_output_data(i, current_[i]->data(), current_[i]->size());
+      continue;
+    }
     current_[i].reset();
     if (!m.output_redirectable(i)) continue;
     auto buffer = acquire(i, m.output_capacity(i));
@@ -131,14 +139,21 @@ void MethodRunner::finish_call() {
 }
 
 void MethodRunner::fill_result(TensorResult& r) const {
+  if (method_->device() != kernels::Device::CUDA) return;  // TensorResult's "cpu", -1
   r.device = method_->device_string();
-  r.device_index = method_->device() == kernels::Device::CUDA ? method_->device_index() : -1;
+  r.device_index = method_->device_index();
 }
 
 std::vector<OutputValue> MethodRunner::collect(bool clone) {
+  std::vector<OutputValue> out;
+  collect(clone, out);
+  return out;
+}
+
+void MethodRunner::collect(bool clone, std::vector<OutputValue>& out) {
   Method& m = *method_;
   copies_queued_ = false;
-  std::vector<OutputValue> out;
+  out.clear();
   out.reserve(m.num_outputs());
   for (size_t i = 0; i < m.num_outputs(); ++i) {
     const Value& v = m.output(i);
@@ -179,7 +194,6 @@ std::vector<OutputValue> MethodRunner::collect(bool clone) {
       default: out.emplace_back(std::monostate{}); break;
     }
   }
-  return out;
 }
 
 std::vector<OutputValue> MethodRunner::get_outputs(bool clone) {
@@ -216,6 +230,13 @@ TensorResult MethodRunner::attribute(const std::string& name) {
 }
 
 std::vector<OutputValue> MethodRunner::call(std::span<const InputArg> inputs, bool clone) {
+  std::vector<OutputValue> out;
+  call(inputs, clone, out);
+  return out;
+}
+
+void MethodRunner::call(std::span<const InputArg> inputs, bool clone,
+                        std::vector<OutputValue>& out) {
   std::lock_guard lock(mutex_);
   method_->set_inputs(inputs);
   method_->release_inputs_kept_by(this);
@@ -223,9 +244,8 @@ std::vector<OutputValue> MethodRunner::call(std::span<const InputArg> inputs, bo
   executed_ = false;
   prepare_outputs();
   method_->execute_async();
-  auto out = collect(clone);
+  collect(clone, out);
   finish_call();
-  return out;
 }
 
 }  // namespace pterun

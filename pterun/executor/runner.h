@@ -109,10 +109,14 @@ class MethodRunner : public std::enable_shared_from_this<MethodRunner> {
 
   /// set_inputs + execute + get_outputs under one lock.
   std::vector<OutputValue> call(std::span<const InputArg> inputs, bool clone);
+  /// The same, with the outputs put in `out` (cleared first), whose memory
+  /// a caller may keep for its next calls.
+  void call(std::span<const InputArg> inputs, bool clone, std::vector<OutputValue>& out);
 
  private:
   explicit MethodRunner(std::unique_ptr<Method> method);
   std::vector<OutputValue> collect(bool clone);
+  void collect(bool clone, std::vector<OutputValue>& out);
   void set_leading_locked(std::span<const InputArg> inputs);
   void execute_locked();  // leaves a CUDA method's work queued: finish_call() waits
   void finish_call();

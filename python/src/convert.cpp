@@ -452,7 +452,7 @@ void convert_input(nb::handle obj, ValueKind declared, const InputSource& source
     const char* s = PyUnicode_AsUTF8AndSize(obj.ptr(), &len);
     if (s == nullptr) throw nb::python_error();
     a.string_value = std::string_view(s, static_cast<size_t>(len));
-    batch.add(a);
+    batch.add(std::move(a));
     return;
   }
   convert_number(obj, declared, source, batch);

@@ -1,5 +1,8 @@
 #include "python/src/errors.h"
 
+#include <exception>
+#include <utility>
+
 #include "pterun/core/error.h"
 
 namespace nb = nanobind;
@@ -8,6 +11,11 @@ namespace pterun::python {
 namespace {
 
 PyObject* program_error = nullptr;
+
+// set_error_from_current_exception() rethrows the exception inside a
+// nanobind function, whose dispatch translates it. Both under the GIL.
+std::exception_ptr pending_exception;
+PyObject* rethrow_pending = nullptr;  // borrowed: the module holds it
 
 PyObject* python_type(ErrorCode code) {
   switch (code) {
@@ -45,6 +53,14 @@ void init_errors(nb::module_& m) {
       PyErr_SetString(python_type(e.code()), e.what());
     }
   });
+  // Private (not in the stub): a function that throws the pending exception.
+  m.def("_rethrow_pending", [] { std::rethrow_exception(std::exchange(pending_exception, {})); });
+  rethrow_pending = m.attr("_rethrow_pending").ptr();
+}
+
+void set_error_from_current_exception() noexcept {
+  pending_exception = std::current_exception();
+  Py_XDECREF(PyObject_CallNoArgs(rethrow_pending));  // null, with the error set
 }
 
 }  // namespace pterun::python

@@ -35,7 +35,7 @@ void InputBatch::reserve(size_t n) {
   capacity_ = n;
 }
 
-InputArg& InputBatch::add(InputArg a) {
+InputArg& InputBatch::add(InputArg&& a) {
   if (count_ == capacity_) reserve(capacity_ == 0 ? 4 : 2 * capacity_);
   return *new (args_ + count_++) InputArg(std::move(a));
 }

@@ -28,7 +28,7 @@ class InputBatch {
   std::span<const InputArg> args() const { return {args_, count_}; }
   /// Room for `n` inputs (more still fit, moved once).
   void reserve(size_t n);
-  InputArg& add(InputArg a);
+  InputArg& add(InputArg&& a);
   InputArg& back() { return args_[count_ - 1]; }
   /// `n` numbers (sizes, strides) that live as long as the batch.
   std::span<int64_t> numbers(size_t n);

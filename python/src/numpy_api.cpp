@@ -110,13 +110,20 @@ PyObject* make_numpy_array(const TensorResult& t, PyObject* base) {
   npy_intp sizes[NPY_MAXDIMS];
   npy_intp strides[NPY_MAXDIMS];
   const auto item = static_cast<npy_intp>(element_size(t.dtype));
-  for (int d = 0; d < ndim; ++d) {
+  // Row-major strides are left to NumPy, which then derives the flags
+  // without a pass over the strides (it counts a size 0 as 1, as we do).
+  bool row_major = true;
+  npy_intp expected = 1;
+  for (int d = ndim; d-- > 0;) {
     sizes[d] = static_cast<npy_intp>(t.sizes[d]);
-    if (!t.strides.empty()) strides[d] = static_cast<npy_intp>(t.strides[d]) * item;
+    if (t.strides.empty()) continue;
+    strides[d] = static_cast<npy_intp>(t.strides[d]) * item;
+    row_major = row_major && t.strides[d] == expected;
+    expected *= sizes[d] == 0 ? 1 : sizes[d];
   }
-  PyObject* array = PyArray_NewFromDescr(&PyArray_Type, PyArray_DescrFromType(type), ndim, sizes,
-                                         t.strides.empty() ? nullptr : strides, t.data,
-                                         NPY_ARRAY_WRITEABLE, nullptr);
+  PyObject* array =
+      PyArray_NewFromDescr(&PyArray_Type, PyArray_DescrFromType(type), ndim, sizes,
+                           row_major ? nullptr : strides, t.data, NPY_ARRAY_WRITEABLE, nullptr);
   if (array == nullptr) return nullptr;
   Py_INCREF(base);
   if (PyArray_SetBaseObject(reinterpret_cast<PyArrayObject*>(array), base) != 0) {

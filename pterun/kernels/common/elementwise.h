@@ -11,10 +11,12 @@
 #include <algorithm>
 #include <array>
 #include <cstring>
+#include <optional>
 
 #include "pterun/core/tensor.h"
 #include "pterun/kernels/common/dtype_util.h"
 #include "pterun/kernels/common/parallel.h"
+#include "pterun/kernels/common/shape_util.h"
 
 namespace pterun::kernels {
 
@@ -28,14 +30,44 @@ constexpr int64_t kChunk = 1024;
 template <size_t N>
 struct Plan {
   size_t rank = 0;
-  std::array<int64_t, kMaxRank> sizes{};
-  std::array<std::array<int64_t, kMaxRank>, N + 1> strides{};  // [0] = output
+  // Entries from rank on are never read (left unset: a call fills a few).
+  std::array<int64_t, kMaxRank> sizes;
+  std::array<std::array<int64_t, kMaxRank>, N + 1> strides;  // [0] = output
 };
 
 /// Builds the plan; Error InvalidArgument when an input does not broadcast
 /// to the output's shape.
 template <size_t N>
 Plan<N> make_plan(const Tensor& out, const std::array<const Tensor*, N>& ins, const char* op);
+
+/// True when every input has out's sizes and strides (tensors are dense:
+/// the same memory order) and, with `dtype`, that dtype.
+template <size_t N>
+bool same_layout(const Tensor& out, const std::array<const Tensor*, N>& ins,
+                 std::optional<DType> dtype = std::nullopt) {
+  for (const Tensor* t : ins) {
+    if ((dtype && t->dtype() != *dtype) || !same_dims(t->sizes(), out.sizes()) ||
+        !same_dims(t->strides(), out.strides())) {
+      return false;
+    }
+  }
+  return true;
+}
+
+/// dst[i] = op(src[0][i], ...) for i in [0, n).
+template <size_t N, typename C, typename R, typename Op>
+inline void apply(R* dst, const std::array<const C*, N>& src, int64_t n, Op& op) {
+  if constexpr (N == 0) {
+    for (int64_t i = 0; i < n; ++i) dst[i] = op();
+  } else if constexpr (N == 1) {
+    for (int64_t i = 0; i < n; ++i) dst[i] = op(src[0][i]);
+  } else if constexpr (N == 2) {
+    for (int64_t i = 0; i < n; ++i) dst[i] = op(src[0][i], src[1][i]);
+  } else {
+    static_assert(N == 3, "map_elements takes up to 3 inputs");
+    for (int64_t i = 0; i < n; ++i) dst[i] = op(src[0][i], src[1][i], src[2][i]);
+  }
+}
 
 template <typename C>
 void load(const void* base, DType dtype, int64_t offset, int64_t stride, int64_t n, C* dst);
@@ -53,14 +85,26 @@ void map_elements(const KernelContext& ctx, Tensor& out, const std::array<const 
                   Op op, const char* op_name) {
   const int64_t numel = out.numel();
   if (numel == 0) return;
+  constexpr DType kC = dtype_of<C>();
+  constexpr DType kR = dtype_of<R>();
+  if (out.dtype() == kR && detail::same_layout(out, ins, kC)) {
+    // One layout, no conversions (the common case): one loop over memory.
+    R* dst = out.data_as<R>();
+    std::array<const C*, N> src;
+    for (size_t k = 0; k < N; ++k) src[k] = ins[k]->template data_as<const C>();
+    parallel_for(ctx, numel, 1, [&](int64_t begin, int64_t end) {
+      std::array<const C*, N> from;
+      for (size_t k = 0; k < N; ++k) from[k] = src[k] + begin;
+      detail::apply<N>(dst + begin, from, end - begin, op);
+    });
+    return;
+  }
   const detail::Plan<N> plan = detail::make_plan<N>(out, ins, op_name);
   const size_t r = plan.rank;
   const int64_t inner = r == 0 ? 1 : plan.sizes[r - 1];
   const int64_t rows = numel / inner;
   const int64_t chunks_per_row = (inner + detail::kChunk - 1) / detail::kChunk;
 
-  constexpr DType kC = dtype_of<C>();
-  constexpr DType kR = dtype_of<R>();
   const DType out_dtype = out.dtype();
   std::array<DType, N> in_dtypes;
   std::array<const char*, N> in_base;
@@ -100,15 +144,7 @@ void map_elements(const KernelContext& ctx, Tensor& out, const std::array<const 
       int64_t o_out = off[0] + start * inner_stride_out;
       bool direct = out_dtype == kR && inner_stride_out == 1;
       R* dst = direct ? reinterpret_cast<R*>(out_base) + o_out : out_buf;
-      if constexpr (N == 1) {
-        for (int64_t i = 0; i < n; ++i) dst[i] = op(src[0][i]);
-      } else if constexpr (N == 2) {
-        for (int64_t i = 0; i < n; ++i) dst[i] = op(src[0][i], src[1][i]);
-      } else if constexpr (N == 3) {
-        for (int64_t i = 0; i < n; ++i) dst[i] = op(src[0][i], src[1][i], src[2][i]);
-      } else {
-        static_assert(N >= 1 && N <= 3, "map_elements takes 1 to 3 inputs");
-      }
+      detail::apply<N>(dst, src, n, op);
       if (!direct) detail::store<R>(out_base, out_dtype, o_out, inner_stride_out, n, out_buf);
     }
   };
@@ -129,6 +165,14 @@ namespace detail {
 template <size_t N>
 Plan<N> make_plan(const Tensor& out, const std::array<const Tensor*, N>& ins, const char* op) {
   const size_t rank = out.dim();
+  Plan<N> plan;
+  if (same_layout(out, ins)) {
+    // One memory order: one flat run, whatever the dtypes.
+    plan.rank = 1;
+    plan.sizes[0] = out.numel();
+    for (size_t k = 0; k <= N; ++k) plan.strides[k][0] = 1;
+    return plan;
+  }
   // Per-operand strides over the output's logical dimensions.
   std::array<std::array<int64_t, kMaxRank>, N + 1> logical{};
   for (size_t d = 0; d < rank; ++d) logical[0][d] = out.stride(d);
@@ -150,7 +194,6 @@ Plan<N> make_plan(const Tensor& out, const std::array<const Tensor*, N>& ins, co
   }
   // Walk dimensions in the output's memory order, dropping size-1 ones and
   // merging a dimension into the previous one when every operand allows.
-  Plan<N> plan;
   for (size_t i = 0; i < rank; ++i) {
     size_t d = out.dim_order()[i];
     int64_t size = out.size(d);

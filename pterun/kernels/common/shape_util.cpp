@@ -1,5 +1,7 @@
 #include "pterun/kernels/common/shape_util.h"
 
+#include <algorithm>
+
 #include "pterun/core/error.h"
 
 namespace pterun::kernels {
@@ -41,6 +43,12 @@ void resize_output(Tensor& out, std::span<const int64_t> sizes, const char* op) 
 }
 
 void resize_to_broadcast(Tensor& out, std::initializer_list<const Tensor*> inputs, const char* op) {
+  // Inputs of one shape (the common case) broadcast to that shape.
+  const std::span<const int64_t> first = inputs.begin()[0]->sizes();
+  if (std::all_of(inputs.begin() + 1, inputs.end(),
+                  [&](const Tensor* t) { return same_dims(t->sizes(), first); })) {
+    return resize_output(out, first, op);
+  }
   Shape s;
   switch (inputs.size()) {
     case 1: s = broadcast_shapes({inputs.begin()[0]->sizes()}, op); break;

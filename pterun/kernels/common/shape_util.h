@@ -32,6 +32,16 @@ void sort_dims_by_stride(size_t* dims, size_t n, StrideOf stride) {
   }
 }
 
+/// True when `a` and `b` hold the same values (a loop: ranks are small,
+/// too small for std::equal's memcmp to pay).
+inline bool same_dims(std::span<const int64_t> a, std::span<const int64_t> b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (a[i] != b[i]) return false;
+  }
+  return true;
+}
+
 /// NumPy broadcast of the given shapes. Error InvalidArgument naming `op`
 /// when they do not broadcast.
 Shape broadcast_shapes(std::initializer_list<std::span<const int64_t>> shapes, const char* op);

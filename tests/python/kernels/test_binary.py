@@ -99,6 +99,33 @@ def test_channels_last_inputs_and_out(out_order):
     np.testing.assert_array_equal(r, a - c)
 
 
+@pytest.mark.parametrize("order", [None, CL])
+def test_same_layout_operands_every_dtype_and_mixed(order):
+    # Operands of one shape and dim order take one flat loop (the common
+    # case); with other dtypes they still convert on load and store.
+    for dtype in INTS + FLOATS:
+        a, b = rand((2, 3, 4, 5), dtype, 0, 60), rand((2, 3, 4, 5), dtype, 0, 60)
+        r = run("aten::add.out", T(a, dim_order=order), T(b, dim_order=order), 1,
+                Out(dtype, a.shape, dim_order=order))
+        with np.errstate(over="ignore"):
+            np.testing.assert_array_equal(r, a + b)
+    a, b = rand((2, 3, 4, 5), np.int16), rand((2, 3, 4, 5), np.float32)
+    r = run("aten::mul.out", T(a, dim_order=order), T(b, dim_order=order),
+            Out(np.float64, a.shape, dim_order=order))
+    np.testing.assert_array_equal(r, (a.astype(np.float32) * b).astype(np.float64))
+    # Same sizes in another memory order than the output: reordered.
+    c = rand((2, 3, 4, 5), np.int16)
+    r = run("aten::sub.out", T(a, dim_order=order), c, 2,
+            Out(np.int16, a.shape, dim_order=None if order else CL))
+    np.testing.assert_array_equal(r, a - 2 * c)
+
+
+def test_same_layout_large_over_threads():
+    a, b = rand((300, 517), np.float32), rand((300, 517), np.float32)
+    r = run("aten::sub.out", a, b, 1, Out(np.float32, a.shape), num_threads=4)
+    np.testing.assert_array_equal(r, a - b)
+
+
 def test_empty_zero_dim_and_dynamic_out():
     e = np.zeros((0, 3), np.float32)
     assert run("aten::add.out", e, np.ones(3, np.float32), 1, Out(np.float32, (0, 3))).shape == (0, 3)
