@@ -241,7 +241,7 @@ void Method::install_on_host(size_t i, const InputArg& a, bool layout_ok,
   if (home == nullptr && input_alias_ok_[i] && layout_ok && !inside_own_memory(a.data)) {
     // Unplanned and already in the declared layout: use the caller's memory
     // (or our download of it) in place (B4: the program never writes it).
-    t.set_data(const_cast<void*>(a.data), t.nbytes());
+    point_input(i, const_cast<void*>(a.data));
     input_keep_alive_[i] = a.keep_alive;
     input_set_[i] = true;
     return;

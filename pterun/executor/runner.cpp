@@ -26,6 +26,10 @@ MethodRunner::MethodRunner(std::unique_ptr<Method> method)
 
 void MethodRunner::set_inputs(std::span<const InputArg> inputs) {
   std::lock_guard lock(mutex_);
+  set_inputs_locked(inputs);
+}
+
+void MethodRunner::set_inputs_locked(std::span<const InputArg> inputs) {
   method_->set_inputs(inputs);
   method_->release_inputs_kept_by(this);
   inputs_valid_ = true;
@@ -238,10 +242,7 @@ std::vector<OutputValue> MethodRunner::call(std::span<const InputArg> inputs, bo
 void MethodRunner::call(std::span<const InputArg> inputs, bool clone,
                         std::vector<OutputValue>& out) {
   std::lock_guard lock(mutex_);
-  method_->set_inputs(inputs);
-  method_->release_inputs_kept_by(this);
-  inputs_valid_ = true;
-  executed_ = false;
+  set_inputs_locked(inputs);
   prepare_outputs();
   method_->execute_async();
   collect(clone, out);

@@ -117,6 +117,7 @@ class MethodRunner : public std::enable_shared_from_this<MethodRunner> {
   explicit MethodRunner(std::unique_ptr<Method> method);
   std::vector<OutputValue> collect(bool clone);
   void collect(bool clone, std::vector<OutputValue>& out);
+  void set_inputs_locked(std::span<const InputArg> inputs);
   void set_leading_locked(std::span<const InputArg> inputs);
   void execute_locked();  // leaves a CUDA method's work queued: finish_call() waits
   void finish_call();

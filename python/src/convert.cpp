@@ -120,6 +120,19 @@ struct GilHeld {
   }
 };
 
+// Keeps `obj`, whose memory an input reads, alive: as the InputArg's
+// keep-alive when the method may keep using the memory after the call
+// (`kept`), else with the batch (nothing allocated).
+std::shared_ptr<void> hold_object(nb::handle obj, bool kept, InputBatch& batch) {
+  if (!kept) {
+    batch.hold(obj);
+    return nullptr;
+  }
+  auto object = std::make_shared<GilHeld<nb::object>>();
+  object->value = nb::borrow(obj);
+  return object;
+}
+
 // DLPack device types (dlpack.h's DLDeviceType).
 constexpr int kDLCPU = 1, kDLCUDA = 2, kDLCUDAHost = 3, kDLCUDAManaged = 13;
 // The `stream` pterun passes to a CUDA producer's __dlpack__.
@@ -241,15 +254,8 @@ void convert_dlpack(nb::handle obj, const InputSource& source, InputBatch& batch
 // writes are queued on torch's current stream, after which the method
 // reads it (B19).
 void convert_torch(const TorchTensorView& t, bool kept, InputBatch& batch) {
-  std::shared_ptr<void> held;
-  if (kept) {
-    auto object = std::make_shared<GilHeld<nb::object>>();
-    object->value = t.owner;
-    held = std::move(object);
-  } else {
-    batch.hold(t.owner);
-  }
-  InputArg& arg = batch.add(InputArg::tensor(t.data, t.dtype, t.sizes, t.strides, std::move(held)));
+  InputArg& arg = batch.add(
+      InputArg::tensor(t.data, t.dtype, t.sizes, t.strides, hold_object(t.owner, kept, batch)));
   if (t.cuda_index >= 0) {
     place_on(arg, t.cuda_index);
     arg.ready_after(t.stream);
@@ -393,16 +399,8 @@ void convert_buffer(nb::handle obj, const InputSource& source, bool kept, InputB
 // memory cannot go while the array lives.
 void convert_numpy(nb::handle obj, const NumpyArrayView& a, const InputSource& source, bool kept,
                    InputBatch& batch) {
-  std::shared_ptr<void> held;
-  if (kept) {
-    auto object = std::make_shared<GilHeld<nb::object>>();
-    object->value = nb::borrow(obj);
-    held = std::move(object);
-  } else {
-    batch.hold(obj);
-  }
   add_strided(batch, source, a.data, a.dtype, a.ndim, a.sizes, a.byte_strides, a.itemsize,
-              std::move(held));
+              hold_object(obj, kept, batch));
 }
 
 void convert_tensor(nb::handle obj, const InputSource& source, bool kept, InputBatch& batch) {
