@@ -63,7 +63,7 @@ double now_us(bool thread_cpu) {
 }
 
 double time_kernel(const char* name, std::vector<Value*> args, int threads) {
-  kernels::KernelFn fn = kernels::KernelRegistry::global().find(name, kernels::Device::CPU);
+  kernels::KernelFn fn = kernels::KernelRegistry::global().find(name, Device::CPU);
   if (fn == nullptr) {
     std::fprintf(stderr, "no CPU kernel %s\n", name);
     std::exit(1);

@@ -81,15 +81,15 @@ ordered_json describe(const Program& program) {
     mj["attributes"] = attrs;
     mj["external_keys_missing"] = program.missing_external_keys(m.name);
     ordered_json support;
-    for (auto device : {kernels::Device::CPU, kernels::Device::CUDA}) {
+    for (auto device : {Device::CPU, Device::CUDA}) {
       SupportReport r = check_support(m, device);
-      if (device == kernels::Device::CUDA && !backend::built_with_cuda()) {
+      if (device == Device::CUDA && !backend::built_with_cuda()) {
         r.other.push_back("this build has no CUDA backend");
       }
-      support[kernels::device_name(device)] = {{"runnable", r.ok()},
-                                               {"missing_operators", r.missing_operators},
-                                               {"missing_backends", r.missing_backends},
-                                               {"other", r.other}};
+      support[device_name(device)] = {{"runnable", r.ok()},
+                                      {"missing_operators", r.missing_operators},
+                                      {"missing_backends", r.missing_backends},
+                                      {"other", r.other}};
     }
     mj["support"] = support;
     j["methods"].push_back(mj);

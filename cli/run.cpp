@@ -31,21 +31,16 @@ struct Loaded {
 };
 
 // "cpu", "cuda" (GPU 0) or "cuda:N".
-MethodOptions parse_device(const std::string& device) {
+MethodOptions method_options(const std::string& device) {
+  const DeviceSpec spec = parse_device(device);
   MethodOptions options;
-  if (device == "cpu") return options;
-  options.device = kernels::Device::CUDA;
-  if (device == "cuda") return options;
-  bool digits = device.size() > 5 && device.size() < 10 && device.rfind("cuda:", 0) == 0 &&
-                device.find_first_not_of("0123456789", 5) == std::string::npos;
-  PTERUN_CHECK(digits, ErrorCode::InvalidArgument, "--device must be cpu, cuda or cuda:N, got '",
-               device, "'");
-  options.device_index = std::stoi(device.substr(5));
+  options.device = spec.type;
+  options.device_index = spec.index;
   return options;
 }
 
 Loaded load(const RunOptions& o) {
-  MethodOptions options = parse_device(o.device);
+  MethodOptions options = method_options(o.device);
   if (o.threads > 0) set_num_threads(o.threads);
   auto start = Clock::now();
   auto program = Program::load_file(o.file, o.data);

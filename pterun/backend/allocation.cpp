@@ -2,8 +2,8 @@
 
 namespace pterun::backend {
 
-Allocation::Allocation(kernels::Device device, int index, size_t bytes, bool zeroed) {
-  if (device == kernels::Device::CPU) {
+Allocation::Allocation(Device device, int index, size_t bytes, bool zeroed) {
+  if (device == Device::CPU) {
     host_ = HostBuffer(bytes);
     return;
   }

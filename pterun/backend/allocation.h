@@ -20,7 +20,7 @@ class Allocation {
   /// zeroed; device memory when `zeroed` (planned memory and state start at
   /// zero on the CPU, so they do on the GPU too). Errors as HostBuffer /
   /// DeviceBuffer.
-  Allocation(kernels::Device device, int index, size_t bytes, bool zeroed = true);
+  Allocation(Device device, int index, size_t bytes, bool zeroed = true);
 
   uint8_t* data() const {
     return static_cast<uint8_t*>(on_device_ ? device_.data() : host_.data());

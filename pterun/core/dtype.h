@@ -2,6 +2,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 #include <optional>
 #include <string_view>
 
@@ -51,6 +52,30 @@ constexpr size_t element_size(DType dtype) {
   const auto i = static_cast<uint8_t>(dtype);
   return i < sizeof kSizes ? kSizes[i] : 0;
 }
+
+/// A set of dtypes: bit n stands for ScalarType number n.
+class DTypeSet {
+ public:
+  constexpr DTypeSet() = default;
+  constexpr DTypeSet(std::initializer_list<DType> dtypes) {
+    for (DType d : dtypes) bits_ |= bit(d);
+  }
+  /// Every dtype.
+  static constexpr DTypeSet all() {
+    DTypeSet s;
+    s.bits_ = ~uint32_t{0};
+    return s;
+  }
+  constexpr bool contains(DType d) const { return (bits_ & bit(d)) != 0; }
+  constexpr bool operator==(const DTypeSet&) const = default;
+
+ private:
+  static constexpr uint32_t bit(DType d) {
+    const auto n = static_cast<uint8_t>(d);
+    return n < 32 ? uint32_t{1} << n : 0;
+  }
+  uint32_t bits_ = 0;
+};
 
 /// NumPy-style name: "float32", "bfloat16", "complex64", "bool" ...
 std::string_view dtype_name(DType dtype);

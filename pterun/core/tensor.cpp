@@ -96,4 +96,24 @@ std::string describe(const Tensor& t) {
   return s;
 }
 
+void contiguous_strides(std::span<const int64_t> sizes, std::span<int64_t> strides) {
+  int64_t stride = 1;
+  for (size_t d = sizes.size(); d-- > 0;) {
+    strides[d] = stride;
+    stride *= sizes[d] == 0 ? 1 : sizes[d];
+  }
+}
+
+std::vector<int64_t> contiguous_strides(std::span<const int64_t> sizes) {
+  std::vector<int64_t> strides(sizes.size());
+  contiguous_strides(sizes, strides);
+  return strides;
+}
+
+std::string shape_text(std::span<const int64_t> sizes) {
+  std::string s = "(";
+  for (size_t i = 0; i < sizes.size(); ++i) s += str_cat(i ? ", " : "", sizes[i]);
+  return s + (sizes.size() == 1 ? ",)" : ")");
+}
+
 }  // namespace pterun

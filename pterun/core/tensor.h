@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "pterun/core/dtype.h"
 #include "pterun/core/value_kind.h"
@@ -88,5 +89,14 @@ class Tensor {
 
 /// "float32[2, 3]" (plus the dim order when it is not contiguous).
 std::string describe(const Tensor& t);
+
+/// Writes the row-major strides (in elements) of `sizes` into `strides`, of
+/// the same length; a zero size counts as 1, so strides stay distinct.
+void contiguous_strides(std::span<const int64_t> sizes, std::span<int64_t> strides);
+/// The same, as a new vector (for callers off the per-call path).
+std::vector<int64_t> contiguous_strides(std::span<const int64_t> sizes);
+
+/// A shape as Python prints a tuple: "(2, 3)", "(5,)", "()".
+std::string shape_text(std::span<const int64_t> sizes);
 
 }  // namespace pterun

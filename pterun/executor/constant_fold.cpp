@@ -3,8 +3,8 @@
 #include "pterun/executor/constant_fold.h"
 
 #include <algorithm>
-#include <set>
-#include <string>
+
+#include "pterun/kernels/registry.h"
 
 namespace pterun {
 
@@ -12,39 +12,16 @@ namespace {
 
 using format::InstructionKind;
 
-// Deterministic kernels without side effects (never random ones).
-const std::set<std::string, std::less<>>& foldable_ops() {
-  static const std::set<std::string, std::less<>> ops = {
-      // Data movement.
-      "aten::permute_copy.out", "aten::view_copy.out", "aten::t_copy.out",
-      "aten::transpose_copy.int_out", "aten::expand_copy.out", "aten::unsqueeze_copy.out",
-      "aten::squeeze_copy.dim_out", "aten::squeeze_copy.dims_out", "aten::squeeze_copy.out",
-      "aten::slice_copy.Tensor_out", "aten::select_copy.int_out", "aten::_to_copy.out",
-      "aten::clone.out", "aten::alias_copy.out", "dim_order_ops::_clone_dim_order.out",
-      "dim_order_ops::_to_dim_order_copy.out",
-      // Creation.
-      "aten::arange.out", "aten::arange.start_out", "aten::full.out", "aten::full_like.out",
-      "aten::scalar_tensor.out", "aten::zeros.out", "aten::ones.out", "aten::zeros_like.out",
-      "aten::ones_like.out", "aten::tril.out", "aten::triu.out",
-      // Comparisons and logic (attention masks).
-      "aten::eq.Scalar_out", "aten::ne.Scalar_out", "aten::le.Scalar_out", "aten::lt.Scalar_out",
-      "aten::ge.Scalar_out", "aten::gt.Scalar_out", "aten::eq.Tensor_out", "aten::ne.Tensor_out",
-      "aten::le.Tensor_out", "aten::lt.Tensor_out", "aten::ge.Tensor_out", "aten::gt.Tensor_out",
-      "aten::logical_and.out", "aten::logical_or.out", "aten::logical_not.out",
-      "aten::where.self_out", "aten::any.out", "aten::any.dims_out", "aten::any.all_out",
-      "aten::all.out", "aten::all.all_out",
-      // Arithmetic (rotary tables, scales).
-      "aten::add.out", "aten::sub.out", "aten::mul.out", "aten::div.out", "aten::add.Scalar_out",
-      "aten::sub.Scalar_out", "aten::mul.Scalar_out", "aten::div.Scalar_out", "aten::neg.out",
-      "aten::pow.Tensor_Scalar_out", "aten::reciprocal.out", "aten::sin.out", "aten::cos.out",
-      "aten::exp.out", "aten::sqrt.out", "aten::rsqrt.out"};
-  return ops;
-}
-
 }  // namespace
 
 std::vector<std::pair<size_t, size_t>> find_constant_instructions(const format::MethodDesc& d,
-                                                                  const std::vector<bool>& keep) {
+                                                                  const std::vector<bool>& keep,
+                                                                  Device device) {
+  const auto& registry = kernels::KernelRegistry::global();
+  auto foldable = [&](const format::InstructionDesc& instr) {
+    const kernels::KernelInfo* info = registry.info(d.operators[instr.index].full_name(), device);
+    return info != nullptr && info->foldable;
+  };
   // How often each value is written at run time (kernel returns, moves).
   std::vector<int> writes(d.values.size(), 0);
   for (const auto& chain : d.chains) {
@@ -81,8 +58,7 @@ std::vector<std::pair<size_t, size_t>> find_constant_instructions(const format::
     const auto& instrs = d.chains[c].instructions;
     for (size_t k = 0; k < instrs.size(); ++k) {
       const auto& instr = instrs[k];
-      if (instr.kind != InstructionKind::KernelCall || instr.args.empty() ||
-          !foldable_ops().count(d.operators[instr.index].full_name())) {
+      if (instr.kind != InstructionKind::KernelCall || instr.args.empty() || !foldable(instr)) {
         continue;
       }
       // The out argument is the returned value itself (instructions list

@@ -4,6 +4,7 @@
 #include <utility>
 #include <vector>
 
+#include "pterun/core/device.h"
 #include "pterun/format/program_desc.h"
 
 namespace pterun {
@@ -16,8 +17,10 @@ namespace pterun {
 /// other instruction writes. Without this a linear layer transposes its
 /// constant weight, and attention rebuilds its causal mask, on every call.
 /// Values marked in `keep` (inputs, outputs, state, re-pointed values) are
-/// never folded. Returned as (chain, instruction), in run order.
+/// never folded. Which kernels are pure is the registry's `foldable` flag
+/// for `device`. Returned as (chain, instruction), in run order.
 std::vector<std::pair<size_t, size_t>> find_constant_instructions(const format::MethodDesc& d,
-                                                                  const std::vector<bool>& keep);
+                                                                  const std::vector<bool>& keep,
+                                                                  Device device = Device::CPU);
 
 }  // namespace pterun

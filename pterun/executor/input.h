@@ -24,7 +24,7 @@ struct InputArg {
   // stream, as in DLPack) is done: the method orders its reads after it
   // without a host wait when the memory is on its own GPU (B19).
   const void* data = nullptr;
-  kernels::Device device = kernels::Device::CPU;
+  Device device = Device::CPU;
   int device_index = 0;
   bool after_stream = false;
   uintptr_t stream = 0;
@@ -55,7 +55,7 @@ struct InputArg {
                               std::span<const int64_t> sizes, std::span<const int64_t> strides = {},
                               std::shared_ptr<void> keep_alive = nullptr) {
     InputArg a = tensor(data, dtype, sizes, strides, std::move(keep_alive));
-    a.device = kernels::Device::CUDA;
+    a.device = Device::CUDA;
     a.device_index = device_index;
     return a;
   }

@@ -23,7 +23,7 @@ namespace pterun {
 /// Where a method runs: the CPU, or GPU `device_index` (every planned
 /// buffer, constant and state on that GPU, every kernel on one stream).
 struct MethodOptions {
-  kernels::Device device = kernels::Device::CPU;
+  Device device = Device::CPU;
   int device_index = 0;
   /// CUDA: capture the steps as a CUDA graph and replay it, for methods
   /// with static shapes and no control flow (method_graph.cpp).
@@ -49,7 +49,7 @@ class Method {
   const MethodMeta& meta() const { return *meta_; }
   size_t num_inputs() const { return desc_->inputs.size(); }
   size_t num_outputs() const { return desc_->outputs.size(); }
-  kernels::Device device() const { return options_.device; }
+  Device device() const { return options_.device; }
   int device_index() const { return options_.device_index; }
   /// "cpu" or "cuda:N".
   std::string device_string() const;
@@ -120,7 +120,7 @@ class Method {
   /// tensor output of a CUDA method: constants, state and inputs live on
   /// its GPU too).
   bool output_on_device(size_t i) const {
-    return options_.device == kernels::Device::CUDA && output(i).is_tensor();
+    return options_.device == Device::CUDA && output(i).is_tensor();
   }
 
   /// True when output `i` is a tensor a kernel writes in place, so that the

@@ -35,7 +35,7 @@ constexpr int kMaxCaptures = 16;
 }  // namespace
 
 bool Method::graphs_possible() const {
-  if (!options_.cuda_graphs || options_.device != kernels::Device::CUDA) return false;
+  if (!options_.cuda_graphs || options_.device != Device::CUDA) return false;
   for (const auto& chain : chains_) {
     for (const Step& s : chain) {
       // Kernels, and no-ops (folded or fused away).

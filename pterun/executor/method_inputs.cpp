@@ -15,12 +15,6 @@
 namespace pterun {
 namespace {
 
-std::string shape_text(std::span<const int64_t> sizes) {
-  std::string s = "(";
-  for (size_t i = 0; i < sizes.size(); ++i) s += (i ? ", " : "") + std::to_string(sizes[i]);
-  return s + (sizes.size() == 1 ? ",)" : ")");
-}
-
 std::string number_text(const InputArg& a) {
   switch (a.kind) {
     case ValueKind::Int: return std::to_string(a.int_value);
@@ -116,7 +110,7 @@ void Method::check_input(size_t i, const InputArg& a) const {
       int64_t numel = 1;
       for (int64_t s : a.sizes) numel *= s;
       if (numel > 0 && a.data == nullptr) fail(ErrorCode::InvalidArgument, "tensor has no data");
-      if (a.device == kernels::Device::CUDA && numel > 0) {
+      if (a.device == Device::CUDA && numel > 0) {
         // B9: a tensor on a GPU this process cannot use fails before any
         // input changes.
         try {
@@ -182,13 +176,12 @@ void Method::order_after_producers(std::span<const InputArg> inputs) {
   std::array<std::pair<int, uintptr_t>, 8> done;
   size_t n_done = 0;
   for (const InputArg& a : inputs) {
-    if (a.kind != ValueKind::Tensor || a.device != kernels::Device::CUDA || !a.after_stream)
-      continue;
+    if (a.kind != ValueKind::Tensor || a.device != Device::CUDA || !a.after_stream) continue;
     if (std::find(a.sizes.begin(), a.sizes.end(), 0) != a.sizes.end()) continue;  // nothing to read
     const std::pair<int, uintptr_t> producer{a.device_index, a.stream};
     if (std::find(done.begin(), done.begin() + n_done, producer) != done.begin() + n_done) continue;
     if (n_done < done.size()) done[n_done++] = producer;
-    if (options_.device == kernels::Device::CUDA && a.device_index == options_.device_index) {
+    if (options_.device == Device::CUDA && a.device_index == options_.device_index) {
       backend::order_after_stream(context_, a.stream);
     } else {
       backend::synchronize_stream(a.device_index, a.stream);
@@ -216,15 +209,15 @@ void Method::install_input(size_t i, const InputArg& arg) {
     }
     src_strides = std::span<const int64_t>(contiguous.data(), arg.sizes.size());
   }
-  bool gpu_method = options_.device == kernels::Device::CUDA;
-  bool on_our_gpu = gpu_method && arg.device == kernels::Device::CUDA &&
-                    arg.device_index == options_.device_index;
-  if (arg.device == kernels::Device::CUDA && (!gpu_method || (!layout_ok && !on_our_gpu))) {
+  bool gpu_method = options_.device == Device::CUDA;
+  bool on_our_gpu =
+      gpu_method && arg.device == Device::CUDA && arg.device_index == options_.device_index;
+  if (arg.device == Device::CUDA && (!gpu_method || (!layout_ok && !on_our_gpu))) {
     // The host needs the bytes: a CPU method given a CUDA tensor (B7), or a
     // tensor on another GPU in another layout (reordered on the host).
     InputArg a = arg;
     a.data = download_input(i, arg, src_strides);
-    a.device = kernels::Device::CPU;
+    a.device = Device::CPU;
     a.keep_alive.reset();
     if (gpu_method) return install_on_device(i, a, layout_ok, src_strides);
     return install_on_host(i, a, layout_ok, src_strides);
@@ -267,7 +260,7 @@ void Method::install_on_device(size_t i, const InputArg& a, bool layout_ok,
   Tensor& t = values_[desc_->inputs[i]].to_tensor();
   size_t bytes = t.nbytes();
   void* home = input_home_[i];
-  bool same_gpu = a.device == kernels::Device::CUDA && a.device_index == options_.device_index;
+  bool same_gpu = a.device == Device::CUDA && a.device_index == options_.device_index;
   if (input_alias_ok_[i] && same_gpu && layout_ok && !inside_own_memory(a.data) &&
       (home == nullptr || address_repeats(i, a.data))) {
     // On our GPU and in the declared layout: used in place.
@@ -283,13 +276,13 @@ void Method::install_on_device(size_t i, const InputArg& a, bool layout_ok,
   }
   // A copy from device memory is queued: its source stays alive until the
   // next set_inputs() (after the run's wait).
-  input_keep_alive_[i] = a.device == kernels::Device::CUDA ? a.keep_alive : nullptr;
+  input_keep_alive_[i] = a.device == Device::CUDA ? a.keep_alive : nullptr;
   if (same_gpu && !layout_ok) {
     // On our GPU in another layout: reordered there, in stream order (B1).
     stats::add(stats::Counter::LayoutConversions);
     backend::reorder_on_device(context_, home, t.strides(), a.data, src_strides, t.sizes(),
                                t.element_size());
-  } else if (a.device == kernels::Device::CUDA) {
+  } else if (a.device == Device::CUDA) {
     // Queued on our stream; the caller orders it after the producer (B19).
     backend::copy_peer_to_device(context_, home, a.device_index, a.data, bytes);
   } else if (bytes > 0) {

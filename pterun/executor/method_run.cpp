@@ -23,7 +23,7 @@ bool condition_true(kernels::KernelContext& context, const Value& v) {
                describe(t), " tensor, not bool");
   // All elements must be true; an empty tensor counts as true.
   const auto* p = t.data_as<const uint8_t>();
-  if (context.device == kernels::Device::CUDA && t.numel() > 0 && p != nullptr) {
+  if (context.device == Device::CUDA && t.numel() > 0 && p != nullptr) {
     // The tensor's bytes from data() on (dense or not, within its capacity).
     int64_t last = 0;
     for (size_t d = 0; d < t.dim(); ++d) last += (t.size(d) - 1) * t.stride(d);
@@ -82,7 +82,7 @@ void Method::execute_async() {
                 str_cat("method '", name(), "': inputs ", missing_inputs(), " were never set"));
   }
   context_.num_threads = get_num_threads();
-  if (options_.device == kernels::Device::CUDA) {
+  if (options_.device == Device::CUDA) {
     backend::activate(context_);
     if (run_graph()) return;
   }
@@ -124,7 +124,7 @@ void Method::run_steps() {
             throw_error(ErrorCode::NotImplemented, "delegate calls are not supported");
         }
       } catch (const Error& e) {
-        if (options_.device == kernels::Device::CUDA) drain();
+        if (options_.device == Device::CUDA) drain();
         fail_step(c, pc, e);
       }
     }
@@ -132,7 +132,7 @@ void Method::run_steps() {
 }
 
 void Method::wait() {
-  if (options_.device != kernels::Device::CUDA) return;
+  if (options_.device != Device::CUDA) return;
   backend::synchronize(context_);
   std::fill(staging_busy_.begin(), staging_busy_.end(), false);
 }
@@ -149,7 +149,7 @@ void Method::drain() noexcept {
 
 void Method::copy_data(void* dst, const void* src, size_t bytes) {
   if (bytes == 0) return;
-  if (options_.device == kernels::Device::CUDA) {
+  if (options_.device == Device::CUDA) {
     backend::copy_device_to_device(context_, dst, src, bytes);
   } else {
     std::memcpy(dst, src, bytes);

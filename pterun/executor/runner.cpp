@@ -143,7 +143,7 @@ void MethodRunner::finish_call() {
 }
 
 void MethodRunner::fill_result(TensorResult& r) const {
-  if (method_->device() != kernels::Device::CUDA) return;  // TensorResult's "cpu", -1
+  if (method_->device() != Device::CUDA) return;  // TensorResult's "cpu", -1
   r.device = method_->device_string();
   r.device_index = method_->device_index();
 }

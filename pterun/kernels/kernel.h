@@ -4,17 +4,13 @@
 #include <memory>
 #include <span>
 
+#include "pterun/core/device.h"
+
 namespace pterun {
 class Value;
 }
 
 namespace pterun::kernels {
-
-/// Where a kernel runs.
-enum class Device : unsigned char { CPU, CUDA };
-
-/// "cpu" / "cuda".
-const char* device_name(Device device);
 
 /// Per-call state a kernel may use: the thread bound and scratch memory
 /// that the method keeps between calls (so steady-state calls allocate

@@ -54,7 +54,7 @@ std::shared_ptr<SharedState> Program::shared_state(int device_type, int device_i
   std::lock_guard lock(state_mutex_);
   auto& slot = shared_states_[{device_type, device_index}];
   if (!slot) {
-    slot = std::make_shared<SharedState>(static_cast<kernels::Device>(device_type), device_index);
+    slot = std::make_shared<SharedState>(static_cast<Device>(device_type), device_index);
   }
   return slot;
 }

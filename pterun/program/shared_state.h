@@ -15,8 +15,7 @@ namespace pterun {
 /// them and initialised once. On a GPU the buffers are device memory.
 class SharedState {
  public:
-  SharedState(kernels::Device device, int device_index)
-      : device_(device), device_index_(device_index) {}
+  SharedState(Device device, int device_index) : device_(device), device_index_(device_index) {}
 
   /// The buffer for memory id `memory_id` with at least `bytes`; `created`
   /// is set when this call allocated it (so the caller initialises it).
@@ -28,7 +27,7 @@ class SharedState {
   bool contains(const void* p);
 
  private:
-  kernels::Device device_;
+  Device device_;
   int device_index_;
   std::mutex mutex_;
   std::vector<std::pair<uint32_t, backend::Allocation>> buffers_;

@@ -20,8 +20,8 @@ std::string join(const std::vector<std::string>& items) {
 
 }  // namespace
 
-std::string SupportReport::describe(const std::string& method, kernels::Device device) const {
-  std::string out = str_cat("method '", method, "' cannot run on ", kernels::device_name(device),
+std::string SupportReport::describe(const std::string& method, Device device) const {
+  std::string out = str_cat("method '", method, "' cannot run on ", device_name(device),
                             " in this build of pterun");
   if (!missing_operators.empty()) out += "; missing operators: " + join(missing_operators);
   if (!missing_backends.empty()) out += "; missing delegate backends: " + join(missing_backends);
@@ -29,19 +29,37 @@ std::string SupportReport::describe(const std::string& method, kernels::Device d
   return out;
 }
 
-SupportReport check_support(const format::MethodDesc& method, kernels::Device device) {
+SupportReport check_support(const format::MethodDesc& method, Device device) {
   SupportReport report;
   const auto& registry = kernels::KernelRegistry::global();
   std::vector<bool> used(method.operators.size(), false);
+  std::vector<std::string> names(method.operators.size());
   for (const auto& chain : method.chains) {
     for (const auto& instr : chain.instructions) {
       if (instr.kind == format::InstructionKind::KernelCall) used[instr.index] = true;
     }
   }
   for (size_t i = 0; i < method.operators.size(); ++i) {
-    std::string name = method.operators[i].full_name();
-    if (used[i] && registry.find(name, device) == nullptr) {
-      add_once(report.missing_operators, name);
+    names[i] = method.operators[i].full_name();
+    if (used[i] && registry.find(names[i], device) == nullptr) {
+      add_once(report.missing_operators, names[i]);
+    }
+  }
+  // Dtypes a backend does not compute: judged by the first tensor argument.
+  for (const auto& chain : method.chains) {
+    for (const auto& instr : chain.instructions) {
+      if (instr.kind != format::InstructionKind::KernelCall) continue;
+      const kernels::KernelInfo* info = registry.info(names[instr.index], device);
+      if (info == nullptr || info->dtypes == DTypeSet::all()) continue;
+      for (size_t a = 0; a + 1 < instr.args.size(); ++a) {
+        const auto& v = method.values[instr.args[a]];
+        if (v.kind != format::ValueKind::Tensor) continue;
+        if (!info->dtypes.contains(v.tensor->dtype)) {
+          add_once(report.missing_operators,
+                   str_cat(names[instr.index], " for ", dtype_name(v.tensor->dtype), " tensors"));
+        }
+        break;
+      }
     }
   }
   // pterun has no delegate backends yet: every delegate is missing.

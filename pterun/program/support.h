@@ -16,11 +16,11 @@ struct SupportReport {
 
   bool ok() const { return missing_operators.empty() && missing_backends.empty() && other.empty(); }
   /// One line listing everything, for NotImplemented errors and `inspect`.
-  std::string describe(const std::string& method, kernels::Device device) const;
+  std::string describe(const std::string& method, Device device) const;
 };
 
 /// Checks every operator, delegate and tensor of `method` against this
 /// build's kernels for `device`.
-SupportReport check_support(const format::MethodDesc& method, kernels::Device device);
+SupportReport check_support(const format::MethodDesc& method, Device device);
 
 }  // namespace pterun

@@ -141,7 +141,7 @@ constexpr uintptr_t kDLPackLegacyStream = 1;
 // Marks `a` as memory of GPU `index` (host memory when index < 0).
 void place_on(InputArg& a, int index) {
   if (index < 0) return;
-  a.device = kernels::Device::CUDA;
+  a.device = Device::CUDA;
   a.device_index = index;
 }
 
@@ -456,18 +456,10 @@ void convert_input(nb::handle obj, ValueKind declared, const InputSource& source
   convert_number(obj, declared, source, batch);
 }
 
-int parse_device(const std::string& device) {
-  if (device == "cpu") return -1;
-  int index = 0;
-  if (device == "cuda") {
-    index = 0;
-  } else if (device.rfind("cuda:", 0) == 0 && device.size() > 5 && device.size() < 9 &&
-             device.find_first_not_of("0123456789", 5) == std::string::npos) {
-    index = std::stoi(device.substr(5));
-  } else {
-    throw nb::value_error(
-        ("device must be 'cpu', 'cuda' or 'cuda:N', got '" + device + "'").c_str());
-  }
+int resolve_device(const std::string& device) {
+  const DeviceSpec spec = pterun::parse_device(device);
+  if (spec.type == Device::CPU) return -1;
+  const int index = spec.index;
   const int count = backend::cuda_device_count();
   if (count == 0) {
     throw std::runtime_error("device '" + device +
@@ -482,7 +474,7 @@ int parse_device(const std::string& device) {
 }
 
 std::string device_string(int cuda_index) {
-  return cuda_index < 0 ? std::string("cpu") : "cuda:" + std::to_string(cuda_index);
+  return cuda_index < 0 ? std::string("cpu") : pterun::device_string({Device::CUDA, cuda_index});
 }
 
 void wait_for_producers(InputBatch& batch) {

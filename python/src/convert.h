@@ -45,7 +45,7 @@ struct InputSource {
 /// Parses a device string: "cpu" gives -1, "cuda" 0, "cuda:N" N. ValueError
 /// for anything else; RuntimeError saying why when CUDA is not usable (B25)
 /// or GPU N does not exist.
-int parse_device(const std::string& device);
+int resolve_device(const std::string& device);
 
 /// "cpu" for -1, else "cuda:N".
 std::string device_string(int cuda_index);

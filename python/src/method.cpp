@@ -25,12 +25,12 @@ struct PyMethod {
 /// Method options for a device string (B25: a CUDA device without a GPU is
 /// a RuntimeError saying why).
 MethodOptions method_options(const std::string& device, bool cuda_graphs, std::string& canonical) {
-  const int index = parse_device(device);
+  const int index = resolve_device(device);
   canonical = device_string(index);
   MethodOptions o;
   o.cuda_graphs = cuda_graphs;
   if (index >= 0) {
-    o.device = kernels::Device::CUDA;
+    o.device = Device::CUDA;
     o.device_index = index;
   }
   return o;

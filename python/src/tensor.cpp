@@ -47,12 +47,6 @@ nb::dlpack::dtype dl_dtype(DType d) {
   }
 }
 
-std::string shape_text(std::span<const int64_t> sizes) {
-  std::string s = "(";
-  for (size_t i = 0; i < sizes.size(); ++i) s += (i ? ", " : "") + std::to_string(sizes[i]);
-  return s + (sizes.size() == 1 ? ",)" : ")");
-}
-
 constexpr int kDLCPU = 1, kDLCUDA = 2;
 
 PyTypeObject* tensor_type = nullptr;  // pterun.Tensor, set by init_tensor()
@@ -79,16 +73,6 @@ int64_t numel_of(std::span<const int64_t> sizes) {
   int64_t n = 1;
   for (int64_t s : sizes) n *= s;
   return n;
-}
-
-std::vector<int64_t> contiguous_strides(std::span<const int64_t> sizes) {
-  std::vector<int64_t> strides(sizes.size());
-  int64_t stride = 1;
-  for (size_t i = sizes.size(); i-- > 0;) {
-    strides[i] = stride;
-    stride *= sizes[i] == 0 ? 1 : sizes[i];
-  }
-  return strides;
 }
 
 // A host copy of a GPU tensor with the same sizes and strides (the bytes
@@ -190,7 +174,7 @@ std::string tensor_repr(nb::handle self) {
 // the raw elements (same item size), e.g. uint16 bit patterns as bfloat16
 // for NumPy users.
 PyTensor from_host(nb::handle data, const std::string& device, nb::handle dtype) {
-  const int index = parse_device(device);
+  const int index = resolve_device(device);
   InputBatch batch;
   batch.reserve(1);
   convert_input(data, ValueKind::Tensor, InputSource{{}, 0, "Tensor.from_host"}, false, batch);
@@ -220,7 +204,7 @@ PyTensor from_host(nb::handle data, const std::string& device, nb::handle dtype)
   const size_t item = element_size(a.dtype);
   std::vector<int64_t> src_strides(a.strides.begin(), a.strides.end());
   if (src_strides.empty()) src_strides.assign(r.strides.begin(), r.strides.end());
-  const bool src_on_gpu = a.device == kernels::Device::CUDA;
+  const bool src_on_gpu = a.device == Device::CUDA;
   const bool src_contiguous = std::ranges::equal(src_strides, r.strides);
   const size_t nbytes = r.nbytes();
 

@@ -54,16 +54,6 @@ struct Arena {
   }
 };
 
-std::vector<int64_t> contiguous_strides(std::span<const int64_t> sizes) {
-  std::vector<int64_t> s(sizes.size());
-  int64_t st = 1;
-  for (size_t i = sizes.size(); i-- > 0;) {
-    s[i] = st;
-    st *= sizes[i] == 0 ? 1 : sizes[i];
-  }
-  return s;
-}
-
 // ("tensor", data: bytes (C-contiguous, logical order), dtype: int, shape,
 //  dim_order, is_out, dynamic, capacity_shape)
 Tensor* make_tensor(Arena& a, const nb::tuple& spec) {
@@ -165,14 +155,14 @@ struct KernelRun {
 
   KernelRun(const std::string& name, const nb::list& args, int num_threads,
             const std::string& device) {
-    const int cuda = parse_device(device);
-    const kernels::Device where = cuda < 0 ? kernels::Device::CPU : kernels::Device::CUDA;
+    const int cuda = resolve_device(device);
+    const Device where = cuda < 0 ? Device::CPU : Device::CUDA;
     fn = kernels::KernelRegistry::global().find(name, where);
-    PTERUN_CHECK(fn != nullptr, ErrorCode::OperatorMissing, "testing: no ",
-                 kernels::device_name(where), " kernel for '", name, "'");
+    PTERUN_CHECK(fn != nullptr, ErrorCode::OperatorMissing, "testing: no ", device_name(where),
+                 " kernel for '", name, "'");
     ctx.num_threads = num_threads;
     if (cuda >= 0) {
-      ctx.device = kernels::Device::CUDA;
+      ctx.device = Device::CUDA;
       ctx.device_index = cuda;
       ctx.backend = backend::make_cuda_method_state(cuda);
     }

@@ -29,7 +29,7 @@ uint64_t walk_program(const Program& p) {
       sum += touch(d.payload);
       for (const auto& cs : d.compile_specs) sum += touch(cs.value);
     }
-    sum += check_support(m, kernels::Device::CPU).missing_operators.size();
+    sum += check_support(m, Device::CPU).missing_operators.size();
     sum += p.missing_external_keys(m.name).size();
   }
   for (const auto& n : p.desc().named_data) sum += touch(n.data);

@@ -1,25 +1,31 @@
+#include "pterun/ops/register.h"
 #include "pterun/backend/cpu/ops/ops.h"
 
 namespace pterun::kernels {
 
-// The CPU kernels of this build, listed explicitly (no self-registration).
+// The CPU backend: its table of compute functions, and through it every
+// operator of ops/register.cpp whose family it computes.
 void register_cpu_kernels(KernelRegistry& r) {
+  static const ops::OpBackend kBackend = [] {
+    ops::OpBackend b;
+    b.shape = &cpu::cpu_mover();
+    b.softmax = &cpu::softmax_backend();
+    b.norm = &cpu::norm_backend();
+    return b;
+  }();
+  ops::register_ops(r, Device::CPU, kBackend);
   cpu::register_binary_ops(r);
   cpu::register_unary_ops(r);
   cpu::register_compare_ops(r);
   cpu::register_activation_ops(r);
   cpu::register_reduce_ops(r);
-  cpu::register_softmax_ops(r);
-  cpu::register_norm_ops(r);
   cpu::register_matmul_ops(r);
   cpu::register_conv_ops(r);
   cpu::register_pool_ops(r);
-  cpu::register_shape_ops(r);
   cpu::register_copy_ops(r);
   cpu::register_index_ops(r);
   cpu::register_nonzero_ops(r);
   cpu::register_creation_ops(r);
-  cpu::register_prim_ops(r);
 }
 
 }  // namespace pterun::kernels

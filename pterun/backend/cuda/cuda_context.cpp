@@ -32,8 +32,8 @@ void check_launch(const char* op) {
 }
 
 MethodState& state(const kernels::KernelContext& context) {
-  PTERUN_CHECK(context.device == kernels::Device::CUDA && context.backend != nullptr,
-               ErrorCode::Internal, "a CUDA kernel ran without a CUDA method context");
+  PTERUN_CHECK(context.device == Device::CUDA && context.backend != nullptr, ErrorCode::Internal,
+               "a CUDA kernel ran without a CUDA method context");
   return *static_cast<MethodState*>(context.backend.get());
 }
 

@@ -1,12 +1,20 @@
+#include "pterun/ops/register.h"
 #include "pterun/backend/cuda/ops/ops.h"
 
 namespace pterun::kernels {
 
-// The CUDA kernels of this build, listed explicitly (no self-registration).
+// The CUDA backend: its table of compute functions, and through it every
+// operator of ops/register.cpp whose family it computes.
 void register_cuda_kernels(KernelRegistry& r) {
+  static const ops::OpBackend kBackend = [] {
+    ops::OpBackend b;
+    b.shape = &cuda_ops::cuda_mover();
+    b.softmax = &cuda_ops::softmax_backend();
+    b.norm = &cuda_ops::norm_backend();
+    return b;
+  }();
+  ops::register_ops(r, Device::CUDA, kBackend);
   cuda_ops::register_reduce_ops(r);
-  cuda_ops::register_softmax_ops(r);
-  cuda_ops::register_norm_ops(r);
   cuda_ops::register_matmul_ops(r);
   cuda_ops::register_conv_ops(r);
   cuda_ops::register_pool_ops(r);
@@ -16,7 +24,6 @@ void register_cuda_kernels(KernelRegistry& r) {
   cuda_ops::register_activation_ops(r);
   cuda_ops::register_creation_ops(r);
   cuda_ops::register_copy_ops(r);
-  cuda_ops::register_shape_ops(r);
   cuda_ops::register_index_ops(r);
   cuda_ops::register_nonzero_ops(r);
 }

@@ -21,7 +21,7 @@ namespace {
 
 using nlohmann::json;
 
-constexpr MethodOptions kCuda0{kernels::Device::CUDA, 0};
+constexpr MethodOptions kCuda0{Device::CUDA, 0};
 
 #define SKIP_WITHOUT_GPU()                                            \
   if (backend::cuda_device_count() == 0) {                            \
@@ -65,7 +65,7 @@ TEST(CudaFixturesRun, EveryFixtureMatchesTheExporter) {
         const test::Call& call = calls[k];
         auto& m = methods[call.method];
         if (!m) m = Method::load(program, call.method, kCuda0);
-        ASSERT_EQ(m->device(), kernels::Device::CUDA);
+        ASSERT_EQ(m->device(), Device::CUDA);
         auto inputs = test::make_inputs(call);
         m->set_inputs(inputs);
         m->execute();

@@ -58,7 +58,7 @@ TEST(ConvolutionWeights, WeightsChangedInPlaceAreUsed) {
   Value* const args[11] = {&vx,         &vw,      &none,   &stride, &padding, &dilation,
                            &transposed, &out_pad, &groups, &vo,     &vo};
   const kernels::KernelFn conv =
-      kernels::KernelRegistry::global().find("aten::convolution.out", kernels::Device::CPU);
+      kernels::KernelRegistry::global().find("aten::convolution.out", Device::CPU);
   ASSERT_NE(conv, nullptr);
   kernels::KernelContext ctx;
   for (int round = 0; round < 3; ++round) {

@@ -337,7 +337,6 @@ constexpr auto kHardswish = [](auto x) { return x * kHardsigmoid(x); };
 }  // namespace
 
 void register_activation_ops(kernels::KernelRegistry& r) {
-  using kernels::Device;
   r.add("aten::relu.out", Device::CPU, &relu_out);
   r.add("aten::hardtanh.out", Device::CPU, &hardtanh_out);
   r.add("aten::clamp.out", Device::CPU, &clamp_out);

@@ -510,7 +510,6 @@ void bitwise_scalar_out(KernelContext& ctx, std::span<Value* const> args) {
 }  // namespace
 
 void register_binary_ops(kernels::KernelRegistry& r) {
-  using kernels::Device;
   r.add("aten::add.out", Device::CPU, &add_sub_out<false>);
   r.add("aten::sub.out", Device::CPU, &add_sub_out<true>);
   r.add("aten::mul.out", Device::CPU, &mul_out);

@@ -159,7 +159,6 @@ void where_out(KernelContext& ctx, std::span<Value* const> args) {
 }  // namespace
 
 void register_compare_ops(kernels::KernelRegistry& r) {
-  using kernels::Device;
   r.add("aten::eq.Tensor_out", Device::CPU,
         &compare_tensor_out<"aten::eq.Tensor_out", std::equal_to<>>);
   r.add("aten::ne.Tensor_out", Device::CPU,

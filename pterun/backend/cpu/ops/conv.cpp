@@ -253,7 +253,7 @@ bool make_conv_problem(std::span<Value* const> args, const char* op, ConvProblem
 }
 
 void register_conv_ops(kernels::KernelRegistry& r) {
-  r.add("aten::convolution.out", kernels::Device::CPU, &convolution_out);
+  r.add("aten::convolution.out", Device::CPU, &convolution_out);
 }
 
 }  // namespace pterun::cpu

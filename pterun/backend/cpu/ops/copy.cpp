@@ -4,12 +4,17 @@
 // through the elementwise engine, float -> int truncating via int64.
 
 #include "pterun/backend/cpu/ops/ops.h"
-#include "pterun/backend/cpu/ops/shape_copy.h"
 #include "pterun/core/error.h"
 #include "pterun/core/value.h"
+#include "pterun/ops/shape_copy.h"
 
 namespace pterun::cpu {
 namespace {
+
+using ops::check_dim_order_arg;
+using ops::check_memory_format;
+using ops::check_rank;
+using ops::view_of;
 
 using kernels::KernelContext;
 
@@ -27,7 +32,7 @@ void copy_inplace(KernelContext& ctx, std::span<Value* const> args) {
     }
     if (same) return;  // copying a tensor onto itself
   }
-  convert_copy(ctx, self, src, op);
+  ops::convert_copy(ctx, self, src, op, cpu_mover());
 }
 
 // copy.out(Tensor self, Tensor src, bool non_blocking=False, *, Tensor(a!) out): the
@@ -37,9 +42,9 @@ void copy_out(KernelContext& ctx, std::span<Value* const> args) {
   const Tensor& self = args[0]->to_tensor();
   const Tensor& src = args[1]->to_tensor();
   Tensor& out = args[3]->to_tensor();
-  check_same_dtype(self, out, op);
+  ops::check_same_dtype(out, self, "out", op);
   kernels::resize_output(out, self.sizes(), op);
-  convert_copy(ctx, out, src, op);
+  ops::convert_copy(ctx, out, src, op, cpu_mover());
 }
 
 // clone.out(Tensor self, *, MemoryFormat? memory_format=None, Tensor(a!) out)
@@ -50,7 +55,7 @@ void clone_out(KernelContext& ctx, std::span<Value* const> args) {
   PTERUN_CHECK(!memory_format || *memory_format == 0 || *memory_format == 1,
                ErrorCode::InvalidArgument, op, ": memory format ", memory_format.value_or(-1),
                " is not supported (expected none, contiguous or preserve)");
-  copy_view_into(ctx, args[2]->to_tensor(), in, view_of(in), op);
+  ops::copy_view_into(ctx, args[2]->to_tensor(), in, view_of(in), op, cpu_mover());
 }
 
 // dim_order_ops::_clone_dim_order.out(Tensor self, *, bool non_blocking=False,
@@ -61,7 +66,7 @@ void clone_dim_order_out(KernelContext& ctx, std::span<Value* const> args) {
   const Tensor& in = args[0]->to_tensor();
   Tensor& out = args[3]->to_tensor();
   check_dim_order_arg(args[2]->to_optional_int_list(), out, op);
-  copy_view_into(ctx, out, in, view_of(in), op);
+  ops::copy_view_into(ctx, out, in, view_of(in), op, cpu_mover());
 }
 
 // dim_order_ops::_to_dim_order_copy.out(Tensor self, *, bool non_blocking=False,
@@ -73,7 +78,7 @@ void to_dim_order_copy_out(KernelContext& ctx, std::span<Value* const> args) {
   Tensor& out = args[3]->to_tensor();
   check_dim_order_arg(args[2]->to_optional_int_list(), out, op);
   kernels::resize_output(out, in.sizes(), op);
-  convert_copy(ctx, out, in, op);
+  ops::convert_copy(ctx, out, in, op, cpu_mover());
 }
 
 // _to_copy.out(Tensor self, *, bool non_blocking=False, MemoryFormat? memory_format=None,
@@ -84,7 +89,7 @@ void to_copy_out(KernelContext& ctx, std::span<Value* const> args) {
   Tensor& out = args[3]->to_tensor();
   check_memory_format(args[2]->to_optional_int(), out, op);
   kernels::resize_output(out, in.sizes(), op);
-  convert_copy(ctx, out, in, op);
+  ops::convert_copy(ctx, out, in, op, cpu_mover());
 }
 
 // dim_order_ops::_empty_dim_order.out(int[] size, *, int[]? dim_order=None, Tensor(a!) out):
@@ -100,13 +105,13 @@ void empty_dim_order_out(KernelContext& /*ctx*/, std::span<Value* const> args) {
 // lift_fresh_copy.out(Tensor self, *, Tensor(a!) out): a plain copy.
 void lift_fresh_copy_out(KernelContext& ctx, std::span<Value* const> args) {
   const Tensor& in = args[0]->to_tensor();
-  copy_view_into(ctx, args[1]->to_tensor(), in, view_of(in), "aten::lift_fresh_copy.out");
+  ops::copy_view_into(ctx, args[1]->to_tensor(), in, view_of(in), "aten::lift_fresh_copy.out",
+                      cpu_mover());
 }
 
 }  // namespace
 
 void register_copy_ops(kernels::KernelRegistry& r) {
-  using kernels::Device;
   r.add("aten::copy_", Device::CPU, &copy_inplace);
   r.add("aten::copy.out", Device::CPU, &copy_out);
   r.add("aten::clone.out", Device::CPU, &clone_out);

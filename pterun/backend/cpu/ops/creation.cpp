@@ -6,15 +6,20 @@
 #include <type_traits>
 
 #include "pterun/backend/cpu/ops/ops.h"
-#include "pterun/backend/cpu/ops/shape_copy.h"
 #include "pterun/core/error.h"
 #include "pterun/core/value.h"
 #include "pterun/kernels/common/creation_util.h"
 #include "pterun/kernels/common/dtype_util.h"
 #include "pterun/kernels/common/parallel.h"
+#include "pterun/ops/shape_copy.h"
 
 namespace pterun::cpu {
 namespace {
+
+using ops::check_dim_order_arg;
+using ops::check_memory_format;
+using ops::check_rank;
+using ops::view_of;
 
 using kernels::Family;
 using kernels::KernelContext;
@@ -24,7 +29,7 @@ void full_out(KernelContext& ctx, std::span<Value* const> args) {
   const char* op = "aten::full.out";
   Tensor& out = args[2]->to_tensor();
   kernels::resize_output(out, args[0]->to_int_list(), op);
-  fill_scalar(ctx, out, args[1]->to_scalar(), op);
+  ops::fill_scalar(ctx, out, args[1]->to_scalar(), op, cpu_mover());
 }
 
 // full_like.out(Tensor self, Scalar fill_value, *, MemoryFormat? memory_format=None,
@@ -35,7 +40,7 @@ void full_like_out(KernelContext& ctx, std::span<Value* const> args) {
   Tensor& out = args[3]->to_tensor();
   check_memory_format(args[2]->to_optional_int(), out, op);
   kernels::resize_output(out, self.sizes(), op);
-  fill_scalar(ctx, out, args[1]->to_scalar(), op);
+  ops::fill_scalar(ctx, out, args[1]->to_scalar(), op, cpu_mover());
 }
 
 // scalar_tensor.out(Scalar s, *, Tensor(a!) out): a 0-dim tensor holding s.
@@ -43,7 +48,7 @@ void scalar_tensor_out(KernelContext& ctx, std::span<Value* const> args) {
   const char* op = "aten::scalar_tensor.out";
   Tensor& out = args[1]->to_tensor();
   kernels::resize_output(out, {}, op);
-  fill_scalar(ctx, out, args[0]->to_scalar(), op);
+  ops::fill_scalar(ctx, out, args[0]->to_scalar(), op, cpu_mover());
 }
 
 // zeros.out / ones.out (SymInt[] size, *, Tensor(a!) out)
@@ -52,7 +57,7 @@ void constant_out(KernelContext& ctx, std::span<Value* const> args) {
   const char* op = kValue == 0 ? "aten::zeros.out" : "aten::ones.out";
   Tensor& out = args[1]->to_tensor();
   kernels::resize_output(out, args[0]->to_int_list(), op);
-  fill_scalar(ctx, out, Scalar::from_int(kValue), op);
+  ops::fill_scalar(ctx, out, Scalar::from_int(kValue), op, cpu_mover());
 }
 
 // zeros_like.out / ones_like.out (Tensor self, *, MemoryFormat? memory_format=None,
@@ -64,7 +69,7 @@ void constant_like_out(KernelContext& ctx, std::span<Value* const> args) {
   Tensor& out = args[2]->to_tensor();
   check_memory_format(args[1]->to_optional_int(), out, op);
   kernels::resize_output(out, self.sizes(), op);
-  fill_scalar(ctx, out, Scalar::from_int(kValue), op);
+  ops::fill_scalar(ctx, out, Scalar::from_int(kValue), op, cpu_mover());
 }
 
 // empty.out(SymInt[] size, *, MemoryFormat? memory_format=None, Tensor(a!) out): shape only.
@@ -88,9 +93,9 @@ void fill_scalar_out(KernelContext& ctx, std::span<Value* const> args) {
   const char* op = "aten::fill.Scalar_out";
   const Tensor& self = args[0]->to_tensor();
   Tensor& out = args[2]->to_tensor();
-  check_same_dtype(self, out, op);
+  ops::check_same_dtype(out, self, "out", op);
   kernels::resize_output(out, self.sizes(), op);
-  fill_scalar(ctx, out, args[1]->to_scalar(), op);
+  ops::fill_scalar(ctx, out, args[1]->to_scalar(), op, cpu_mover());
 }
 
 // fill.Tensor_out(Tensor self, Tensor value, *, Tensor(a!) out): value is 0-dim.
@@ -99,15 +104,15 @@ void fill_tensor_out(KernelContext& ctx, std::span<Value* const> args) {
   const Tensor& self = args[0]->to_tensor();
   const Tensor& value = args[1]->to_tensor();
   Tensor& out = args[2]->to_tensor();
-  check_same_dtype(self, out, op);
+  ops::check_same_dtype(out, self, "out", op);
   check_rank(value, 0, "a value", op);
   kernels::resize_output(out, self.sizes(), op);
   // The value converted to out's dtype, then repeated.
   alignas(16) unsigned char element[16] = {};
   Tensor one(out.dtype(), {});
   one.set_data(element, sizeof(element));
-  convert_copy(ctx, one, value, op);
-  fill_bytes(ctx, out, element);
+  ops::convert_copy(ctx, one, value, op, cpu_mover());
+  cpu_mover().fill(ctx, out, element);
 }
 
 /// Writes f(i) into the 1-D tensor `out` for every i, on threads.
@@ -177,7 +182,6 @@ void linspace_out(KernelContext& ctx, std::span<Value* const> args) {
 }  // namespace
 
 void register_creation_ops(kernels::KernelRegistry& r) {
-  using kernels::Device;
   r.add("aten::full.out", Device::CPU, &full_out);
   r.add("aten::full_like.out", Device::CPU, &full_like_out);
   r.add("aten::scalar_tensor.out", Device::CPU, &scalar_tensor_out);

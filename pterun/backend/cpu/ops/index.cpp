@@ -8,7 +8,6 @@
 
 #include "pterun/backend/cpu/ops/index_prepare.h"
 #include "pterun/backend/cpu/ops/ops.h"
-#include "pterun/backend/cpu/ops/shape_kernels.h"
 #include "pterun/core/value.h"
 #include "pterun/kernels/common/elementwise.h"
 #include "pterun/kernels/common/index_util.h"
@@ -73,15 +72,6 @@ void check_all_in_range(const Tensor& index, int64_t size, const char* op) {
   for (int64_t i = 0; i < index.numel(); ++i, od.next()) {
     check_in_range(kernels::read_index(index, od.offset[0]), size, op);
   }
-}
-
-/// `t`'s strides (or sizes) without dim `skip`.
-kernels::Shape without(std::span<const int64_t> v, size_t skip) {
-  kernels::Shape s;
-  for (size_t d = 0; d < v.size(); ++d) {
-    if (d != skip) s.push_back(v[d]);
-  }
-  return s;
 }
 
 char* byte_ptr(const Tensor& t, int64_t offset) {
@@ -499,86 +489,7 @@ void index_put(KernelContext& ctx, std::span<Value* const> args) {
 
 }  // namespace
 
-// Slice and select scatter are two strided copies each: shape kernels
-// (shape_kernels.h), shared with the CUDA backend.
-namespace shape {
-
-// ---- slice / select scatter ----------------------------------------------
-
-// slice_scatter.out(self, src, int dim=0, SymInt? start=None, SymInt? end=None,
-//   SymInt step=1, *, out)
-void slice_scatter_out(const Mover& m, KernelContext& ctx, Args args) {
-  const char* op = "aten::slice_scatter.out";
-  const Tensor& self = args[0]->to_tensor();
-  const Tensor& src = args[1]->to_tensor();
-  const int64_t rank = static_cast<int64_t>(self.dim());
-  PTERUN_CHECK(rank > 0, ErrorCode::InvalidArgument, op, ": cannot slice a 0-dim tensor");
-  const size_t dim = static_cast<size_t>(kernels::wrap_dim(args[2]->to_int(), rank, op));
-  std::optional<int64_t> start_arg = args[3]->to_optional_int();
-  std::optional<int64_t> end_arg = args[4]->to_optional_int();
-  const int64_t step = args[5]->to_int();
-  Tensor& out = args[6]->to_tensor();
-  PTERUN_CHECK(step >= 1, ErrorCode::InvalidArgument, op, ": step must be positive, got ", step);
-  check_same_dtype(src, self, "src", op);
-  check_same_dtype(out, self, "out", op);
-  const int64_t size = self.size(dim);
-  int64_t start = start_arg.value_or(0);
-  int64_t end = end_arg.value_or(size);
-  if (start < 0) start += size;
-  if (end < 0) end += size;
-  start = std::clamp<int64_t>(start, 0, size);
-  end = std::clamp<int64_t>(end, 0, size);
-  const int64_t len = end > start ? (end - start + step - 1) / step : 0;
-  bool match = src.dim() == self.dim();
-  for (size_t d = 0; match && d < self.dim(); ++d) {
-    match = src.size(d) == (d == dim ? len : self.size(d));
-  }
-  PTERUN_CHECK(match, ErrorCode::InvalidArgument, op, ": src ", describe(src),
-               " does not match the slice of ", describe(self), " (", len, " along dim ", dim, ")");
-  kernels::resize_output(out, self.sizes(), op);
-  const size_t es = self.element_size();
-  m.copy(ctx, out.data(), out.strides(), self.data(), self.strides(), self.sizes(), es);
-  kernels::Shape dst_strides;
-  for (size_t d = 0; d < out.dim(); ++d) {
-    dst_strides.push_back(d == dim ? out.stride(d) * step : out.stride(d));
-  }
-  m.copy(ctx, byte_ptr(out, start * out.stride(dim)), dst_strides.span(), src.data(), src.strides(),
-         src.sizes(), es);
-}
-
-// select_scatter.out(self, src, int dim, SymInt index, *, out)
-void select_scatter_out(const Mover& m, KernelContext& ctx, Args args) {
-  const char* op = "aten::select_scatter.out";
-  const Tensor& self = args[0]->to_tensor();
-  const Tensor& src = args[1]->to_tensor();
-  const int64_t rank = static_cast<int64_t>(self.dim());
-  PTERUN_CHECK(rank > 0, ErrorCode::InvalidArgument, op, ": cannot select from a 0-dim tensor");
-  const size_t dim = static_cast<size_t>(kernels::wrap_dim(args[2]->to_int(), rank, op));
-  int64_t index = args[3]->to_int();
-  Tensor& out = args[4]->to_tensor();
-  check_same_dtype(src, self, "src", op);
-  check_same_dtype(out, self, "out", op);
-  const int64_t size = self.size(dim);
-  PTERUN_CHECK(index >= -size && index < size, ErrorCode::IndexOutOfRange, op, ": index ", index,
-               " is out of range for dim ", dim, " of size ", size);
-  if (index < 0) index += size;
-  kernels::Shape slice = without(self.sizes(), dim);
-  bool match = src.dim() == slice.rank;
-  for (size_t d = 0; match && d < slice.rank; ++d) match = src.size(d) == slice.dims[d];
-  PTERUN_CHECK(match, ErrorCode::InvalidArgument, op, ": src ", describe(src),
-               " does not match the selected slice of ", describe(self));
-  kernels::resize_output(out, self.sizes(), op);
-  const size_t es = self.element_size();
-  m.copy(ctx, out.data(), out.strides(), self.data(), self.strides(), self.sizes(), es);
-  kernels::Shape dst_strides = without(out.strides(), dim);
-  m.copy(ctx, byte_ptr(out, index * out.stride(dim)), dst_strides.span(), src.data(), src.strides(),
-         src.sizes(), es);
-}
-
-}  // namespace shape
-
 void register_index_ops(kernels::KernelRegistry& r) {
-  using kernels::Device;
   r.add("aten::embedding.out", Device::CPU, &embedding_out);
   r.add("aten::index_select.out", Device::CPU, &index_select_out);
   r.add("aten::gather.out", Device::CPU, &gather_out);

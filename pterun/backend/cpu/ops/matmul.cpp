@@ -254,7 +254,6 @@ void linear_out(KernelContext& ctx, std::span<Value* const> args) {
 }  // namespace
 
 void register_matmul_ops(kernels::KernelRegistry& r) {
-  using kernels::Device;
   r.add("aten::mm.out", Device::CPU, &mm_out);
   r.add("aten::bmm.out", Device::CPU, &bmm_out);
   r.add("aten::addmm.out", Device::CPU, &addmm_out);

@@ -65,7 +65,7 @@ void nonzero_out(KernelContext& /*ctx*/, std::span<Value* const> args) {
 }  // namespace
 
 void register_nonzero_ops(kernels::KernelRegistry& r) {
-  r.add("aten::nonzero.out", kernels::Device::CPU, &nonzero_out);
+  r.add("aten::nonzero.out", Device::CPU, &nonzero_out);
 }
 
 }  // namespace pterun::cpu

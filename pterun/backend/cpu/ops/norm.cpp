@@ -6,9 +6,9 @@
 #include <cmath>
 
 #include "pterun/backend/cpu/ops/ops.h"
-#include "pterun/core/value.h"
 #include "pterun/kernels/common/parallel.h"
 #include "pterun/kernels/common/reduce_util.h"
+#include "pterun/ops/norm.h"
 
 namespace pterun::cpu {
 namespace {
@@ -17,12 +17,6 @@ using kernels::KernelContext;
 
 template <typename T>
 using StatOf = std::conditional_t<std::is_same_v<T, double>, double, float>;
-
-void check_same_dtype(const Tensor* t, const Tensor& in, const char* what, const char* op) {
-  PTERUN_CHECK(t == nullptr || t->dtype() == in.dtype(), ErrorCode::InvalidArgument, op, ": ", what,
-               " dtype ", dtype_name(t->dtype()), " differs from the input's ",
-               dtype_name(in.dtype()));
-}
 
 /// True when dims [from, rank) of `t` are laid out densely in row-major
 /// order, so each row of those dims is one contiguous run.
@@ -174,46 +168,11 @@ void layer_norm(KernelContext& ctx, const Tensor& in, size_t lead, const Tensor*
   });
 }
 
-// native_layer_norm.out(input, SymInt[] normalized_shape, Tensor? weight,
-//   Tensor? bias, float eps, *, out0, out1, out2)
-void native_layer_norm_out(KernelContext& ctx, std::span<Value* const> args) {
-  const char* op = "aten::native_layer_norm.out";
-  const Tensor& in = args[0]->to_tensor();
-  std::span<const int64_t> shape = args[1]->to_int_list();
-  const Tensor* weight = args[2]->to_optional_tensor();
-  const Tensor* bias = args[3]->to_optional_tensor();
-  double eps = args[4]->to_double();
-  Tensor& out = args[5]->to_tensor();
-  Tensor& mean_out = args[6]->to_tensor();
-  Tensor& rstd_out = args[7]->to_tensor();
-  const size_t k = shape.size();
-  PTERUN_CHECK(k >= 1 && k <= in.dim(), ErrorCode::InvalidArgument, op, ": normalized_shape of ", k,
-               " dims for input ", describe(in));
-  const size_t lead = in.dim() - k;
-  for (size_t i = 0; i < k; ++i) {
-    PTERUN_CHECK(in.size(lead + i) == shape[i], ErrorCode::InvalidArgument, op,
-                 ": normalized_shape does not match the trailing dims of ", describe(in));
-  }
-  for (const Tensor* p : {weight, bias}) {
-    if (p == nullptr) continue;
-    bool same = p->dim() == k;
-    for (size_t i = 0; same && i < k; ++i) same = p->size(i) == shape[i];
-    PTERUN_CHECK(same, ErrorCode::InvalidArgument, op, ": ", p == weight ? "weight " : "bias ",
-                 describe(*p), " does not match normalized_shape");
-  }
-  check_same_dtype(weight, in, "weight", op);
-  check_same_dtype(bias, in, "bias", op);
-  check_same_dtype(&out, in, "out", op);
-  check_same_dtype(&mean_out, in, "mean", op);
-  check_same_dtype(&rstd_out, in, "rstd", op);
-  kernels::resize_output(out, in.sizes(), op);
-  kernels::Shape stat_shape;
-  for (size_t d = 0; d < in.dim(); ++d) stat_shape.push_back(d < lead ? in.size(d) : 1);
-  kernels::resize_output(mean_out, stat_shape.span(), op);
-  kernels::resize_output(rstd_out, stat_shape.span(), op);
-  kernels::visit(in.dtype(), kernels::Family::FloatHBF16, op, [&]<typename T>() {
-    layer_norm<T>(ctx, in, lead, weight, bias, eps, out, mean_out, rstd_out);
-  });
+void layer_norm_out(KernelContext& ctx, const ops::LayerNormArgs& a) {
+  kernels::visit(a.in.dtype(), kernels::Family::FloatHBF16, "aten::native_layer_norm.out",
+                 [&]<typename T>() {
+                   layer_norm<T>(ctx, a.in, a.lead, a.weight, a.bias, a.eps, a.out, a.mean, a.rstd);
+                 });
 }
 
 // ---- per-channel scale and shift -----------------------------------------
@@ -297,87 +256,35 @@ C param(const Tensor* t, int64_t i, C absent) {
 
 // ---- batch norm (inference) ----------------------------------------------
 
-// _native_batch_norm_legit_no_training.out(input, Tensor? weight, Tensor? bias,
-//   Tensor running_mean, Tensor running_var, float momentum, float eps, *,
-//   out0, out1, out2)
-void batch_norm_no_training_out(KernelContext& ctx, std::span<Value* const> args) {
+void batch_norm_out(KernelContext& ctx, const ops::BatchNormArgs& a) {
   const char* op = "aten::_native_batch_norm_legit_no_training.out";
-  const Tensor& in = args[0]->to_tensor();
-  const Tensor* weight = args[1]->to_optional_tensor();
-  const Tensor* bias = args[2]->to_optional_tensor();
-  const Tensor& running_mean = args[3]->to_tensor();
-  const Tensor& running_var = args[4]->to_tensor();
-  double eps = args[6]->to_double();
-  Tensor& out = args[7]->to_tensor();
-  Tensor& out1 = args[8]->to_tensor();
-  Tensor& out2 = args[9]->to_tensor();
-  PTERUN_CHECK(in.dim() >= 2, ErrorCode::InvalidArgument, op,
-               ": input must have at least 2 dims (N, C, ...), got ", describe(in));
+  const Tensor& in = a.in;
   const int64_t channels = in.size(1);
-  for (const Tensor* p : {weight, bias, &running_mean, &running_var}) {
-    if (p == nullptr) continue;
-    PTERUN_CHECK(p->dim() == 1 && p->size(0) == channels, ErrorCode::InvalidArgument, op,
-                 ": per-channel parameter ", describe(*p), " does not match ", channels,
-                 " channels");
-    check_same_dtype(p, in, "parameter", op);
-  }
-  check_same_dtype(&out, in, "out", op);
-  kernels::resize_output(out, in.sizes(), op);
-  const int64_t zero = 0;
-  kernels::resize_output(out1, std::span<const int64_t>(&zero, 1), op);
-  kernels::resize_output(out2, std::span<const int64_t>(&zero, 1), op);
   kernels::visit(in.dtype(), kernels::Family::FloatHBF16, op, [&]<typename T>() {
     using C = StatOf<T>;
     C* table = static_cast<C*>(ctx.scratch(sizeof(C) * 2 * static_cast<size_t>(channels)));
     C* scale = table;
     C* shift = table + channels;
     for (int64_t c = 0; c < channels; ++c) {
-      C inv = C(1) / std::sqrt(param<T, C>(&running_var, c, C(0)) + static_cast<C>(eps));
-      scale[c] = param<T, C>(weight, c, C(1)) * inv;
-      shift[c] = param<T, C>(bias, c, C(0)) - param<T, C>(&running_mean, c, C(0)) * scale[c];
+      C inv = C(1) / std::sqrt(param<T, C>(&a.running_var, c, C(0)) + static_cast<C>(a.eps));
+      scale[c] = param<T, C>(a.weight, c, C(1)) * inv;
+      shift[c] = param<T, C>(a.bias, c, C(0)) - param<T, C>(&a.running_mean, c, C(0)) * scale[c];
     }
-    if (in.numel() > 0) channel_affine<T, C>(ctx, in, out, scale, shift, false);
+    if (in.numel() > 0) channel_affine<T, C>(ctx, in, a.out, scale, shift, false);
   });
 }
 
 // ---- group norm ----------------------------------------------------------
 
-// native_group_norm.out(input, Tensor? weight, Tensor? bias, SymInt N,
-//   SymInt C, SymInt HxW, int group, float eps, *, out0, out1, out2)
-void native_group_norm_out(KernelContext& ctx, std::span<Value* const> args) {
+void group_norm_out(KernelContext& ctx, const ops::GroupNormArgs& a) {
   const char* op = "aten::native_group_norm.out";
-  const Tensor& in = args[0]->to_tensor();
-  const Tensor* weight = args[1]->to_optional_tensor();
-  const Tensor* bias = args[2]->to_optional_tensor();
-  const int64_t batch = args[3]->to_int();
-  const int64_t channels = args[4]->to_int();
-  const int64_t hxw = args[5]->to_int();
-  const int64_t groups = args[6]->to_int();
-  const double eps = args[7]->to_double();
-  Tensor& out = args[8]->to_tensor();
-  Tensor& mean_out = args[9]->to_tensor();
-  Tensor& rstd_out = args[10]->to_tensor();
-  PTERUN_CHECK(in.dim() >= 2 && in.size(0) == batch && in.size(1) == channels &&
-                   in.numel() == batch * channels * hxw,
-               ErrorCode::InvalidArgument, op, ": input ", describe(in),
-               " does not match N=", batch, " C=", channels, " HxW=", hxw);
-  PTERUN_CHECK(groups > 0 && channels % groups == 0, ErrorCode::InvalidArgument, op, ": ", channels,
-               " channels cannot be split into ", groups, " groups");
-  for (const Tensor* p : {weight, bias}) {
-    if (p == nullptr) continue;
-    PTERUN_CHECK(p->dim() == 1 && p->size(0) == channels, ErrorCode::InvalidArgument, op,
-                 ": per-channel parameter ", describe(*p), " does not match ", channels,
-                 " channels");
-    check_same_dtype(p, in, "parameter", op);
-  }
-  check_same_dtype(&out, in, "out", op);
-  check_same_dtype(&mean_out, in, "mean", op);
-  check_same_dtype(&rstd_out, in, "rstd", op);
-  kernels::resize_output(out, in.sizes(), op);
-  const std::array<int64_t, 2> stat_shape = {batch, groups};
-  kernels::resize_output(mean_out, stat_shape, op);
-  kernels::resize_output(rstd_out, stat_shape, op);
-  if (batch == 0) return;
+  const Tensor& in = a.in;
+  const Tensor* weight = a.weight;
+  const Tensor* bias = a.bias;
+  const int64_t batch = a.batch, channels = a.channels, groups = a.groups;
+  Tensor& out = a.out;
+  Tensor& mean_out = a.mean;
+  Tensor& rstd_out = a.rstd;
   const int64_t per_group = channels / groups;
 
   // The elements of one (n, g) pair: channels of the group x spatial dims,
@@ -411,7 +318,7 @@ void native_group_norm_out(KernelContext& ctx, std::span<Value* const> args) {
     C* shift = table + nc;
     T* mean_data = mean_out.data_as<T>();
     T* rstd_data = rstd_out.data_as<T>();
-    const C ceps = static_cast<C>(eps);
+    const C ceps = static_cast<C>(a.eps);
     kernels::parallel_for(ctx, batch * groups, plan.count * 2, [&](int64_t begin, int64_t end) {
       for (int64_t i = begin; i < end; ++i) {
         const int64_t n = i / groups, g = i % groups;
@@ -438,11 +345,9 @@ void native_group_norm_out(KernelContext& ctx, std::span<Value* const> args) {
 
 }  // namespace
 
-void register_norm_ops(kernels::KernelRegistry& r) {
-  using kernels::Device;
-  r.add("aten::native_layer_norm.out", Device::CPU, &native_layer_norm_out);
-  r.add("aten::_native_batch_norm_legit_no_training.out", Device::CPU, &batch_norm_no_training_out);
-  r.add("aten::native_group_norm.out", Device::CPU, &native_group_norm_out);
+const ops::NormBackend& norm_backend() {
+  static constexpr ops::NormBackend kNorm{&layer_norm_out, &batch_norm_out, &group_norm_out};
+  return kNorm;
 }
 
 }  // namespace pterun::cpu

@@ -136,7 +136,6 @@ void adaptive_avg_pool2d_out(KernelContext& ctx, std::span<Value* const> args) {
 }  // namespace
 
 void register_pool_ops(kernels::KernelRegistry& r) {
-  using kernels::Device;
   r.add("aten::max_pool2d_with_indices.out", Device::CPU, &pool::max_pool2d_with_indices_out);
   r.add(kernels::kMaxPoolValuesKernel, Device::CPU, &pool::max_pool2d_values_out);
   r.add("aten::avg_pool2d.out", Device::CPU, &avg_pool2d_out);

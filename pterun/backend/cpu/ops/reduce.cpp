@@ -552,7 +552,6 @@ void cumsum_out(KernelContext& ctx, std::span<Value* const> args) {
 }  // namespace
 
 void register_reduce_ops(kernels::KernelRegistry& r) {
-  using kernels::Device;
   r.add("aten::sum.IntList_out", Device::CPU, &sum_dim_out);
   r.add("aten::sum.out", Device::CPU, &sum_all_out);
   r.add("aten::mean.out", Device::CPU, &mean_dim_out);

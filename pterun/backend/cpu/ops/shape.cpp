@@ -1,404 +1,128 @@
-// View-style shape ops: each output is a view of its input (permuted,
-// sliced, offset, broadcast or re-strided) materialised by one strided copy.
-// Concatenation and splitting live in shape_concat.cpp, data rearrangement
-// (repeat, flip, roll, pad ...) in shape_rearrange.cpp.
+// The CPU backend's Mover (pterun/ops/shape.h): strided copies, scratch,
+// fills and dtype conversion over host memory, for the shape, copy and
+// creation front-ends.
 
 #include <algorithm>
-#include <limits>
-#include <utility>
+#include <cstring>
 
 #include "pterun/backend/cpu/ops/ops.h"
-#include "pterun/backend/cpu/ops/shape_copy.h"
-#include "pterun/backend/cpu/ops/shape_kernels.h"
-#include "pterun/core/checked_math.h"
 #include "pterun/core/error.h"
-#include "pterun/core/value.h"
+#include "pterun/kernels/common/dtype_util.h"
+#include "pterun/kernels/common/elementwise.h"
+#include "pterun/kernels/common/parallel.h"
+#include "pterun/kernels/common/strided_copy.h"
+#include "pterun/ops/shape.h"
 
 namespace pterun::cpu {
 namespace {
 
 using kernels::KernelContext;
-using kernels::Shape;
-using kernels::wrap_dim;
 
-/// `size` with its one allowed -1 inferred so that it holds `numel`
-/// elements (view / reshape rules).
-Shape infer_size(std::span<const int64_t> size, int64_t numel, const char* op) {
-  Shape s;
-  int64_t known = 1;
-  size_t infer_at = size.size();
-  for (size_t i = 0; i < size.size(); ++i) {
-    int64_t d = size[i];
-    if (d == -1) {
-      PTERUN_CHECK(infer_at == size.size(), ErrorCode::InvalidArgument, op,
-                   ": only one dimension can be inferred (-1)");
-      infer_at = i;
-    } else {
-      PTERUN_CHECK(d >= 0, ErrorCode::InvalidArgument, op, ": invalid size ", d, " in dimension ",
-                   i);
-      auto next = checked_mul(static_cast<uint64_t>(known), static_cast<uint64_t>(d));
-      PTERUN_CHECK(next && *next <= uint64_t(std::numeric_limits<int64_t>::max()),
-                   ErrorCode::InvalidArgument, op, ": size overflows");
-      known = static_cast<int64_t>(*next);
-    }
-    s.push_back(d);
-  }
-  if (infer_at < size.size()) {
-    PTERUN_CHECK(known != 0 && numel % known == 0, ErrorCode::InvalidArgument, op,
-                 ": cannot infer the -1 dimension to hold ", numel, " elements");
-    s.dims[infer_at] = numel / known;
+template <typename U>
+void fill_typed(const KernelContext& ctx, U* data, int64_t n, U value) {
+  kernels::parallel_for(ctx, n, 1,
+                        [&](int64_t b, int64_t e) { std::fill(data + b, data + e, value); });
+}
+
+void* cpu_scratch(KernelContext& ctx, size_t bytes) {
+  return ctx.scratch(bytes);
+}
+
+void cpu_convert(const KernelContext& ctx, Tensor& out, const Tensor& src, const char* op) {
+  PTERUN_CHECK(!kernels::is_complex(src.dtype()) && !kernels::is_complex(out.dtype()),
+               ErrorCode::NotSupported, op, ": conversion from ", dtype_name(src.dtype()), " to ",
+               dtype_name(out.dtype()), " is not supported");
+  // Computing in the source's own type makes the store the only conversion.
+  kernels::visit(src.dtype(), kernels::Family::All, op, [&]<typename S>() {
+    kernels::map_elements<S, S, 1>(
+        ctx, out, {&src}, [](S v) { return v; }, op);
+  });
+}
+
+/// Zeroes `count` elements of `t` from element offset `at`, `stride` apart.
+void zero_run(const Tensor& t, int64_t at, int64_t stride, int64_t count) {
+  const auto es = int64_t(t.element_size());
+  char* p = static_cast<char*>(t.data()) + at * es;
+  if (stride == 1) {
+    std::memset(p, 0, size_t(count * es));
   } else {
-    PTERUN_CHECK(known == numel, ErrorCode::InvalidArgument, op, ": size holds ", known,
-                 " elements, the input has ", numel);
+    for (int64_t i = 0; i < count; ++i) std::memset(p + i * stride * es, 0, size_t(es));
   }
-  return s;
 }
 
-}  // namespace
-
-namespace shape {
-
-// view_copy.out(Tensor self, SymInt[] size, *, Tensor(a!) out)
-void view_copy_out(const Mover& m, KernelContext& ctx, Args args) {
-  const char* op = "aten::view_copy.out";
-  const Tensor& in = args[0]->to_tensor();
-  Tensor& out = args[2]->to_tensor();
-  check_same_dtype(in, out, op);
-  Shape size = infer_size(args[1]->to_int_list(), in.numel(), op);
-  kernels::resize_output(out, size.span(), op);
-  reshape_copy(ctx, out, in, m);
-}
-
-// permute_copy.out(Tensor self, int[] dims, *, Tensor(a!) out)
-void permute_copy_out(const Mover& m, KernelContext& ctx, Args args) {
-  const char* op = "aten::permute_copy.out";
-  const Tensor& in = args[0]->to_tensor();
-  auto dims = args[1]->to_int_list();
-  Tensor& out = args[2]->to_tensor();
-  const auto rank = static_cast<int64_t>(in.dim());
-  PTERUN_CHECK(int64_t(dims.size()) == rank, ErrorCode::InvalidArgument, op, ": ", dims.size(),
-               " dims given for ", describe(in));
-  View v;
-  uint32_t seen = 0;
-  for (int64_t d : dims) {
-    int64_t w = wrap_dim(d, rank, op);
-    PTERUN_CHECK(!(seen & (1u << w)), ErrorCode::InvalidArgument, op, ": dimension ", w,
-                 " repeats in dims");
-    seen |= 1u << w;
-    v.push_back(in.size(w), in.stride(w));
-  }
-  copy_view_into(ctx, out, in, v, op, m);
-}
-
-// expand_copy.out(Tensor self, SymInt[] size, *, bool implicit=False, Tensor(a!) out)
-void expand_copy_out(const Mover& m, KernelContext& ctx, Args args) {
-  const char* op = "aten::expand_copy.out";
-  const Tensor& in = args[0]->to_tensor();
-  auto size = args[1]->to_int_list();
-  Tensor& out = args[3]->to_tensor();
-  PTERUN_CHECK(size.size() >= in.dim(), ErrorCode::InvalidArgument, op, ": cannot expand ",
-               describe(in), " to ", size.size(), " dimensions");
-  const size_t lead = size.size() - in.dim();
-  View v;
-  for (size_t d = 0; d < size.size(); ++d) {
-    int64_t s = size[d];
-    if (d < lead) {
-      PTERUN_CHECK(s >= 0, ErrorCode::InvalidArgument, op, ": size ", s,
-                   " is not allowed in a new leading dimension");
-      v.push_back(s, 0);
-      continue;
+void cpu_zero_triangle(const KernelContext& /*ctx*/, Tensor& out, int64_t diagonal, bool upper) {
+  const size_t r = out.dim();
+  const int64_t rows = out.size(r - 2), cols = out.size(r - 1);
+  const int64_t row_stride = out.stride(r - 2), col_stride = out.stride(r - 1);
+  const int64_t batches = out.numel() / (rows * cols);
+  for (int64_t b = 0; b < batches; ++b) {
+    int64_t base = 0, rem = b;
+    for (size_t d = r - 2; d-- > 0;) {
+      base += (rem % out.size(d)) * out.stride(d);
+      rem /= out.size(d);
     }
-    int64_t have = in.size(d - lead);
-    if (s == -1) s = have;
-    PTERUN_CHECK(s >= 0 && (s == have || have == 1), ErrorCode::InvalidArgument, op,
-                 ": cannot expand size ", have, " to ", s, " in dimension ", d);
-    v.push_back(s, have == s ? in.stride(d - lead) : 0);
-  }
-  copy_view_into(ctx, out, in, v, op, m);
-}
-
-// unsqueeze_copy.out(Tensor self, int dim, *, Tensor(a!) out)
-void unsqueeze_copy_out(const Mover& m, KernelContext& ctx, Args args) {
-  const char* op = "aten::unsqueeze_copy.out";
-  const Tensor& in = args[0]->to_tensor();
-  Tensor& out = args[2]->to_tensor();
-  int64_t dim = wrap_dim(args[1]->to_int(), int64_t(in.dim()) + 1, op);
-  View v = view_of(in);
-  View u;
-  for (size_t d = 0; d <= in.dim(); ++d) {
-    if (int64_t(d) == dim) u.push_back(1, 0);
-    if (d < in.dim()) u.push_back(v.sizes.dims[d], v.strides.dims[d]);
-  }
-  copy_view_into(ctx, out, in, u, op, m);
-}
-
-namespace {
-
-/// The view of `in` without the dimensions flagged in `drop` that have
-/// size 1.
-View squeezed(const Tensor& in, uint32_t drop) {
-  View v;
-  for (size_t d = 0; d < in.dim(); ++d) {
-    if ((drop & (1u << d)) && in.size(d) == 1) continue;
-    v.push_back(in.size(d), in.stride(d));
-  }
-  return v;
-}
-
-}  // namespace
-
-// squeeze_copy.dim_out(Tensor self, int dim, *, Tensor(a!) out)
-void squeeze_copy_dim_out(const Mover& m, KernelContext& ctx, Args args) {
-  const char* op = "aten::squeeze_copy.dim_out";
-  const Tensor& in = args[0]->to_tensor();
-  Tensor& out = args[2]->to_tensor();
-  int64_t dim = wrap_dim(args[1]->to_int(), int64_t(in.dim()), op);
-  copy_view_into(ctx, out, in, squeezed(in, in.dim() == 0 ? 0 : 1u << dim), op, m);
-}
-
-// squeeze_copy.dims_out(Tensor self, int[] dim, *, Tensor(a!) out)
-void squeeze_copy_dims_out(const Mover& m, KernelContext& ctx, Args args) {
-  const char* op = "aten::squeeze_copy.dims_out";
-  const Tensor& in = args[0]->to_tensor();
-  Tensor& out = args[2]->to_tensor();
-  uint32_t drop = 0;
-  for (int64_t d : args[1]->to_int_list()) {
-    int64_t w = wrap_dim(d, int64_t(in.dim()), op);
-    PTERUN_CHECK(in.dim() == 0 || !(drop & (1u << w)), ErrorCode::InvalidArgument, op,
-                 ": dimension ", w, " repeats in dim");
-    if (in.dim() > 0) drop |= 1u << w;
-  }
-  copy_view_into(ctx, out, in, squeezed(in, drop), op, m);
-}
-
-// squeeze_copy.out(Tensor self, *, Tensor(a!) out): drops every size-1 dim.
-void squeeze_copy_out(const Mover& m, KernelContext& ctx, Args args) {
-  const char* op = "aten::squeeze_copy.out";
-  const Tensor& in = args[0]->to_tensor();
-  copy_view_into(ctx, args[1]->to_tensor(), in, squeezed(in, ~0u), op, m);
-}
-
-namespace {
-
-/// Python slice bound: negative counts from the end, then clamped.
-int64_t clamp_bound(int64_t v, int64_t size) {
-  if (v < 0) v += size;
-  return v < 0 ? 0 : (v > size ? size : v);
-}
-
-}  // namespace
-
-// slice_copy.Tensor_out(Tensor self, int dim=0, SymInt? start=None, SymInt? end=None,
-//                       SymInt step=1, *, Tensor(a!) out)
-void slice_copy_out(const Mover& m, KernelContext& ctx, Args args) {
-  const char* op = "aten::slice_copy.Tensor_out";
-  const Tensor& in = args[0]->to_tensor();
-  Tensor& out = args[5]->to_tensor();
-  PTERUN_CHECK(in.dim() > 0, ErrorCode::InvalidArgument, op,
-               ": cannot slice a 0-dimensional tensor");
-  int64_t dim = wrap_dim(args[1]->to_int(), int64_t(in.dim()), op);
-  int64_t step = args[4]->to_int();
-  PTERUN_CHECK(step >= 1, ErrorCode::InvalidArgument, op, ": step must be positive, got ", step);
-  const int64_t size = in.size(dim);
-  int64_t start = clamp_bound(args[2]->to_optional_int().value_or(0), size);
-  int64_t end = clamp_bound(args[3]->to_optional_int().value_or(size), size);
-  int64_t len = end > start ? (end - start - 1) / step + 1 : 0;
-  View v = view_of(in);
-  v.sizes.dims[dim] = len;
-  v.strides.dims[dim] = in.stride(dim) * step;
-  v.offset = len > 0 ? start * in.stride(dim) : 0;
-  copy_view_into(ctx, out, in, v, op, m);
-}
-
-namespace {
-
-/// The view of `in` without dimension `dim`, at `index` along it.
-View select_view(const Tensor& in, int64_t dim, int64_t index) {
-  View v;
-  for (size_t d = 0; d < in.dim(); ++d) {
-    if (int64_t(d) != dim) v.push_back(in.size(d), in.stride(d));
-  }
-  v.offset = index * in.stride(dim);
-  return v;
-}
-
-}  // namespace
-
-// select_copy.int_out(Tensor self, int dim, SymInt index, *, Tensor(a!) out)
-void select_copy_out(const Mover& m, KernelContext& ctx, Args args) {
-  const char* op = "aten::select_copy.int_out";
-  const Tensor& in = args[0]->to_tensor();
-  Tensor& out = args[3]->to_tensor();
-  PTERUN_CHECK(in.dim() > 0, ErrorCode::InvalidArgument, op,
-               ": cannot select from a 0-dimensional tensor");
-  int64_t dim = wrap_dim(args[1]->to_int(), int64_t(in.dim()), op);
-  int64_t index = args[2]->to_int();
-  const int64_t size = in.size(dim);
-  PTERUN_CHECK(index >= -size && index < size, ErrorCode::IndexOutOfRange, op, ": index ", index,
-               " is out of range for size ", size, " in dimension ", dim);
-  copy_view_into(ctx, out, in, select_view(in, dim, index < 0 ? index + size : index), op, m);
-}
-
-// narrow_copy.out(Tensor self, int dim, SymInt start, SymInt length, *, Tensor(a!) out)
-void narrow_copy_out(const Mover& m, KernelContext& ctx, Args args) {
-  const char* op = "aten::narrow_copy.out";
-  const Tensor& in = args[0]->to_tensor();
-  Tensor& out = args[4]->to_tensor();
-  PTERUN_CHECK(in.dim() > 0, ErrorCode::InvalidArgument, op,
-               ": cannot narrow a 0-dimensional tensor");
-  int64_t dim = wrap_dim(args[1]->to_int(), int64_t(in.dim()), op);
-  int64_t start = args[2]->to_int();
-  int64_t length = args[3]->to_int();
-  const int64_t size = in.size(dim);
-  PTERUN_CHECK(start >= -size && start <= size, ErrorCode::IndexOutOfRange, op, ": start ", start,
-               " is out of range for size ", size);
-  if (start < 0) start += size;
-  PTERUN_CHECK(length >= 0 && length <= size - start, ErrorCode::InvalidArgument, op, ": start ",
-               start, " + length ", length, " exceeds size ", size);
-  View v = view_of(in);
-  v.sizes.dims[dim] = length;
-  v.offset = start * in.stride(dim);
-  copy_view_into(ctx, out, in, v, op, m);
-}
-
-namespace {
-
-View transposed(const Tensor& in, int64_t d0, int64_t d1) {
-  View v = view_of(in);
-  if (in.dim() > 0) {
-    std::swap(v.sizes.dims[d0], v.sizes.dims[d1]);
-    std::swap(v.strides.dims[d0], v.strides.dims[d1]);
-  }
-  return v;
-}
-
-}  // namespace
-
-// transpose_copy.int_out(Tensor self, int dim0, int dim1, *, Tensor(a!) out)
-void transpose_copy_out(const Mover& m, KernelContext& ctx, Args args) {
-  const char* op = "aten::transpose_copy.int_out";
-  const Tensor& in = args[0]->to_tensor();
-  const auto rank = int64_t(in.dim());
-  int64_t d0 = wrap_dim(args[1]->to_int(), rank, op);
-  int64_t d1 = wrap_dim(args[2]->to_int(), rank, op);
-  copy_view_into(ctx, args[3]->to_tensor(), in, transposed(in, d0, d1), op, m);
-}
-
-// t_copy.out(Tensor self, *, Tensor(a!) out): transpose of a tensor of rank <= 2.
-void t_copy_out(const Mover& m, KernelContext& ctx, Args args) {
-  const char* op = "aten::t_copy.out";
-  const Tensor& in = args[0]->to_tensor();
-  PTERUN_CHECK(in.dim() <= 2, ErrorCode::InvalidArgument, op,
-               ": expects a tensor of rank <= 2, got ", describe(in));
-  copy_view_into(ctx, args[1]->to_tensor(), in, transposed(in, 0, in.dim() == 2 ? 1 : 0), op, m);
-}
-
-// as_strided_copy.out(Tensor self, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None,
-//                     *, Tensor(a!) out). The strides address the input's storage: its
-// elements in memory order, whatever its dim order.
-void as_strided_copy_out(const Mover& m, KernelContext& ctx, Args args) {
-  const char* op = "aten::as_strided_copy.out";
-  const Tensor& in = args[0]->to_tensor();
-  auto size = args[1]->to_int_list();
-  auto stride = args[2]->to_int_list();
-  int64_t offset = args[3]->to_optional_int().value_or(0);
-  Tensor& out = args[4]->to_tensor();
-  PTERUN_CHECK(size.size() == stride.size(), ErrorCode::InvalidArgument, op, ": ", size.size(),
-               " sizes but ", stride.size(), " strides");
-  PTERUN_CHECK(offset >= 0, ErrorCode::InvalidArgument, op, ": negative storage offset ", offset);
-  View v;
-  v.offset = offset;
-  bool empty = false;
-  uint64_t last = static_cast<uint64_t>(offset);  // highest element read
-  bool overflow = false;
-  for (size_t d = 0; d < size.size(); ++d) {
-    PTERUN_CHECK(size[d] >= 0 && stride[d] >= 0, ErrorCode::InvalidArgument, op,
-                 ": negative size or stride in dimension ", d);
-    v.push_back(size[d], stride[d]);
-    if (size[d] == 0) {
-      empty = true;
-      continue;
+    for (int64_t i = 0; i < rows; ++i) {
+      // tril keeps columns j <= i + diagonal; triu keeps j >= i + diagonal.
+      int64_t split = std::clamp(upper ? i + diagonal : i + diagonal + 1, int64_t{0}, cols);
+      int64_t row = base + i * row_stride;
+      if (upper) {
+        zero_run(out, row, col_stride, split);
+      } else {
+        zero_run(out, row + split * col_stride, col_stride, cols - split);
+      }
     }
-    auto span = checked_mul(uint64_t(size[d] - 1), uint64_t(stride[d]));
-    auto next = span ? checked_add(last, *span) : std::nullopt;
-    overflow = overflow || !next;
-    if (next) last = *next;
   }
-  PTERUN_CHECK(empty || (!overflow && last < uint64_t(in.numel())), ErrorCode::IndexOutOfRange, op,
-               ": the view reaches outside the input's ", in.numel(), " elements");
-  copy_view_into(ctx, out, in, v, op, m);
 }
 
-// alias_copy.out / detach_copy.out (Tensor self, *, Tensor(a!) out): a plain copy.
-void alias_copy_out(const Mover& m, KernelContext& ctx, Args args) {
-  const Tensor& in = args[0]->to_tensor();
-  copy_view_into(ctx, args[1]->to_tensor(), in, view_of(in), "aten::alias_copy.out", m);
-}
-
-void detach_copy_out(const Mover& m, KernelContext& ctx, Args args) {
-  const Tensor& in = args[0]->to_tensor();
-  copy_view_into(ctx, args[1]->to_tensor(), in, view_of(in), "aten::detach_copy.out", m);
-}
-
-// unfold_copy.out(Tensor self, int dimension, int size, int step, *, Tensor(a!) out):
-// windows of `size` every `step` along `dimension`, as a new last dimension.
-void unfold_copy_out(const Mover& m, KernelContext& ctx, Args args) {
-  const char* op = "aten::unfold_copy.out";
-  const Tensor& in = args[0]->to_tensor();
-  int64_t dim = wrap_dim(args[1]->to_int(), int64_t(in.dim()), op);
-  int64_t size = args[2]->to_int();
-  int64_t step = args[3]->to_int();
-  Tensor& out = args[4]->to_tensor();
-  const int64_t have = in.dim() == 0 ? 1 : in.size(dim);
-  PTERUN_CHECK(size >= 0 && size <= have, ErrorCode::InvalidArgument, op, ": window size ", size,
-               " does not fit size ", have);
-  PTERUN_CHECK(step > 0, ErrorCode::InvalidArgument, op, ": step must be positive, got ", step);
-  View v;
-  if (in.dim() == 0) {
-    v.push_back(size, 1);
-  } else {
-    v = view_of(in);
-    v.sizes.dims[dim] = (have - size) / step + 1;
-    v.strides.dims[dim] = in.stride(dim) * step;
-    v.push_back(size, in.stride(dim));
+void cpu_fill(const KernelContext& ctx, Tensor& out, const void* element) {
+  // Every element of a dense tensor lies in [data, data + nbytes), whatever
+  // its dim order, so the fill ignores the layout.
+  const int64_t n = out.numel();
+  if (n == 0) return;
+  const size_t es = out.element_size();
+  switch (es) {
+    case 1: {
+      uint8_t v;
+      std::memcpy(&v, element, 1);
+      fill_typed(ctx, out.data_as<uint8_t>(), n, v);
+      break;
+    }
+    case 2: {
+      uint16_t v;
+      std::memcpy(&v, element, 2);
+      fill_typed(ctx, out.data_as<uint16_t>(), n, v);
+      break;
+    }
+    case 4: {
+      uint32_t v;
+      std::memcpy(&v, element, 4);
+      fill_typed(ctx, out.data_as<uint32_t>(), n, v);
+      break;
+    }
+    case 8: {
+      uint64_t v;
+      std::memcpy(&v, element, 8);
+      fill_typed(ctx, out.data_as<uint64_t>(), n, v);
+      break;
+    }
+    default: {
+      char* p = out.data_as<char>();
+      for (int64_t i = 0; i < n; ++i) std::memcpy(p + i * int64_t(es), element, es);
+    }
   }
-  copy_view_into(ctx, out, in, v, op, m);
 }
 
-// diagonal_copy.out(Tensor self, int offset=0, int dim1=0, int dim2=1, *, Tensor(a!) out)
-void diagonal_copy_out(const Mover& m, KernelContext& ctx, Args args) {
-  const char* op = "aten::diagonal_copy.out";
-  const Tensor& in = args[0]->to_tensor();
-  int64_t offset = args[1]->to_int();
-  Tensor& out = args[4]->to_tensor();
-  PTERUN_CHECK(in.dim() >= 2, ErrorCode::InvalidArgument, op, ": expects rank >= 2, got ",
-               describe(in));
-  int64_t d1 = wrap_dim(args[2]->to_int(), int64_t(in.dim()), op);
-  int64_t d2 = wrap_dim(args[3]->to_int(), int64_t(in.dim()), op);
-  PTERUN_CHECK(d1 != d2, ErrorCode::InvalidArgument, op, ": dim1 and dim2 are both ", d1);
-  int64_t n1 = in.size(d1), n2 = in.size(d2);
-  int64_t len = 0, start = 0;
-  if (offset >= 0 && offset < n2) {
-    len = std::min(n1, n2 - offset);
-    start = offset * in.stride(d2);
-  } else if (offset < 0 && offset > -n1) {
-    len = std::min(n1 + offset, n2);
-    start = -offset * in.stride(d1);
-  }
-  View v;
-  for (size_t d = 0; d < in.dim(); ++d) {
-    if (int64_t(d) != d1 && int64_t(d) != d2) v.push_back(in.size(d), in.stride(d));
-  }
-  v.push_back(len, in.stride(d1) + in.stride(d2));
-  v.offset = len > 0 ? start : 0;
-  copy_view_into(ctx, out, in, v, op, m);
-}
+}  // namespace
 
-}  // namespace shape
-
-void register_shape_ops(kernels::KernelRegistry& r) {
-  // Every shape kernel of shape_kernels.h, from the files of its family.
-  shape::register_kernels<&cpu_mover>(r, kernels::Device::CPU);
+const ops::Mover& cpu_mover() {
+  static constexpr ops::Mover kMover{
+      [](const KernelContext& ctx, void* dst, std::span<const int64_t> dst_strides, const void* src,
+         std::span<const int64_t> src_strides, std::span<const int64_t> sizes,
+         size_t element_size) {
+        kernels::strided_copy(ctx, dst, dst_strides, src, src_strides, sizes, element_size);
+      },
+      &cpu_scratch, &cpu_fill, &cpu_convert, &cpu_zero_triangle};
+  return kMover;
 }
 
 }  // namespace pterun::cpu

@@ -9,6 +9,7 @@
 #include "pterun/core/value.h"
 #include "pterun/kernels/common/parallel.h"
 #include "pterun/kernels/common/reduce_util.h"
+#include "pterun/ops/softmax.h"
 
 namespace pterun::cpu {
 namespace {
@@ -190,33 +191,22 @@ void softmax_impl(KernelContext& ctx, const Tensor& in, Tensor& out, size_t dim)
   });
 }
 
-// _softmax.out / _log_softmax.out(self, int dim, bool half_to_float, *, out)
-template <bool kLog>
-void softmax_out(KernelContext& ctx, std::span<Value* const> args) {
-  const char* op = kLog ? "aten::_log_softmax.out" : "aten::_softmax.out";
-  const Tensor& in = args[0]->to_tensor();
-  int64_t dim = args[1]->to_int();
-  bool half_to_float = args[2]->to_bool();
-  Tensor& out = args[3]->to_tensor();
-  PTERUN_CHECK(!half_to_float, ErrorCode::InvalidArgument, op,
-               ": half_to_float=True is not supported on CPU");
-  PTERUN_CHECK(kernels::is_floating(in.dtype()), ErrorCode::InvalidArgument, op, ": input dtype ",
-               dtype_name(in.dtype()), " is not floating");
-  PTERUN_CHECK(out.dtype() == in.dtype(), ErrorCode::InvalidArgument, op, ": out dtype ",
-               dtype_name(out.dtype()), " differs from the input's ", dtype_name(in.dtype()));
-  size_t d = static_cast<size_t>(kernels::wrap_dim(dim, static_cast<int64_t>(in.dim()), op));
-  kernels::resize_output(out, in.sizes(), op);
-  if (in.numel() == 0) return;
-  kernels::visit(in.dtype(), kernels::Family::FloatHBF16, op,
-                 [&]<typename T>() { softmax_impl<kLog, T>(ctx, in, out, d); });
+void softmax_out(KernelContext& ctx, const ops::SoftmaxArgs& a) {
+  const char* op = a.log ? "aten::_log_softmax.out" : "aten::_softmax.out";
+  kernels::visit(a.in.dtype(), kernels::Family::FloatHBF16, op, [&]<typename T>() {
+    if (a.log) {
+      softmax_impl<true, T>(ctx, a.in, a.out, a.dim);
+    } else {
+      softmax_impl<false, T>(ctx, a.in, a.out, a.dim);
+    }
+  });
 }
 
 }  // namespace
 
-void register_softmax_ops(kernels::KernelRegistry& r) {
-  using kernels::Device;
-  r.add("aten::_softmax.out", Device::CPU, &softmax_out<false>);
-  r.add("aten::_log_softmax.out", Device::CPU, &softmax_out<true>);
+const ops::SoftmaxBackend& softmax_backend() {
+  static constexpr ops::SoftmaxBackend kSoftmax{&softmax_out};
+  return kSoftmax;
 }
 
 }  // namespace pterun::cpu

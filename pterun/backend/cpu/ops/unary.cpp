@@ -188,7 +188,6 @@ constexpr auto kSign = [](auto x) {
 }  // namespace
 
 void register_unary_ops(kernels::KernelRegistry& r) {
-  using kernels::Device;
   constexpr Family kRealH = Family::RealHBF16;
   r.add("aten::exp.out", Device::CPU,
         &float_unary_out<"aten::exp.out", [](auto x) { return std::exp(x); }>);

@@ -7,7 +7,6 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "pterun/backend/cpu/ops/shape_copy.h"
 #include "pterun/backend/cuda/cuda_context.h"
 #include "pterun/backend/cuda/ops/convert_copy.h"
 #include "pterun/backend/cuda/ops/elementwise.cuh"
@@ -16,6 +15,7 @@
 #include "pterun/core/value.h"
 #include "pterun/kernels/common/dtype_util.h"
 #include "pterun/kernels/common/shape_util.h"
+#include "pterun/ops/shape_copy.h"
 
 namespace pterun::cuda {
 namespace {
@@ -95,7 +95,7 @@ void copy_out(KernelContext& ctx, std::span<Value* const> args) {
   const Tensor& self = args[0]->to_tensor();
   const Tensor& src = args[1]->to_tensor();
   Tensor& out = args[3]->to_tensor();
-  cpu::check_same_dtype(self, out, op);
+  ops::check_same_dtype(out, self, "out", op);
   resize_output(out, self.sizes(), op);
   cuda::convert_copy(ctx, out, src, op);
 }
@@ -103,7 +103,7 @@ void copy_out(KernelContext& ctx, std::span<Value* const> args) {
 /// out = in (same dtype), out resized to in's shape and kept in its own
 /// dim order: the CPU's copy_view_into(out, in, view_of(in)).
 void copy_same_dtype(KernelContext& ctx, Tensor& out, const Tensor& in, const char* op) {
-  cpu::check_same_dtype(in, out, op);
+  ops::check_same_dtype(out, in, "out", op);
   resize_output(out, in.sizes(), op);
   cuda::convert_copy(ctx, out, in, op);
 }
@@ -123,7 +123,7 @@ void clone_out(KernelContext& ctx, std::span<Value* const> args) {
 void clone_dim_order_out(KernelContext& ctx, std::span<Value* const> args) {
   const char* op = "dim_order_ops::_clone_dim_order.out";
   Tensor& out = args[3]->to_tensor();
-  cpu::check_dim_order_arg(args[2]->to_optional_int_list(), out, op);
+  ops::check_dim_order_arg(args[2]->to_optional_int_list(), out, op);
   copy_same_dtype(ctx, out, args[0]->to_tensor(), op);
 }
 
@@ -133,7 +133,7 @@ void to_dim_order_copy_out(KernelContext& ctx, std::span<Value* const> args) {
   const char* op = "dim_order_ops::_to_dim_order_copy.out";
   const Tensor& in = args[0]->to_tensor();
   Tensor& out = args[3]->to_tensor();
-  cpu::check_dim_order_arg(args[2]->to_optional_int_list(), out, op);
+  ops::check_dim_order_arg(args[2]->to_optional_int_list(), out, op);
   resize_output(out, in.sizes(), op);
   cuda::convert_copy(ctx, out, in, op);
 }
@@ -144,7 +144,7 @@ void to_copy_out(KernelContext& ctx, std::span<Value* const> args) {
   const char* op = "aten::_to_copy.out";
   const Tensor& in = args[0]->to_tensor();
   Tensor& out = args[3]->to_tensor();
-  cpu::check_memory_format(args[2]->to_optional_int(), out, op);
+  ops::check_memory_format(args[2]->to_optional_int(), out, op);
   resize_output(out, in.sizes(), op);
   cuda::convert_copy(ctx, out, in, op);
 }
@@ -154,7 +154,7 @@ void to_copy_out(KernelContext& ctx, std::span<Value* const> args) {
 void empty_dim_order_out(KernelContext& /*ctx*/, std::span<Value* const> args) {
   const char* op = "dim_order_ops::_empty_dim_order.out";
   Tensor& out = args[2]->to_tensor();
-  cpu::check_dim_order_arg(args[1]->to_optional_int_list(), out, op);
+  ops::check_dim_order_arg(args[1]->to_optional_int_list(), out, op);
   resize_output(out, args[0]->to_int_list(), op);
 }
 

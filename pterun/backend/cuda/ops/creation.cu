@@ -8,7 +8,6 @@
 #include <cstring>
 #include <type_traits>
 
-#include "pterun/backend/cpu/ops/shape_copy.h"
 #include "pterun/backend/cuda/cuda_context.h"
 #include "pterun/backend/cuda/ops/convert_copy.h"
 #include "pterun/backend/cuda/ops/device_util.cuh"
@@ -16,6 +15,7 @@
 #include "pterun/core/value.h"
 #include "pterun/kernels/common/creation_util.h"
 #include "pterun/kernels/common/dtype_util.h"
+#include "pterun/ops/shape_copy.h"
 
 namespace pterun::kernels::cuda_ops {
 namespace {
@@ -56,25 +56,10 @@ void launch_fill(KernelContext& ctx, Tensor& out, const unsigned char* element) 
 }
 
 /// Writes every element of `out` as `value` converted to out's dtype, with
-/// the CPU's checks (Error InvalidArgument when an integer output cannot
-/// hold the value). Every element of a dense tensor lies in
-/// [data, data + nbytes), whatever its dim order, so the fill is 1-D.
+/// the shared checks (Error InvalidArgument when an integer output cannot
+/// hold the value), through the CUDA Mover's fill.
 void fill_scalar(KernelContext& ctx, Tensor& out, const Scalar& value, const char* op) {
-  alignas(16) unsigned char element[16] = {};
-  Tensor one(out.dtype(), {});
-  one.set_data(element, sizeof(element));
-  cpu::fill_scalar(ctx, one, value, op);  // validates and converts on the host
-  if (out.numel() == 0) return;
-  switch (out.element_size()) {
-    case 1: launch_fill<uint8_t>(ctx, out, element); break;
-    case 2: launch_fill<uint16_t>(ctx, out, element); break;
-    case 4: launch_fill<uint32_t>(ctx, out, element); break;
-    case 8: launch_fill<uint64_t>(ctx, out, element); break;
-    default:
-      throw_error(ErrorCode::NotSupported,
-                  str_cat(op, ": dtype ", dtype_name(out.dtype()), " is not supported on CUDA"));
-  }
-  cuda::check_launch(op);
+  ops::fill_scalar(ctx, out, value, op, cuda_mover());
 }
 
 // full.out(SymInt[] size, Scalar fill_value, *, Tensor(a!) out)
@@ -91,7 +76,7 @@ void full_like_out(KernelContext& ctx, std::span<Value* const> args) {
   const char* op = "aten::full_like.out";
   const Tensor& self = args[0]->to_tensor();
   Tensor& out = args[3]->to_tensor();
-  cpu::check_memory_format(args[2]->to_optional_int(), out, op);
+  ops::check_memory_format(args[2]->to_optional_int(), out, op);
   resize_output(out, self.sizes(), op);
   fill_scalar(ctx, out, args[1]->to_scalar(), op);
 }
@@ -120,7 +105,7 @@ void constant_like_out(KernelContext& ctx, std::span<Value* const> args) {
   const char* op = kValue == 0 ? "aten::zeros_like.out" : "aten::ones_like.out";
   const Tensor& self = args[0]->to_tensor();
   Tensor& out = args[2]->to_tensor();
-  cpu::check_memory_format(args[1]->to_optional_int(), out, op);
+  ops::check_memory_format(args[1]->to_optional_int(), out, op);
   resize_output(out, self.sizes(), op);
   fill_scalar(ctx, out, Scalar::from_int(kValue), op);
 }
@@ -129,7 +114,7 @@ void constant_like_out(KernelContext& ctx, std::span<Value* const> args) {
 void empty_out(KernelContext& /*ctx*/, std::span<Value* const> args) {
   const char* op = "aten::empty.out";
   Tensor& out = args[2]->to_tensor();
-  cpu::check_memory_format(args[1]->to_optional_int(), out, op);
+  ops::check_memory_format(args[1]->to_optional_int(), out, op);
   resize_output(out, args[0]->to_int_list(), op);
 }
 
@@ -137,7 +122,7 @@ void empty_out(KernelContext& /*ctx*/, std::span<Value* const> args) {
 void empty_like_out(KernelContext& /*ctx*/, std::span<Value* const> args) {
   const char* op = "aten::empty_like.out";
   Tensor& out = args[2]->to_tensor();
-  cpu::check_memory_format(args[1]->to_optional_int(), out, op);
+  ops::check_memory_format(args[1]->to_optional_int(), out, op);
   resize_output(out, args[0]->to_tensor().sizes(), op);
 }
 
@@ -146,7 +131,7 @@ void fill_scalar_out(KernelContext& ctx, std::span<Value* const> args) {
   const char* op = "aten::fill.Scalar_out";
   const Tensor& self = args[0]->to_tensor();
   Tensor& out = args[2]->to_tensor();
-  cpu::check_same_dtype(self, out, op);
+  ops::check_same_dtype(out, self, "out", op);
   resize_output(out, self.sizes(), op);
   fill_scalar(ctx, out, args[1]->to_scalar(), op);
 }
@@ -158,8 +143,8 @@ void fill_tensor_out(KernelContext& ctx, std::span<Value* const> args) {
   const Tensor& self = args[0]->to_tensor();
   const Tensor& value = args[1]->to_tensor();
   Tensor& out = args[2]->to_tensor();
-  cpu::check_same_dtype(self, out, op);
-  cpu::check_rank(value, 0, "a value", op);
+  ops::check_same_dtype(out, self, "out", op);
+  ops::check_rank(value, 0, "a value", op);
   resize_output(out, self.sizes(), op);
   cuda::convert_copy(ctx, out, value, op);
 }

@@ -14,6 +14,7 @@
 #include "pterun/core/value.h"
 #include "pterun/kernels/common/dtype_util.h"
 #include "pterun/kernels/common/shape_util.h"
+#include "pterun/ops/norm.h"
 
 namespace pterun::cuda::nn {
 namespace {
@@ -224,17 +225,6 @@ size_t stat_size(DType d) {
   return d == DType::Float64 ? sizeof(double) : sizeof(float);
 }
 
-void check_same_dtype(const Tensor* t, const Tensor& in, const char* what, const char* op) {
-  PTERUN_CHECK(t == nullptr || t->dtype() == in.dtype(), ErrorCode::InvalidArgument, op, ": ", what,
-               " dtype ", dtype_name(t->dtype()), " differs from the input's ",
-               dtype_name(in.dtype()));
-}
-
-void check_float(DType d, const char* op) {
-  PTERUN_CHECK(in_family(d, Family::FloatHBF16), ErrorCode::InvalidArgument, op, ": dtype ",
-               dtype_name(d), " is not supported");
-}
-
 /// out = in * scale[i] + shift[i] over the input's dims in memory order.
 void channel_affine(KernelContext& ctx, const Tensor& in, Tensor& out, const void* table,
                     int64_t table_len, bool per_batch, const char* op) {
@@ -259,45 +249,15 @@ void channel_affine(KernelContext& ctx, const Tensor& in, Tensor& out, const voi
   cuda::nn::launch_channel_affine(ctx, l, op);
 }
 
-// native_layer_norm.out(input, SymInt[] normalized_shape, Tensor? weight,
-//   Tensor? bias, float eps, *, out0, out1, out2)
-void native_layer_norm_out(KernelContext& ctx, std::span<Value* const> args) {
+void layer_norm_out(KernelContext& ctx, const ops::LayerNormArgs& a) {
   const char* op = "aten::native_layer_norm.out";
-  const Tensor& in = args[0]->to_tensor();
-  std::span<const int64_t> shape = args[1]->to_int_list();
-  const Tensor* weight = args[2]->to_optional_tensor();
-  const Tensor* bias = args[3]->to_optional_tensor();
-  double eps = args[4]->to_double();
-  Tensor& out = args[5]->to_tensor();
-  Tensor& mean_out = args[6]->to_tensor();
-  Tensor& rstd_out = args[7]->to_tensor();
-  const size_t k = shape.size();
-  PTERUN_CHECK(k >= 1 && k <= in.dim(), ErrorCode::InvalidArgument, op, ": normalized_shape of ", k,
-               " dims for input ", describe(in));
-  const size_t lead = in.dim() - k;
-  for (size_t i = 0; i < k; ++i) {
-    PTERUN_CHECK(in.size(lead + i) == shape[i], ErrorCode::InvalidArgument, op,
-                 ": normalized_shape does not match the trailing dims of ", describe(in));
-  }
-  for (const Tensor* p : {weight, bias}) {
-    if (p == nullptr) continue;
-    bool same = p->dim() == k;
-    for (size_t i = 0; same && i < k; ++i) same = p->size(i) == shape[i];
-    PTERUN_CHECK(same, ErrorCode::InvalidArgument, op, ": ", p == weight ? "weight " : "bias ",
-                 describe(*p), " does not match normalized_shape");
-  }
-  check_same_dtype(weight, in, "weight", op);
-  check_same_dtype(bias, in, "bias", op);
-  check_same_dtype(&out, in, "out", op);
-  check_same_dtype(&mean_out, in, "mean", op);
-  check_same_dtype(&rstd_out, in, "rstd", op);
-  resize_output(out, in.sizes(), op);
-  Shape stat_shape;
-  for (size_t d = 0; d < in.dim(); ++d) stat_shape.push_back(d < lead ? in.size(d) : 1);
-  resize_output(mean_out, stat_shape.span(), op);
-  resize_output(rstd_out, stat_shape.span(), op);
-  check_float(in.dtype(), op);
-
+  const Tensor& in = a.in;
+  const Tensor* weight = a.weight;
+  const Tensor* bias = a.bias;
+  Tensor& out = a.out;
+  Tensor& mean_out = a.mean;
+  Tensor& rstd_out = a.rstd;
+  const size_t lead = a.lead;
   cuda::nn::LayerNormLaunch l;
   l.in = in.data();
   l.out = out.data();
@@ -306,7 +266,7 @@ void native_layer_norm_out(KernelContext& ctx, std::span<Value* const> args) {
   l.weight = weight != nullptr ? weight->data() : nullptr;
   l.bias = bias != nullptr ? bias->data() : nullptr;
   l.dtype = in.dtype();
-  l.eps = eps;
+  l.eps = a.eps;
   for (size_t d = 0; d < lead; ++d) {
     l.rows.push(in.size(d), {in.stride(d), out.stride(d), mean_out.stride(d), rstd_out.stride(d)});
   }
@@ -335,36 +295,14 @@ void native_layer_norm_out(KernelContext& ctx, std::span<Value* const> args) {
   cuda::nn::launch_layer_norm(ctx, l, op);
 }
 
-// _native_batch_norm_legit_no_training.out(input, Tensor? weight, Tensor? bias,
-//   Tensor running_mean, Tensor running_var, float momentum, float eps, *,
-//   out0, out1, out2)
-void batch_norm_no_training_out(KernelContext& ctx, std::span<Value* const> args) {
+void batch_norm_out(KernelContext& ctx, const ops::BatchNormArgs& a) {
   const char* op = "aten::_native_batch_norm_legit_no_training.out";
-  const Tensor& in = args[0]->to_tensor();
-  const Tensor* weight = args[1]->to_optional_tensor();
-  const Tensor* bias = args[2]->to_optional_tensor();
-  const Tensor& running_mean = args[3]->to_tensor();
-  const Tensor& running_var = args[4]->to_tensor();
-  double eps = args[6]->to_double();
-  Tensor& out = args[7]->to_tensor();
-  Tensor& out1 = args[8]->to_tensor();
-  Tensor& out2 = args[9]->to_tensor();
-  PTERUN_CHECK(in.dim() >= 2, ErrorCode::InvalidArgument, op,
-               ": input must have at least 2 dims (N, C, ...), got ", describe(in));
+  const Tensor& in = a.in;
+  const Tensor* weight = a.weight;
+  const Tensor* bias = a.bias;
+  const Tensor& running_mean = a.running_mean;
+  const Tensor& running_var = a.running_var;
   const int64_t channels = in.size(1);
-  for (const Tensor* p : {weight, bias, &running_mean, &running_var}) {
-    if (p == nullptr) continue;
-    PTERUN_CHECK(p->dim() == 1 && p->size(0) == channels, ErrorCode::InvalidArgument, op,
-                 ": per-channel parameter ", describe(*p), " does not match ", channels,
-                 " channels");
-    check_same_dtype(p, in, "parameter", op);
-  }
-  check_same_dtype(&out, in, "out", op);
-  resize_output(out, in.sizes(), op);
-  const int64_t zero = 0;
-  resize_output(out1, std::span<const int64_t>(&zero, 1), op);
-  resize_output(out2, std::span<const int64_t>(&zero, 1), op);
-  check_float(in.dtype(), op);
   if (channels == 0) return;
   cuda::nn::BatchNormTableLaunch t;
   t.weight = weight != nullptr ? weight->data() : nullptr;
@@ -377,50 +315,21 @@ void batch_norm_no_training_out(KernelContext& ctx, std::span<Value* const> args
   t.v_stride = running_var.stride(0);
   t.dtype = in.dtype();
   t.channels = channels;
-  t.eps = eps;
+  t.eps = a.eps;
   t.table = cuda::scratch(ctx, stat_size(in.dtype()) * 2 * static_cast<size_t>(channels));
   cuda::nn::launch_batch_norm_table(ctx, t, op);
-  if (in.numel() > 0) channel_affine(ctx, in, out, t.table, channels, false, op);
+  if (in.numel() > 0) channel_affine(ctx, in, a.out, t.table, channels, false, op);
 }
 
-// native_group_norm.out(input, Tensor? weight, Tensor? bias, SymInt N,
-//   SymInt C, SymInt HxW, int group, float eps, *, out0, out1, out2)
-void native_group_norm_out(KernelContext& ctx, std::span<Value* const> args) {
+void group_norm_out(KernelContext& ctx, const ops::GroupNormArgs& a) {
   const char* op = "aten::native_group_norm.out";
-  const Tensor& in = args[0]->to_tensor();
-  const Tensor* weight = args[1]->to_optional_tensor();
-  const Tensor* bias = args[2]->to_optional_tensor();
-  const int64_t batch = args[3]->to_int();
-  const int64_t channels = args[4]->to_int();
-  const int64_t hxw = args[5]->to_int();
-  const int64_t groups = args[6]->to_int();
-  const double eps = args[7]->to_double();
-  Tensor& out = args[8]->to_tensor();
-  Tensor& mean_out = args[9]->to_tensor();
-  Tensor& rstd_out = args[10]->to_tensor();
-  PTERUN_CHECK(in.dim() >= 2 && in.size(0) == batch && in.size(1) == channels &&
-                   in.numel() == batch * channels * hxw,
-               ErrorCode::InvalidArgument, op, ": input ", describe(in),
-               " does not match N=", batch, " C=", channels, " HxW=", hxw);
-  PTERUN_CHECK(groups > 0 && channels % groups == 0, ErrorCode::InvalidArgument, op, ": ", channels,
-               " channels cannot be split into ", groups, " groups");
-  for (const Tensor* p : {weight, bias}) {
-    if (p == nullptr) continue;
-    PTERUN_CHECK(p->dim() == 1 && p->size(0) == channels, ErrorCode::InvalidArgument, op,
-                 ": per-channel parameter ", describe(*p), " does not match ", channels,
-                 " channels");
-    check_same_dtype(p, in, "parameter", op);
-  }
-  check_same_dtype(&out, in, "out", op);
-  check_same_dtype(&mean_out, in, "mean", op);
-  check_same_dtype(&rstd_out, in, "rstd", op);
-  resize_output(out, in.sizes(), op);
-  const std::array<int64_t, 2> stat_shape = {batch, groups};
-  resize_output(mean_out, stat_shape, op);
-  resize_output(rstd_out, stat_shape, op);
-  if (batch == 0) return;
-  check_float(in.dtype(), op);
-
+  const Tensor& in = a.in;
+  const Tensor* weight = a.weight;
+  const Tensor* bias = a.bias;
+  const int64_t batch = a.batch, channels = a.channels, groups = a.groups;
+  Tensor& out = a.out;
+  Tensor& mean_out = a.mean;
+  Tensor& rstd_out = a.rstd;
   cuda::nn::GroupNormStatsLaunch l;
   l.in = in.data();
   l.dtype = in.dtype();
@@ -440,7 +349,7 @@ void native_group_norm_out(KernelContext& ctx, std::span<Value* const> args) {
   l.bias = bias != nullptr ? bias->data() : nullptr;
   l.w_stride = weight != nullptr ? weight->stride(0) : 0;
   l.b_stride = bias != nullptr ? bias->stride(0) : 0;
-  l.eps = eps;
+  l.eps = a.eps;
   const size_t nc = static_cast<size_t>(batch * channels);
   l.table = cuda::scratch(ctx, stat_size(in.dtype()) * 2 * nc);
   cuda::nn::launch_group_norm_stats(ctx, l, op);
@@ -451,11 +360,9 @@ void native_group_norm_out(KernelContext& ctx, std::span<Value* const> args) {
 
 }  // namespace
 
-void register_norm_ops(KernelRegistry& r) {
-  r.add("aten::native_layer_norm.out", Device::CUDA, &native_layer_norm_out);
-  r.add("aten::_native_batch_norm_legit_no_training.out", Device::CUDA,
-        &batch_norm_no_training_out);
-  r.add("aten::native_group_norm.out", Device::CUDA, &native_group_norm_out);
+const ops::NormBackend& norm_backend() {
+  static constexpr ops::NormBackend kNorm{&layer_norm_out, &batch_norm_out, &group_norm_out};
+  return kNorm;
 }
 
 }  // namespace pterun::kernels::cuda_ops

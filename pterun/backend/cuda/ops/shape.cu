@@ -1,23 +1,22 @@
-// The shape kernels on CUDA: the same host code as the CPU backend
-// (backend/cpu/ops/shape_kernels.h: checks, views, output resizing) over the
-// CUDA movers defined here: the device strided copy, device scratch, and
-// small kernels for fills, dtype conversion and tril/triu masking.
+// The CUDA backend's Mover (pterun/ops/shape.h), under the shape, copy and
+// creation front-ends: the device strided copy, device scratch, and small
+// kernels for fills, dtype conversion and tril/triu masking.
 
 #include <cuda_runtime.h>
 
 #include <cstdint>
 #include <cstring>
 
-#include "pterun/backend/cpu/ops/shape_kernels.h"
 #include "pterun/backend/cuda/cuda_context.h"
 #include "pterun/backend/cuda/ops/device_util.cuh"
 #include "pterun/backend/cuda/ops/ops.h"
 #include "pterun/backend/cuda/strided_copy.h"
+#include "pterun/ops/shape.h"
 
 namespace pterun::kernels::cuda_ops {
 namespace {
 
-using cpu::Mover;
+using ops::Mover;
 
 constexpr unsigned kThreads = 256;
 
@@ -179,16 +178,12 @@ void* cuda_scratch(KernelContext& ctx, size_t bytes) {
   return cuda::scratch(ctx, bytes);
 }
 
+}  // namespace
+
 const Mover& cuda_mover() {
   static constexpr Mover kMover{&cuda_copy, &cuda_scratch, &cuda_fill, &cuda_convert,
                                 &cuda_zero_triangle};
   return kMover;
-}
-
-}  // namespace
-
-void register_shape_ops(KernelRegistry& r) {
-  cpu::shape::register_kernels<&cuda_mover>(r, Device::CUDA);
 }
 
 }  // namespace pterun::kernels::cuda_ops

@@ -13,6 +13,7 @@
 #include "pterun/core/value.h"
 #include "pterun/kernels/common/dtype_util.h"
 #include "pterun/kernels/common/shape_util.h"
+#include "pterun/ops/softmax.h"
 
 namespace pterun::cuda::nn {
 namespace {
@@ -118,28 +119,16 @@ void launch_softmax(kernels::KernelContext& ctx, const SoftmaxLaunch& l, const c
 namespace pterun::kernels::cuda_ops {
 namespace {
 
-// _softmax.out / _log_softmax.out(self, int dim, bool half_to_float, *, out)
-template <bool kLog>
-void softmax_out(KernelContext& ctx, std::span<Value* const> args) {
-  const char* op = kLog ? "aten::_log_softmax.out" : "aten::_softmax.out";
-  const Tensor& in = args[0]->to_tensor();
-  int64_t dim = args[1]->to_int();
-  bool half_to_float = args[2]->to_bool();
-  Tensor& out = args[3]->to_tensor();
-  PTERUN_CHECK(!half_to_float, ErrorCode::InvalidArgument, op,
-               ": half_to_float=True is not supported on CPU");
-  PTERUN_CHECK(is_floating(in.dtype()), ErrorCode::InvalidArgument, op, ": input dtype ",
-               dtype_name(in.dtype()), " is not floating");
-  PTERUN_CHECK(out.dtype() == in.dtype(), ErrorCode::InvalidArgument, op, ": out dtype ",
-               dtype_name(out.dtype()), " differs from the input's ", dtype_name(in.dtype()));
-  size_t d = static_cast<size_t>(wrap_dim(dim, static_cast<int64_t>(in.dim()), op));
-  resize_output(out, in.sizes(), op);
-  if (in.numel() == 0) return;
+void softmax_out(KernelContext& ctx, const ops::SoftmaxArgs& a) {
+  const char* op = a.log ? "aten::_log_softmax.out" : "aten::_softmax.out";
+  const Tensor& in = a.in;
+  Tensor& out = a.out;
+  const size_t d = a.dim;
   cuda::nn::SoftmaxLaunch l;
   l.in = in.data();
   l.out = out.data();
   l.dtype = in.dtype();
-  l.log = kLog;
+  l.log = a.log;
   int64_t min_other = INT64_MAX;
   for (size_t k = 0; k < in.dim(); ++k) {
     if (k == d || in.size(k) == 1) continue;
@@ -157,9 +146,9 @@ void softmax_out(KernelContext& ctx, std::span<Value* const> args) {
 
 }  // namespace
 
-void register_softmax_ops(KernelRegistry& r) {
-  r.add("aten::_softmax.out", Device::CUDA, &softmax_out<false>);
-  r.add("aten::_log_softmax.out", Device::CUDA, &softmax_out<true>);
+const ops::SoftmaxBackend& softmax_backend() {
+  static constexpr ops::SoftmaxBackend kSoftmax{&softmax_out};
+  return kSoftmax;
 }
 
 }  // namespace pterun::kernels::cuda_ops

@@ -4,37 +4,27 @@
 
 #include <algorithm>
 
-#include "pterun/backend/cpu/ops/ops.h"
-#include "pterun/backend/cpu/ops/shape_copy.h"
-#include "pterun/backend/cpu/ops/shape_kernels.h"
 #include "pterun/core/checked_math.h"
 #include "pterun/core/error.h"
 #include "pterun/core/value.h"
+#include "pterun/ops/shape.h"
+#include "pterun/ops/shape_copy.h"
 
-namespace pterun::cpu {
+namespace pterun::ops {
 namespace {
 
-using kernels::KernelContext;
 using kernels::Shape;
 using kernels::wrap_dim;
 
-char* element_at(const Tensor& t, int64_t offset) {
-  return static_cast<char*>(t.data()) + offset * int64_t(t.element_size());
-}
-
 }  // namespace
-
-namespace shape {
 
 // repeat.out(Tensor self, SymInt[] repeats, *, Tensor(a!) out): tiles the input.
 // Output dimension i is viewed as (repeat r_i, size s_i), so the whole op is
 // one copy from the input broadcast over the repeat dimensions.
-void repeat_out(const Mover& m, KernelContext& ctx, Args args) {
+void repeat_out(KernelContext& ctx, const Tensor& in, IntList repeats, Tensor& out) {
+  const Mover& m = mover(ctx);
   const char* op = "aten::repeat.out";
-  const Tensor& in = args[0]->to_tensor();
-  auto repeats = args[1]->to_int_list();
-  Tensor& out = args[2]->to_tensor();
-  check_same_dtype(in, out, op);
+  check_same_dtype(out, in, "out", op);
   PTERUN_CHECK(repeats.size() >= in.dim(), ErrorCode::InvalidArgument, op, ": ", repeats.size(),
                " repeats for ", describe(in), "; need at least one per dimension");
   const size_t lead = repeats.size() - in.dim();
@@ -71,12 +61,12 @@ void repeat_out(const Mover& m, KernelContext& ctx, Args args) {
 }
 
 // flip.out(Tensor self, int[] dims, *, Tensor(a!) out): reverses the listed dims.
-void flip_out(const Mover& m, KernelContext& ctx, Args args) {
+void flip_out(KernelContext& ctx, const Tensor& in, IntList dims, Tensor& out) {
+  const Mover& m = mover(ctx);
   const char* op = "aten::flip.out";
-  const Tensor& in = args[0]->to_tensor();
   View v = view_of(in);
   uint32_t seen = 0;
-  for (int64_t d : args[1]->to_int_list()) {
+  for (int64_t d : dims) {
     int64_t w = wrap_dim(d, int64_t(in.dim()), op);
     if (in.dim() == 0) continue;
     PTERUN_CHECK(!(seen & (1u << w)), ErrorCode::InvalidArgument, op, ": dimension ", w,
@@ -85,7 +75,7 @@ void flip_out(const Mover& m, KernelContext& ctx, Args args) {
     if (in.size(w) > 0) v.offset += (in.size(w) - 1) * in.stride(w);
     v.strides.dims[w] = -in.stride(w);
   }
-  copy_view_into(ctx, args[2]->to_tensor(), in, v, op, m);
+  copy_view_into(ctx, out, in, v, op, m);
 }
 
 namespace {
@@ -118,13 +108,10 @@ void roll_flat(const Mover& m, KernelContext& ctx, Tensor& out, const Tensor& in
 
 // roll.out(Tensor self, SymInt[1] shifts, int[1] dims=[], *, Tensor(a!) out). Each rolled
 // dimension splits into two runs, so the op is 2^k strided copies.
-void roll_out(const Mover& m, KernelContext& ctx, Args args) {
+void roll_out(KernelContext& ctx, const Tensor& in, IntList shifts, IntList dims, Tensor& out) {
+  const Mover& m = mover(ctx);
   const char* op = "aten::roll.out";
-  const Tensor& in = args[0]->to_tensor();
-  auto shifts = args[1]->to_int_list();
-  auto dims = args[2]->to_int_list();
-  Tensor& out = args[3]->to_tensor();
-  check_same_dtype(in, out, op);
+  check_same_dtype(out, in, "out", op);
   if (dims.empty()) {
     PTERUN_CHECK(shifts.size() == 1, ErrorCode::InvalidArgument, op,
                  ": without dims, expects one shift, got ", shifts.size());
@@ -178,11 +165,9 @@ namespace {
 // tril.out / triu.out (Tensor self, int diagonal=0, *, Tensor(a!) out): keeps the elements on
 // and below (tril) or above (triu) the diagonal of the last two dimensions, zeroes the rest.
 template <bool kUpper>
-void triangle_out(const Mover& m, KernelContext& ctx, Args args) {
+void triangle_out(KernelContext& ctx, const Tensor& in, int64_t diagonal, Tensor& out) {
+  const Mover& m = mover(ctx);
   const char* op = kUpper ? "aten::triu.out" : "aten::tril.out";
-  const Tensor& in = args[0]->to_tensor();
-  int64_t diagonal = args[1]->to_int();
-  Tensor& out = args[2]->to_tensor();
   PTERUN_CHECK(in.dim() >= 2, ErrorCode::InvalidArgument, op, ": expects rank >= 2, got ",
                describe(in));
   copy_view_into(ctx, out, in, view_of(in), op, m);
@@ -194,23 +179,21 @@ void triangle_out(const Mover& m, KernelContext& ctx, Args args) {
 
 }  // namespace
 
-void tril_out(const Mover& m, KernelContext& ctx, Args args) {
-  triangle_out<false>(m, ctx, args);
+void tril_out(KernelContext& ctx, const Tensor& in, int64_t diagonal, Tensor& out) {
+  triangle_out<false>(ctx, in, diagonal, out);
 }
 
-void triu_out(const Mover& m, KernelContext& ctx, Args args) {
-  triangle_out<true>(m, ctx, args);
+void triu_out(KernelContext& ctx, const Tensor& in, int64_t diagonal, Tensor& out) {
+  triangle_out<true>(ctx, in, diagonal, out);
 }
 
 // constant_pad_nd.out(Tensor self, SymInt[] pad, Scalar value=0, *, Tensor(a!) out): pad
 // pairs (before, after) apply from the last dimension backwards; negative pads crop.
-void constant_pad_nd_out(const Mover& m, KernelContext& ctx, Args args) {
+void constant_pad_nd_out(KernelContext& ctx, const Tensor& in, IntList pad, Scalar value,
+                         Tensor& out) {
+  const Mover& m = mover(ctx);
   const char* op = "aten::constant_pad_nd.out";
-  const Tensor& in = args[0]->to_tensor();
-  auto pad = args[1]->to_int_list();
-  Scalar value = args[2]->to_scalar();
-  Tensor& out = args[3]->to_tensor();
-  check_same_dtype(in, out, op);
+  check_same_dtype(out, in, "out", op);
   PTERUN_CHECK(pad.size() % 2 == 0 && pad.size() / 2 <= in.dim(), ErrorCode::InvalidArgument, op,
                ": padding of length ", pad.size(), " for ", describe(in));
   const size_t rank = in.dim();
@@ -264,11 +247,10 @@ int64_t pixel_factor(const Tensor& in, int64_t factor, const char* op) {
 
 // pixel_shuffle.out(Tensor self, int upscale_factor, *, Tensor(a!) out):
 // [..., C*r*r, H, W] -> [..., C, H*r, W*r], out[c, h*r+i, w*r+j] = in[c*r*r + i*r + j, h, w].
-void pixel_shuffle_out(const Mover& m, KernelContext& ctx, Args args) {
+void pixel_shuffle_out(KernelContext& ctx, const Tensor& in, int64_t upscale_factor, Tensor& out) {
+  const Mover& m = mover(ctx);
   const char* op = "aten::pixel_shuffle.out";
-  const Tensor& in = args[0]->to_tensor();
-  const int64_t r = pixel_factor(in, args[1]->to_int(), op);
-  Tensor& out = args[2]->to_tensor();
+  const int64_t r = pixel_factor(in, upscale_factor, op);
   const size_t n = in.dim();
   const int64_t c = in.size(n - 3), h = in.size(n - 2), w = in.size(n - 1);
   PTERUN_CHECK(c % (r * r) == 0, ErrorCode::InvalidArgument, op, ": channels ", c,
@@ -278,7 +260,7 @@ void pixel_shuffle_out(const Mover& m, KernelContext& ctx, Args args) {
   size.push_back(c / (r * r));
   size.push_back(h * r);
   size.push_back(w * r);
-  check_same_dtype(in, out, op);
+  check_same_dtype(out, in, "out", op);
   kernels::resize_output(out, size.span(), op);
   if (out.numel() == 0) return;
   // Iterate (lead..., c, h, i, w, j).
@@ -301,11 +283,11 @@ void pixel_shuffle_out(const Mover& m, KernelContext& ctx, Args args) {
 
 // pixel_unshuffle.out(Tensor self, int downscale_factor, *, Tensor(a!) out):
 // [..., C, H*r, W*r] -> [..., C*r*r, H, W], the inverse of pixel_shuffle.
-void pixel_unshuffle_out(const Mover& m, KernelContext& ctx, Args args) {
+void pixel_unshuffle_out(KernelContext& ctx, const Tensor& in, int64_t downscale_factor,
+                         Tensor& out) {
+  const Mover& m = mover(ctx);
   const char* op = "aten::pixel_unshuffle.out";
-  const Tensor& in = args[0]->to_tensor();
-  const int64_t r = pixel_factor(in, args[1]->to_int(), op);
-  Tensor& out = args[2]->to_tensor();
+  const int64_t r = pixel_factor(in, downscale_factor, op);
   const size_t n = in.dim();
   const int64_t c = in.size(n - 3), h = in.size(n - 2), w = in.size(n - 1);
   PTERUN_CHECK(h % r == 0 && w % r == 0, ErrorCode::InvalidArgument, op, ": spatial size ", h, "x",
@@ -318,7 +300,7 @@ void pixel_unshuffle_out(const Mover& m, KernelContext& ctx, Args args) {
   size.push_back(int64_t(*channels));
   size.push_back(h / r);
   size.push_back(w / r);
-  check_same_dtype(in, out, op);
+  check_same_dtype(out, in, "out", op);
   kernels::resize_output(out, size.span(), op);
   if (out.numel() == 0) return;
   // Iterate (lead..., c, i, j, h, w).
@@ -339,6 +321,4 @@ void pixel_unshuffle_out(const Mover& m, KernelContext& ctx, Args args) {
          in.element_size());
 }
 
-}  // namespace shape
-
-}  // namespace pterun::cpu
+}  // namespace pterun::ops

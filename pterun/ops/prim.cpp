@@ -1,23 +1,20 @@
-// Prim ops the interpreter provides (pte-format.md 5.7): sizes, Python
+// Prim ops the interpreter provides: sizes, Python
 // number arithmetic on Int/Double/Bool values, and views. They read and
-// write metadata only, so every backend registers these same functions;
-// the two that touch tensor bytes copy through the backend on a GPU.
+// write metadata only, so they are the same for every device;
+// _local_scalar_dense copies its element down from a GPU.
+
+#include "pterun/ops/prim.h"
 
 #include <cmath>
 
-#include "pterun/backend/cpu/ops/ops.h"
-#include "pterun/backend/cpu/ops/shape_kernels.h"
 #include "pterun/backend/device.h"
 #include "pterun/core/error.h"
 #include "pterun/core/value.h"
 #include "pterun/kernels/common/dtype_util.h"
 #include "pterun/kernels/common/shape_util.h"
 
-namespace pterun::cpu {
+namespace pterun::ops {
 namespace {
-
-using kernels::KernelContext;
-using Args = std::span<Value* const>;
 
 // Python int semantics: floor division and modulo follow the divisor's sign.
 int64_t floor_div(int64_t a, int64_t b, const char* op) {
@@ -40,14 +37,11 @@ bool is_double(const Value& v) {
   return v.kind() == ValueKind::Double;
 }
 
-enum class BinOp { Add, Sub, Mul, FloorDiv, TrueDiv, Mod, Eq, Gt, Lt, Ge, Le, Max, Min };
+}  // namespace
 
 template <BinOp kOp>
-void scalar_binary(KernelContext&, Args args) {
+void scalar_binary(KernelContext&, const Value& a, const Value& b, Value& out) {
   const char* op = "executorch_prim scalar op";
-  const Value& a = *args[0];
-  const Value& b = *args[1];
-  Value& out = *args[2];
   const bool floating = is_double(a) || is_double(b) || kOp == BinOp::TrueDiv;
   auto as_int = [](const Value& v) {
     return v.kind() == ValueKind::Bool ? int64_t{v.to_bool()} : v.to_int();
@@ -119,12 +113,8 @@ void scalar_binary(KernelContext&, Args args) {
   }
 }
 
-enum class UnOp { Neg, Ceil, Round, Trunc, ToFloat, ToInt, Not };
-
 template <UnOp kOp>
-void scalar_unary(KernelContext&, Args args) {
-  const Value& a = *args[0];
-  Value& out = *args[1];
+void scalar_unary(KernelContext&, const Value& a, Value& out) {
   if constexpr (kOp == UnOp::Not) {
     out.set_scalar(Scalar::from_bool(!a.to_bool()));
   } else if (a.kind() == ValueKind::Double) {
@@ -154,35 +144,53 @@ void scalar_unary(KernelContext&, Args args) {
   }
 }
 
+template void scalar_binary<BinOp::Add>(KernelContext&, const Value&, const Value&, Value&);
+template void scalar_binary<BinOp::Sub>(KernelContext&, const Value&, const Value&, Value&);
+template void scalar_binary<BinOp::Mul>(KernelContext&, const Value&, const Value&, Value&);
+template void scalar_binary<BinOp::FloorDiv>(KernelContext&, const Value&, const Value&, Value&);
+template void scalar_binary<BinOp::TrueDiv>(KernelContext&, const Value&, const Value&, Value&);
+template void scalar_binary<BinOp::Mod>(KernelContext&, const Value&, const Value&, Value&);
+template void scalar_binary<BinOp::Eq>(KernelContext&, const Value&, const Value&, Value&);
+template void scalar_binary<BinOp::Gt>(KernelContext&, const Value&, const Value&, Value&);
+template void scalar_binary<BinOp::Lt>(KernelContext&, const Value&, const Value&, Value&);
+template void scalar_binary<BinOp::Ge>(KernelContext&, const Value&, const Value&, Value&);
+template void scalar_binary<BinOp::Le>(KernelContext&, const Value&, const Value&, Value&);
+template void scalar_binary<BinOp::Max>(KernelContext&, const Value&, const Value&, Value&);
+template void scalar_binary<BinOp::Min>(KernelContext&, const Value&, const Value&, Value&);
+template void scalar_unary<UnOp::Neg>(KernelContext&, const Value&, Value&);
+template void scalar_unary<UnOp::Ceil>(KernelContext&, const Value&, Value&);
+template void scalar_unary<UnOp::Round>(KernelContext&, const Value&, Value&);
+template void scalar_unary<UnOp::Trunc>(KernelContext&, const Value&, Value&);
+template void scalar_unary<UnOp::ToFloat>(KernelContext&, const Value&, Value&);
+template void scalar_unary<UnOp::ToInt>(KernelContext&, const Value&, Value&);
+template void scalar_unary<UnOp::Not>(KernelContext&, const Value&, Value&);
+
 // sym_ite(cond, a, b) -> a if cond else b.
-void sym_ite(KernelContext&, Args args) {
-  args[3]->set_scalar(args[0]->to_bool() ? args[1]->to_scalar() : args[2]->to_scalar());
+void sym_ite(KernelContext&, bool cond, Scalar a, Scalar b, Value& out) {
+  out.set_scalar(cond ? a : b);
 }
 
 // aten::sym_size.int(Tensor self, int dim) -> SymInt
-void sym_size(KernelContext&, Args args) {
-  const Tensor& t = args[0]->to_tensor();
-  int64_t d =
-      kernels::wrap_dim(args[1]->to_int(), static_cast<int64_t>(t.dim()), "aten::sym_size.int");
+void sym_size(KernelContext&, const Tensor& t, int64_t dim, Value& out) {
+  int64_t d = kernels::wrap_dim(dim, static_cast<int64_t>(t.dim()), "aten::sym_size.int");
   PTERUN_CHECK(t.dim() > 0, ErrorCode::InvalidArgument, "aten::sym_size.int: tensor has rank 0");
-  args[2]->set_int(t.size(d));
+  out.set_int(t.size(d));
 }
 
 // aten::sym_numel(Tensor self) -> SymInt
-void sym_numel(KernelContext&, Args args) {
-  args[1]->set_int(args[0]->to_tensor().numel());
+void sym_numel(KernelContext&, const Tensor& t, Value& out) {
+  out.set_int(t.numel());
 }
 
 // aten::_local_scalar_dense(Tensor self) -> Scalar
 // On a GPU the element is copied down, which waits for the stream (the
 // scalar steers the host, like a JumpFalse on a device value).
-void local_scalar_dense(KernelContext& ctx, Args args) {
-  const Tensor& t = args[0]->to_tensor();
+void local_scalar_dense(KernelContext& ctx, const Tensor& t, Value& out) {
   PTERUN_CHECK(t.numel() == 1, ErrorCode::InvalidArgument,
                "aten::_local_scalar_dense: expected one element, got ", describe(t));
   alignas(16) unsigned char host[16] = {};
   const void* src = t.data();
-  if (ctx.device == kernels::Device::CUDA) {
+  if (ctx.device == Device::CUDA) {
     PTERUN_CHECK(t.element_size() <= sizeof(host), ErrorCode::InvalidArgument,
                  "aten::_local_scalar_dense: unsupported ", describe(t));
     backend::copy_device_to_host(ctx, host, src, t.element_size());
@@ -193,22 +201,19 @@ void local_scalar_dense(KernelContext& ctx, Args args) {
                  [&]<typename T>() {
                    T v = *static_cast<const T*>(src);
                    if constexpr (std::is_same_v<T, bool>) {
-                     args[1]->set_scalar(Scalar::from_bool(v));
+                     out.set_scalar(Scalar::from_bool(v));
                    } else if constexpr (std::is_integral_v<T>) {
-                     args[1]->set_scalar(Scalar::from_int(static_cast<int64_t>(v)));
+                     out.set_scalar(Scalar::from_int(static_cast<int64_t>(v)));
                    } else {
-                     args[1]->set_scalar(Scalar::from_double(static_cast<float>(v)));
+                     out.set_scalar(Scalar::from_double(static_cast<float>(v)));
                    }
                  });
 }
 
 // executorch_prim::et_view.default(Tensor self, int[] size) -> Tensor: the
 // output shares self's memory (no copy).
-void et_view(KernelContext&, Args args) {
+void et_view(KernelContext&, Tensor& self, IntList sizes, Tensor& out) {
   const char* op = "executorch_prim::et_view.default";
-  Tensor& self = args[0]->to_tensor();
-  auto sizes = args[1]->to_int_list();
-  Tensor& out = args[2]->to_tensor();
   PTERUN_CHECK(sizes.size() == out.dim(), ErrorCode::InvalidArgument, op, ": size has ",
                sizes.size(), " entries for an output of rank ", out.dim());
   kernels::Shape shape;
@@ -240,73 +245,4 @@ void et_view(KernelContext&, Args args) {
   out.set_data(self.data(), self.capacity());
 }
 
-}  // namespace
-
-// et_copy_index moves bytes: a shape kernel (shape_kernels.h), shared with
-// the CUDA backend.
-namespace shape {
-
-// executorch_prim::et_copy_index.tensor(Tensor copy_to, Tensor copy_from,
-// int index): copy_to[index] = copy_from, growing copy_to's first dim.
-void et_copy_index(const Mover& m, KernelContext& ctx, Args args) {
-  const char* op = "executorch_prim::et_copy_index.tensor";
-  Tensor& to = args[0]->to_tensor();
-  const Tensor& from = args[1]->to_tensor();
-  int64_t index = args[2]->to_int();
-  PTERUN_CHECK(to.dim() == from.dim() + 1 && to.dtype() == from.dtype(), ErrorCode::InvalidArgument,
-               op, ": cannot copy ", describe(from), " into ", describe(to));
-  PTERUN_CHECK(to.is_contiguous_order() && from.is_contiguous_order(), ErrorCode::InvalidArgument,
-               op, ": needs the default dim order");
-  for (size_t d = 0; d < from.dim(); ++d) {
-    PTERUN_CHECK(to.size(d + 1) == from.size(d), ErrorCode::InvalidArgument, op, ": shape of ",
-                 describe(from), " does not match ", describe(to));
-  }
-  PTERUN_CHECK(index >= 0, ErrorCode::IndexOutOfRange, op, ": negative index ", index);
-  if (index >= to.size(0)) {
-    kernels::Shape s;
-    for (size_t d = 0; d < to.dim(); ++d) s.push_back(d == 0 ? index + 1 : to.size(d));
-    kernels::resize_output(to, s.span(), op);
-  }
-  const size_t row = from.nbytes();
-  copy_dense(m, ctx, static_cast<char*>(to.data()) + static_cast<size_t>(index) * row, from.data(),
-             from.numel(), from.element_size());
-}
-
-}  // namespace shape
-
-void register_prim_ops(kernels::KernelRegistry& r) {
-  using kernels::Device;
-  for (Device d : {Device::CPU, Device::CUDA}) {
-    r.add("aten::sym_size.int", d, &sym_size);
-    r.add("aten::sym_numel", d, &sym_numel);
-    r.add("executorch_prim::et_view.default", d, &et_view);
-    r.add("executorch_prim::add.Scalar", d, &scalar_binary<BinOp::Add>);
-    r.add("executorch_prim::sub.Scalar", d, &scalar_binary<BinOp::Sub>);
-    r.add("executorch_prim::mul.Scalar", d, &scalar_binary<BinOp::Mul>);
-    r.add("executorch_prim::floordiv.Scalar", d, &scalar_binary<BinOp::FloorDiv>);
-    r.add("executorch_prim::floordiv.int", d, &scalar_binary<BinOp::FloorDiv>);
-    r.add("executorch_prim::truediv.Scalar", d, &scalar_binary<BinOp::TrueDiv>);
-    r.add("executorch_prim::mod.Scalar", d, &scalar_binary<BinOp::Mod>);
-    r.add("executorch_prim::mod.int", d, &scalar_binary<BinOp::Mod>);
-    r.add("executorch_prim::eq.Scalar", d, &scalar_binary<BinOp::Eq>);
-    r.add("executorch_prim::gt.Scalar", d, &scalar_binary<BinOp::Gt>);
-    r.add("executorch_prim::lt.Scalar", d, &scalar_binary<BinOp::Lt>);
-    r.add("executorch_prim::ge.Scalar", d, &scalar_binary<BinOp::Ge>);
-    r.add("executorch_prim::le.Scalar", d, &scalar_binary<BinOp::Le>);
-    r.add("executorch_prim::sym_max.Scalar", d, &scalar_binary<BinOp::Max>);
-    r.add("executorch_prim::sym_min.Scalar", d, &scalar_binary<BinOp::Min>);
-    r.add("executorch_prim::neg.Scalar", d, &scalar_unary<UnOp::Neg>);
-    r.add("executorch_prim::ceil.Scalar", d, &scalar_unary<UnOp::Ceil>);
-    r.add("executorch_prim::round.Scalar", d, &scalar_unary<UnOp::Round>);
-    r.add("executorch_prim::trunc.Scalar", d, &scalar_unary<UnOp::Trunc>);
-    r.add("executorch_prim::sym_float.Scalar", d, &scalar_unary<UnOp::ToFloat>);
-    r.add("executorch_prim::sym_int.Scalar", d, &scalar_unary<UnOp::ToInt>);
-    r.add("executorch_prim::sym_not.Scalar", d, &scalar_unary<UnOp::Not>);
-    r.add("executorch_prim::sym_ite.Scalar", d, &sym_ite);
-  }
-  // Reads tensor memory: on a GPU it copies the scalar down (and waits).
-  for (Device d : {Device::CPU, Device::CUDA})
-    r.add("aten::_local_scalar_dense", d, &local_scalar_dense);
-}
-
-}  // namespace pterun::cpu
+}  // namespace pterun::ops

@@ -1,4 +1,4 @@
-#include "pterun/backend/cpu/ops/shape_copy.h"
+#include "pterun/ops/shape_copy.h"
 
 #include <algorithm>
 #include <cmath>
@@ -8,14 +8,10 @@
 
 #include "pterun/core/error.h"
 #include "pterun/kernels/common/dtype_util.h"
-#include "pterun/kernels/common/elementwise.h"
-#include "pterun/kernels/common/parallel.h"
-#include "pterun/kernels/common/strided_copy.h"
 
-namespace pterun::cpu {
+namespace pterun::ops {
 namespace {
 
-using kernels::KernelContext;
 using kernels::Shape;
 
 /// Strides that read `src` broadcast to `sizes` (0 where it repeats).
@@ -73,76 +69,7 @@ T scalar_as(const Scalar& s) {
   return T{};
 }
 
-template <typename U>
-void fill_typed(const KernelContext& ctx, U* data, int64_t n, U value) {
-  kernels::parallel_for(ctx, n, 1,
-                        [&](int64_t b, int64_t e) { std::fill(data + b, data + e, value); });
-}
-
-void* cpu_scratch(KernelContext& ctx, size_t bytes) {
-  return ctx.scratch(bytes);
-}
-
-void cpu_convert(const KernelContext& ctx, Tensor& out, const Tensor& src, const char* op) {
-  PTERUN_CHECK(!kernels::is_complex(src.dtype()) && !kernels::is_complex(out.dtype()),
-               ErrorCode::NotSupported, op, ": conversion from ", dtype_name(src.dtype()), " to ",
-               dtype_name(out.dtype()), " is not supported");
-  // Computing in the source's own type makes the store the only conversion.
-  kernels::visit(src.dtype(), kernels::Family::All, op, [&]<typename S>() {
-    kernels::map_elements<S, S, 1>(
-        ctx, out, {&src}, [](S v) { return v; }, op);
-  });
-}
-
-/// Zeroes `count` elements of `t` from element offset `at`, `stride` apart.
-void zero_run(const Tensor& t, int64_t at, int64_t stride, int64_t count) {
-  const auto es = int64_t(t.element_size());
-  char* p = static_cast<char*>(t.data()) + at * es;
-  if (stride == 1) {
-    std::memset(p, 0, size_t(count * es));
-  } else {
-    for (int64_t i = 0; i < count; ++i) std::memset(p + i * stride * es, 0, size_t(es));
-  }
-}
-
-void cpu_zero_triangle(const KernelContext& /*ctx*/, Tensor& out, int64_t diagonal, bool upper) {
-  const size_t r = out.dim();
-  const int64_t rows = out.size(r - 2), cols = out.size(r - 1);
-  const int64_t row_stride = out.stride(r - 2), col_stride = out.stride(r - 1);
-  const int64_t batches = out.numel() / (rows * cols);
-  for (int64_t b = 0; b < batches; ++b) {
-    int64_t base = 0, rem = b;
-    for (size_t d = r - 2; d-- > 0;) {
-      base += (rem % out.size(d)) * out.stride(d);
-      rem /= out.size(d);
-    }
-    for (int64_t i = 0; i < rows; ++i) {
-      // tril keeps columns j <= i + diagonal; triu keeps j >= i + diagonal.
-      int64_t split = std::clamp(upper ? i + diagonal : i + diagonal + 1, int64_t{0}, cols);
-      int64_t row = base + i * row_stride;
-      if (upper) {
-        zero_run(out, row, col_stride, split);
-      } else {
-        zero_run(out, row + split * col_stride, col_stride, cols - split);
-      }
-    }
-  }
-}
-
-void cpu_fill(const KernelContext& ctx, Tensor& out, const void* element);
-
 }  // namespace
-
-const Mover& cpu_mover() {
-  static constexpr Mover kMover{
-      [](const KernelContext& ctx, void* dst, std::span<const int64_t> dst_strides, const void* src,
-         std::span<const int64_t> src_strides, std::span<const int64_t> sizes,
-         size_t element_size) {
-        kernels::strided_copy(ctx, dst, dst_strides, src, src_strides, sizes, element_size);
-      },
-      &cpu_scratch, &cpu_fill, &cpu_convert, &cpu_zero_triangle};
-  return kMover;
-}
 
 void copy_dense(const Mover& m, const KernelContext& ctx, void* dst, const void* src, int64_t n,
                 size_t element_size) {
@@ -159,19 +86,9 @@ View view_of(const Tensor& t) {
   return v;
 }
 
-void check_same_dtype(const Tensor& in, const Tensor& out, const char* op) {
-  PTERUN_CHECK(in.dtype() == out.dtype(), ErrorCode::InvalidArgument, op, ": output dtype ",
-               dtype_name(out.dtype()), " differs from the input dtype ", dtype_name(in.dtype()));
-}
-
-void check_rank(const Tensor& t, size_t rank, const char* what, const char* op) {
-  PTERUN_CHECK(t.dim() == rank, ErrorCode::InvalidArgument, op, ": expected ", what, " of rank ",
-               rank, ", got ", describe(t));
-}
-
 void copy_view_into(const KernelContext& ctx, Tensor& out, const Tensor& in, const View& view,
                     const char* op, const Mover& m) {
-  check_same_dtype(in, out, op);
+  check_same_dtype(out, in, "out", op);
   kernels::resize_output(out, view.sizes.span(), op);
   if (out.numel() == 0) return;
   const char* src = static_cast<const char*>(in.data()) + view.offset * int64_t(in.element_size());
@@ -205,17 +122,6 @@ void convert_copy(const KernelContext& ctx, Tensor& out, const Tensor& src, cons
   m.convert(ctx, out, src, op);
 }
 
-Shape contiguous_strides(std::span<const int64_t> sizes) {
-  Shape s;
-  s.rank = sizes.size();
-  int64_t stride = 1;
-  for (size_t d = sizes.size(); d-- > 0;) {
-    s.dims[d] = stride;
-    stride *= sizes[d] == 0 ? 1 : sizes[d];
-  }
-  return s;
-}
-
 bool is_row_major(const Tensor& t) {
   Shape c = contiguous_strides(t.sizes());
   for (size_t d = 0; d < t.dim(); ++d) {
@@ -245,50 +151,6 @@ void reshape_copy(KernelContext& ctx, Tensor& out, const Tensor& in, const Mover
     Shape rm_out = contiguous_strides(out.sizes());
     m.copy(ctx, tmp, rm_in.span(), in.data(), in.strides(), in.sizes(), es);
     m.copy(ctx, out.data(), out.strides(), tmp, rm_out.span(), out.sizes(), es);
-  }
-}
-
-namespace {
-void cpu_fill(const KernelContext& ctx, Tensor& out, const void* element) {
-  fill_bytes(ctx, out, element);
-}
-}  // namespace
-
-void fill_bytes(const KernelContext& ctx, Tensor& out, const void* element) {
-  // Every element of a dense tensor lies in [data, data + nbytes), whatever
-  // its dim order, so the fill ignores the layout.
-  const int64_t n = out.numel();
-  if (n == 0) return;
-  const size_t es = out.element_size();
-  switch (es) {
-    case 1: {
-      uint8_t v;
-      std::memcpy(&v, element, 1);
-      fill_typed(ctx, out.data_as<uint8_t>(), n, v);
-      break;
-    }
-    case 2: {
-      uint16_t v;
-      std::memcpy(&v, element, 2);
-      fill_typed(ctx, out.data_as<uint16_t>(), n, v);
-      break;
-    }
-    case 4: {
-      uint32_t v;
-      std::memcpy(&v, element, 4);
-      fill_typed(ctx, out.data_as<uint32_t>(), n, v);
-      break;
-    }
-    case 8: {
-      uint64_t v;
-      std::memcpy(&v, element, 8);
-      fill_typed(ctx, out.data_as<uint64_t>(), n, v);
-      break;
-    }
-    default: {
-      char* p = out.data_as<char>();
-      for (int64_t i = 0; i < n; ++i) std::memcpy(p + i * int64_t(es), element, es);
-    }
   }
 }
 
@@ -330,4 +192,4 @@ void check_dim_order_arg(std::optional<std::span<const int64_t>> dim_order, cons
                ": the dim_order argument does not match the output ", describe(out));
 }
 
-}  // namespace pterun::cpu
+}  // namespace pterun::ops

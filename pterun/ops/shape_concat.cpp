@@ -4,17 +4,15 @@
 
 #include <algorithm>
 
-#include "pterun/backend/cpu/ops/ops.h"
-#include "pterun/backend/cpu/ops/shape_copy.h"
-#include "pterun/backend/cpu/ops/shape_kernels.h"
 #include "pterun/core/error.h"
 #include "pterun/core/value.h"
 #include "pterun/kernels/common/dtype_util.h"
+#include "pterun/ops/shape.h"
+#include "pterun/ops/shape_copy.h"
 
-namespace pterun::cpu {
+namespace pterun::ops {
 namespace {
 
-using kernels::KernelContext;
 using kernels::Shape;
 using kernels::wrap_dim;
 
@@ -24,20 +22,13 @@ bool is_legacy_empty(const Tensor& t) {
   return t.dim() == 1 && t.numel() == 0;
 }
 
-char* element_at(const Tensor& t, int64_t offset) {
-  return static_cast<char*>(t.data()) + offset * int64_t(t.element_size());
-}
-
 }  // namespace
-
-namespace shape {
 
 // cat.out(Tensor[] tensors, int dim=0, *, Tensor(a!) out). Inputs of other
 // dtypes are converted to out's.
-void cat_out(const Mover& m, KernelContext& ctx, Args args) {
+void cat_out(KernelContext& ctx, TensorList tensors, int64_t dim_arg, Tensor& out) {
+  const Mover& m = mover(ctx);
   const char* op = "aten::cat.out";
-  auto tensors = args[0]->to_tensor_list();
-  Tensor& out = args[2]->to_tensor();
   PTERUN_CHECK(!tensors.empty(), ErrorCode::InvalidArgument, op,
                ": expected a non-empty list of tensors");
   const Tensor* ref = nullptr;
@@ -52,7 +43,7 @@ void cat_out(const Mover& m, KernelContext& ctx, Args args) {
   }
   PTERUN_CHECK(ref->dim() > 0, ErrorCode::InvalidArgument, op,
                ": a 0-dimensional tensor cannot be concatenated");
-  const int64_t dim = wrap_dim(args[1]->to_int(), int64_t(ref->dim()), op);
+  const int64_t dim = wrap_dim(dim_arg, int64_t(ref->dim()), op);
   Shape size;
   for (size_t d = 0; d < ref->dim(); ++d) size.push_back(d == size_t(dim) ? 0 : ref->size(d));
   for (const Tensor* t : tensors) {
@@ -78,14 +69,13 @@ void cat_out(const Mover& m, KernelContext& ctx, Args args) {
 }
 
 // stack.out(Tensor[] tensors, int dim=0, *, Tensor(a!) out): cat along a new dimension.
-void stack_out(const Mover& m, KernelContext& ctx, Args args) {
+void stack_out(KernelContext& ctx, TensorList tensors, int64_t dim_arg, Tensor& out) {
+  const Mover& m = mover(ctx);
   const char* op = "aten::stack.out";
-  auto tensors = args[0]->to_tensor_list();
-  Tensor& out = args[2]->to_tensor();
   PTERUN_CHECK(!tensors.empty(), ErrorCode::InvalidArgument, op,
                ": expected a non-empty list of tensors");
   const Tensor& ref = *tensors[0];
-  const int64_t dim = wrap_dim(args[1]->to_int(), int64_t(ref.dim()) + 1, op);
+  const int64_t dim = wrap_dim(dim_arg, int64_t(ref.dim()) + 1, op);
   for (const Tensor* t : tensors) {
     kernels::check_can_cast(t->dtype(), out.dtype(), op);
     bool same = t->dim() == ref.dim();
@@ -126,7 +116,7 @@ void split_into(const Mover& m, KernelContext& ctx, const Tensor& in, int64_t di
   }
   PTERUN_CHECK(total == in.size(dim), ErrorCode::InvalidArgument, op, ": split sizes sum to ",
                total, ", dimension ", dim, " has size ", in.size(dim));
-  for (const Tensor* t : outs) check_same_dtype(in, *t, op);
+  for (const Tensor* t : outs) check_same_dtype(*t, in, "out", op);
   View v = view_of(in);
   int64_t start = 0;
   for (size_t i = 0; i < outs.size(); ++i) {
@@ -146,12 +136,11 @@ int64_t split_dim(const Tensor& in, int64_t dim, const char* op) {
 }  // namespace
 
 // split_with_sizes_copy.out(Tensor self, SymInt[] split_sizes, int dim=0, *, Tensor(a!)[] out)
-void split_with_sizes_copy_out(const Mover& m, KernelContext& ctx, Args args) {
+void split_with_sizes_copy_out(KernelContext& ctx, const Tensor& in, IntList sizes, int64_t dim_arg,
+                               TensorList outs) {
+  const Mover& m = mover(ctx);
   const char* op = "aten::split_with_sizes_copy.out";
-  const Tensor& in = args[0]->to_tensor();
-  auto sizes = args[1]->to_int_list();
-  int64_t dim = split_dim(in, args[2]->to_int(), op);
-  auto outs = args[3]->to_tensor_list();
+  int64_t dim = split_dim(in, dim_arg, op);
   PTERUN_CHECK(sizes.size() == outs.size(), ErrorCode::InvalidArgument, op, ": ", sizes.size(),
                " split sizes but ", outs.size(), " outputs");
   split_into(
@@ -160,12 +149,11 @@ void split_with_sizes_copy_out(const Mover& m, KernelContext& ctx, Args args) {
 
 // split_copy.Tensor_out(Tensor self, SymInt split_size, int dim=0, *, Tensor(a!)[] out):
 // pieces of split_size, the last one shorter.
-void split_copy_out(const Mover& m, KernelContext& ctx, Args args) {
+void split_copy_out(KernelContext& ctx, const Tensor& in, int64_t split, int64_t dim_arg,
+                    TensorList outs) {
+  const Mover& m = mover(ctx);
   const char* op = "aten::split_copy.Tensor_out";
-  const Tensor& in = args[0]->to_tensor();
-  int64_t split = args[1]->to_int();
-  int64_t dim = split_dim(in, args[2]->to_int(), op);
-  auto outs = args[3]->to_tensor_list();
+  int64_t dim = split_dim(in, dim_arg, op);
   const int64_t size = in.size(dim);
   PTERUN_CHECK(split > 0 || (split == 0 && size == 0), ErrorCode::InvalidArgument, op,
                ": split size ", split, " cannot split size ", size);
@@ -178,24 +166,21 @@ void split_copy_out(const Mover& m, KernelContext& ctx, Args args) {
 }
 
 // unbind_copy.int_out(Tensor self, int dim=0, *, Tensor(a!)[] out): one output per index.
-void unbind_copy_out(const Mover& m, KernelContext& ctx, Args args) {
+void unbind_copy_out(KernelContext& ctx, const Tensor& in, int64_t dim_arg, TensorList outs) {
+  const Mover& m = mover(ctx);
   const char* op = "aten::unbind_copy.int_out";
-  const Tensor& in = args[0]->to_tensor();
-  int64_t dim = split_dim(in, args[1]->to_int(), op);
-  auto outs = args[2]->to_tensor_list();
+  int64_t dim = split_dim(in, dim_arg, op);
   PTERUN_CHECK(int64_t(outs.size()) == in.size(dim), ErrorCode::InvalidArgument, op, ": ",
                outs.size(), " outputs for size ", in.size(dim));
   View v;
   for (size_t d = 0; d < in.dim(); ++d) {
     if (int64_t(d) != dim) v.push_back(in.size(d), in.stride(d));
   }
-  for (Tensor* t : outs) check_same_dtype(in, *t, op);
+  for (Tensor* t : outs) check_same_dtype(*t, in, "out", op);
   for (size_t i = 0; i < outs.size(); ++i) {
     v.offset = int64_t(i) * in.stride(dim);
     copy_view_into(ctx, *outs[i], in, v, op, m);
   }
 }
 
-}  // namespace shape
-
-}  // namespace pterun::cpu
+}  // namespace pterun::ops

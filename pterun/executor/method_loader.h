@@ -1,0 +1,109 @@
+#pragma once
+
+// Method::Loader, the load-time builder of a Method (internal to executor/):
+// method.cpp builds values, tensors, steps and the input/output plans;
+// method_passes.cpp holds the passes that rewrite the step list (constant
+// folding, elementwise fusion, kernel rewrites) and the analyses they share.
+
+#include <cstdint>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "pterun/executor/method.h"
+#include "pterun/format/program_desc.h"
+#include "pterun/kernels/registry.h"
+
+namespace pterun {
+namespace loader_detail {
+
+using format::InstructionKind;
+using format::TensorDesc;
+using format::TensorStorage;
+
+inline bool is_state(const TensorDesc& t) {
+  return t.storage == TensorStorage::PlannedWithData ||
+         t.storage == TensorStorage::ExternalMutable ||
+         (t.storage == TensorStorage::Planned && (t.memory_id >= 2 || !t.name.empty()));
+}
+
+inline bool is_planned(const TensorDesc& t) {
+  return t.storage == TensorStorage::Planned || t.storage == TensorStorage::PlannedWithData ||
+         t.storage == TensorStorage::ExternalMutable;
+}
+
+inline bool overlaps(const TensorDesc& a, const TensorDesc& b) {
+  return a.memory_id == b.memory_id && a.memory_offset < b.memory_offset + b.nbytes &&
+         b.memory_offset < a.memory_offset + a.nbytes && a.nbytes > 0 && b.nbytes > 0;
+}
+
+}  // namespace loader_detail
+
+struct Method::Loader {
+  Method& m;
+  const format::MethodDesc& d;
+  std::vector<int> tensor_of_value;  // value index -> index in m.tensors_, or -1
+  std::set<int32_t> written;         // tensor values a kernel writes (its return entry)
+  std::set<int32_t> aliased;         // values whose data a kernel re-points (et_view) or moves
+
+  void analyse_instructions();
+  void check_support();
+  void allocate_buffers();
+  // `bytes` from the host at `dst` in the method's memory (load time).
+  void fill(void* dst, const void* src, size_t bytes);
+  // Constant bytes as the method's kernels read them: in place on the CPU,
+  // the program's shared upload on a GPU.
+  void* constant_address(const uint8_t* host, size_t bytes);
+  uint8_t* planned_address(const format::TensorDesc& t, bool& fresh_shared);
+  void build_tensors();
+  static void check_external_layout(const format::TensorDesc& t, const format::ExternalEntry& e,
+                                    const std::string& what);
+  // Unplanned tensors that kernels write (outputs exported unplanned, for
+  // instance) get memory of their own; views and inputs do not.
+  void allocate_unplanned_outputs(std::vector<backend::Allocation>& extra);
+  // A tensor that is read but has no data from anywhere (not planned, not a
+  // constant, not an input, not written by a kernel) would be read through
+  // a null pointer: refuse the program instead (B22).
+  void check_data_sources();
+  void build_values();
+  // A kernel reads its leading arguments without looking at how many there
+  // are: an instruction must pass at least that many, of the kinds it reads.
+  void check_arguments(const format::InstructionDesc& instr, const kernels::KernelInfo& info,
+                       const std::string& name);
+  void build_steps();
+  // Views the exporter resolved by memory planning alone: a tensor no
+  // instruction writes, placed inside another tensor's planned bytes (a
+  // view_copy of an input, for one, becomes a second tensor at the input's
+  // offset). Such a view belongs to `vi`, written by instruction `written_at`
+  // (-1: before the run, as inputs are), when it lies inside `vi` and no
+  // other instruction writes over it between then and its first read. It
+  // must follow `vi` wherever `vi` is re-pointed. Instructions are taken in
+  // chain order.
+  std::vector<std::pair<Tensor*, size_t>> followers(int32_t vi, int64_t written_at);
+  // The position of the last instruction (in chain order) returning `vi`.
+  int64_t last_writer(int32_t vi) const;
+  // Values load-time passes must leave alone: inputs, outputs, state and
+  // values re-pointed at run time.
+  std::vector<bool> kept_values() const;
+  // Constant folding (constant_fold.h): each instruction runs once here into
+  // memory of its own and leaves the step list. One whose kernel fails
+  // stays (the error then comes from the call, as before). On a GPU the
+  // folded kernels run on the method's stream, waited for once at the end.
+  void fold_constants();
+  // Elementwise fusion (rewrite.h): a mul whose product only the next
+  // running add (or sub) reads runs inside that add, one pass over memory
+  // instead of two, where the device has the fused kernel and memory allows:
+  // no view reads the product's bytes later, and out overlaps each operand
+  // element for element (static shapes, same place and order) or not at
+  // all.
+  void fuse_elementwise();
+  // Load-time kernel rewrites (rewrite.h), where the device has the kernel.
+  void apply_rewrites();
+  // Inputs: planned inputs whose region other tensors reuse get a private
+  // home, so a second execute() reads the same inputs (B11).
+  void plan_inputs();
+  void plan_outputs();
+};
+
+}  // namespace pterun

@@ -1,0 +1,212 @@
+// The load-time passes over a Method's steps: constant folding, elementwise
+// fusion and kernel rewrites (their finders are pure, in constant_fold.cpp
+// and rewrite.cpp; here they are applied to memory), and the analyses they
+// share: views that follow a tensor, values to keep.
+
+#include <algorithm>
+
+#include "pterun/backend/device.h"
+#include "pterun/core/error.h"
+#include "pterun/executor/constant_fold.h"
+#include "pterun/executor/method_loader.h"
+#include "pterun/executor/rewrite.h"
+
+namespace pterun {
+
+using namespace loader_detail;  // NOLINT: the loader's own helpers
+
+// Views the exporter resolved by memory planning alone: a tensor no
+// instruction writes, placed inside another tensor's planned bytes (a
+// view_copy of an input, for one, becomes a second tensor at the input's
+// offset). Such a view belongs to `vi`, written by instruction `written_at`
+// (-1: before the run, as inputs are), when it lies inside `vi` and no
+// other instruction writes over it between then and its first read. It
+// must follow `vi` wherever `vi` is re-pointed. Instructions are taken in
+// chain order.
+std::vector<std::pair<Tensor*, size_t>> Method::Loader::followers(int32_t vi, int64_t written_at) {
+  std::vector<std::pair<Tensor*, size_t>> out;
+  const TensorDesc& t = *d.values[vi].tensor;
+  if (!is_planned(t)) return out;
+  std::vector<const format::InstructionDesc*> order;
+  for (const auto& chain : d.chains) {
+    for (const auto& instr : chain.instructions) order.push_back(&instr);
+  }
+  auto touches = [&](const format::InstructionDesc& instr, int32_t value, bool as_return) {
+    if (instr.kind != InstructionKind::KernelCall && instr.kind != InstructionKind::DelegateCall)
+      return false;
+    for (size_t a = 0; a < instr.args.size(); ++a) {
+      if ((a + 1 == instr.args.size()) != as_return) continue;
+      int32_t arg = instr.args[a];
+      if (arg == value) return true;
+      const auto& v = d.values[arg];
+      if (v.kind == ValueKind::TensorList || v.kind == ValueKind::OptionalTensorList) {
+        if (std::count(v.items.begin(), v.items.end(), value)) return true;
+      }
+    }
+    return false;
+  };
+  for (size_t j = 0; j < d.values.size(); ++j) {
+    const auto& o = d.values[j];
+    int32_t vj = static_cast<int32_t>(j);
+    if (vj == vi || o.kind != ValueKind::Tensor || !is_planned(*o.tensor) || written.count(vj) ||
+        aliased.count(vj) || o.tensor->memory_id != t.memory_id ||
+        o.tensor->memory_offset < t.memory_offset ||
+        o.tensor->memory_offset + o.tensor->nbytes > t.memory_offset + t.nbytes) {
+      continue;
+    }
+    if (std::count(d.inputs.begin(), d.inputs.end(), vj)) continue;
+    // Read before `vi` is written: a view of an earlier tenant of the bytes.
+    bool earlier = false;
+    for (int64_t k = 0; k <= written_at && !earlier; ++k) earlier = touches(*order[k], vj, false);
+    if (earlier) continue;
+    bool clobbered = false, read = false;
+    for (size_t k = static_cast<size_t>(written_at + 1); k < order.size(); ++k) {
+      if (touches(*order[k], vj, false)) {  // first read: still ours
+        read = true;
+        break;
+      }
+      const auto& instr = *order[k];
+      if (instr.kind != InstructionKind::KernelCall || instr.args.empty()) continue;
+      const int32_t ret = instr.args.back();
+      const auto& rv = d.values[ret];
+      auto over = [&](int64_t w) {
+        const auto& wv = d.values[w];
+        return w != vi && wv.kind == ValueKind::Tensor && is_planned(*wv.tensor) &&
+               overlaps(*wv.tensor, *o.tensor);
+      };
+      clobbered = over(ret);
+      if (rv.kind == ValueKind::TensorList) {
+        clobbered = clobbered || std::any_of(rv.items.begin(), rv.items.end(), over);
+      }
+      if (clobbered) break;
+    }
+    const bool output = std::count(d.outputs.begin(), d.outputs.end(), vj) > 0;
+    if (!clobbered && (read || output)) {
+      out.emplace_back(&m.tensors_[tensor_of_value[j]], o.tensor->memory_offset - t.memory_offset);
+    }
+  }
+  return out;
+}
+
+// The position of the last instruction (in chain order) returning `vi`.
+int64_t Method::Loader::last_writer(int32_t vi) const {
+  int64_t pos = 0, found = -1;
+  for (const auto& chain : d.chains) {
+    for (const auto& instr : chain.instructions) {
+      if ((instr.kind == InstructionKind::KernelCall ||
+           instr.kind == InstructionKind::DelegateCall) &&
+          !instr.args.empty() && instr.args.back() == vi) {
+        found = pos;
+      }
+      ++pos;
+    }
+  }
+  return found;
+}
+
+// Values load-time passes must leave alone: inputs, outputs, state and
+// values re-pointed at run time.
+std::vector<bool> Method::Loader::kept_values() const {
+  std::vector<bool> keep(d.values.size(), false);
+  for (int32_t v : d.inputs) keep[v] = true;
+  for (int32_t v : d.outputs) keep[v] = true;
+  for (int32_t v : aliased) keep[v] = true;
+  for (size_t i = 0; i < d.values.size(); ++i) {
+    const auto& v = d.values[i];
+    keep[i] = keep[i] || (v.kind == ValueKind::Tensor && is_state(*v.tensor));
+  }
+  return keep;
+}
+
+// Constant folding (constant_fold.h): each instruction runs once here into
+// memory of its own and leaves the step list. One whose kernel fails
+// stays (the error then comes from the call, as before). On a GPU the
+// folded kernels run on the method's stream, waited for once at the end.
+void Method::Loader::fold_constants() {
+  const bool gpu = m.options_.device == Device::CUDA;
+  if (gpu) backend::activate(m.context_);
+  bool folded = false;
+  for (auto [c, k] : find_constant_instructions(d, kept_values(), m.options_.device)) {
+    Step& step = m.chains_[c][k];
+    const int32_t ret = d.chains[c].instructions[k].args.back();
+    Tensor& t = m.tensors_[tensor_of_value[ret]];
+    auto views = followers(ret, last_writer(ret));
+    void* const planned = t.data();
+    const size_t planned_capacity = t.capacity();
+    const size_t bytes = std::max(t.bound_nbytes(), t.nbytes());
+    backend::Allocation own = m.allocate(bytes);
+    auto point_at = [&](uint8_t* base, size_t capacity) {
+      t.set_data(base, capacity);
+      for (auto [view, offset] : views) view->set_data(base + offset, view->nbytes());
+    };
+    point_at(own.data(), bytes);
+    try {
+      step.fn(m.context_,
+              std::span<Value* const>(m.arg_pool_.data() + step.args_begin, step.args_count));
+    } catch (const Error&) {
+      point_at(static_cast<uint8_t*>(planned), planned_capacity);
+      continue;
+    }
+    m.owned_.push_back(std::move(own));
+    step.kind = InstructionKind::FreeCall;  // a no-op from now on
+    step.fn = nullptr;
+    folded = true;
+  }
+  if (gpu && folded) m.wait();
+}
+
+// Elementwise fusion (rewrite.h): a mul whose product only the next
+// running add (or sub) reads runs inside that add, one pass over memory
+// instead of two, where the device has the fused kernel and memory allows:
+// no view reads the product's bytes later, and out overlaps each operand
+// element for element (static shapes, same place and order) or not at
+// all.
+void Method::Loader::fuse_elementwise() {
+  const auto& registry = kernels::KernelRegistry::global();
+  std::vector<std::vector<bool>> idle(m.chains_.size());
+  std::vector<int64_t> chain_start(m.chains_.size(), 0);
+  int64_t position = 0;
+  for (size_t c = 0; c < m.chains_.size(); ++c) {
+    chain_start[c] = position;
+    position += static_cast<int64_t>(m.chains_[c].size());
+    for (const Step& s : m.chains_[c]) idle[c].push_back(s.kind == InstructionKind::FreeCall);
+  }
+  for (const KernelFusion& f : find_mul_add_fusions(d, kept_values(), idle)) {
+    const kernels::KernelInfo* info = registry.info(f.kernel, m.options_.device);
+    if (info == nullptr) continue;
+    const kernels::KernelFn fn = info->fn;
+    const int64_t first_at = chain_start[f.chain] + static_cast<int64_t>(f.first);
+    if (!followers(f.dropped, first_at).empty()) continue;
+    const TensorDesc& out = *d.values[f.args[4]].tensor;
+    bool clash = false;
+    for (int32_t operand : {f.args[0], f.args[1], f.args[2]}) {
+      const TensorDesc& in = *d.values[operand].tensor;
+      if (!is_planned(in) || !is_planned(out) || !overlaps(in, out)) continue;
+      clash = clash || in.memory_offset != out.memory_offset || in.sizes != out.sizes ||
+              in.dim_order != out.dim_order || in.dynamism != ShapeDynamism::Static ||
+              out.dynamism != ShapeDynamism::Static;
+    }
+    if (clash) continue;
+    Step& first = m.chains_[f.chain][f.first];
+    Step& second = m.chains_[f.chain][f.second];
+    second.fn = fn;
+    second.args_begin = static_cast<uint32_t>(m.arg_pool_.size());
+    second.args_count = static_cast<uint32_t>(f.args.size());
+    for (int32_t v : f.args) m.arg_pool_.push_back(&m.values_[v]);
+    first.kind = InstructionKind::FreeCall;  // a no-op from now on
+    first.fn = nullptr;
+  }
+}
+
+// Load-time kernel rewrites (rewrite.h), where the device has the kernel.
+void Method::Loader::apply_rewrites() {
+  const std::vector<bool> keep = kept_values();
+  const auto& registry = kernels::KernelRegistry::global();
+  for (const KernelRewrite& r : find_kernel_rewrites(d, keep)) {
+    const kernels::KernelInfo* info = registry.info(r.kernel, m.options_.device);
+    Step& step = m.chains_[r.chain][r.index];
+    if (info != nullptr && step.kind == InstructionKind::KernelCall) step.fn = info->fn;
+  }
+}
+
+}  // namespace pterun

@@ -1,0 +1,79 @@
+#pragma once
+
+// The norm family: layer norm over trailing dims, inference batch norm and
+// group norm. The front-ends (norm.cpp) check shapes and dtypes and resize
+// the outputs; a backend computes from these argument structs.
+
+#include <cstddef>
+#include <cstdint>
+
+#include "pterun/core/tensor.h"
+#include "pterun/ops/types.h"
+
+namespace pterun::ops {
+
+/// Rows of dims [lead, rank) of `in` normalised: out = (in - mean) * rstd
+/// [* weight] [+ bias]; mean and rstd have in's leading dims and size-1
+/// trailing dims. One floating dtype throughout (checked).
+struct LayerNormArgs {
+  const Tensor& in;
+  size_t lead;
+  const Tensor* weight;  // normalized_shape, or nullptr
+  const Tensor* bias;
+  double eps;
+  Tensor& out;
+  Tensor& mean;
+  Tensor& rstd;
+};
+
+/// Inference batch norm over dim 1 of (N, C, ...): out = (in - mean) /
+/// sqrt(var + eps) [* weight] [+ bias], per-channel parameters of C.
+struct BatchNormArgs {
+  const Tensor& in;
+  const Tensor* weight;
+  const Tensor* bias;
+  const Tensor& running_mean;
+  const Tensor& running_var;
+  double eps;
+  Tensor& out;
+};
+
+/// Group norm of (N, C, ...) in `groups` groups of C / groups channels;
+/// mean and rstd are (N, groups).
+struct GroupNormArgs {
+  const Tensor& in;
+  const Tensor* weight;
+  const Tensor* bias;
+  int64_t batch;
+  int64_t channels;
+  int64_t groups;
+  double eps;
+  Tensor& out;
+  Tensor& mean;
+  Tensor& rstd;
+};
+
+struct NormBackend {
+  void (*layer_norm)(KernelContext& ctx, const LayerNormArgs& a);
+  void (*batch_norm)(KernelContext& ctx, const BatchNormArgs& a);
+  void (*group_norm)(KernelContext& ctx, const GroupNormArgs& a);
+};
+
+// native_layer_norm.out(input, SymInt[] normalized_shape, Tensor? weight, Tensor? bias,
+//   float eps, *, out0, out1, out2)
+void native_layer_norm_out(KernelContext& ctx, const Tensor& in, IntList normalized_shape,
+                           const Tensor* weight, const Tensor* bias, double eps, Tensor& out,
+                           Tensor& mean, Tensor& rstd);
+// _native_batch_norm_legit_no_training.out(input, Tensor? weight, Tensor? bias,
+//   Tensor running_mean, Tensor running_var, float momentum, float eps, *, out0, out1, out2)
+void batch_norm_no_training_out(KernelContext& ctx, const Tensor& in, const Tensor* weight,
+                                const Tensor* bias, const Tensor& running_mean,
+                                const Tensor& running_var, double momentum, double eps, Tensor& out,
+                                Tensor& out1, Tensor& out2);
+// native_group_norm.out(input, Tensor? weight, Tensor? bias, SymInt N, SymInt C,
+//   SymInt HxW, int group, float eps, *, out0, out1, out2)
+void native_group_norm_out(KernelContext& ctx, const Tensor& in, const Tensor* weight,
+                           const Tensor* bias, int64_t batch, int64_t channels, int64_t hxw,
+                           int64_t groups, double eps, Tensor& out, Tensor& mean, Tensor& rstd);
+
+}  // namespace pterun::ops
