@@ -357,8 +357,8 @@ def check(device, name, *args, expect=None, tol=None, gpu_tol=None, num_threads=
           signed_zeros=False, cpu_only=None):
     """One case (see the module docstring). `expect` overrides the
     registered reference (arrays, or a callable returning them); `tol` is
-    the CPU-against-NumPy tolerance (a pair or a dict by dtype name; exact
-    when None); `gpu_tol` the GPU-against-CPU one (a pair; by default
+    the CPU-against-NumPy tolerance (a pair or a dict by dtype name, or a
+    list of those, one per out; exact when None); `gpu_tol` the GPU-against-CPU one (a pair; by default
     `tolerance(dtype)`). Returns the device's outs (None for a CPU-only
     case on a GPU)."""
     outs = outs_of(args)
@@ -368,7 +368,7 @@ def check(device, name, *args, expect=None, tol=None, gpu_tol=None, num_threads=
         assert len(got) == len(want), f"{name}: {len(got)} outs, expected {len(want)}"
         for i, (g, w) in enumerate(zip(got, want)):
             dt = dtype_of(outs[i]) if i < len(outs) else g.dtype
-            r, a = _tol(tol, dt)
+            r, a = _tol(tol[i] if isinstance(tol, list) else tol, dt)
             _compare(g, w, r, a, f"{name} output {i} (CPU against NumPy)", signed_zeros)
         return got
     if cpu_only or name in CPU_ONLY_KERNELS:
