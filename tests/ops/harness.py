@@ -110,17 +110,17 @@ def rand(shape, dtype=np.float32, low=-2.0, high=2.0):
 def normal(shape, dtype=np.float32, scale=1.0, loc=0.0):
     """Normally distributed values (floating `dtype`)."""
     dtype = np.float32 if dtype == BF16 else dtype
-    return (_rng.standard_normal(shape) * scale + loc).astype(dtype)
+    return np.asarray(_rng.standard_normal(shape) * scale + loc).astype(dtype)
 
 
 def integers(low, high, shape, dtype=np.int64):
     """Integers in [low, high) as `dtype` (bool: nonzero)."""
-    x = _rng.integers(low, high, size=shape)
+    x = np.asarray(_rng.integers(low, high, size=shape))
     return x != 0 if np.dtype(dtype) == np.bool_ else x.astype(dtype)
 
 
 def uniform(low, high, shape, dtype=np.float64):
-    return _rng.uniform(low, high, size=shape).astype(dtype)
+    return np.asarray(_rng.uniform(low, high, size=shape)).astype(dtype)
 
 
 def random(shape):
