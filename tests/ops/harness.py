@@ -145,7 +145,8 @@ def tensor(x, dtype, order=None):
     """x (any numeric array) as an argument of `dtype` (BF16 allowed)."""
     if dtype == BF16:
         return T(np.asarray(x, dtype=np.float32), dim_order=order, bf16=True)
-    return T(np.asarray(x).astype(dtype), dim_order=order)
+    with np.errstate(over="ignore"):  # e.g. 1e30 as float16: inf
+        return T(np.asarray(x).astype(dtype), dim_order=order)
 
 
 def dtype_of(x):
@@ -200,8 +201,9 @@ def compute_type(dt):
 
 def cast(x, dt):
     """x converted to `dt` as the kernels store it: floats to integers
-    truncate toward zero through int64 (then wrap), anything to bool is
-    `!= 0`, to bfloat16 rounds to nearest even (float32 values)."""
+    truncate toward zero through int64 (NaN gives 0, out-of-range values
+    saturate at int64's limits), then wrap; anything to bool is `!= 0`;
+    to bfloat16 rounds to nearest even (via float32, as float32 values)."""
     x = np.asarray(x)
     with np.errstate(all="ignore"):
         if dt == BF16:
@@ -210,7 +212,13 @@ def cast(x, dt):
         if dt == np.bool_:
             return x != 0
         if dt.kind in "iu" and x.dtype.kind == "f":
-            return x.astype(np.int64).astype(dt)
+            # NaN gives 0, values beyond int64 saturate, then the int64 wraps.
+            x = x.astype(np.float64)
+            big = x >= 2.0**63
+            small = x <= -(2.0**63)
+            i = np.where(np.isnan(x) | big | small, 0, x).astype(np.int64)
+            i = np.where(big, np.iinfo(np.int64).max, np.where(small, np.iinfo(np.int64).min, i))
+            return i.astype(np.int64).astype(dt)
         return x.astype(dt)
 
 
