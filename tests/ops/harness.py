@@ -100,7 +100,7 @@ def rand(shape, dtype=np.float32, low=-2.0, high=2.0):
     when they are passed as `tensor(x, BF16)`)."""
     dtype = np.float32 if dtype == BF16 else np.dtype(dtype)
     if dtype == np.bool_:
-        return _rng.random(shape) < 0.5
+        return np.asarray(_rng.random(shape) < 0.5)
     if dtype.kind in "iu":
         lo = max(0, int(low)) if dtype.kind == "u" else int(low)
         return _rng.integers(lo, max(int(high), lo + 1), size=shape).astype(dtype)
@@ -116,7 +116,7 @@ def normal(shape, dtype=np.float32, scale=1.0, loc=0.0):
 def integers(low, high, shape, dtype=np.int64):
     """Integers in [low, high) as `dtype` (bool: nonzero)."""
     x = np.asarray(_rng.integers(low, high, size=shape))
-    return x != 0 if np.dtype(dtype) == np.bool_ else x.astype(dtype)
+    return np.asarray(x != 0) if np.dtype(dtype) == np.bool_ else x.astype(dtype)
 
 
 def uniform(low, high, shape, dtype=np.float64):
