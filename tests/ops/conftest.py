@@ -33,8 +33,8 @@ def pytest_generate_tests(metafunc):
         for name in ("cpu_only", "cuda_only"):
             marker = metafunc.definition.get_closest_marker(name)
             reasons[name] = marker.kwargs["reason"] if marker else None
-        metafunc.parametrize("device", harness.device_params(reasons["cpu_only"],
-                                                              reasons["cuda_only"]))
+        params = harness.device_params(reasons["cpu_only"], reasons["cuda_only"])
+        metafunc.parametrize("device", params)
 
 
 def _case_key(item) -> str:

@@ -21,9 +21,14 @@ Tests take a `device` argument: conftest.py parametrises it over
 without a GPU). Cases that only the CPU can run (errors that need the data,
 such as an integer division by zero: the CUDA kernels never read device
 data to raise) say `cpu_only=` with the reason; a whole test says it with
-`@cpu_only(reason)`. The random helpers below draw from a generator that
-conftest.py seeds per test from its id (the device left out), so every
-device sees the same inputs and any case reruns alone with the same data.
+`@cpu_only(reason)`, and a test of kernels only CUDA has (the fused
+mul_add) with `@cuda_only(reason)`: it compares them with other kernels on
+the same device (`run_on`). An expected out given as `AnyValues(shape)`
+checks only the shape (empty.out; indices a kernel does not write).
+
+The random helpers below draw from a generator that conftest.py seeds per
+test from its id (the device left out), so every device sees the same
+inputs and any case reruns alone with the same data.
 """
 
 from __future__ import annotations
@@ -34,8 +39,8 @@ import numpy as np
 import pytest
 
 import pterun
-from pterun._testing import BFLOAT16, Out, Raw, T, call_kernel, from_bf16_bits, time_kernel
-from pterun._testing import to_bf16_bits  # noqa: F401
+from pterun._testing import (BFLOAT16, Out, Raw, T, call_kernel, from_bf16_bits, time_kernel,
+                             to_bf16_bits)
 
 PERF = False
 PERF_ROWS: list[tuple] = []
@@ -366,9 +371,9 @@ def check(device, name, *args, expect=None, tol=None, gpu_tol=None, num_threads=
     """One case (see the module docstring). `expect` overrides the
     registered reference (arrays, or a callable returning them); `tol` is
     the CPU-against-NumPy tolerance (a pair or a dict by dtype name, or a
-    list of those, one per out; exact when None); `gpu_tol` the GPU-against-CPU one (a pair; by default
-    `tolerance(dtype)`). Returns the device's outs (None for a CPU-only
-    case on a GPU)."""
+    list of those, one per out; exact when None); `gpu_tol` the
+    GPU-against-CPU one (a pair; by default `tolerance(dtype)`). Returns the
+    device's outs (None for a CPU-only case on a GPU)."""
     outs = outs_of(args)
     if device == "cpu":
         got = call_kernel(name, *args, num_threads=num_threads)
@@ -506,7 +511,8 @@ def perf_lines():
 
 
 __all__ = ["BF16", "CL", "EXACT", "Out", "Raw", "T", "AnyValues", "bf16", "call_kernel",
-           "cast", "check", "check_error", "compute_type", "cpu_only", "cuda_only", "dtype_of", "integers",
+           "cast", "check", "check_error", "compute_type", "cpu_only", "cuda_only", "dtype_of",
+           "integers",
            "is_float", "is_int", "needs_cuda", "normal", "out_fill", "outs_of", "perf",
            "permutation", "promote", "promote_scalar", "rand", "random", "reference", "run_on",
            "storage", "tensor", "tolerance", "uniform", "value"]

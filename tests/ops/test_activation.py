@@ -59,10 +59,10 @@ def _scalar(s, c):
 def hardtanh_model(a, lo, hi, out):
     c = compute_type(dtype_of(a))
     x = cast(value(a), c)
-    l, h = _scalar(lo, c), _scalar(hi, c)
-    if np.isnan(l) or np.isnan(h):
+    low, high = _scalar(lo, c), _scalar(hi, c)
+    if np.isnan(low) or np.isnan(high):
         return cast(np.full(x.shape, np.nan), dtype_of(out))
-    return cast(_clamp(x, l, h), dtype_of(out))
+    return cast(_clamp(x, low, high), dtype_of(out))
 
 
 @reference("aten::clamp.out")
@@ -75,11 +75,11 @@ def clamp_model(a, lo, hi, out):
     x = cast(value(a), c)
     big = np.inf if c.kind == "f" else (True if c == np.bool_ else np.iinfo(c).max)
     small = -np.inf if c.kind == "f" else (False if c == np.bool_ else np.iinfo(c).min)
-    l = _scalar(lo, c) if lo is not None else c.type(small)
-    h = _scalar(hi, c) if hi is not None else c.type(big)
-    if c.kind == "f" and (np.isnan(l) or np.isnan(h)):
+    low = _scalar(lo, c) if lo is not None else c.type(small)
+    high = _scalar(hi, c) if hi is not None else c.type(big)
+    if c.kind == "f" and (np.isnan(low) or np.isnan(high)):
         return cast(np.full(x.shape, np.nan), dtype_of(out))
-    return cast(_clamp(x, l, h), dtype_of(out))
+    return cast(_clamp(x, low, high), dtype_of(out))
 
 
 @reference("aten::clamp.Tensor_out")

@@ -229,8 +229,9 @@ def test_where_uint8_condition_bf16_and_promotion(device):
 
 def test_where_promotion_and_layout(device):
     cond = rand((2, 3, 4, 5), np.bool_)
-    check(device, "aten::where.self_out", T(cond, dim_order=CL), rand((2, 3, 4, 5), np.int32, -9, 9),
-          rand((5,), np.float32), Out(np.float32, (2, 3, 4, 5), dim_order=CL))
+    check(device, "aten::where.self_out", T(cond, dim_order=CL),
+          rand((2, 3, 4, 5), np.int32, -9, 9), rand((5,), np.float32),
+          Out(np.float32, (2, 3, 4, 5), dim_order=CL))
     check_error(device, "aten::where.self_out", rand((3,), np.int32, 0, 2), rand((3,)), rand((3,)),
                 Out(np.float32, (3,)), exc=ValueError, match="condition")
 

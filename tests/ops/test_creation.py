@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from harness import (BF16, CL, AnyValues, Out, T, bf16, cast, check, check_error, dtype_of,
-                     is_float, is_int, rand, reference, tensor, value)
+                     is_int, rand, reference, tensor, value)
 
 ALL = [np.uint8, np.int8, np.int16, np.int32, np.int64, np.float16, np.float32, np.float64,
        np.bool_, BF16]
@@ -141,15 +141,15 @@ def test_full_special_and_errors(device):
     check(device, "aten::full.out", [1], float("nan"), Out(np.bool_, (1,)))
     check(device, "aten::full.out", [], 4, Out(np.int64, ()))
     check(device, "aten::full.out", [0, 4], 1, Out(np.float32, (0, 4)))
-    check(device, "aten::full.out", [3, 5], 2.5, Out(np.float32, (1, 1), dynamic=True,
-                                                      capacity=(8, 8)))
+    check(device, "aten::full.out", [3, 5], 2.5,
+          Out(np.float32, (1, 1), dynamic=True, capacity=(8, 8)))
     check_error(device, "aten::full.out", [3, 3], 1, Out(np.float32, (2, 2)),
                 exc=NotImplementedError)
 
 
 def test_full_resizes_dynamic_out_zero_dim_and_channels_last(device):
-    check(device, "aten::full.out", [3, 5], 2.5, Out(np.float32, (1, 1), dynamic=True,
-                                                      capacity=(8, 8)),
+    check(device, "aten::full.out", [3, 5], 2.5,
+          Out(np.float32, (1, 1), dynamic=True, capacity=(8, 8)),
           expect=np.full((3, 5), 2.5, np.float32))
     check(device, "aten::full.out", [], 4, Out(np.int64, ()), expect=np.array(4))
     check(device, "aten::full.out", [1, 2, 3, 4], -3, Out(np.int16, (1, 2, 3, 4), dim_order=CL),
@@ -198,8 +198,8 @@ def test_scalar_tensor_needs_zero_dim_out(device):
 def test_like_and_fill(device, dtype):
     a = rand((2, 3, 4, 5))
     check(device, "aten::full_like.out", a, 3, None, Out(dtype, a.shape))
-    check(device, "aten::full_like.out", T(a, dim_order=CL), 1, 2, Out(dtype, a.shape,
-                                                                         dim_order=CL))
+    check(device, "aten::full_like.out", T(a, dim_order=CL), 1, 2,
+          Out(dtype, a.shape, dim_order=CL))
     check(device, "aten::zeros.out", [2, 4], Out(dtype, (2, 4)))
     check(device, "aten::ones.out", [2, 4], Out(dtype, (2, 4)))
     check(device, "aten::zeros_like.out", a, None, Out(dtype, a.shape))

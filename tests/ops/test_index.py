@@ -406,7 +406,7 @@ def test_slice_and_select_scatter_errors_and_select(device):
                 exc=ValueError)
 
 
-# ---- masked_fill ----------------------------------------------------------------------------------
+# ---- masked_fill ---------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -432,7 +432,7 @@ def test_masked_fill_broadcast_and_dtypes(device):
                 Out(np.int32, [4, 4]), exc=ValueError)
 
 
-# ---- index.Tensor ---------------------------------------------------------------------------------
+# ---- index.Tensor --------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -505,7 +505,7 @@ def test_index_tensor_layouts_threads_and_errors(device):
                 Out(np.float32, [1, 3, 4, 5]), exc=IndexError, cpu_only=INDEX_VALUES)
 
 
-# ---- index_put ------------------------------------------------------------------------------------
+# ---- index_put -----------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("dtype", [np.float32, BF16, np.int64, np.bool_])
@@ -574,7 +574,7 @@ def test_index_put_inplace_kv_cache_and_mask(device):
                 Out(np.float32, [3, 4]), exc=IndexError, cpu_only=INDEX_VALUES)
 
 
-# ---- nonzero (the CUDA kernel waits for the count) -------------------------------------------------
+# ---- nonzero (the CUDA kernel waits for the count) -----------------------------------------------
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float16, np.int64, np.uint8, np.bool_])

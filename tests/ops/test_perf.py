@@ -69,9 +69,9 @@ def test_perf_elementwise(dtype):
     perf(f"x * 2 + 1 {name} 64 MiB, fused", "pterun::mul_add.out", a,
          tensor(np.float32(2), dtype), tensor(np.float32(1), dtype), 1, Out(dtype, (n,)),
          nbytes=2 * n * elem, ref="copy")
-    perf(f"add {name} 64 MiB + [4096] bias", "aten::add.out", tensor(rand((n // 4096, 4096)), dtype),
-         tensor(rand((4096,)), dtype), 1, Out(dtype, (n // 4096, 4096)), nbytes=2 * n * elem,
-         ref="copy")
+    perf(f"add {name} 64 MiB + [4096] bias", "aten::add.out",
+         tensor(rand((n // 4096, 4096)), dtype), tensor(rand((4096,)), dtype), 1,
+         Out(dtype, (n // 4096, 4096)), nbytes=2 * n * elem, ref="copy")
 
 
 def test_perf_gathers():

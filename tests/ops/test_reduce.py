@@ -233,8 +233,9 @@ def test_sum_dims_keepdim_and_layouts(device, dims, keepdim, order):
 
 
 @pytest.mark.parametrize("dtype", FLOATS)
-@pytest.mark.parametrize("shape,dims", [((7, 1000), [1]), ((1000, 7), [0]), ((3, 5000), [0, 1]),
-                                        ((64, 33), [0]), ((2, 100000), [1]), ((300, 4, 50), [0, 2])])
+@pytest.mark.parametrize("shape,dims", [((7, 1000), [1]), ((1000, 7), [0]),
+                                        ((3, 5000), [0, 1]), ((64, 33), [0]),
+                                        ((2, 100000), [1]), ((300, 4, 50), [0, 2])])
 def test_sum_mean_float_dtypes(device, dtype, shape, dims):
     x = rand(shape)
     out = reduced_shape(shape, dims, False)
@@ -698,7 +699,8 @@ def test_cumsum(device, dim):
 
 def test_cumsum_dtypes_and_layouts(device):
     xi = integers(-5, 5, (3, 10), np.int32)
-    check(device, "aten::cumsum.out", xi, 1, 4, Out(np.int64, [3, 10]), expect=np.cumsum(xi, axis=1))
+    check(device, "aten::cumsum.out", xi, 1, 4, Out(np.int64, [3, 10]),
+          expect=np.cumsum(xi, axis=1))
     xb = random((4, 6)) < 0.5
     check(device, "aten::cumsum.out", xb, 0, None, Out(np.int64, [4, 6]),
           expect=np.cumsum(xb, axis=0))

@@ -182,7 +182,7 @@ def test_view_copy_rejects_other_dtype(device):
                 exc=ValueError, match="dtype")
 
 
-# ---- permute / transpose / t ----------------------------------------------------------------------
+# ---- permute / transpose / t ---------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("dtype", ALL)
@@ -201,7 +201,7 @@ def test_permute_every_dtype(device, dtype):
 
 
 @pytest.mark.parametrize("dims,shape", [([1, 0], (33, 70)), ([2, 0, 1], (3, 40, 65)),
-                                         ([0, 2, 1], (7, 64, 96)), ([1, 0], (1, 5))])
+                                        ([0, 2, 1], (7, 64, 96)), ([1, 0], (1, 5))])
 def test_permute_tiled_transposes(device, dims, shape):
     a = rand(shape, np.float32)
     out_shape = tuple(shape[d] for d in dims)
@@ -258,7 +258,7 @@ def test_select_narrow_transpose_t(device, dtype):
     check(device, "aten::t_copy.out", tensor(values((5,), dtype), dtype), Out(dtype, (5,)))
 
 
-# ---- expand ---------------------------------------------------------------------------------------
+# ---- expand --------------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.int8, np.float16, BF16])
@@ -270,7 +270,8 @@ def test_expand(device, dtype):
     b = values((1, 3, 1, 4), dtype)
     check(device, "aten::expand_copy.out", tensor(b, dtype, CL), [2, 3, 5, 4], False,
           Out(dtype, (2, 3, 5, 4), dim_order=CL))
-    check(device, "aten::expand_copy.out", tensor(a, dtype), [0, 3, 4], False, Out(dtype, (0, 3, 4)))
+    check(device, "aten::expand_copy.out", tensor(a, dtype), [0, 3, 4], False,
+          Out(dtype, (0, 3, 4)))
 
 
 @pytest.mark.parametrize("dtype", [np.bool_, np.int64, np.float16, np.float32])
@@ -301,7 +302,7 @@ def test_expand_rejects_bad_sizes(device, size):
                 match="expand_copy")
 
 
-# ---- unsqueeze / squeeze ----------------------------------------------------------------------------
+# ---- unsqueeze / squeeze -------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.bool_, BF16])
@@ -346,7 +347,7 @@ def test_squeeze_variants(device):
                 exc=ValueError, match="repeats")
 
 
-# ---- slice / select / narrow ----------------------------------------------------------------------
+# ---- slice / select / narrow ---------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("dim,start,end,step", [(0, 1, None, 1), (1, -3, -1, 1), (2, 0, 5, 2),
@@ -424,7 +425,7 @@ def test_narrow(device):
                 exc=ValueError, match="narrow_copy")
 
 
-# ---- as_strided / alias / detach --------------------------------------------------------------------
+# ---- as_strided / alias / detach -----------------------------------------------------------------
 
 
 def test_as_strided_alias_detach_unfold_diagonal(device):
@@ -436,7 +437,8 @@ def test_as_strided_alias_detach_unfold_diagonal(device):
     check(device, "aten::detach_copy.out", T(rand((2, 3, 4, 5), np.int16), dim_order=CL),
           Out(np.int16, (2, 3, 4, 5)))
     check(device, "aten::unfold_copy.out", a, -1, 3, 2, Out(np.float32, (4, 5, 2, 3)))
-    check(device, "aten::unfold_copy.out", np.array(2.0, np.float32), 0, 1, 1, Out(np.float32, (1,)))
+    check(device, "aten::unfold_copy.out", np.array(2.0, np.float32), 0, 1, 1,
+          Out(np.float32, (1,)))
     for offset, d1, d2 in [(0, 0, 1), (1, 1, 2), (-2, -1, 0), (10, 0, 2)]:
         n1, n2 = a.shape[d1], a.shape[d2]
         rest = [a.shape[d] for d in range(3) if d not in (d1 % 3, d2 % 3)]
@@ -487,7 +489,7 @@ def test_alias_and_detach_copy_into_other_dim_order(device, name):
     check(device, name, a, Out(np.int16, a.shape, dim_order=CL), expect=a)
 
 
-# ---- unfold / diagonal ----------------------------------------------------------------------------
+# ---- unfold / diagonal ---------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("dim,size,step", [(1, 3, 2), (-1, 2, 1), (0, 2, 5), (1, 0, 1),
@@ -528,7 +530,7 @@ def test_large_views_on_threads(device):
           expect=a.reshape(33, 128, 64, 1), num_threads=4)
 
 
-# ---- et_copy_index ----------------------------------------------------------------------------------
+# ---- et_copy_index -------------------------------------------------------------------------------
 
 
 def test_et_copy_index(device):

@@ -229,8 +229,8 @@ def test_empty_zero_dim_and_threads(device):
     x = uniform(-3, 3, (200, 333), np.float32)
     check(device, "aten::tanh.out", x, Out(np.float32, x.shape),
           expect=np.tanh(x.astype(np.float64)), tol=(2e-6, 1e-7), num_threads=4)
-    check(device, "aten::exp.out", x[:2], Out(np.float32, (5, 5), dynamic=True,
-                                               capacity=(5, 5000)),
+    check(device, "aten::exp.out", x[:2],
+          Out(np.float32, (5, 5), dynamic=True, capacity=(5, 5000)),
           expect=np.exp(x[:2].astype(np.float64)), tol=(2e-6, 0))
     check(device, "aten::exp.out", np.zeros((0, 3), np.float32), Out(np.float32, (0, 3)))
 
