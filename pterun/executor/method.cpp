@@ -236,23 +236,9 @@ void Method::Loader::build_values() {
   }
 }
 
-// A kernel reads its leading arguments without looking at how many there
-// are: an instruction must pass at least that many, of the kinds it reads.
-void Method::Loader::check_arguments(const format::InstructionDesc& instr,
-                                     const kernels::KernelInfo& info, const std::string& name) {
-  PTERUN_CHECK(instr.args.size() >= info.num_args, ErrorCode::InvalidProgram, "method '", d.name,
-               "': ", name, " is called with ", instr.args.size(), " arguments; it takes ",
-               int{info.num_args});
-  for (size_t a = 0; a < info.num_args; ++a) {
-    const ValueKind kind = d.values[instr.args[a]].kind;
-    PTERUN_CHECK((info.arg_kinds[a] >> static_cast<unsigned>(kind)) & 1u, ErrorCode::InvalidProgram,
-                 "method '", d.name, "': argument ", a, " of ", name, " is a ",
-                 value_kind_name(kind), ", which the operator does not take there");
-  }
-}
-
 void Method::Loader::build_steps() {
   const auto& registry = kernels::KernelRegistry::global();
+  std::vector<ValueKind> kinds;
   for (const auto& chain : d.chains) {
     auto& steps = m.chains_.emplace_back();
     steps.reserve(chain.instructions.size());
@@ -266,7 +252,11 @@ void Method::Loader::build_steps() {
         const kernels::KernelInfo* info = registry.info(name, m.options_.device);
         PTERUN_CHECK(info != nullptr, ErrorCode::Internal, "method '", d.name, "': ", name,
                      " passed the support check but has no kernel");
-        check_arguments(instr, *info, name);
+        // A kernel reads its leading arguments without looking at how many
+        // there are: the instruction must pass them, of the kinds it reads.
+        kinds.clear();
+        for (int32_t a : instr.args) kinds.push_back(d.values[a].kind);
+        kernels::check_call(*info, name, kinds, str_cat("method '", d.name, "': "));
         s.fn = info->fn;
         s.args_begin = static_cast<uint32_t>(m.arg_pool_.size());
         s.args_count = static_cast<uint32_t>(instr.args.size());

@@ -67,10 +67,6 @@ struct Method::Loader {
   // a null pointer: refuse the program instead (B22).
   void check_data_sources();
   void build_values();
-  // A kernel reads its leading arguments without looking at how many there
-  // are: an instruction must pass at least that many, of the kinds it reads.
-  void check_arguments(const format::InstructionDesc& instr, const kernels::KernelInfo& info,
-                       const std::string& name);
   void build_steps();
   // Views the exporter resolved by memory planning alone: a tensor no
   // instruction writes, placed inside another tensor's planned bytes (a

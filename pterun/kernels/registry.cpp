@@ -10,6 +10,17 @@ namespace pterun::kernels {
 void register_cpu_kernels(KernelRegistry& registry);
 void register_cuda_kernels(KernelRegistry& registry);
 
+void check_call(const KernelInfo& info, std::string_view name, std::span<const ValueKind> kinds,
+                std::string_view context) {
+  PTERUN_CHECK(kinds.size() >= info.num_args, ErrorCode::InvalidProgram, context, name,
+               " is called with ", kinds.size(), " arguments; it takes ", int{info.num_args});
+  for (size_t a = 0; a < info.num_args; ++a) {
+    PTERUN_CHECK((info.arg_kinds[a] >> static_cast<unsigned>(kinds[a])) & 1u,
+                 ErrorCode::InvalidProgram, context, "argument ", a, " of ", name, " is a ",
+                 value_kind_name(kinds[a]), ", which the operator does not take there");
+  }
+}
+
 const KernelRegistry& KernelRegistry::global() {
   static const KernelRegistry registry = [] {
     KernelRegistry r;

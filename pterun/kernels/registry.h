@@ -2,11 +2,13 @@
 
 #include <cstdint>
 #include <map>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
 
 #include "pterun/core/dtype.h"
+#include "pterun/core/value_kind.h"
 #include "pterun/kernels/kernel.h"
 
 namespace pterun::kernels {
@@ -31,6 +33,12 @@ struct KernelInfo {
   /// load, naming the operator.
   DTypeSet dtypes = DTypeSet::all();
 };
+
+/// Error InvalidProgram, starting with `context` ("method 'forward': "),
+/// unless arguments of the given kinds, in order, give kernel `name` every
+/// argument it reads, each of a kind it takes there.
+void check_call(const KernelInfo& info, std::string_view name, std::span<const ValueKind> kinds,
+                std::string_view context);
 
 /// Kernels by operator name ("aten::add.out") and device. Filled once, from
 /// the operator list (ops/register.cpp) for each backend of the build;

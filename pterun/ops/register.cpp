@@ -7,6 +7,7 @@
 
 #include <iterator>
 
+#include "pterun/ops/kv_cache.h"
 #include "pterun/ops/norm.h"
 #include "pterun/ops/prim.h"
 #include "pterun/ops/shape.h"
@@ -82,6 +83,7 @@ constexpr OpDef kOps[] = {
     def<&slice_scatter_out>("aten::slice_scatter.out", F::Shape),
     def<&select_scatter_out>("aten::select_scatter.out", F::Shape),
     def<&et_copy_index>("executorch_prim::et_copy_index.tensor", F::Shape),
+    def<&update_cache_out>("llama::update_cache.out", F::Shape),
 
     // ---- softmax ----------------------------------------------------------------
     def<&softmax_out>("aten::_softmax.out", F::Softmax),

@@ -76,6 +76,15 @@ class Out:
         return ("tensor", b"", self.dtype, self.shape, order, True, self.dynamic, self.capacity)
 
 
+class InOut(T):
+    """A tensor argument the kernel updates in place (a KV cache, say): it
+    starts as `array` (like T) and comes back among the outs."""
+
+    def spec(self):
+        kind, raw, dtype, shape, order, _, dynamic, capacity = super().spec()
+        return (kind, raw, dtype, shape, order, True, dynamic, capacity)
+
+
 class Raw:
     """A value given as its spec tuple, e.g. Raw(("none",))."""
 
