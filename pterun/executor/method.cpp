@@ -8,6 +8,7 @@
 #include <set>
 
 #include "pterun/core/error.h"
+#include "pterun/core/text.h"
 #include "pterun/executor/constant_fold.h"
 #include "pterun/executor/rewrite.h"
 #include "pterun/kernels/registry.h"
@@ -79,9 +80,9 @@ struct Method::Loader {
     std::vector<std::string> missing = m.program_->missing_external_keys(d.name);
     if (!missing.empty()) {
       std::string keys;
-      for (const auto& k : missing) keys += (keys.empty() ? "'" : ", '") + k + "'";
+      for (const auto& k : missing) keys += (keys.empty() ? "'" : ", '") + printable(k) + "'";
       throw_error(ErrorCode::InvalidArgument,
-                  str_cat("method '", d.name, "' needs external data (.ptd) for ", keys,
+                  str_cat("method '", printable(d.name), "' needs external data (.ptd) for ", keys,
                           ": pass it with data= when loading the program"));
     }
   }
@@ -139,7 +140,7 @@ struct Method::Loader {
       const auto& v = d.values[i];
       if (v.kind != ValueKind::Tensor) continue;
       const TensorDesc& t = *v.tensor;
-      std::string what = str_cat("method '", d.name, "', value ", i);
+      std::string what = str_cat("method '", printable(d.name), "', value ", i);
       PTERUN_CHECK(t.dynamism != ShapeDynamism::DynamicUnbound, ErrorCode::NotImplemented, what,
                    ": tensors with unbounded dynamic shapes are not supported");
       tensor_of_value[i] = static_cast<int>(m.tensors_.size());
@@ -179,15 +180,15 @@ struct Method::Loader {
   static void check_external_layout(const TensorDesc& t, const format::ExternalEntry& e,
                                     const std::string& what) {
     PTERUN_CHECK(e.layout.has_value(), ErrorCode::InvalidExternalData, what, ": external key '",
-                 t.name, "' has no tensor layout in the data file");
+                 printable(t.name), "' has no tensor layout in the data file");
     const auto& l = *e.layout;
     PTERUN_CHECK(l.dtype == t.dtype && l.sizes == t.sizes && l.dim_order == t.dim_order,
-                 ErrorCode::InvalidExternalData, what, ": external key '", t.name, "' has layout ",
-                 dtype_name(l.dtype), " with ", l.sizes.size(),
+                 ErrorCode::InvalidExternalData, what, ": external key '", printable(t.name),
+                 "' has layout ", dtype_name(l.dtype), " with ", l.sizes.size(),
                  " dims in the data file, which does not match the program's ", dtype_name(t.dtype),
                  " with ", t.sizes.size(), " dims");
     PTERUN_CHECK(e.data.size() >= t.nbytes, ErrorCode::InvalidExternalData, what,
-                 ": external key '", t.name, "' has too few bytes");
+                 ": external key '", printable(t.name), "' has too few bytes");
   }
 
   // Unplanned tensors that kernels write (outputs exported unplanned, for
@@ -219,7 +220,7 @@ struct Method::Loader {
         continue;
       }
       throw_error(ErrorCode::InvalidProgram,
-                  str_cat("method '", d.name, "', value ", i, ": tensor ",
+                  str_cat("method '", printable(d.name), "', value ", i, ": tensor ",
                           describe(m.tensors_[tensor_of_value[i]]),
                           " has no data (not planned, constant, input "
                           "or written by an instruction)"));

@@ -5,6 +5,7 @@
 
 #include "pterun/backend/device.h"
 #include "pterun/core/error.h"
+#include "pterun/core/text.h"
 #include "pterun/core/threads.h"
 #include "pterun/executor/method.h"
 
@@ -78,8 +79,8 @@ std::string Method::missing_inputs() const {
 
 void Method::execute_async() {
   if (!inputs_ready()) {
-    throw_error(ErrorCode::InvalidState,
-                str_cat("method '", name(), "': inputs ", missing_inputs(), " were never set"));
+    throw_error(ErrorCode::InvalidState, str_cat("method '", printable(name()), "': inputs ",
+                                                 missing_inputs(), " were never set"));
   }
   context_.num_threads = get_num_threads();
   if (options_.device == kernels::Device::CUDA) {
@@ -97,7 +98,7 @@ void Method::run_steps() {
     while (pc < steps.size()) {
       if (--budget == 0) [[unlikely]] {
         throw_error(ErrorCode::InvalidProgram,
-                    str_cat("method '", name(), "': more than ", kInstructionBudget,
+                    str_cat("method '", printable(name()), "': more than ", kInstructionBudget,
                             " instructions executed (an endless loop?)"));
       }
       const Step& s = steps[pc];
@@ -157,7 +158,7 @@ void Method::copy_data(void* dst, const void* src, size_t bytes) {
 }
 
 const Value& Method::output(size_t i) const {
-  PTERUN_CHECK(i < desc_->outputs.size(), ErrorCode::IndexOutOfRange, "method '", name(),
+  PTERUN_CHECK(i < desc_->outputs.size(), ErrorCode::IndexOutOfRange, "method '", printable(name()),
                "': output ", i, " is out of range (", desc_->outputs.size(), " outputs)");
   return values_[desc_->outputs[i]];
 }
@@ -169,14 +170,15 @@ size_t Method::output_capacity(size_t i) const {
 
 void Method::set_output_data(size_t i, void* data, size_t capacity) {
   PTERUN_CHECK(i < redirectable_.size() && redirectable_[i], ErrorCode::InvalidState, "method '",
-               name(), "': output ", i, " cannot be redirected");
+               printable(name()), "': output ", i, " cannot be redirected");
   Tensor& t = values_[desc_->outputs[i]].to_tensor();
   if (data == nullptr) {
     data = output_home_[i];
     capacity = output_home_capacity_[i];
   } else {
-    PTERUN_CHECK(capacity >= t.bound_nbytes(), ErrorCode::InvalidArgument, "method '", name(),
-                 "': output ", i, " needs ", t.bound_nbytes(), " bytes, got ", capacity);
+    PTERUN_CHECK(capacity >= t.bound_nbytes(), ErrorCode::InvalidArgument, "method '",
+                 printable(name()), "': output ", i, " needs ", t.bound_nbytes(), " bytes, got ",
+                 capacity);
   }
   t.set_data(data, capacity);
   for (auto [view, offset] : output_followers_[i]) {

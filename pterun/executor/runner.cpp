@@ -4,6 +4,7 @@
 
 #include "pterun/core/error.h"
 #include "pterun/core/stats.h"
+#include "pterun/core/text.h"
 #include "pterun/kernels/common/strided_copy.h"
 
 namespace pterun {
@@ -43,15 +44,16 @@ void MethodRunner::set_leading_inputs(std::span<const InputArg> inputs) {
 
 void MethodRunner::set_leading_locked(std::span<const InputArg> inputs) {
   Method& m = *method_;
-  PTERUN_CHECK(inputs.size() <= m.num_inputs(), ErrorCode::InvalidArgument, "method '", m.name(),
-               "' takes ", m.num_inputs(), " inputs, got ", inputs.size());
+  PTERUN_CHECK(inputs.size() <= m.num_inputs(), ErrorCode::InvalidArgument, "method '",
+               printable(m.name()), "' takes ", m.num_inputs(), " inputs, got ", inputs.size());
   try {
     for (size_t i = 0; i < inputs.size(); ++i) m.validate_input(i, inputs[i]);
     m.install_checked_inputs(inputs);
     m.release_inputs_kept_by(this);
     executed_ = false;
-    PTERUN_CHECK(m.inputs_ready(), ErrorCode::InvalidState, "method '", m.name(), "': inputs ",
-                 m.missing_inputs(), " were never passed (a partial call keeps only inputs ",
+    PTERUN_CHECK(m.inputs_ready(), ErrorCode::InvalidState, "method '", printable(m.name()),
+                 "': inputs ", m.missing_inputs(),
+                 " were never passed (a partial call keeps only inputs ",
                  "from earlier successful calls)");
     inputs_valid_ = true;
   } catch (...) {
@@ -130,7 +132,7 @@ void MethodRunner::execute() {
 
 void MethodRunner::execute_locked() {
   PTERUN_CHECK(inputs_valid_ && method_->inputs_ready(), ErrorCode::InvalidState, "method '",
-               method_->name(), "': execute() needs inputs: call set_inputs() first");
+               printable(method_->name()), "': execute() needs inputs: call set_inputs() first");
   executed_ = false;
   prepare_outputs();
   method_->execute_async();
@@ -202,7 +204,7 @@ void MethodRunner::collect(bool clone, std::vector<OutputValue>& out) {
 
 std::vector<OutputValue> MethodRunner::get_outputs(bool clone) {
   std::lock_guard lock(mutex_);
-  PTERUN_CHECK(executed_, ErrorCode::InvalidState, "method '", method_->name(),
+  PTERUN_CHECK(executed_, ErrorCode::InvalidState, "method '", printable(method_->name()),
                "': no outputs: call execute() first (outputs are cleared by set_inputs() and by "
                "a failed execute())");
   auto out = collect(clone);

@@ -12,6 +12,8 @@
 #include "pterun/backend/device.h"
 #include "pterun/backend/device_info.h"
 #include "pterun/core/error.h"
+#include "pterun/core/tensor.h"
+#include "pterun/core/text.h"
 #include "python/src/numpy_api.h"
 #include "python/src/tensor.h"
 #include "python/src/torch_tensor.h"
@@ -430,7 +432,7 @@ void convert_tensor(nb::handle obj, const InputSource& source, bool kept, InputB
 
 std::string InputSource::prefix() const {
   if (!label.empty()) return std::string(label) + ": ";
-  return "input " + std::to_string(index) + " of method '" + std::string(method) + "': ";
+  return "input " + std::to_string(index) + " of method '" + printable(method) + "': ";
 }
 
 void convert_input(nb::handle obj, ValueKind declared, const InputSource& source, bool kept,
@@ -510,13 +512,14 @@ void wait_for_producers(InputBatch& batch) {
 void convert_inputs(nb::handle inputs, const Method& method, size_t max_count, InputBatch& batch) {
   PyObject* seq = inputs.ptr();
   if (!PyList_Check(seq) && !PyTuple_Check(seq)) {
-    throw nb::type_error(("method '" + method.name() + "': inputs must be a list or tuple, got " +
+    throw nb::type_error(("method '" + printable(method.name()) +
+                          "': inputs must be a list or tuple, got " +
                           nb::cast<std::string>(nb::str(inputs.type().attr("__name__"))))
                              .c_str());
   }
   const size_t n = static_cast<size_t>(PySequence_Fast_GET_SIZE(seq));
   if (n > max_count) {
-    throw nb::value_error(("method '" + method.name() + "' takes " +
+    throw nb::value_error(("method '" + printable(method.name()) + "' takes " +
                            std::to_string(method.num_inputs()) + " inputs, got " +
                            std::to_string(n))
                               .c_str());
@@ -528,7 +531,8 @@ void convert_inputs(nb::handle inputs, const Method& method, size_t max_count, I
     // list: check its length and hold the item.
     if (static_cast<size_t>(PySequence_Fast_GET_SIZE(seq)) != n) {
       throw nb::value_error(
-          ("method '" + method.name() + "': the inputs list changed while it was read").c_str());
+          ("method '" + printable(method.name()) + "': the inputs list changed while it was read")
+              .c_str());
     }
     nb::object item = nb::borrow(PySequence_Fast_GET_ITEM(seq, static_cast<Py_ssize_t>(i)));
     convert_input(item, meta.input_tag(i), InputSource{method.name(), i, {}},
