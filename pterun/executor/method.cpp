@@ -282,6 +282,7 @@ struct Method::Loader {
           s.args_begin = static_cast<uint32_t>(m.arg_pool_.size());
           s.args_count = static_cast<uint32_t>(instr.args.size());
           for (int32_t a : instr.args) m.arg_pool_.push_back(&m.values_[a]);
+          m.arg_pool_.insert(m.arg_pool_.end(), kArgPadding, &m.missing_arg_);
         }
         steps.push_back(s);
       }
@@ -466,6 +467,7 @@ struct Method::Loader {
       second.args_begin = static_cast<uint32_t>(m.arg_pool_.size());
       second.args_count = static_cast<uint32_t>(f.args.size());
       for (int32_t v : f.args) m.arg_pool_.push_back(&m.values_[v]);
+      m.arg_pool_.insert(m.arg_pool_.end(), kArgPadding, &m.missing_arg_);
       first.kind = InstructionKind::FreeCall;  // a no-op from now on
       first.fn = nullptr;
     }

@@ -93,7 +93,9 @@ class Method {
 
   /// Runs every instruction and, on a GPU, waits once for the stream at
   /// the end (B19). Error InvalidState when an input was never set; kernel
-  /// errors carry the instruction and operator.
+  /// errors carry the instruction and operator, and a kernel that refuses
+  /// its arguments (they come from the program: the inputs were checked)
+  /// is InvalidProgram.
   void execute() {
     execute_async();
     wait();
@@ -191,6 +193,13 @@ class Method {
   std::vector<Tensor> tensors_;               // one per tensor value (stable addresses)
   std::vector<Value> values_;                 // the value table
   std::vector<Value*> arg_pool_;              // kernel arguments, flattened
+  // Temporary, until kernel arities are checked at load: every step's
+  // arguments are followed by kArgPadding pointers to this None, so a
+  // kernel that reads past the arguments its instruction has gets None
+  // (a clean wrong-kind error) instead of another step's values or memory
+  // past the pool.
+  static constexpr size_t kArgPadding = 16;
+  Value missing_arg_;
   std::vector<std::vector<Value*>> boxed_lists_;
   std::vector<std::vector<Tensor*>> tensor_lists_;
   std::vector<std::vector<Step>> chains_;

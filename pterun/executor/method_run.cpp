@@ -51,6 +51,21 @@ bool condition_true(kernels::KernelContext& context, const Value& v) {
   return true;
 }
 
+// The inputs passed the checks of set_inputs() (kinds, dtypes, shapes
+// within their bounds), so a kernel that refuses the arguments its
+// instruction hands it is refusing the program's own values: a damaged
+// program, or one that cannot take these inputs (B22). Running out of
+// memory, a missing feature and a device failure keep their codes.
+ErrorCode step_error_code(ErrorCode code) {
+  switch (code) {
+    case ErrorCode::InvalidArgument:
+    case ErrorCode::InvalidType:
+    case ErrorCode::InvalidState:
+    case ErrorCode::IndexOutOfRange: return ErrorCode::InvalidProgram;
+    default: return code;
+  }
+}
+
 }  // namespace
 
 bool Method::inputs_ready() const {
@@ -62,11 +77,11 @@ bool Method::inputs_ready() const {
 
 void Method::fail_step(size_t chain, size_t pc, const Error& e) const {
   const auto& instr = desc_->chains[chain].instructions[pc];
-  std::string what = str_cat("method '", name(), "', instruction ", pc);
+  std::string what = str_cat("method '", printable(name()), "', instruction ", pc);
   if (instr.kind == format::InstructionKind::KernelCall) {
-    what += " (" + desc_->operators[instr.index].full_name() + ")";
+    what += " (" + printable(desc_->operators[instr.index].full_name()) + ")";
   }
-  throw Error(e.code(), what + ": " + e.what());
+  throw Error(step_error_code(e.code()), what + ": " + e.what());
 }
 
 std::string Method::missing_inputs() const {
