@@ -574,20 +574,30 @@ std::unique_ptr<Method> Method::load(std::shared_ptr<const Program> program,
   Loader loader{*m, *m->desc_, {}, {}, {}};
   loader.analyse_instructions();
   loader.check_support();
-  if (options.device == kernels::Device::CUDA) {
-    m->context_.backend = backend::make_cuda_method_state(options.device_index);
+  try {
+    if (options.device == kernels::Device::CUDA) {
+      m->context_.backend = backend::make_cuda_method_state(options.device_index);
+    }
+    loader.allocate_buffers();
+    loader.build_tensors();
+    loader.check_data_sources();
+    loader.allocate_unplanned_outputs(m->owned_);
+    loader.build_values();
+    loader.build_steps();
+    loader.fold_constants();
+    loader.fuse_elementwise();
+    loader.apply_rewrites();
+    loader.plan_inputs();
+    loader.plan_outputs();
+  } catch (const Error& e) {
+    // Memory that does not fit: say whose it was (the message has the
+    // size and the device). Whatever was allocated goes with `m`.
+    if (e.code() != ErrorCode::MemoryAllocationFailed && e.code() != ErrorCode::OutOfResources) {
+      throw;
+    }
+    throw Error(e.code(), str_cat("method '", printable(m->name()), "' on ", m->device_string(),
+                                  ": ", e.what()));
   }
-  loader.allocate_buffers();
-  loader.build_tensors();
-  loader.check_data_sources();
-  loader.allocate_unplanned_outputs(m->owned_);
-  loader.build_values();
-  loader.build_steps();
-  loader.fold_constants();
-  loader.fuse_elementwise();
-  loader.apply_rewrites();
-  loader.plan_inputs();
-  loader.plan_outputs();
   return m;
 }
 

@@ -89,6 +89,19 @@ void MethodRunner::forget_leading(size_t count) {
   for (size_t i = 0; i < count && i < method_->num_inputs(); ++i) method_->forget_input(i);
 }
 
+std::shared_ptr<backend::Allocation> MethodRunner::new_buffer(size_t bytes,
+                                                              const std::string& what) const {
+  try {
+    return std::make_shared<backend::Allocation>(method_->device(), method_->device_index(), bytes,
+                                                 /*zeroed=*/false);
+  } catch (const Error& e) {
+    // Nothing has changed yet: the method keeps its inputs and buffers, and
+    // the next call tries again.
+    throw Error(e.code(),
+                str_cat("method '", printable(method_->name()), "', ", what, ": ", e.what()));
+  }
+}
+
 std::shared_ptr<backend::Allocation> MethodRunner::acquire(size_t output, size_t bytes) {
   auto& pool = pools_[output];
   std::shared_ptr<backend::Allocation>* best = nullptr;
@@ -99,8 +112,7 @@ std::shared_ptr<backend::Allocation> MethodRunner::acquire(size_t output, size_t
   }
   if (best != nullptr) return *best;
   // Kernels write every byte before anyone reads it: no need to zero.
-  pool.push_back(std::make_shared<backend::Allocation>(method_->device(), method_->device_index(),
-                                                       bytes, /*zeroed=*/false));
+  pool.push_back(new_buffer(bytes, str_cat("output ", output)));
   return pool.back();
 }
 
@@ -217,12 +229,11 @@ std::vector<OutputValue> MethodRunner::get_outputs(bool clone) {
 TensorResult MethodRunner::attribute(const std::string& name) {
   std::lock_guard lock(mutex_);
   Tensor* t = method_->attribute(name);
-  PTERUN_CHECK(t != nullptr, ErrorCode::InvalidArgument, "method '", method_->name(),
-               "' has no attribute '", name, "'");
+  PTERUN_CHECK(t != nullptr, ErrorCode::InvalidArgument, "method '", printable(method_->name()),
+               "' has no attribute '", printable(name), "'");
   PTERUN_CHECK(t->data() != nullptr || t->numel() == 0, ErrorCode::InvalidState, "method '",
-               method_->name(), "': attribute '", name, "' has no data");
-  auto buffer = std::make_shared<backend::Allocation>(method_->device(), method_->device_index(),
-                                                      t->nbytes(), /*zeroed=*/false);
+               printable(method_->name()), "': attribute '", printable(name), "' has no data");
+  auto buffer = new_buffer(t->nbytes(), str_cat("attribute '", printable(name), "'"));
   TensorResult r;
   fill_result(r);
   r.dtype = t->dtype();
