@@ -93,7 +93,9 @@ class Method {
 
   /// Runs every instruction and, on a GPU, waits once for the stream at
   /// the end (B19). Error InvalidState when an input was never set; kernel
-  /// errors carry the instruction and operator.
+  /// errors carry the instruction and operator, and a kernel that refuses
+  /// its arguments (they come from the program: the inputs were checked)
+  /// is InvalidProgram.
   void execute() {
     execute_async();
     wait();

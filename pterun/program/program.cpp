@@ -4,6 +4,7 @@
 
 #include "pterun/core/error.h"
 #include "pterun/core/logging.h"
+#include "pterun/core/text.h"
 
 namespace pterun {
 
@@ -13,7 +14,7 @@ std::shared_ptr<const Program> Program::load(Buffer program, Buffer data) {
   p->desc_ = format::read_program(*program);
   if (data != nullptr) p->external_ = format::read_external_data(*data);
   if (p->desc_.uses_inline_constant_buffer && p->desc_.constant_bytes > 0) {
-    log(LogLevel::Warning, "program '" + program->origin() +
+    log(LogLevel::Warning, "program '" + printable(program->origin()) +
                                "' keeps its constants in the deprecated inline constant_buffer; "
                                "re-export it with a current ExecuTorch");
   }
@@ -39,9 +40,10 @@ const format::MethodDesc& Program::method(const std::string& name) const {
   const format::MethodDesc* m = desc_.find_method(name);
   if (m == nullptr) {
     std::string known;
-    for (const auto& n : desc_.methods) known += (known.empty() ? "'" : ", '") + n.name + "'";
+    for (const auto& n : desc_.methods)
+      known += (known.empty() ? "'" : ", '") + printable(n.name) + "'";
     throw_error(ErrorCode::InvalidArgument,
-                str_cat("program: no method named '", name, "' (it has ", known, ")"));
+                str_cat("program: no method named '", printable(name), "' (it has ", known, ")"));
   }
   return *m;
 }

@@ -4,6 +4,7 @@
 #include <nanobind/stl/vector.h>
 
 #include "pterun/core/error.h"
+#include "pterun/core/text.h"
 #include "pterun/program/program.h"
 #include "python/src/convert.h"
 #include "python/src/method.h"
@@ -71,7 +72,7 @@ std::string tensor_info_repr(const TensorInfo& t) {
       "TensorInfo(sizes=(", sizes, "), dtype=", dtype_name(t.dtype), ", dim_order=(", order,
       "), shape_dynamism='", shape_dynamism_name(t.dynamism),
       "', is_memory_planned=", t.is_memory_planned ? "True" : "False", ", nbytes=", t.nbytes);
-  if (!t.name.empty()) out += ", name='" + t.name + "'";
+  if (!t.name.empty()) out += ", name='" + printable(t.name) + "'";
   return out + ")";
 }
 
@@ -151,10 +152,12 @@ void bind_method_meta(nb::module_& m) {
       .def("attribute_tensor_meta", &MethodMeta::attribute_tensor_meta, "index"_a)
       .def("__repr__", [](const MethodMeta& mm) {
         std::string backends;
-        for (const auto& b : mm.backends()) backends += (backends.empty() ? "'" : ", '") + b + "'";
-        return str_cat("MethodMeta(name='", mm.name(), "', inputs=", io_summary(mm, true),
-                       ", outputs=", io_summary(mm, false), ", backends=(", backends,
-                       mm.backends().size() == 1 ? ",)" : ")", ")");
+        for (const auto& b : mm.backends()) {
+          backends += (backends.empty() ? "'" : ", '") + printable(b) + "'";
+        }
+        return str_cat("MethodMeta(name='", printable(mm.name()),
+                       "', inputs=", io_summary(mm, true), ", outputs=", io_summary(mm, false),
+                       ", backends=(", backends, mm.backends().size() == 1 ? ",)" : ")", ")");
       });
 }
 
@@ -175,7 +178,7 @@ void bind_program(nb::module_& m) {
       .def("__repr__", [](const PyProgram& p) {
         std::string names;
         for (const auto& n : p.program->method_names()) {
-          names += (names.empty() ? "'" : ", '") + n + "'";
+          names += (names.empty() ? "'" : ", '") + printable(n) + "'";
         }
         return "Program(methods=[" + names + "])";
       });

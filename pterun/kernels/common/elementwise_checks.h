@@ -11,6 +11,7 @@
 #include "pterun/core/error.h"
 #include "pterun/core/scalar.h"
 #include "pterun/core/tensor.h"
+#include "pterun/core/text.h"
 #include "pterun/core/value.h"
 #include "pterun/kernels/common/dtype_util.h"
 #include "pterun/kernels/common/elementwise_math.h"
@@ -72,7 +73,7 @@ inline std::optional<std::string_view> rounding_mode(const Value& v, const char*
   if (v.is_none()) return std::nullopt;
   std::string_view mode = v.to_string();
   PTERUN_CHECK(mode == "trunc" || mode == "floor", ErrorCode::InvalidArgument, op,
-               ": rounding_mode must be 'trunc', 'floor' or None, got '", mode, "'");
+               ": rounding_mode must be 'trunc', 'floor' or None, got '", printable(mode), "'");
   return mode;
 }
 

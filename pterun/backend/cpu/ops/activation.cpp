@@ -11,6 +11,7 @@
 
 #include "pterun/backend/cpu/ops/ops.h"
 #include "pterun/backend/cpu/ops/vec_math.h"
+#include "pterun/core/text.h"
 #include "pterun/core/value.h"
 #include "pterun/kernels/common/elementwise.h"
 #include "pterun/kernels/common/elementwise_checks.h"
@@ -183,7 +184,7 @@ void gelu_out(KernelContext& ctx, std::span<Value* const> args) {
   std::string_view approximate = args[1]->to_string();
   Tensor& out = args[2]->to_tensor();
   PTERUN_CHECK(approximate == "none" || approximate == "tanh", ErrorCode::InvalidArgument, op,
-               ": approximate must be 'none' or 'tanh', got '", approximate, "'");
+               ": approximate must be 'none' or 'tanh', got '", printable(approximate), "'");
   prepare_same_type(in, out, Family::FloatHBF16, op);
   visit_float(in.dtype(), [&]<typename C>() {
     if (approximate == "tanh") {

@@ -12,6 +12,7 @@
 #include "pterun/backend/cuda/ops/device_math.cuh"
 #include "pterun/backend/cuda/ops/elementwise.cuh"
 #include "pterun/backend/cuda/ops/ops.h"
+#include "pterun/core/text.h"
 #include "pterun/core/value.h"
 #include "pterun/kernels/common/elementwise_checks.h"
 #include "pterun/kernels/common/elementwise_util.h"
@@ -222,7 +223,7 @@ void gelu_out(KernelContext& ctx, std::span<Value* const> args) {
   std::string_view approximate = args[1]->to_string();
   Tensor& out = args[2]->to_tensor();
   PTERUN_CHECK(approximate == "none" || approximate == "tanh", ErrorCode::InvalidArgument, op,
-               ": approximate must be 'none' or 'tanh', got '", approximate, "'");
+               ": approximate must be 'none' or 'tanh', got '", printable(approximate), "'");
   prepare_same_type(in, out, Family::FloatHBF16, op);
   if (approximate == "tanh") {
     float_map(ctx, in, out, op, [&]<typename C>() { return Gelu<C, true>{}; });
