@@ -4,6 +4,7 @@
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include "pterun/kernels/kernel.h"
 
@@ -23,6 +24,9 @@ class KernelRegistry {
   KernelFn find(std::string_view name, Device device) const;
 
   size_t size() const { return kernels_.size(); }
+
+  /// Names of the operators with a kernel for `device`, sorted.
+  std::vector<std::string> names(Device device) const;
 
  private:
   std::map<std::pair<std::string, Device>, KernelFn, std::less<>> kernels_;
