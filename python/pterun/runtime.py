@@ -151,6 +151,24 @@ def _index(index: int, count: int) -> int:
     return index
 
 
+def _as_sequence(inputs: Any) -> Any:
+    """Another iterable of inputs becomes a list; a single array (or any
+    object pterun reads as one value) is passed on, and pterun's TypeError
+    says that inputs must be a list or tuple (a NumPy array is never taken
+    for a sequence of rows)."""
+    if isinstance(inputs, (list, tuple)):
+        return inputs
+    one_value = (str, bytes, bytearray, memoryview)
+    if isinstance(inputs, one_value) or any(
+        hasattr(inputs, attr) for attr in ("__dlpack__", "__array__", "__array_interface__")
+    ):
+        return inputs
+    try:
+        return list(inputs)
+    except TypeError:
+        return inputs
+
+
 class Method:
     """A method loaded from a Program, run with ``execute(inputs)``."""
 
@@ -160,7 +178,7 @@ class Method:
     def execute(self, inputs: Sequence[Any]) -> List[Any]:
         """Runs the method on ``inputs`` (a list or tuple: arrays, DLPack
         objects, pterun tensors, numbers) and returns its outputs."""
-        return self._method(inputs if isinstance(inputs, (list, tuple)) else list(inputs))
+        return self._method(_as_sequence(inputs))
 
     __call__ = execute
 

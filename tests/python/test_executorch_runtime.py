@@ -126,6 +126,9 @@ def test_inputs_from_numpy_dlpack_and_lists(manifest):
         np.testing.assert_array_equal(np.from_dlpack(out), data["c1_out0"])
     (out,) = forward(iter([x, y]))  # any sequence, as ExecuTorch's
     np.testing.assert_array_equal(out.numpy(), data["c1_out0"])
+    # A single array is not a sequence of its rows.
+    with pytest.raises(TypeError):
+        forward.execute(np.stack([x, y]))
 
 
 def test_bundled_program_runs_through_load_program():
