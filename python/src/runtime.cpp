@@ -57,7 +57,7 @@ void init_runtime(nb::module_& m) {
         PTERUN_CHECK(device == "cpu" || device == "cuda", ErrorCode::InvalidArgument,
                      "operator_names: device must be 'cpu' or 'cuda', got '", device, "'");
         return kernels::KernelRegistry::global().names(device == "cpu" ? kernels::Device::CPU
-                                                                        : kernels::Device::CUDA);
+                                                                       : kernels::Device::CUDA);
       },
       nb::arg("device") = "cpu",
       "Operators this build has kernels for on 'cpu' or 'cuda' (sorted names such as "
