@@ -1,7 +1,7 @@
 # Decides whether the CUDA backend is built: it needs a CUDA compiler and
 # cuBLAS's headers (cuBLAS itself is loaded at run time, see
 # pterun/backend/cuda/cublas_loader.cpp). Sets PTERUN_HAS_CUDA,
-# PTERUN_CUBLAS_INCLUDE, PTERUN_CUBLAS_LIBDIR (where the build found the
+# PTERUN_CUBLAS_INCLUDE_DIR, PTERUN_CUBLAS_LIBDIR (where the build found the
 # libraries, searched at run time after the installed locations) and
 # PTERUN_CUDA_STATUS (why, in words).
 #
@@ -37,6 +37,14 @@ if(NOT PTERUN_CUBLAS_ROOT)
       OUTPUT_VARIABLE PTERUN_CUBLAS_ROOT OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET)
   endif()
 endif()
+# An isolated build (pip) finds the wheel in a temporary environment that
+# is gone by the next build in the same folder: search again then.
+if(PTERUN_CUBLAS_INCLUDE AND NOT EXISTS "${PTERUN_CUBLAS_INCLUDE}/cublas_v2.h")
+  unset(PTERUN_CUBLAS_INCLUDE CACHE)
+endif()
+if(PTERUN_CUBLAS_LIB AND NOT EXISTS "${PTERUN_CUBLAS_LIB}")
+  unset(PTERUN_CUBLAS_LIB CACHE)
+endif()
 find_path(PTERUN_CUBLAS_INCLUDE cublas_v2.h
   HINTS ${CUDAToolkit_INCLUDE_DIRS} ${PTERUN_CUBLAS_ROOT}/include NO_DEFAULT_PATH)
 if(NOT PTERUN_CUBLAS_INCLUDE)
@@ -44,6 +52,14 @@ if(NOT PTERUN_CUBLAS_INCLUDE)
     "'nvidia-cublas>=13,<14', or -DPTERUN_CUBLAS_ROOT=DIR)")
   unset(PTERUN_CUBLAS_INCLUDE CACHE)
   return()
+endif()
+# The wheel's headers are copied to a fixed place in the build folder, so
+# that a new temporary environment does not change every compile command.
+set(PTERUN_CUBLAS_INCLUDE_DIR ${PTERUN_CUBLAS_INCLUDE})
+if(PTERUN_CUBLAS_ROOT AND PTERUN_CUBLAS_INCLUDE STREQUAL "${PTERUN_CUBLAS_ROOT}/include")
+  file(GLOB PTERUN_CUBLAS_HEADERS "${PTERUN_CUBLAS_INCLUDE}/cublas*.h")
+  file(COPY ${PTERUN_CUBLAS_HEADERS} DESTINATION ${CMAKE_BINARY_DIR}/cublas-include)
+  set(PTERUN_CUBLAS_INCLUDE_DIR ${CMAKE_BINARY_DIR}/cublas-include)
 endif()
 find_file(PTERUN_CUBLAS_LIB NAMES libcublas.so.13
   HINTS ${CUDAToolkit_LIBRARY_DIR} ${PTERUN_CUBLAS_ROOT}/lib NO_DEFAULT_PATH)
