@@ -130,4 +130,12 @@ KernelFn KernelRegistry::find(std::string_view name, Device device) const {
   return k == nullptr ? nullptr : k->fn;
 }
 
+std::vector<std::string> KernelRegistry::names(Device device) const {
+  std::vector<std::string> out;
+  for (const auto& [key, fn] : kernels_) {
+    if (key.second == device) out.push_back(key.first);
+  }
+  return out;
+}
+
 }  // namespace pterun::kernels

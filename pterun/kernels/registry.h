@@ -6,6 +6,7 @@
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include "pterun/core/dtype.h"
 #include "pterun/core/value_kind.h"
@@ -63,6 +64,9 @@ class KernelRegistry {
   const KernelInfo* info(std::string_view name, Device device) const;
 
   size_t size() const { return kernels_.size(); }
+
+  /// Names of the operators with a kernel for `device`, sorted.
+  std::vector<std::string> names(Device device) const;
 
  private:
   std::map<std::pair<std::string, Device>, KernelInfo, std::less<>> kernels_;

@@ -5,11 +5,22 @@
 #include "pterun/core/error.h"
 #include "pterun/core/logging.h"
 #include "pterun/core/text.h"
+#include "pterun/format/bundled_reader.h"
 
 namespace pterun {
 
+Program::Buffer Program::unbundle(Buffer file) {
+  if (file == nullptr || !format::is_bundled_program(file->bytes())) return file;
+  format::BundledDesc bundle = format::read_bundled_program(*file);
+  std::string origin = str_cat(file->origin(), " (the program inside the bundle)");
+  return format::DataBuffer::borrow(
+      bundle.program, std::const_pointer_cast<format::DataBuffer>(file), std::move(origin));
+}
+
 std::shared_ptr<const Program> Program::load(Buffer program, Buffer data) {
   PTERUN_CHECK(program != nullptr, ErrorCode::InvalidArgument, "load: no program bytes");
+  // A bundled program (.bpte) runs the program it holds.
+  program = unbundle(std::move(program));
   std::shared_ptr<Program> p(new Program());
   p->desc_ = format::read_program(*program);
   if (data != nullptr) p->external_ = format::read_external_data(*data);

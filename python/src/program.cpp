@@ -32,9 +32,22 @@ Buffer read_source(nb::handle src, const char* what) {
     }
     return format::DataBuffer::map_file(nb::cast<std::string>(path));
   }
+  if (!PyObject_CheckBuffer(src.ptr()) && nb::hasattr(src, "read")) {
+    // A file-like object (io.BytesIO, an open binary file): its remaining
+    // bytes, as ExecuTorch's load_program reads them.
+    nb::object bytes = src.attr("read")();
+    if (!PyBytes_Check(bytes.ptr()) && !PyByteArray_Check(bytes.ptr())) {
+      throw nb::type_error((std::string(what) + ": read() returned " +
+                            nb::cast<std::string>(nb::str(bytes.type().attr("__name__"))) +
+                            ", not bytes (open the file in binary mode)")
+                               .c_str());
+    }
+    return read_source(bytes, what);
+  }
   if (!PyObject_CheckBuffer(src.ptr())) {
     throw nb::type_error((std::string(what) +
-                          ": expected a path (str, os.PathLike) or a bytes-like object, got " +
+                          ": expected a path (str, os.PathLike), a bytes-like object or a "
+                          "binary file-like object, got " +
                           nb::cast<std::string>(nb::str(src.type().attr("__name__"))))
                              .c_str());
   }
@@ -192,8 +205,9 @@ void bind_program(nb::module_& m) {
         return PyProgram{Program::load(std::move(program), std::move(data_buffer))};
       },
       "src"_a, nb::kw_only(), "data"_a = nb::none(),
-      "Loads a .pte program from a path (memory-mapped) or a bytes-like object, with an "
-      "optional .ptd data file. Raises FileNotFoundError for a missing file and "
+      "Loads a .pte program from a path (memory-mapped), a bytes-like object or a binary "
+      "file-like object, with an optional .ptd data file (the same kinds). A bundled program "
+      "(.bpte) loads the program inside it. Raises FileNotFoundError for a missing file and "
       "ProgramError for a damaged one.");
 }
 

@@ -19,6 +19,7 @@
 
 #include "pterun/backend/device.h"
 #include "pterun/core/error.h"
+#include "pterun/core/logging.h"
 #include "pterun/core/value.h"
 #include "pterun/kernels/common/strided_copy.h"
 #include "pterun/kernels/registry.h"
@@ -253,6 +254,11 @@ void init_testing(nb::module_& m) {
   m.def("_testing_time_kernel", &time_kernel, nb::arg("name"), nb::arg("args"),
         nb::arg("num_threads") = 1, nb::arg("device") = "cuda:0", nb::arg("iterations") = 50,
         "Test hook: median seconds per run of one kernel (see pterun._testing).");
+  m.def(
+      "_testing_log",
+      [](int level, const std::string& message) { log(static_cast<LogLevel>(level), message); },
+      nb::arg("level"), nb::arg("message"),
+      "Test hook: a message through the runtime's own log (B24).");
 }
 
 }  // namespace pterun::python
