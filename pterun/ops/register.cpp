@@ -103,6 +103,7 @@ void register_ops(kernels::KernelRegistry& registry, Device device, const OpBack
   detail::g_backends[static_cast<size_t>(device)] = &backend;
   for (const OpDef& op : kOps) {
     if (!backend.provides(op.family)) continue;
+    if (op.provided != nullptr && !op.provided(backend)) continue;
     kernels::KernelInfo info;
     info.fn = op.fn;
     info.num_args = op.num_args;
