@@ -276,6 +276,14 @@ def test_bitwise_not(dtype):
     check("aten::bitwise_not.out", x, Out(dtype, x.shape))
 
 
+def test_bitwise_not_of_unsupported_unsigned_is_a_value_error():
+    # Raised by the front-end, as the CPU kernel raised it (CUDA used to
+    # raise NotImplementedError).
+    with pytest.raises(ValueError, match="dtype uint16 is not supported"):
+        call_kernel("aten::bitwise_not.out", np.ones(3, np.uint16), Out(np.uint16, (3,)),
+                    device="cuda:0")
+
+
 @pytest.mark.parametrize("name", ["isnan", "isinf"])
 @pytest.mark.parametrize("dtype", FLOATS + [np.int32, np.bool_])
 def test_isnan_isinf(name, dtype):
