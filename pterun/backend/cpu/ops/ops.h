@@ -12,14 +12,11 @@ namespace pterun::cpu {
 const ops::Mover& cpu_mover();                 // shape.cpp
 const ops::SoftmaxBackend& softmax_backend();  // softmax.cpp
 const ops::NormBackend& norm_backend();        // norm.cpp
+// binary.cpp, gathering unary.cpp, compare.cpp and activation.cpp
+const ops::ElementwiseBackend& elementwise_backend();
 
 // Families not yet behind the operator front-ends register their own
 // kernels.
-void register_binary_ops(kernels::KernelRegistry& r);   // add, sub, mul, div, pow, remainder ...
-void register_unary_ops(kernels::KernelRegistry& r);    // neg, exp, sqrt, rsqrt, sin ...
-void register_compare_ops(kernels::KernelRegistry& r);  // eq, ne, lt, le, gt, ge; logical_*; where
-void register_activation_ops(
-    kernels::KernelRegistry& r);                         // relu, gelu, sigmoid, hardtanh, clamp ...
 void register_reduce_ops(kernels::KernelRegistry& r);    // sum, mean, any, amax, argmax ...
 void register_matmul_ops(kernels::KernelRegistry& r);    // mm, addmm, bmm, linear
 void register_conv_ops(kernels::KernelRegistry& r);      // convolution

@@ -1,9 +1,8 @@
 #pragma once
 
-// Host-side argument checks of the elementwise kernel families (binary,
-// unary, compare, activation), shared by the CPU and CUDA kernels so both
-// backends validate, promote and resize identically and raise the same
-// messages.
+// Argument checks of the elementwise front-ends (elementwise_*.cpp):
+// dtypes, promotion and output resizing, each raising Error
+// InvalidArgument with a message that starts with the operator's name.
 
 #include <optional>
 #include <string_view>
@@ -12,17 +11,16 @@
 #include "pterun/core/scalar.h"
 #include "pterun/core/tensor.h"
 #include "pterun/core/text.h"
-#include "pterun/core/value.h"
 #include "pterun/kernels/common/dtype_util.h"
 #include "pterun/kernels/common/elementwise_math.h"
 #include "pterun/kernels/common/shape_util.h"
 
-namespace pterun::kernels {
+namespace pterun::ops {
 
 /// Error InvalidArgument unless t's dtype is in `family` ("op: what has
 /// unsupported dtype ...").
-inline void check_dtype(const Tensor& t, Family family, const char* op, const char* what) {
-  PTERUN_CHECK(in_family(t.dtype(), family), ErrorCode::InvalidArgument, op, ": ", what,
+inline void check_dtype(const Tensor& t, kernels::Family family, const char* op, const char* what) {
+  PTERUN_CHECK(kernels::in_family(t.dtype(), family), ErrorCode::InvalidArgument, op, ": ", what,
                " has unsupported dtype ", dtype_name(t.dtype()));
 }
 
@@ -31,14 +29,14 @@ inline void check_dtype(const Tensor& t, Family family, const char* op, const ch
 /// out; resizes out to the broadcast shape. Returns the promoted type.
 inline DType prepare_binary(const Tensor& a, const Tensor& b, Tensor& out, const char* op,
                             bool bool_ok = true) {
-  check_dtype(a, Family::RealHBBF16, op, "self");
-  check_dtype(b, Family::RealHBBF16, op, "other");
-  check_dtype(out, Family::RealHBBF16, op, "out");
-  DType common = promote_types(a.dtype(), b.dtype(), op);
+  check_dtype(a, kernels::Family::RealHBBF16, op, "self");
+  check_dtype(b, kernels::Family::RealHBBF16, op, "other");
+  check_dtype(out, kernels::Family::RealHBBF16, op, "out");
+  DType common = kernels::promote_types(a.dtype(), b.dtype(), op);
   PTERUN_CHECK(bool_ok || common != DType::Bool, ErrorCode::InvalidArgument, op,
                ": bool tensors are not supported");
-  check_can_cast(common, out.dtype(), op);
-  resize_to_broadcast(out, {&a, &b}, op);
+  kernels::check_can_cast(common, out.dtype(), op);
+  kernels::resize_to_broadcast(out, {&a, &b}, op);
   return common;
 }
 
@@ -46,41 +44,39 @@ inline DType prepare_binary(const Tensor& a, const Tensor& b, Tensor& out, const
 /// with `exact_out` out must have exactly that type.
 inline DType prepare_scalar(const Tensor& a, const Scalar& s, Tensor& out, const char* op,
                             bool bool_ok, bool exact_out) {
-  check_dtype(a, Family::RealHBBF16, op, "self");
-  check_dtype(out, Family::RealHBBF16, op, "out");
-  DType common = promote_with_scalar(a.dtype(), s);
+  check_dtype(a, kernels::Family::RealHBBF16, op, "self");
+  check_dtype(out, kernels::Family::RealHBBF16, op, "out");
+  DType common = kernels::promote_with_scalar(a.dtype(), s);
   PTERUN_CHECK(bool_ok || common != DType::Bool, ErrorCode::InvalidArgument, op,
                ": bool tensors are not supported");
   if (exact_out) {
     PTERUN_CHECK(out.dtype() == common, ErrorCode::InvalidArgument, op, ": out must be ",
                  dtype_name(common), ", got ", dtype_name(out.dtype()));
   } else {
-    check_can_cast(common, out.dtype(), op);
+    kernels::check_can_cast(common, out.dtype(), op);
   }
-  resize_output(out, a.sizes(), op);
+  kernels::resize_output(out, a.sizes(), op);
   return common;
 }
 
 /// Error InvalidArgument for a float alpha with an integral result.
 inline void check_alpha(const Scalar& alpha, DType common, const char* op) {
-  PTERUN_CHECK(!(alpha.is_floating() && is_integral(common, true)), ErrorCode::InvalidArgument, op,
-               ": a float alpha needs a floating result, not ", dtype_name(common));
+  PTERUN_CHECK(!(alpha.is_floating() && kernels::is_integral(common, true)),
+               ErrorCode::InvalidArgument, op, ": a float alpha needs a floating result, not ",
+               dtype_name(common));
 }
 
-/// The rounding_mode argument of div: nullopt for None, else "trunc" or
-/// "floor" (Error InvalidArgument otherwise).
-inline std::optional<std::string_view> rounding_mode(const Value& v, const char* op) {
-  if (v.is_none()) return std::nullopt;
-  std::string_view mode = v.to_string();
-  PTERUN_CHECK(mode == "trunc" || mode == "floor", ErrorCode::InvalidArgument, op,
-               ": rounding_mode must be 'trunc', 'floor' or None, got '", printable(mode), "'");
-  return mode;
+/// Error InvalidArgument unless div's rounding_mode is None, "trunc" or
+/// "floor".
+inline void check_rounding_mode(std::optional<std::string_view> mode, const char* op) {
+  PTERUN_CHECK(!mode || *mode == "trunc" || *mode == "floor", ErrorCode::InvalidArgument, op,
+               ": rounding_mode must be 'trunc', 'floor' or None, got '", printable(*mode), "'");
 }
 
 /// True division's type: integer inputs divide in float32.
 inline DType true_division_type(DType a, DType b, const char* op) {
-  bool fa = is_floating(a), fb = is_floating(b);
-  if (fa && fb) return promote_types(a, b, op);
+  bool fa = kernels::is_floating(a), fb = kernels::is_floating(b);
+  if (fa && fb) return kernels::promote_types(a, b, op);
   if (fa) return a;
   if (fb) return b;
   return DType::Float32;
@@ -88,7 +84,7 @@ inline DType true_division_type(DType a, DType b, const char* op) {
 
 /// Error InvalidArgument unless a bitwise op's type is integral or bool.
 inline void check_bitwise_type(DType common, const char* op) {
-  PTERUN_CHECK(is_integral(common, true), ErrorCode::InvalidArgument, op,
+  PTERUN_CHECK(kernels::is_integral(common, true), ErrorCode::InvalidArgument, op,
                ": needs integer or bool operands, got ", dtype_name(common));
 }
 
@@ -100,18 +96,20 @@ inline void check_out_same_dtype(const Tensor& in, const Tensor& out, const char
 }
 
 /// Input of `family`, out of the same dtype, out resized to the input.
-inline void prepare_same_type(const Tensor& in, Tensor& out, Family family, const char* op) {
+inline void prepare_same_type(const Tensor& in, Tensor& out, kernels::Family family,
+                              const char* op) {
   check_dtype(in, family, op, "self");
   check_out_same_dtype(in, out, op);
-  resize_output(out, in.sizes(), op);
+  kernels::resize_output(out, in.sizes(), op);
 }
 
 /// Error InvalidArgument when the Scalar does not fit dtype `d`.
 inline void check_scalar_fits(const Scalar& s, DType d, const char* op, const char* what) {
-  bool overflows =
-      visit(d, Family::RealHBBF16, op, [&]<typename T>() { return math::scalar_overflows<T>(s); });
+  bool overflows = kernels::visit(d, kernels::Family::RealHBBF16, op, [&]<typename T>() {
+    return kernels::math::scalar_overflows<T>(s);
+  });
   PTERUN_CHECK(!overflows, ErrorCode::InvalidArgument, op, ": ", what, " ", s.to_double(),
                " is out of range for ", dtype_name(d));
 }
 
-}  // namespace pterun::kernels
+}  // namespace pterun::ops
