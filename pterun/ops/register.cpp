@@ -9,6 +9,7 @@
 
 #include "pterun/ops/norm.h"
 #include "pterun/ops/prim.h"
+#include "pterun/ops/reduce.h"
 #include "pterun/ops/shape.h"
 #include "pterun/ops/softmax.h"
 
@@ -91,6 +92,32 @@ constexpr OpDef kOps[] = {
     def<&native_layer_norm_out>("aten::native_layer_norm.out", F::Norm),
     def<&batch_norm_no_training_out>("aten::_native_batch_norm_legit_no_training.out", F::Norm),
     def<&native_group_norm_out>("aten::native_group_norm.out", F::Norm),
+
+    // ---- reduce -----------------------------------------------------------------
+    def<&sum_dim_out>("aten::sum.IntList_out", F::Reduce),
+    def<&sum_out>("aten::sum.out", F::Reduce),
+    def<&mean_dim_out>("aten::mean.out", F::Reduce),
+    def<&mean_dtype_out>("aten::mean.dtype_out", F::Reduce),
+    def<&prod_out>("aten::prod.out", F::Reduce),
+    def<&prod_int_out>("aten::prod.int_out", F::Reduce),
+    def<&any_all_dim_out<true>>("aten::any.out", F::Reduce, kFold),
+    def<&any_all_dims_out<true>>("aten::any.dims_out", F::Reduce, kFold),
+    def<&any_all_all_out<true>>("aten::any.all_out", F::Reduce, kFold),
+    def<&any_all_dim_out<false>>("aten::all.out", F::Reduce, kFold),
+    def<&any_all_dims_out<false>>("aten::all.dims_out", F::Reduce),
+    def<&any_all_all_out<false>>("aten::all.all_out", F::Reduce, kFold),
+    def<&amax_amin_out<true>>("aten::amax.out", F::Reduce),
+    def<&amax_amin_out<false>>("aten::amin.out", F::Reduce),
+    def<&max_min_unary_out<true>>("aten::max.unary_out", F::Reduce),
+    def<&max_min_unary_out<false>>("aten::min.unary_out", F::Reduce),
+    def<&argmax_argmin_out<true>>("aten::argmax.out", F::Reduce),
+    def<&argmax_argmin_out<false>>("aten::argmin.out", F::Reduce),
+    def<&max_min_dim_out<true>>("aten::max.dim_max", F::Reduce),
+    def<&max_min_dim_out<false>>("aten::min.dim_min", F::Reduce),
+    def<&var_correction_out>("aten::var.correction_out", F::Reduce),
+    def<&var_out>("aten::var.out", F::Reduce),
+    def<&var_mean_correction_out>("aten::var_mean.correction_out", F::Reduce),
+    def<&cumsum_out>("aten::cumsum.out", F::Reduce),
 };
 
 }  // namespace

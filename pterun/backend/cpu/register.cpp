@@ -11,6 +11,7 @@ void register_cpu_kernels(KernelRegistry& r) {
     b.shape = &cpu::cpu_mover();
     b.softmax = &cpu::softmax_backend();
     b.norm = &cpu::norm_backend();
+    b.reduce = &cpu::reduce_backend();
     return b;
   }();
   ops::register_ops(r, Device::CPU, kBackend);
@@ -18,7 +19,6 @@ void register_cpu_kernels(KernelRegistry& r) {
   cpu::register_unary_ops(r);
   cpu::register_compare_ops(r);
   cpu::register_activation_ops(r);
-  cpu::register_reduce_ops(r);
   cpu::register_matmul_ops(r);
   cpu::register_conv_ops(r);
   cpu::register_pool_ops(r);

@@ -11,10 +11,10 @@ void register_cuda_kernels(KernelRegistry& r) {
     b.shape = &cuda_ops::cuda_mover();
     b.softmax = &cuda_ops::softmax_backend();
     b.norm = &cuda_ops::norm_backend();
+    b.reduce = &cuda_ops::reduce_backend();
     return b;
   }();
   ops::register_ops(r, Device::CUDA, kBackend);
-  cuda_ops::register_reduce_ops(r);
   cuda_ops::register_matmul_ops(r);
   cuda_ops::register_conv_ops(r);
   cuda_ops::register_pool_ops(r);

@@ -12,6 +12,7 @@ namespace pterun::cpu {
 const ops::Mover& cpu_mover();                 // shape.cpp
 const ops::SoftmaxBackend& softmax_backend();  // softmax.cpp
 const ops::NormBackend& norm_backend();        // norm.cpp
+const ops::ReduceBackend& reduce_backend();    // reduce.cpp
 
 // Families not yet behind the operator front-ends register their own
 // kernels.
@@ -20,7 +21,6 @@ void register_unary_ops(kernels::KernelRegistry& r);    // neg, exp, sqrt, rsqrt
 void register_compare_ops(kernels::KernelRegistry& r);  // eq, ne, lt, le, gt, ge; logical_*; where
 void register_activation_ops(
     kernels::KernelRegistry& r);                         // relu, gelu, sigmoid, hardtanh, clamp ...
-void register_reduce_ops(kernels::KernelRegistry& r);    // sum, mean, any, amax, argmax ...
 void register_matmul_ops(kernels::KernelRegistry& r);    // mm, addmm, bmm, linear
 void register_conv_ops(kernels::KernelRegistry& r);      // convolution
 void register_pool_ops(kernels::KernelRegistry& r);      // max/avg/adaptive pooling

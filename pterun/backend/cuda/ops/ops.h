@@ -12,10 +12,10 @@ namespace pterun::kernels::cuda_ops {
 const ops::Mover& cuda_mover();                // shape.cu
 const ops::SoftmaxBackend& softmax_backend();  // softmax.cu
 const ops::NormBackend& norm_backend();        // norm.cu
+const ops::ReduceBackend& reduce_backend();    // reduce_host.cpp
 
 // Families not yet behind the operator front-ends register their own
 // kernels.
-void register_reduce_ops(KernelRegistry& r);      // reduce_host.cpp
 void register_matmul_ops(KernelRegistry& r);      // matmul.cu
 void register_conv_ops(KernelRegistry& r);        // conv.cu
 void register_pool_ops(KernelRegistry& r);        // pool_host.cpp
