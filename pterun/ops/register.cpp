@@ -7,6 +7,7 @@
 
 #include <iterator>
 
+#include "pterun/ops/nonzero.h"
 #include "pterun/ops/norm.h"
 #include "pterun/ops/prim.h"
 #include "pterun/ops/reduce.h"
@@ -118,6 +119,9 @@ constexpr OpDef kOps[] = {
     def<&var_out>("aten::var.out", F::Reduce),
     def<&var_mean_correction_out>("aten::var_mean.correction_out", F::Reduce),
     def<&cumsum_out>("aten::cumsum.out", F::Reduce),
+
+    // ---- nonzero ----------------------------------------------------------------
+    def<&nonzero_out>("aten::nonzero.out", F::Nonzero),
 };
 
 }  // namespace
