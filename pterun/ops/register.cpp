@@ -7,6 +7,7 @@
 
 #include <iterator>
 
+#include "pterun/ops/index.h"
 #include "pterun/ops/nonzero.h"
 #include "pterun/ops/norm.h"
 #include "pterun/ops/prim.h"
@@ -119,6 +120,18 @@ constexpr OpDef kOps[] = {
     def<&var_out>("aten::var.out", F::Reduce),
     def<&var_mean_correction_out>("aten::var_mean.correction_out", F::Reduce),
     def<&cumsum_out>("aten::cumsum.out", F::Reduce),
+
+    // ---- index ------------------------------------------------------------------
+    def<&embedding_out>("aten::embedding.out", F::Index),
+    def<&index_select_out>("aten::index_select.out", F::Index),
+    def<&gather_out>("aten::gather.out", F::Index),
+    def<&scatter_src_out>("aten::scatter.src_out", F::Index),
+    def<&scatter_value_out>("aten::scatter.value_out", F::Index),
+    def<&scatter_add_out>("aten::scatter_add.out", F::Index),
+    def<&masked_fill_out>("aten::masked_fill.Scalar_out", F::Index),
+    def<&index_tensor_out>("aten::index.Tensor_out", F::Index),
+    def<&index_put_out>("aten::index_put.out", F::Index),
+    def<&index_put_>("aten::index_put_", F::Index),
 
     // ---- nonzero ----------------------------------------------------------------
     def<&nonzero_out>("aten::nonzero.out", F::Nonzero),

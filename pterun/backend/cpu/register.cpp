@@ -12,6 +12,7 @@ void register_cpu_kernels(KernelRegistry& r) {
     b.softmax = &cpu::softmax_backend();
     b.norm = &cpu::norm_backend();
     b.reduce = &cpu::reduce_backend();
+    b.index = &cpu::index_backend();
     b.nonzero = &cpu::nonzero_backend();
     return b;
   }();
@@ -24,7 +25,6 @@ void register_cpu_kernels(KernelRegistry& r) {
   cpu::register_conv_ops(r);
   cpu::register_pool_ops(r);
   cpu::register_copy_ops(r);
-  cpu::register_index_ops(r);
   cpu::register_creation_ops(r);
 }
 

@@ -12,6 +12,7 @@ void register_cuda_kernels(KernelRegistry& r) {
     b.softmax = &cuda_ops::softmax_backend();
     b.norm = &cuda_ops::norm_backend();
     b.reduce = &cuda_ops::reduce_backend();
+    b.index = &cuda_ops::index_backend();
     b.nonzero = &cuda_ops::nonzero_backend();
     return b;
   }();
@@ -25,7 +26,6 @@ void register_cuda_kernels(KernelRegistry& r) {
   cuda_ops::register_activation_ops(r);
   cuda_ops::register_creation_ops(r);
   cuda_ops::register_copy_ops(r);
-  cuda_ops::register_index_ops(r);
 }
 
 }  // namespace pterun::kernels

@@ -13,6 +13,7 @@ const ops::Mover& cuda_mover();                // shape.cu
 const ops::SoftmaxBackend& softmax_backend();  // softmax.cu
 const ops::NormBackend& norm_backend();        // norm.cu
 const ops::ReduceBackend& reduce_backend();    // reduce_host.cpp
+const ops::IndexBackend& index_backend();      // index.cu
 const ops::NonzeroBackend& nonzero_backend();  // nonzero.cu
 
 // Families not yet behind the operator front-ends register their own
@@ -26,6 +27,5 @@ void register_compare_ops(KernelRegistry& r);     // compare.cu
 void register_activation_ops(KernelRegistry& r);  // activation.cu
 void register_creation_ops(KernelRegistry& r);    // creation.cu
 void register_copy_ops(KernelRegistry& r);        // copy.cu
-void register_index_ops(KernelRegistry& r);  // index.cu (embedding, gather, scatter, index ...)
 
 }  // namespace pterun::kernels::cuda_ops
