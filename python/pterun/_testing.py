@@ -1,5 +1,5 @@
 """Test helpers: run one kernel on NumPy arrays, on the CPU or a GPU (used by
-tests/python/kernels and tests/ops).
+the operator suite, tests/ops).
 
 Not part of the public API.
 """
