@@ -70,12 +70,7 @@ bool legacy_foldable(std::string_view name) {
                                                          "aten::zeros_like.out",
                                                          "aten::ones_like.out",
                                                          "aten::tril.out",
-                                                         "aten::triu.out",
-                                                         "aten::any.out",
-                                                         "aten::any.dims_out",
-                                                         "aten::any.all_out",
-                                                         "aten::all.out",
-                                                         "aten::all.all_out"};
+                                                         "aten::triu.out"};
   return ops.count(name) != 0;
 }
 

@@ -9,9 +9,12 @@
 
 #include "pterun/kernels/internal_ops.h"
 #include "pterun/ops/elementwise.h"
+#include "pterun/ops/index.h"
 #include "pterun/ops/kv_cache.h"
+#include "pterun/ops/nonzero.h"
 #include "pterun/ops/norm.h"
 #include "pterun/ops/prim.h"
+#include "pterun/ops/reduce.h"
 #include "pterun/ops/shape.h"
 #include "pterun/ops/softmax.h"
 
@@ -200,6 +203,46 @@ constexpr OpDef kOps[] = {
     def<&hardsigmoid_out>("aten::hardsigmoid.out", F::Elementwise),
     def<&hardswish_out>("aten::hardswish.out", F::Elementwise),
     def<&glu_out>("aten::glu.out", F::Elementwise),
+    // ---- reduce -----------------------------------------------------------------
+    def<&sum_dim_out>("aten::sum.IntList_out", F::Reduce),
+    def<&sum_out>("aten::sum.out", F::Reduce),
+    def<&mean_dim_out>("aten::mean.out", F::Reduce),
+    def<&mean_dtype_out>("aten::mean.dtype_out", F::Reduce),
+    def<&prod_out>("aten::prod.out", F::Reduce),
+    def<&prod_int_out>("aten::prod.int_out", F::Reduce),
+    def<&any_all_dim_out<true>>("aten::any.out", F::Reduce, kFold),
+    def<&any_all_dims_out<true>>("aten::any.dims_out", F::Reduce, kFold),
+    def<&any_all_all_out<true>>("aten::any.all_out", F::Reduce, kFold),
+    def<&any_all_dim_out<false>>("aten::all.out", F::Reduce, kFold),
+    def<&any_all_dims_out<false>>("aten::all.dims_out", F::Reduce),
+    def<&any_all_all_out<false>>("aten::all.all_out", F::Reduce, kFold),
+    def<&amax_amin_out<true>>("aten::amax.out", F::Reduce),
+    def<&amax_amin_out<false>>("aten::amin.out", F::Reduce),
+    def<&max_min_unary_out<true>>("aten::max.unary_out", F::Reduce),
+    def<&max_min_unary_out<false>>("aten::min.unary_out", F::Reduce),
+    def<&argmax_argmin_out<true>>("aten::argmax.out", F::Reduce),
+    def<&argmax_argmin_out<false>>("aten::argmin.out", F::Reduce),
+    def<&max_min_dim_out<true>>("aten::max.dim_max", F::Reduce),
+    def<&max_min_dim_out<false>>("aten::min.dim_min", F::Reduce),
+    def<&var_correction_out>("aten::var.correction_out", F::Reduce),
+    def<&var_out>("aten::var.out", F::Reduce),
+    def<&var_mean_correction_out>("aten::var_mean.correction_out", F::Reduce),
+    def<&cumsum_out>("aten::cumsum.out", F::Reduce),
+
+    // ---- index ------------------------------------------------------------------
+    def<&embedding_out>("aten::embedding.out", F::Index),
+    def<&index_select_out>("aten::index_select.out", F::Index),
+    def<&gather_out>("aten::gather.out", F::Index),
+    def<&scatter_src_out>("aten::scatter.src_out", F::Index),
+    def<&scatter_value_out>("aten::scatter.value_out", F::Index),
+    def<&scatter_add_out>("aten::scatter_add.out", F::Index),
+    def<&masked_fill_out>("aten::masked_fill.Scalar_out", F::Index),
+    def<&index_tensor_out>("aten::index.Tensor_out", F::Index),
+    def<&index_put_out>("aten::index_put.out", F::Index),
+    def<&index_put_>("aten::index_put_", F::Index),
+
+    // ---- nonzero ----------------------------------------------------------------
+    def<&nonzero_out>("aten::nonzero.out", F::Nonzero),
 };
 
 }  // namespace
