@@ -305,6 +305,28 @@ def test_mul_wide_values(device, dtype):
     check(device, "aten::mul.out", a, b, Out(dtype, (2, 3, 4)), expect=expected)
 
 
+@pytest.mark.parametrize("dtype", [np.uint8, np.int16, np.int32, np.int64])
+def test_integer_overflow_wraps(device, dtype):
+    # Integers wrap modulo 2**bits (as in PyTorch and NumPy) instead of
+    # overflowing, which would be undefined behaviour in C++.
+    info = np.iinfo(dtype)
+    a = np.array([info.max, info.min, info.max - 3, info.max // 3 + 1, -1 if info.min else 7], dtype=dtype)
+    b = np.array([info.max, -1 if info.min else 3, 7, info.max, info.min], dtype=dtype)
+    n = a.shape
+    with np.errstate(all="ignore"):
+        check(device, "aten::mul.out", a, b, Out(dtype, n), expect=a * b)
+        check(device, "aten::add.out", a, b, 1, Out(dtype, n), expect=a + b)
+        check(device, "aten::add.out", a, b, 3, Out(dtype, n), expect=a + b * dtype(3))
+        check(device, "aten::sub.out", a, b, 1, Out(dtype, n), expect=a - b)
+        check(device, "aten::sub.out", a, b, 5, Out(dtype, n), expect=a - b * dtype(5))
+        big = int(info.max // 2 + 1)
+        check(device, "aten::mul.Scalar_out", a, big, Out(dtype, n), expect=a * dtype(big))
+        check(device, "aten::add.Scalar_out", a, big, 3, Out(dtype, n),
+              expect=a + dtype(big) * dtype(3))
+        check(device, "aten::rsub.Scalar_out", a, big, 3, Out(dtype, n),
+              expect=dtype(big) - a * dtype(3))
+
+
 def test_add_alpha_and_bool(device):
     a, b = wide((4, 5), np.float32), wide((5,), np.float32)
     check(device, "aten::add.out", a, b, 2.5, Out(np.float32, (4, 5)),
