@@ -2,7 +2,7 @@
 
 // Bundled programs (.bpte): the program inside, its test cases, and
 // verification of a method's outputs against the expected ones with
-// ExecuTorch's rules (real-world-programs.md section 5.3), turned into
+// ExecuTorch's rules (docs/executorch-runtime.md, "Bundled programs"), turned into
 // results instead of aborts.
 
 #include <cstddef>

@@ -1,4 +1,4 @@
-// Checking and installing method inputs (behaviour.md B1, B3-B7, B9).
+// Checking and installing method inputs (docs/python-api.md, B1, B3-B7, B9).
 
 #include <algorithm>
 #include <array>

@@ -2,7 +2,8 @@
 
 // Bundled programs (.bpte, ExecuTorch's devtools): a whole .pte file plus,
 // per method, test cases of inputs and expected outputs
-// (real-world-programs.md section 5). Verified here like a program.
+// (docs/executorch-runtime.md, "Bundled programs"). Verified here like a
+// program.
 
 #include <cstdint>
 #include <span>

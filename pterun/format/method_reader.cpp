@@ -1,6 +1,6 @@
 // Decodes one ExecutionPlan into a MethodDesc, checking every index, size
-// and byte range it hands on (pte-format.md sections 3-5 and the gaps of
-// section 9.2).
+// and byte range it hands on (docs/format.md: "Tensors", "Memory planning",
+// "Execution" and "Checks beyond ExecuTorch's runtime").
 
 #include <algorithm>
 
@@ -91,7 +91,8 @@ class MethodReader {
       PTERUN_CHECK(v != nullptr, ErrorCode::InvalidProgram, what, ": missing");
       desc_.values.push_back(read_value(*v, i, what));
     }
-    // IntList items may name any Int value, earlier or later (gap 11).
+    // IntList items may name any Int value, earlier or later (sizes are read
+    // when used), and nothing else (docs/format.md, "Value kinds").
     for (size_t i = 0; i < desc_.values.size(); ++i) {
       const ValueDesc& v = desc_.values[i];
       if (v.kind != ValueKind::IntList) continue;
@@ -172,7 +173,8 @@ class MethodReader {
         PTERUN_CHECK(items != nullptr, ErrorCode::InvalidProgram, what, ": ",
                      value_kind_name(out.kind), " has no items");
         for (int32_t item : *items) {
-          // Members precede the list (gap 3: no forward references).
+          // Members precede the list: an item must be an earlier value, so a list
+          // never refers to a value not built yet (docs/format.md, "Value kinds").
           bool none = optional && (item == -1 || (item >= 0 && static_cast<size_t>(item) < index &&
                                                   desc_.values[item].kind == ValueKind::None));
           PTERUN_CHECK(none || (item >= 0 && static_cast<size_t>(item) < index &&

@@ -1,5 +1,6 @@
 // Front-ends of the binary arithmetic operators (elementwise.h):
-// ExecuTorch's promotion and cast rules (ops.md 3), then one op code for
+// ExecuTorch's promotion and cast rules (docs/operators.md, "Type
+// promotion"), then one op code for
 // the backend.
 
 #include "pterun/core/error.h"

@@ -1,4 +1,4 @@
-"""Memory that does not fit (behaviour.md, "Which exception": MemoryError):
+"""Memory that does not fit (docs/python-api.md, "Which exception": MemoryError):
 planned memory or an output buffer the device cannot hold raises
 MemoryError naming the method, the size and the device; nothing is left
 half-made, so the method, and the others on the device, keep working.

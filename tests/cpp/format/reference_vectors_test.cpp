@@ -1,6 +1,6 @@
-// The programs in shared/reference/vectors, written by ExecuTorch's own
-// tools in older format variants, load with the contents their README and
-// pte-format.md section 10 describe. They belong to the outside reference,
+// The programs in shared/reference/vectors (outside the repository),
+// written by ExecuTorch's own tools in older format variants, load with the
+// contents docs/format.md, "Reference vectors", describes. They belong to the outside reference,
 // not to this repository: without them these tests skip.
 
 #include <gtest/gtest.h>
