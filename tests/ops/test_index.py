@@ -11,14 +11,16 @@ distinct positions (duplicates race on a GPU)."""
 import numpy as np
 import pytest
 
-from harness import (BF16, CL, Out, T, bf16, cast, check, check_error, cpu_only, dtype_of,
-                     integers, normal, out_fill, permutation, rand, random, reference, tensor,
+from harness import (BF16, CL, Out, T, bf16, cast, check, check_error, cpu_only, cuda_only,
+                     dtype_of, integers, normal, out_fill, permutation, rand, random, reference, tensor,
                      value)
+from pterun._testing import call_kernel
 
 DTYPES = [np.float32, np.float16, BF16, np.float64, np.int64, np.int32, np.int8, np.uint8,
           np.bool_]
 FLOAT = (np.float32, np.float16, BF16, np.float64)
 INDEX_VALUES = "an index value out of range needs the data (the CUDA kernels cannot raise)"
+MASKS = "a boolean mask index sizes the result by its data (CUDA refuses it: see test_cuda_refuses_masks)"
 
 
 def values(shape, dtype):
@@ -322,7 +324,13 @@ def test_scatter_src_and_value(device, dtype, dim):
 def test_scatter_src_value_add(device, dim):
     x = normal((4, 5))
     src = normal((3, 4))
-    idx = integers(0, x.shape[dim], (2, 3))
+    # Distinct positions along dim: which of two writes to one place wins is
+    # unspecified (and differs between the CPU and a GPU).
+    n = x.shape[dim]
+    if dim == 0:
+        idx = np.stack([permutation(n)[:2] for _ in range(3)], axis=1)
+    else:
+        idx = np.stack([permutation(n)[:3] for _ in range(2)], axis=0)
     check(device, "aten::scatter.src_out", x, dim, idx, src, Out(np.float32, x.shape),
           expect=np_scatter(x, dim, idx, src, False))
     check(device, "aten::scatter.value_out", x, dim, idx, 2.5, Out(np.float32, x.shape),
@@ -474,6 +482,7 @@ def test_index_tensor_broadcast_adjacent_and_separated(device):
     index_case(device, x, [None, a, None, np.array([0, 2])], x[:, a, :, np.array([0, 2])])
 
 
+@cpu_only(MASKS)
 def test_index_tensor_bool_masks(device):
     x = normal((4, 5, 3))
     m = random((4, 5)) < 0.4
@@ -503,6 +512,18 @@ def test_index_tensor_layouts_threads_and_errors(device):
                 Out(np.float32, [2, 4, 5]), exc=IndexError)
     check_error(device, "aten::index.Tensor_out", x, [np.array([2])],
                 Out(np.float32, [1, 3, 4, 5]), exc=IndexError, cpu_only=INDEX_VALUES)
+
+
+@cuda_only("the CUDA kernels' refusal of mask indices")
+def test_cuda_refuses_masks(device):
+    x = normal((3, 4))
+    m = x > 0
+    with pytest.raises(NotImplementedError, match="boolean mask indices are not supported on CUDA"):
+        call_kernel("aten::index.Tensor_out", x, [m], Out(np.float32, [int(m.sum()), 4]),
+                    device=device)
+    with pytest.raises(NotImplementedError, match="boolean mask indices are not supported on CUDA"):
+        call_kernel("aten::index_put.out", x, [m], np.zeros(1, np.float32), False,
+                    Out(np.float32, [3, 4]), device=device)
 
 
 # ---- index_put -----------------------------------------------------------------------------------
@@ -567,7 +588,7 @@ def test_index_put_inplace_kv_cache_and_mask(device):
     x = normal((3, 4))
     m = x > 0
     check(device, "aten::index_put.out", x, [m], np.zeros(1, np.float32), False,
-          Out(np.float32, [3, 4]), expect=np.where(m, 0, x))
+          Out(np.float32, [3, 4]), expect=np.where(m, 0, x), cpu_only=MASKS)
     check_error(device, "aten::index_put.out", x, [np.array([0])], np.zeros((2, 4), np.float32),
                 False, Out(np.float32, [3, 4]), exc=ValueError)
     check_error(device, "aten::index_put.out", x, [np.array([3])], np.zeros(4, np.float32), False,
