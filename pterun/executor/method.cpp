@@ -62,7 +62,7 @@ void Method::Loader::allocate_buffers() {
   bool uses_shared = false;
   m.buffers_.resize(d.buffer_sizes.size());
   for (size_t i = 0; i < d.buffer_sizes.size(); ++i) {
-    if (i >= 1) {  // memory id 2 and above: shared state (B15a)
+    if (i >= 1) {  // memory id 2 and above: shared state (docs/python-api.md, B15a)
       uses_shared = uses_shared || d.buffer_sizes[i] > 0;
       continue;
     }

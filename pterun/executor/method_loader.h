@@ -64,7 +64,7 @@ struct Method::Loader {
   void allocate_unplanned_outputs(std::vector<backend::Allocation>& extra);
   // A tensor that is read but has no data from anywhere (not planned, not a
   // constant, not an input, not written by a kernel) would be read through
-  // a null pointer: refuse the program instead (B22).
+  // a null pointer: refuse the program instead (docs/python-api.md, B22).
   void check_data_sources();
   void build_values();
   void build_steps();

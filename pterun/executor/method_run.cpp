@@ -54,7 +54,7 @@ bool condition_true(kernels::KernelContext& context, const Value& v) {
 // The inputs passed the checks of set_inputs() (kinds, dtypes, shapes
 // within their bounds), so a kernel that refuses the arguments its
 // instruction hands it is refusing the program's own values: a damaged
-// program, or one that cannot take these inputs (B22). Running out of
+// program, or one that cannot take these inputs (docs/python-api.md, B22). Running out of
 // memory, a missing feature and a device failure keep their codes.
 ErrorCode step_error_code(ErrorCode code) {
   switch (code) {

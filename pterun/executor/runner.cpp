@@ -122,7 +122,7 @@ void MethodRunner::prepare_outputs() {
     if (current_[i] && current_[i].use_count() == 2 &&
         !m.input_reads(current_[i]->data(), current_[i]->size())) {
       // Last run's buffer, held only by its pool and us, and no input of
-      // this run in it: acquire() would pick it again (B18: the buffer
+      // this run in it: acquire() would pick it again (docs/python-api.md, B18: the buffer
       // returned last is preferred).
       m.set_output_data(i, current_[i]->data(), current_[i]->size());
       continue;

@@ -65,7 +65,7 @@ struct TensorResult {
   size_t nbytes() const;
 };
 
-/// One output of a call: a tensor, a number, a string or None (B16).
+/// One output of a call: a tensor, a number, a string or None (docs/python-api.md, B16).
 using OutputValue = std::variant<std::monostate, TensorResult, int64_t, double, bool, std::string>;
 
 /// The call protocol around a Method, shared by the Python layer and the

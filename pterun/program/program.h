@@ -52,7 +52,7 @@ class Program : public std::enable_shared_from_this<Program> {
   const format::ExternalData* external_data() const { return external_ ? &*external_ : nullptr; }
 
   /// The state buffers shared by this program's methods on one device
-  /// (B15a); created on first use.
+  /// (docs/python-api.md, B15a); created on first use.
   std::shared_ptr<SharedState> shared_state(int device_type, int device_index) const;
 
   /// The program's constants on GPU `device_index` (uploaded on first use,

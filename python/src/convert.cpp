@@ -41,7 +41,7 @@ std::optional<DType> integer_dtype(bool is_signed, Py_ssize_t itemsize) {
 }
 
 // Maps a struct-module format (one item, optional native byte-order prefix)
-// to a dtype, by kind and item size (B2: 'l' is int64 on Linux).
+// to a dtype, by kind and item size (docs/python-api.md, B2: 'l' is int64 on Linux).
 std::optional<DType> format_dtype(const char* fmt, Py_ssize_t itemsize) {
   const char* f = fmt ? fmt : "B";
   if (*f == '@' || *f == '=' || *f == '<') ++f;

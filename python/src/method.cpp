@@ -23,7 +23,7 @@ struct PyMethod {
   std::string device;
 };
 
-/// Method options for a device string (B25: a CUDA device without a GPU is
+/// Method options for a device string (docs/python-api.md, B25: a CUDA device without a GPU is
 /// a RuntimeError saying why).
 MethodOptions method_options(const std::string& device, bool cuda_graphs, std::string& canonical) {
   const int index = resolve_device(device);

@@ -1,4 +1,4 @@
-"""Hostile inputs (B2-B6, B9): methods called with generated inputs of every
+"""Hostile inputs (docs/python-api.md, B2-B6, B9): methods called with generated inputs of every
 dtype, shape and layout (negative, zero and huge strides and sizes,
 non-contiguous and read-only arrays), DLPack objects and capsules with
 inconsistent fields, numbers of every kind and objects that are none of

@@ -81,7 +81,7 @@ def test_cpu_level_check():
 
 def test_the_module_does_not_link_cublas():
     # cuBLAS is loaded when a CUDA method first needs it (pterun[cuda]), so
-    # a CUDA build imports without it (B25).
+    # a CUDA build imports without it (docs/python-api.md, B25).
     ext = pathlib.Path(pterun._pterun.__file__)
     needed = subprocess.run(["ldd", str(ext)], capture_output=True, text=True).stdout
     assert "libcublas" not in needed, needed

@@ -3,7 +3,7 @@
 // declarations, so the signatures are checked) and forwards each one to the
 // library found at run time. A CUDA build therefore imports and runs CPU
 // methods, and CUDA methods without matrix products, where cuBLAS is not
-// installed (B25); the `pterun[cuda]` extra installs it (the nvidia-cublas
+// installed (docs/python-api.md, B25); the `pterun[cuda]` extra installs it (the nvidia-cublas
 // wheel), the way torch and JAX get their CUDA libraries.
 
 #include <cublas_v2.h>

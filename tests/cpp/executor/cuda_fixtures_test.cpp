@@ -1,5 +1,5 @@
 // Every fixture that runs on the CPU also runs on cuda:0 and matches the
-// outputs torch computed at export time; device inputs (B7), one wait per
+// outputs torch computed at export time; device inputs (docs/python-api.md, B7), one wait per
 // call (B19), and the error for CUDA without a GPU (B25). The GPU tests skip
 // on a machine without one.
 

@@ -6,7 +6,7 @@
 //
 // Integer division by zero gives 0 here: the CPU rejects a zero divisor
 // element, which needs the divisor's values on the host, and on CUDA that
-// would cost a device wait per call (B19).
+// would cost a device wait per call (docs/python-api.md, B19).
 
 #include <array>
 #include <type_traits>
