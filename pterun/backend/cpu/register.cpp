@@ -11,6 +11,11 @@ void register_cpu_kernels(KernelRegistry& r) {
     b.shape = &cpu::cpu_mover();
     b.softmax = &cpu::softmax_backend();
     b.norm = &cpu::norm_backend();
+    b.matmul = &cpu::matmul_backend();
+    b.conv = &cpu::conv_backend();
+    b.pool = &cpu::pool_backend();
+    b.copy = &cpu::copy_backend();
+    b.creation = &cpu::creation_backend();
     return b;
   }();
   ops::register_ops(r, Device::CPU, kBackend);
@@ -19,13 +24,8 @@ void register_cpu_kernels(KernelRegistry& r) {
   cpu::register_compare_ops(r);
   cpu::register_activation_ops(r);
   cpu::register_reduce_ops(r);
-  cpu::register_matmul_ops(r);
-  cpu::register_conv_ops(r);
-  cpu::register_pool_ops(r);
-  cpu::register_copy_ops(r);
   cpu::register_index_ops(r);
   cpu::register_nonzero_ops(r);
-  cpu::register_creation_ops(r);
 }
 
 }  // namespace pterun::kernels

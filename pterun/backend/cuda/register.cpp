@@ -11,19 +11,19 @@ void register_cuda_kernels(KernelRegistry& r) {
     b.shape = &cuda_ops::cuda_mover();
     b.softmax = &cuda_ops::softmax_backend();
     b.norm = &cuda_ops::norm_backend();
+    b.matmul = &cuda_ops::matmul_backend();
+    b.conv = &cuda_ops::conv_backend();
+    b.pool = &cuda_ops::pool_backend();
+    b.copy = &cuda_ops::copy_backend();
+    b.creation = &cuda_ops::creation_backend();
     return b;
   }();
   ops::register_ops(r, Device::CUDA, kBackend);
   cuda_ops::register_reduce_ops(r);
-  cuda_ops::register_matmul_ops(r);
-  cuda_ops::register_conv_ops(r);
-  cuda_ops::register_pool_ops(r);
   cuda_ops::register_binary_ops(r);
   cuda_ops::register_unary_ops(r);
   cuda_ops::register_compare_ops(r);
   cuda_ops::register_activation_ops(r);
-  cuda_ops::register_creation_ops(r);
-  cuda_ops::register_copy_ops(r);
   cuda_ops::register_index_ops(r);
   cuda_ops::register_nonzero_ops(r);
 }
