@@ -7,8 +7,8 @@ namespace pterun::kernels {
 /// gives the same results (executor/rewrite.h). A backend registers those
 /// it has; rewrites needing a missing one are skipped.
 
-/// max_pool2d_with_indices.out's arguments; only out is written (the
-/// indices tensor is left as it was).
+/// max_pool2d_with_indices.out's arguments; out is written, the indices
+/// tensor may be left as it was (ops/pool.h, PoolBackend::max_pool_values).
 inline constexpr const char* kMaxPoolValuesKernel = "pterun::max_pool2d_values.out";
 
 /// mul.out then add.out (sub.out) of its product, in one pass:

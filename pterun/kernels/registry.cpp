@@ -1,7 +1,5 @@
 #include "pterun/kernels/registry.h"
 
-#include <set>
-
 #include "pterun/core/error.h"
 
 namespace pterun::kernels {
@@ -37,50 +35,6 @@ void KernelRegistry::add(std::string name, Device device, const KernelInfo& info
   bool inserted = kernels_.emplace(std::make_pair(name, device), info).second;
   PTERUN_CHECK(inserted, ErrorCode::Internal, "kernel registry: '", name, "' registered twice for ",
                device_name(device));
-}
-
-namespace {
-
-// The executor's former list of pure kernels, for those registered through
-// the transitional add() below.
-bool legacy_foldable(std::string_view name) {
-  static const std::set<std::string, std::less<>> ops = {"aten::permute_copy.out",
-                                                         "aten::view_copy.out",
-                                                         "aten::t_copy.out",
-                                                         "aten::transpose_copy.int_out",
-                                                         "aten::expand_copy.out",
-                                                         "aten::unsqueeze_copy.out",
-                                                         "aten::squeeze_copy.dim_out",
-                                                         "aten::squeeze_copy.dims_out",
-                                                         "aten::squeeze_copy.out",
-                                                         "aten::slice_copy.Tensor_out",
-                                                         "aten::select_copy.int_out",
-                                                         "aten::_to_copy.out",
-                                                         "aten::clone.out",
-                                                         "aten::alias_copy.out",
-                                                         "dim_order_ops::_clone_dim_order.out",
-                                                         "dim_order_ops::_to_dim_order_copy.out",
-                                                         "aten::arange.out",
-                                                         "aten::arange.start_out",
-                                                         "aten::full.out",
-                                                         "aten::full_like.out",
-                                                         "aten::scalar_tensor.out",
-                                                         "aten::zeros.out",
-                                                         "aten::ones.out",
-                                                         "aten::zeros_like.out",
-                                                         "aten::ones_like.out",
-                                                         "aten::tril.out",
-                                                         "aten::triu.out"};
-  return ops.count(name) != 0;
-}
-
-}  // namespace
-
-void KernelRegistry::add(std::string name, Device device, KernelFn fn) {
-  KernelInfo info;
-  info.fn = fn;
-  info.foldable = legacy_foldable(name);
-  add(std::move(name), device, info);
 }
 
 const KernelInfo* KernelRegistry::info(std::string_view name, Device device) const {

@@ -52,10 +52,6 @@ class KernelRegistry {
   /// Adds a kernel; Error Internal when (name, device) is already present.
   void add(std::string name, Device device, const KernelInfo& info);
 
-  /// Transitional, for families not yet behind ops/: a kernel with no
-  /// argument checks at load, foldable when it was on the executor's list.
-  void add(std::string name, Device device, KernelFn fn);
-
   /// The kernel for `name` on `device`, or nullptr.
   KernelFn find(std::string_view name, Device device) const;
 

@@ -8,11 +8,16 @@
 #include <iterator>
 
 #include "pterun/kernels/internal_ops.h"
+#include "pterun/ops/conv.h"
+#include "pterun/ops/copy.h"
+#include "pterun/ops/creation.h"
 #include "pterun/ops/elementwise.h"
 #include "pterun/ops/index.h"
 #include "pterun/ops/kv_cache.h"
+#include "pterun/ops/matmul.h"
 #include "pterun/ops/nonzero.h"
 #include "pterun/ops/norm.h"
+#include "pterun/ops/pool.h"
 #include "pterun/ops/prim.h"
 #include "pterun/ops/reduce.h"
 #include "pterun/ops/shape.h"
@@ -243,6 +248,49 @@ constexpr OpDef kOps[] = {
 
     // ---- nonzero ----------------------------------------------------------------
     def<&nonzero_out>("aten::nonzero.out", F::Nonzero),
+
+    // ---- matmul -----------------------------------------------------------------
+    def<&mm_out>("aten::mm.out", F::Matmul),
+    def<&bmm_out>("aten::bmm.out", F::Matmul),
+    def<&addmm_out>("aten::addmm.out", F::Matmul),
+    def<&linear_out>("aten::linear.out", F::Matmul),
+
+    // ---- conv -------------------------------------------------------------------
+    def<&convolution_out>("aten::convolution.out", F::Conv),
+
+    // ---- pool -------------------------------------------------------------------
+    def<&max_pool2d_with_indices_out>("aten::max_pool2d_with_indices.out", F::Pool),
+    def<&max_pool2d_values_out>(kernels::kMaxPoolValuesKernel, F::Pool),
+    def<&avg_pool2d_out>("aten::avg_pool2d.out", F::Pool),
+    def<&adaptive_avg_pool2d_out>("aten::_adaptive_avg_pool2d.out", F::Pool),
+    def<&upsample_nearest2d_out>("aten::upsample_nearest2d.vec_out", F::Pool),
+    def<&upsample_bilinear2d_out>("aten::upsample_bilinear2d.vec_out", F::Pool),
+
+    // ---- copy: copies, clones and casts -----------------------------------------
+    def<&copy_inplace>("aten::copy_", F::Copy),
+    def<&copy_out>("aten::copy.out", F::Copy),
+    def<&clone_out>("aten::clone.out", F::Copy, kFold),
+    def<&clone_dim_order_out>("dim_order_ops::_clone_dim_order.out", F::Copy, kFold),
+    def<&to_dim_order_copy_out>("dim_order_ops::_to_dim_order_copy.out", F::Copy, kFold),
+    def<&to_copy_out>("aten::_to_copy.out", F::Copy, kFold),
+    def<&empty_dim_order_out>("dim_order_ops::_empty_dim_order.out", F::Copy),
+    def<&lift_fresh_copy_out>("aten::lift_fresh_copy.out", F::Copy),
+
+    // ---- creation: fills, empty, ranges -----------------------------------------
+    def<&full_out>("aten::full.out", F::Creation, kFold),
+    def<&full_like_out>("aten::full_like.out", F::Creation, kFold),
+    def<&scalar_tensor_out>("aten::scalar_tensor.out", F::Creation, kFold),
+    def<&zeros_out>("aten::zeros.out", F::Creation, kFold),
+    def<&ones_out>("aten::ones.out", F::Creation, kFold),
+    def<&zeros_like_out>("aten::zeros_like.out", F::Creation, kFold),
+    def<&ones_like_out>("aten::ones_like.out", F::Creation, kFold),
+    def<&empty_out>("aten::empty.out", F::Creation),
+    def<&empty_like_out>("aten::empty_like.out", F::Creation),
+    def<&fill_scalar_out>("aten::fill.Scalar_out", F::Creation),
+    def<&fill_tensor_out>("aten::fill.Tensor_out", F::Creation),
+    def<&arange_out>("aten::arange.out", F::Creation, kFold),
+    def<&arange_start_out>("aten::arange.start_out", F::Creation, kFold),
+    def<&linspace_out>("aten::linspace.out", F::Creation),
 };
 
 }  // namespace

@@ -15,14 +15,14 @@ void register_cpu_kernels(KernelRegistry& r) {
     b.reduce = &cpu::reduce_backend();
     b.index = &cpu::index_backend();
     b.nonzero = &cpu::nonzero_backend();
+    b.matmul = &cpu::matmul_backend();
+    b.conv = &cpu::conv_backend();
+    b.pool = &cpu::pool_backend();
+    b.copy = &cpu::copy_backend();
+    b.creation = &cpu::creation_backend();
     return b;
   }();
   ops::register_ops(r, Device::CPU, kBackend);
-  cpu::register_matmul_ops(r);
-  cpu::register_conv_ops(r);
-  cpu::register_pool_ops(r);
-  cpu::register_copy_ops(r);
-  cpu::register_creation_ops(r);
 }
 
 }  // namespace pterun::kernels

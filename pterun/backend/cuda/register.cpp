@@ -15,14 +15,14 @@ void register_cuda_kernels(KernelRegistry& r) {
     b.reduce = &cuda_ops::reduce_backend();
     b.index = &cuda_ops::index_backend();
     b.nonzero = &cuda_ops::nonzero_backend();
+    b.matmul = &cuda_ops::matmul_backend();
+    b.conv = &cuda_ops::conv_backend();
+    b.pool = &cuda_ops::pool_backend();
+    b.copy = &cuda_ops::copy_backend();
+    b.creation = &cuda_ops::creation_backend();
     return b;
   }();
   ops::register_ops(r, Device::CUDA, kBackend);
-  cuda_ops::register_matmul_ops(r);
-  cuda_ops::register_conv_ops(r);
-  cuda_ops::register_pool_ops(r);
-  cuda_ops::register_creation_ops(r);
-  cuda_ops::register_copy_ops(r);
 }
 
 }  // namespace pterun::kernels

@@ -1,5 +1,6 @@
-// convolution.out: conv1d/conv2d, grouped and depthwise, transposed with
-// output_padding, any dim order of input, weight and out. Forward stride-1
+// The CPU's convolution (pterun/ops/conv.h: the front-end checks and
+// describes the problem; conv1d/conv2d, grouped and depthwise, transposed
+// with output_padding, any dim order of input, weight and out). Forward stride-1
 // f32 convolutions with a few output channels per group run our own
 // register-blocked kernel (conv_f32.cpp: no per-call allocation, unlike
 // oneDNN's execute); oneDNN runs the other f32 ones (and f16/bf16 through
@@ -7,15 +8,12 @@
 // (same-dtype wraparound, as torch) and anything oneDNN declines.
 
 #include <algorithm>
-#include <array>
 #include <type_traits>
 
-#include "pterun/backend/cpu/ops/conv_problem.h"
+#include "pterun/backend/cpu/ops/conv.h"
 #include "pterun/backend/cpu/ops/ops.h"
-#include "pterun/core/value.h"
 #include "pterun/kernels/common/dtype_util.h"
 #include "pterun/kernels/common/parallel.h"
-#include "pterun/kernels/common/shape_util.h"
 
 namespace pterun::cpu {
 namespace {
@@ -112,12 +110,8 @@ void conv_own(const KernelContext& ctx, const ConvProblem& p) {
       });
 }
 
-// convolution.out(input, weight, bias?, stride, padding, dilation, transposed,
-//                 output_padding, groups, *, out)
-void convolution_out(KernelContext& ctx, std::span<Value* const> args) {
+void convolution(KernelContext& ctx, const ConvProblem& p) {
   const char* op = "aten::convolution.out";
-  ConvProblem p;
-  if (!make_conv_problem(args, op, p)) return;
   if (p.ic != 0 && (conv_f32(ctx, p) || conv_dnnl(ctx, p, op))) return;
   kernels::visit(p.dtype, kernels::Family::RealHBF16, op,
                  [&]<typename S>() { conv_own<S>(ctx, p); });
@@ -125,135 +119,9 @@ void convolution_out(KernelContext& ctx, std::span<Value* const> args) {
 
 }  // namespace
 
-namespace {
-
-/// Element i of a parameter list of 1 or `n` entries.
-int64_t param(std::span<const int64_t> list, size_t i) {
-  return list[list.size() == 1 ? 0 : i];
-}
-
-void check_param(const char* op, const char* name, std::span<const int64_t> list, size_t n,
-                 int64_t min) {
-  PTERUN_CHECK(list.size() == 1 || list.size() == n, ErrorCode::InvalidArgument, op, ": ", name,
-               " must have 1 or ", n, " entries, got ", list.size());
-  for (int64_t v : list) {
-    PTERUN_CHECK(v >= min, ErrorCode::InvalidArgument, op, ": ", name, " entries must be >= ", min,
-                 ", got ", v);
-  }
-}
-
-}  // namespace
-
-bool make_conv_problem(std::span<Value* const> args, const char* op, ConvProblem& p) {
-  const Tensor& in = args[0]->to_tensor();
-  const Tensor& w = args[1]->to_tensor();
-  const Tensor* bias = args[2]->to_optional_tensor();
-  const auto stride = args[3]->to_int_list();
-  const auto padding = args[4]->to_int_list();
-  const auto dilation = args[5]->to_int_list();
-  const bool transposed = args[6]->to_bool();
-  const auto output_padding = args[7]->to_int_list();
-  const int64_t groups = args[8]->to_int();
-  Tensor& out = args[9]->to_tensor();
-
-  const DType dtype = in.dtype();
-  PTERUN_CHECK(kernels::in_family(dtype, kernels::Family::RealHBF16), ErrorCode::InvalidArgument,
-               op, ": dtype ", dtype_name(dtype), " is not supported");
-  PTERUN_CHECK(
-      w.dtype() == dtype && out.dtype() == dtype && (bias == nullptr || bias->dtype() == dtype),
-      ErrorCode::InvalidArgument, op, ": input, weight, bias and out must share a dtype, got ",
-      describe(in), ", ", describe(w), " and out ", describe(out));
-  PTERUN_CHECK(in.dim() == 3 || in.dim() == 4, ErrorCode::InvalidArgument, op,
-               ": input must be 3-D (conv1d) or 4-D (conv2d), got ", describe(in));
-  PTERUN_CHECK(w.dim() == in.dim(), ErrorCode::InvalidArgument, op, ": weight ", describe(w),
-               " must have the input's rank ", in.dim());
-  const size_t kdim = in.dim() - 2;
-  check_param(op, "stride", stride, kdim, 1);
-  check_param(op, "padding", padding, kdim, 0);
-  check_param(op, "dilation", dilation, kdim, 1);
-  if (transposed) check_param(op, "output_padding", output_padding, kdim, 0);
-  PTERUN_CHECK(groups >= 1 && w.size(0) % groups == 0, ErrorCode::InvalidArgument, op, ": groups ",
-               groups, " must be positive and divide weight.size(0) = ", w.size(0));
-
-  p.dtype = dtype;
-  p.transposed = transposed;
-  p.groups = groups;
-  p.n = in.size(0);
-  p.ic = in.size(1);
-  if (!transposed) {
-    PTERUN_CHECK(p.ic == groups * w.size(1), ErrorCode::InvalidArgument, op, ": input ",
-                 describe(in), " needs ", groups * w.size(1), " channels for weight ", describe(w),
-                 " and groups ", groups);
-    p.oc = w.size(0);
-  } else {
-    PTERUN_CHECK(p.ic == w.size(0), ErrorCode::InvalidArgument, op, ": input ", describe(in),
-                 " must have weight.size(0) = ", w.size(0), " channels");
-    p.oc = groups * w.size(1);
-  }
-  if (bias != nullptr) {
-    PTERUN_CHECK(bias->dim() == 1 && bias->size(0) == p.oc, ErrorCode::InvalidArgument, op,
-                 ": bias must be [", p.oc, "], got ", describe(*bias));
-  }
-
-  // Spatial dims: a 1-D convolution is a 2-D one of height 1.
-  const bool one_d = kdim == 1;
-  p.ih = one_d ? 1 : in.size(2);
-  p.iw = in.size(in.dim() - 1);
-  p.kh = one_d ? 1 : w.size(2);
-  p.kw = w.size(w.dim() - 1);
-  std::array<int64_t, 4> out_sizes{p.n, p.oc, 0, 0};
-  for (size_t i = 0; i < kdim; ++i) {
-    const size_t d = one_d ? 1 : i;  // slot in the 2-D problem
-    const int64_t s = param(stride, i), pad = param(padding, i), dil = param(dilation, i);
-    const int64_t k = w.size(2 + i), size = in.size(2 + i);
-    int64_t o;
-    if (!transposed) {
-      o = (size + 2 * pad - dil * (k - 1) - 1) / s + 1;
-      PTERUN_CHECK(size + 2 * pad - dil * (k - 1) - 1 >= 0, ErrorCode::InvalidArgument, op,
-                   ": the kernel (size ", k, ", dilation ", dil,
-                   ") is larger than the padded input (", size + 2 * pad, ")");
-    } else {
-      const int64_t op_pad = param(output_padding, i);
-      PTERUN_CHECK(op_pad < s || op_pad < dil, ErrorCode::InvalidArgument, op,
-                   ": output_padding must be smaller than stride or dilation, got ", op_pad);
-      o = (size - 1) * s - 2 * pad + dil * (k - 1) + op_pad + 1;
-      p.out_pad[d] = op_pad;
-      PTERUN_CHECK(o > 0, ErrorCode::InvalidArgument, op, ": output size ", o, " is not positive");
-    }
-    p.stride[d] = s;
-    p.pad[d] = pad;
-    p.dilation[d] = dil;
-    out_sizes[2 + i] = o;
-  }
-  kernels::resize_output(out, {out_sizes.data(), in.dim()}, op);
-  p.oh = one_d ? 1 : out_sizes[2];
-  p.ow = out_sizes[in.dim() - 1];
-  if (out.numel() == 0) return false;
-
-  // Strides over (N, C, H, W); the unit height of a 1-D convolution sits
-  // just outside W in memory.
-  auto strides4 = [&](const Tensor& t, int64_t* s) {
-    const size_t r = t.dim();
-    s[0] = t.stride(0);
-    s[1] = t.stride(1);
-    s[3] = t.stride(r - 1);
-    s[2] = one_d ? t.stride(r - 1) * t.size(r - 1) : t.stride(2);
-  };
-  strides4(in, p.in_strides);
-  strides4(w, p.w_strides);
-  strides4(out, p.out_strides);
-  p.in = in.data();
-  p.weight = w.data();
-  p.bias = bias != nullptr ? bias->data() : nullptr;
-  p.out = out.data();
-
-  // No input channels (or an empty kernel): every output is its bias.
-  if (in.numel() == 0 || w.numel() == 0) p.ic = 0;
-  return true;
-}
-
-void register_conv_ops(kernels::KernelRegistry& r) {
-  r.add("aten::convolution.out", Device::CPU, &convolution_out);
+const ops::ConvBackend& conv_backend() {
+  static constexpr ops::ConvBackend kConv{&convolution};
+  return kConv;
 }
 
 }  // namespace pterun::cpu

@@ -15,7 +15,7 @@
 #include <utility>
 #include <vector>
 
-#include "pterun/backend/cpu/ops/conv_problem.h"
+#include "pterun/backend/cpu/ops/conv.h"
 #include "pterun/backend/cpu/ops/dnnl_util.h"
 #include "pterun/kernels/common/parallel.h"
 

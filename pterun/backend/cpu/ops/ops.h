@@ -18,12 +18,10 @@ const ops::ReduceBackend& reduce_backend();    // reduce.cpp
 const ops::IndexBackend& index_backend();      // index.cpp
 const ops::NonzeroBackend& nonzero_backend();  // nonzero.cpp
 
-// Families not yet behind the operator front-ends register their own
-// kernels.
-void register_matmul_ops(kernels::KernelRegistry& r);    // mm, addmm, bmm, linear
-void register_conv_ops(kernels::KernelRegistry& r);      // convolution
-void register_pool_ops(kernels::KernelRegistry& r);      // max/avg/adaptive pooling
-void register_copy_ops(kernels::KernelRegistry& r);      // copy_, clone, dim-order copies, casts
-void register_creation_ops(kernels::KernelRegistry& r);  // full, arange, scalar_tensor, zeros ...
+const ops::MatmulBackend& matmul_backend();      // matmul.cpp
+const ops::ConvBackend& conv_backend();          // conv.cpp
+const ops::PoolBackend& pool_backend();          // pool.cpp (+ pool_max.cpp, pool_resample.cpp)
+const ops::CopyBackend& copy_backend();          // copy.cpp
+const ops::CreationBackend& creation_backend();  // creation.cpp
 
 }  // namespace pterun::cpu

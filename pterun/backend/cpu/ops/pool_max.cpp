@@ -247,39 +247,11 @@ void max_pool(KernelContext& ctx, const Planes& g, const Window& w, const T* src
   }
 }
 
-/// The checked arguments of max_pool2d_with_indices.out.
-struct MaxPoolArgs {
-  const Tensor* in;
-  Tensor* out;
-  Tensor* indices;
-  Window w;
-  Planes g;
-  std::array<int64_t, 4> is;
-};
-
-MaxPoolArgs prepare(const char* op, std::span<Value* const> args) {
-  const Tensor& in = args[0]->to_tensor();
-  const Window w = make_window(op, args[1]->to_int_list(), args[2]->to_int_list(),
-                               args[3]->to_int_list(), args[4]->to_int_list());
-  const bool ceil_mode = args[5]->to_bool();
-  Tensor& out = args[6]->to_tensor();
-  Tensor& indices = args[7]->to_tensor();
-  check_input(op, in);
-  PTERUN_CHECK(out.dtype() == in.dtype(), ErrorCode::InvalidArgument, op, ": out ", describe(out),
-               " must have the input's dtype ", dtype_name(in.dtype()));
-  PTERUN_CHECK(indices.dtype() == DType::Int64, ErrorCode::InvalidArgument, op,
-               ": indices must be int64, got ", describe(indices));
-  const size_t r = in.dim();
-  const int64_t oh = pooled_size(op, in.size(r - 2), w, 0, ceil_mode);
-  const int64_t ow = pooled_size(op, in.size(r - 1), w, 1, ceil_mode);
-  const Planes g = make_planes(op, in, out, oh, ow, &indices);
-  return {&in, &out, &indices, w, g, strides4(indices)};
-}
-
-void run_with_indices(KernelContext& ctx, const char* op, const MaxPoolArgs& a) {
-  kernels::visit(a.in->dtype(), kernels::Family::RealHBF16, op, [&]<typename T>() {
-    max_pool<T>(ctx, a.g, a.w, a.in->data_as<T>(), a.out->data_as<T>(),
-                a.indices->data_as<int64_t>(), a.is);
+void run_with_indices(KernelContext& ctx, const ops::MaxPoolArgs& a) {
+  const char* op = "aten::max_pool2d_with_indices.out";
+  kernels::visit(a.in.dtype(), kernels::Family::RealHBF16, op, [&]<typename T>() {
+    max_pool<T>(ctx, a.g, a.w, a.in.data_as<T>(), a.out.data_as<T>(), a.indices.data_as<int64_t>(),
+                a.is);
   });
 }
 
@@ -306,16 +278,16 @@ inline void max2x2_values(const float* r0, const float* r1, float* out) {
 
 /// Values of float 2x2, stride-2 windows that lie inside planes with
 /// contiguous rows; false (nothing done) for any other pooling.
-bool max_pool_2x2_values(KernelContext& ctx, const MaxPoolArgs& a) {
+bool max_pool_2x2_values(KernelContext& ctx, const ops::MaxPoolArgs& a) {
   const Window& w = a.w;
   const Planes& g = a.g;
-  if (a.in->dtype() != DType::Float32 || w.k[0] != 2 || w.k[1] != 2 || w.s[0] != 2 || w.s[1] != 2 ||
+  if (a.in.dtype() != DType::Float32 || w.k[0] != 2 || w.k[1] != 2 || w.s[0] != 2 || w.s[1] != 2 ||
       w.p[0] != 0 || w.p[1] != 0 || w.d[0] != 1 || w.d[1] != 1 || g.channels_inner ||
       g.in[3] != 1 || g.out[3] != 1 || 2 * g.oh > g.ih || 2 * g.ow > g.iw) {
     return false;
   }
-  const float* src = a.in->data_as<const float>();
-  float* dst = a.out->data_as<float>();
+  const float* src = a.in.data_as<const float>();
+  float* dst = a.out.data_as<float>();
   kernels::parallel_for(ctx, g.n * g.c, 4 * g.oh * g.ow, [&](int64_t b, int64_t e) {
     for (int64_t plane = b; plane < e; ++plane) {
       const int64_t n = plane / g.c, c = plane % g.c;
@@ -337,19 +309,14 @@ bool max_pool_2x2_values(KernelContext& ctx, const MaxPoolArgs& a) {
 
 }  // namespace
 
-// max_pool2d_with_indices.out(self, kernel_size, stride, padding, dilation,
-//                             ceil_mode, *, out, indices)
-void max_pool2d_with_indices_out(KernelContext& ctx, std::span<Value* const> args) {
-  const char* op = "aten::max_pool2d_with_indices.out";
-  run_with_indices(ctx, op, prepare(op, args));
+void max_pool2d(KernelContext& ctx, const ops::MaxPoolArgs& a) {
+  run_with_indices(ctx, a);
 }
 
-// pterun::max_pool2d_values.out: the same arguments, when nothing reads the
-// indices (a load-time rewrite, executor/fusion.h).
-void max_pool2d_values_out(KernelContext& ctx, std::span<Value* const> args) {
-  const char* op = "aten::max_pool2d_with_indices.out";
-  const MaxPoolArgs a = prepare(op, args);
-  if (!max_pool_2x2_values(ctx, a)) run_with_indices(ctx, op, a);
+// pterun::max_pool2d_values.out (a load-time rewrite, executor/rewrite.h):
+// float 2x2 windows skip the indices.
+void max_pool2d_values(KernelContext& ctx, const ops::MaxPoolArgs& a) {
+  if (!max_pool_2x2_values(ctx, a)) run_with_indices(ctx, a);
 }
 
 }  // namespace pterun::cpu::pool

@@ -1,5 +1,5 @@
-// convolution.out on CUDA: the CPU kernel's argument checks and output
-// resizing (cpu::make_conv_problem), then im2col + cuBLAS where that pays
+// The CUDA convolution (pterun/ops/conv.h: the front-end checks and
+// describes the problem): im2col + cuBLAS where that pays
 // (conv_gemm.cu), else a direct convolution with one
 // thread per output element, reading input, weight and out through their
 // (N, C, H, W) strides, so NCHW, channels-last and any other dim order
@@ -10,7 +10,6 @@
 
 #include <cstdint>
 
-#include "pterun/backend/cpu/ops/conv_problem.h"
 #include "pterun/backend/cuda/cuda_context.h"
 #include "pterun/backend/cuda/ops/conv_gemm.h"
 #include "pterun/backend/cuda/ops/nn_device.cuh"
@@ -79,7 +78,7 @@ __global__ void conv_direct(ConvArgs p, int64_t total) {
   }
 }
 
-void run_conv(kernels::KernelContext& ctx, const cpu::ConvProblem& q, const char* op) {
+void run_conv(kernels::KernelContext& ctx, const ops::ConvProblem& q, const char* op) {
   ConvArgs p;
   p.dtype = q.dtype;
   p.transposed = q.transposed;
@@ -126,20 +125,17 @@ void run_conv(kernels::KernelContext& ctx, const cpu::ConvProblem& q, const char
 namespace pterun::kernels::cuda_ops {
 namespace {
 
-// convolution.out(input, weight, bias?, stride, padding, dilation, transposed,
-//                 output_padding, groups, *, out)
-void convolution_out(KernelContext& ctx, std::span<Value* const> args) {
+void convolution(KernelContext& ctx, const ops::ConvProblem& p) {
   const char* op = "aten::convolution.out";
-  cpu::ConvProblem p;
-  if (!cpu::make_conv_problem(args, op, p)) return;
   if (cuda::nn::conv_gemm(ctx, p, op)) return;
   cuda::nn::run_conv(ctx, p, op);
 }
 
 }  // namespace
 
-void register_conv_ops(KernelRegistry& r) {
-  r.add("aten::convolution.out", Device::CUDA, &convolution_out);
+const ops::ConvBackend& conv_backend() {
+  static constexpr ops::ConvBackend kConv{&convolution};
+  return kConv;
 }
 
 }  // namespace pterun::kernels::cuda_ops

@@ -33,7 +33,7 @@ constexpr int64_t kPatchBytes = int64_t{64} << 20;
 constexpr int64_t kMinChannels = 8, kMinReduction = 8;
 
 struct Im2Col {
-  cpu::ConvProblem q;  // plain data: geometry, strides, pointers
+  ops::ConvProblem q;  // plain data: geometry, strides, pointers
   void* col;
   int64_t n0, c0;  // first image and first channel of the group
   int64_t k, p;    // reduction length, output pixels
@@ -46,7 +46,7 @@ struct Im2Col {
 
 template <typename U>
 __global__ void im2col_kernel(Im2Col a, int64_t total) {
-  const cpu::ConvProblem& q = a.q;
+  const ops::ConvProblem& q = a.q;
   for (int64_t e = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; e < total;
        e += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     const int64_t img = e / (a.k * a.p);
@@ -78,7 +78,7 @@ bool fits_int(int64_t v) {
 
 /// The weight's (channel, ky, kx) dims in memory order (outermost first)
 /// when each output channel's weights are dense; false otherwise.
-bool reduction_order(const cpu::ConvProblem& q, int64_t icg, Im2Col& a) {
+bool reduction_order(const ops::ConvProblem& q, int64_t icg, Im2Col& a) {
   const int64_t sizes[3] = {icg, q.kh, q.kw};
   int order[3] = {0, 1, 2};
   std::sort(order, order + 3, [&](int x, int y) {
@@ -100,7 +100,7 @@ bool reduction_order(const cpu::ConvProblem& q, int64_t icg, Im2Col& a) {
 
 }  // namespace
 
-bool conv_gemm(kernels::KernelContext& ctx, const cpu::ConvProblem& q, const char* op) {
+bool conv_gemm(kernels::KernelContext& ctx, const ops::ConvProblem& q, const char* op) {
   const bool blas_dtype =
       q.dtype == DType::Float32 || q.dtype == DType::Float16 || q.dtype == DType::BFloat16;
   if (!blas_dtype || q.transposed || q.ic == 0 || q.groups < 1) return false;

@@ -1,7 +1,8 @@
 #pragma once
 
-// The CUDA counterpart of cpu::convert_copy (backend/cpu/ops/shape_copy.h),
-// implemented in copy.cu and shared by the copy and creation kernels.
+// The CUDA counterpart of ops::convert_copy (pterun/ops/shape_copy.h),
+// implemented in copy.cu: the copy table's convert_copy, and the creation
+// table's fill.Tensor_out.
 
 #include "pterun/core/tensor.h"
 #include "pterun/kernels/kernel.h"

@@ -1,5 +1,5 @@
-// mm, bmm, addmm, linear on CUDA: the CPU kernels' argument handling
-// (matmul.cpp, through cpu::GemmBackend) over a CUDA gemm and strided copy.
+// The CUDA matmul table (pterun/ops/matmul.h; the front-ends of mm, bmm,
+// addmm and linear are there): a gemm and a strided copy.
 //
 // f32 / f16 / bf16 products go to cuBLAS (cublasGemm[StridedBatched]Ex,
 // CUBLAS_COMPUTE_32F: no TF32, f16/bf16 outputs). cuBLAS is column-major,
@@ -14,15 +14,15 @@
 #include <climits>
 #include <cstdint>
 
-#include "pterun/backend/cpu/ops/matmul_gemm.h"
 #include "pterun/backend/cuda/cuda_context.h"
 #include "pterun/backend/cuda/ops/nn_device.cuh"
 #include "pterun/backend/cuda/ops/ops.h"
 #include "pterun/kernels/common/dtype_util.h"
+#include "pterun/ops/matmul.h"
 
 namespace pterun::cuda::nn {
 
-void cuda_gemm(kernels::KernelContext& ctx, const cpu::GemmProblem& p, const char* op);
+void cuda_gemm(kernels::KernelContext& ctx, const ops::GemmProblem& p, const char* op);
 void cuda_copy(kernels::KernelContext& ctx, void* dst, std::span<const int64_t> dst_strides,
                const void* src, std::span<const int64_t> src_strides,
                std::span<const int64_t> sizes, size_t element_size);
@@ -91,7 +91,7 @@ __global__ void simple_gemm_kernel(SimpleGemm g) {
   store_as(g.c, g.dtype, co, r);
 }
 
-void simple_gemm(kernels::KernelContext& ctx, const cpu::GemmProblem& p, const char* op) {
+void simple_gemm(kernels::KernelContext& ctx, const ops::GemmProblem& p, const char* op) {
   SimpleGemm g;
   g.a = p.a.data;
   g.b = p.b.data;
@@ -102,7 +102,7 @@ void simple_gemm(kernels::KernelContext& ctx, const cpu::GemmProblem& p, const c
   g.m = p.m;
   g.k = p.k;
   g.n = p.n;
-  const cpu::MatrixView* views[3] = {&p.a, &p.b, &p.c};
+  const ops::MatrixView* views[3] = {&p.a, &p.b, &p.c};
   int64_t* strides[3] = {g.as, g.bs, g.cs};
   for (int v = 0; v < 3; ++v) {
     strides[v][0] = views[v]->batch_stride;
@@ -156,11 +156,11 @@ ColMajor as_transposed(int64_t rows, int64_t cols, int64_t rs, int64_t cs) {
 }
 
 /// A dense row-major [batch, rows, cols] copy of a view.
-cpu::MatrixView dense_view(void* data, int64_t rows, int64_t cols) {
+ops::MatrixView dense_view(void* data, int64_t rows, int64_t cols) {
   return {data, rows * cols, cols, 1};
 }
 
-void copy_view(kernels::KernelContext& ctx, const cpu::MatrixView& dst, const cpu::MatrixView& src,
+void copy_view(kernels::KernelContext& ctx, const ops::MatrixView& dst, const ops::MatrixView& src,
                int64_t batch, int64_t rows, int64_t cols, size_t es) {
   const int64_t sizes[3] = {batch, rows, cols};
   const int64_t ds[3] = {dst.batch_stride, dst.row_stride, dst.col_stride};
@@ -172,7 +172,7 @@ bool fits_int(int64_t v) {
   return v >= 0 && v <= INT_MAX;
 }
 
-void cublas_gemm(kernels::KernelContext& ctx, const cpu::GemmProblem& p, const char* op) {
+void cublas_gemm(kernels::KernelContext& ctx, const ops::GemmProblem& p, const char* op) {
   const size_t es = element_size(p.dtype);
   const int64_t batch = p.batch, m = p.m, k = p.k, n = p.n;
   ColMajor ca = as_transposed(m, k, p.a.row_stride, p.a.col_stride);
@@ -189,7 +189,7 @@ void cublas_gemm(kernels::KernelContext& ctx, const cpu::GemmProblem& p, const c
   if (a_bytes + b_bytes + c_bytes > 0) {
     buf = static_cast<char*>(scratch(ctx, a_bytes + b_bytes + c_bytes));
   }
-  cpu::MatrixView a = p.a, b = p.b, c = p.c;
+  ops::MatrixView a = p.a, b = p.b, c = p.c;
   if (!ca.ok) {
     a = dense_view(buf, m, k);
     copy_view(ctx, a, p.a, batch, m, k, es);
@@ -209,7 +209,7 @@ void cublas_gemm(kernels::KernelContext& ctx, const cpu::GemmProblem& p, const c
   float beta = 0.0f;
   if (p.bias != nullptr) {
     // Every row of C starts as the bias.
-    const cpu::MatrixView bias_rows{p.bias, 0, 0, 1};
+    const ops::MatrixView bias_rows{p.bias, 0, 0, 1};
     copy_view(ctx, c, bias_rows, batch, m, n, es);
     beta = 1.0f;
   } else if (p.accumulate) {
@@ -267,7 +267,7 @@ void cuda_copy(kernels::KernelContext& ctx, void* dst, std::span<const int64_t> 
   check_launch("strided copy");
 }
 
-void cuda_gemm(kernels::KernelContext& ctx, const cpu::GemmProblem& p, const char* op) {
+void cuda_gemm(kernels::KernelContext& ctx, const ops::GemmProblem& p, const char* op) {
   if (p.batch == 0 || p.m == 0 || p.n == 0) return;
   const bool blas =
       (p.dtype == DType::Float32 || p.dtype == DType::Float16 || p.dtype == DType::BFloat16) &&
@@ -275,40 +275,17 @@ void cuda_gemm(kernels::KernelContext& ctx, const cpu::GemmProblem& p, const cha
   if (blas) {
     cublas_gemm(ctx, p, op);
   } else {
-    PTERUN_CHECK(kernels::in_family(p.dtype, kernels::Family::RealHBF16),
-                 ErrorCode::InvalidArgument, op, ": dtype ", dtype_name(p.dtype),
-                 " is not supported");
-    simple_gemm(ctx, p, op);
+    simple_gemm(ctx, p, op);  // the front-end admits RealHBF16 only
   }
 }
 
 }  // namespace pterun::cuda::nn
 
 namespace pterun::kernels::cuda_ops {
-namespace {
 
-constexpr cpu::GemmBackend kCuda{&cuda::nn::cuda_gemm, &cuda::nn::cuda_copy};
-
-void mm_out(KernelContext& ctx, std::span<Value* const> args) {
-  cpu::mm_out_with(kCuda, ctx, args);
-}
-void bmm_out(KernelContext& ctx, std::span<Value* const> args) {
-  cpu::bmm_out_with(kCuda, ctx, args);
-}
-void addmm_out(KernelContext& ctx, std::span<Value* const> args) {
-  cpu::addmm_out_with(kCuda, ctx, args);
-}
-void linear_out(KernelContext& ctx, std::span<Value* const> args) {
-  cpu::linear_out_with(kCuda, ctx, args);
-}
-
-}  // namespace
-
-void register_matmul_ops(KernelRegistry& r) {
-  r.add("aten::mm.out", Device::CUDA, &mm_out);
-  r.add("aten::bmm.out", Device::CUDA, &bmm_out);
-  r.add("aten::addmm.out", Device::CUDA, &addmm_out);
-  r.add("aten::linear.out", Device::CUDA, &linear_out);
+const ops::MatmulBackend& matmul_backend() {
+  static constexpr ops::MatmulBackend kMatmul{&cuda::nn::cuda_gemm, &cuda::nn::cuda_copy};
+  return kMatmul;
 }
 
 }  // namespace pterun::kernels::cuda_ops

@@ -1,9 +1,8 @@
 #pragma once
 
-// The interface between the host halves (*_host.cpp: argument checks and
-// output resizing through the CPU kernels' shared helpers, which need
-// OpenMP and so stay out of nvcc) and the device halves (*.cu) of the
-// reduction, softmax, normalisation and pooling kernels. Plain structs of
+// The launch structs of the reduction, softmax, normalisation and pooling
+// kernels (*.cu), filled on the host from the front-ends' argument structs
+// (pterun/ops/) or, for reductions, by reduce_host.cpp. Plain structs of
 // pointers, dtypes and index spaces, passed by value into kernels.
 
 #include <array>

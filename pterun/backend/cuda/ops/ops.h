@@ -18,12 +18,10 @@ const ops::ReduceBackend& reduce_backend();    // reduce_host.cpp
 const ops::IndexBackend& index_backend();      // index.cu
 const ops::NonzeroBackend& nonzero_backend();  // nonzero.cu
 
-// Families not yet behind the operator front-ends register their own
-// kernels.
-void register_matmul_ops(KernelRegistry& r);    // matmul.cu
-void register_conv_ops(KernelRegistry& r);      // conv.cu
-void register_pool_ops(KernelRegistry& r);      // pool_host.cpp
-void register_creation_ops(KernelRegistry& r);  // creation.cu
-void register_copy_ops(KernelRegistry& r);      // copy.cu
+const ops::MatmulBackend& matmul_backend();      // matmul.cu
+const ops::ConvBackend& conv_backend();          // conv.cu (+ conv_gemm.cu)
+const ops::PoolBackend& pool_backend();          // pool.cu
+const ops::CopyBackend& copy_backend();          // copy.cu
+const ops::CreationBackend& creation_backend();  // creation.cu
 
 }  // namespace pterun::kernels::cuda_ops

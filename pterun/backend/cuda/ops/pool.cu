@@ -1,4 +1,5 @@
-// 2-D pooling and resampling on CUDA: one thread per output element, in
+// The CUDA pool table (pterun/ops/pool.h: the front-ends check and shape):
+// 2-D pooling and resampling, one thread per output element, in
 // the input's memory order (channels fastest for channels-last input so
 // neighbouring threads read neighbouring channels). The window rules are
 // the CPU kernels' (pool.cpp, pool_max.cpp, pool_resample.cpp): torch's
@@ -11,6 +12,8 @@
 
 #include "pterun/backend/cuda/cuda_context.h"
 #include "pterun/backend/cuda/ops/nn_device.cuh"
+#include "pterun/backend/cuda/ops/ops.h"
+#include "pterun/ops/pool.h"
 
 namespace pterun::cuda::nn {
 namespace {
@@ -253,3 +256,89 @@ void launch_pool(kernels::KernelContext& ctx, const PoolLaunch& l, const char* o
 }
 
 }  // namespace pterun::cuda::nn
+
+namespace pterun::kernels::cuda_ops {
+namespace {
+
+using cuda::nn::PoolKind;
+using cuda::nn::PoolLaunch;
+
+PoolLaunch launch_of(PoolKind kind, const ops::Planes& g, const Tensor& in, Tensor& out,
+                     const ops::Window* w) {
+  PoolLaunch l;
+  l.kind = kind;
+  l.g.n = g.n;
+  l.g.c = g.c;
+  l.g.ih = g.ih;
+  l.g.iw = g.iw;
+  l.g.oh = g.oh;
+  l.g.ow = g.ow;
+  for (int i = 0; i < 4; ++i) {
+    l.g.in[i] = g.in[i];
+    l.g.out[i] = g.out[i];
+  }
+  l.g.channels_inner = g.channels_inner;
+  if (w != nullptr) {
+    for (int i = 0; i < 2; ++i) {
+      l.g.k[i] = w->k[i];
+      l.g.s[i] = w->s[i];
+      l.g.p[i] = w->p[i];
+      l.g.d[i] = w->d[i];
+    }
+  }
+  l.in = in.data();
+  l.out = out.data();
+  l.dtype = in.dtype();
+  return l;
+}
+
+// Also the values-only form: the indices are written all the same.
+void max_pool(KernelContext& ctx, const ops::MaxPoolArgs& a) {
+  PoolLaunch l = launch_of(PoolKind::Max, a.g, a.in, a.out, &a.w);
+  for (int i = 0; i < 4; ++i) l.g.idx[i] = a.is[i];
+  l.indices = a.indices.data_as<int64_t>();
+  cuda::nn::launch_pool(ctx, l, "aten::max_pool2d_with_indices.out");
+}
+
+void avg_pool(KernelContext& ctx, const ops::AvgPoolArgs& a) {
+  PoolLaunch l = launch_of(PoolKind::Avg, a.g, a.in, a.out, &a.w);
+  l.count_include_pad = a.count_include_pad;
+  l.has_divisor = a.divisor.has_value();
+  l.divisor = a.divisor.value_or(1);
+  cuda::nn::launch_pool(ctx, l, "aten::avg_pool2d.out");
+}
+
+void adaptive_avg_pool(KernelContext& ctx, const ops::AdaptiveAvgPoolArgs& a) {
+  cuda::nn::launch_pool(ctx, launch_of(PoolKind::AdaptiveAvg, a.g, a.in, a.out, nullptr),
+                        "aten::_adaptive_avg_pool2d.out");
+}
+
+PoolLaunch resample_launch(PoolKind kind, const ops::ResampleArgs& a) {
+  PoolLaunch l = launch_of(kind, a.g, a.in, a.out, nullptr);
+  for (int i = 0; i < 2; ++i) {
+    l.has_scale[i] = a.scale[i].has_value();
+    l.scale[i] = a.scale[i].value_or(0.0);
+  }
+  return l;
+}
+
+void upsample_nearest(KernelContext& ctx, const ops::ResampleArgs& a) {
+  cuda::nn::launch_pool(ctx, resample_launch(PoolKind::Nearest, a),
+                        "aten::upsample_nearest2d.vec_out");
+}
+
+void upsample_bilinear(KernelContext& ctx, const ops::ResampleArgs& a) {
+  PoolLaunch l = resample_launch(PoolKind::Bilinear, a);
+  l.align_corners = a.align_corners;
+  cuda::nn::launch_pool(ctx, l, "aten::upsample_bilinear2d.vec_out");
+}
+
+}  // namespace
+
+const ops::PoolBackend& pool_backend() {
+  static constexpr ops::PoolBackend kPool{
+      &max_pool, &max_pool, &avg_pool, &adaptive_avg_pool, &upsample_nearest, &upsample_bilinear};
+  return kPool;
+}
+
+}  // namespace pterun::kernels::cuda_ops

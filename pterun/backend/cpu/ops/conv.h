@@ -1,0 +1,25 @@
+#pragma once
+
+// The CPU convolution's fast paths, tried in this order by conv.cpp before
+// its direct kernel; each takes the front-end's ConvProblem
+// (pterun/ops/conv.h).
+
+#include "pterun/kernels/kernel.h"
+#include "pterun/ops/conv.h"
+
+namespace pterun::cpu {
+
+using ops::ConvProblem;
+
+/// Runs `p` with our own f32 kernel (conv_f32.cpp) when it takes it:
+/// forward, stride 1, at least 4 output channels per group, a padded image
+/// that fits in L2; false otherwise, having done nothing. Allocation-free
+/// once scratch has grown. Uses ctx.scratch().
+bool conv_f32(kernels::KernelContext& ctx, const ConvProblem& p);
+
+/// Runs `p` with oneDNN when it has an optimised implementation for it
+/// (f32, and f16/bf16 natively or through f32 copies); false otherwise,
+/// having done nothing. Uses ctx.scratch().
+bool conv_dnnl(kernels::KernelContext& ctx, const ConvProblem& p, const char* op);
+
+}  // namespace pterun::cpu
