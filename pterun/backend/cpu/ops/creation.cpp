@@ -5,12 +5,12 @@
 #include <cmath>
 #include <type_traits>
 
+#include "pterun/backend/cpu/engine/parallel.h"
 #include "pterun/backend/cpu/ops/ops.h"
 #include "pterun/core/error.h"
 #include "pterun/core/value.h"
 #include "pterun/kernels/common/creation_util.h"
 #include "pterun/kernels/common/dtype_util.h"
-#include "pterun/kernels/common/parallel.h"
 #include "pterun/ops/shape_copy.h"
 
 namespace pterun::cpu {
@@ -120,7 +120,7 @@ template <typename T, typename F>
 void fill_indexed(const KernelContext& ctx, Tensor& out, F f) {
   T* data = out.data_as<T>();
   const int64_t stride = out.numel() > 0 ? out.stride(0) : 1;
-  kernels::parallel_for(ctx, out.numel(), 4, [&](int64_t b, int64_t e) {
+  cpu::parallel_for(ctx, out.numel(), 4, [&](int64_t b, int64_t e) {
     for (int64_t i = b; i < e; ++i) data[i * stride] = f(i);
   });
 }

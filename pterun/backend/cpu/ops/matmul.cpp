@@ -4,12 +4,12 @@
 
 #include <array>
 
+#include "pterun/backend/cpu/engine/strided_copy.h"
 #include "pterun/backend/cpu/ops/matmul_gemm.h"
 #include "pterun/backend/cpu/ops/ops.h"
 #include "pterun/core/value.h"
 #include "pterun/kernels/common/dtype_util.h"
 #include "pterun/kernels/common/shape_util.h"
-#include "pterun/kernels/common/strided_copy.h"
 
 namespace pterun::cpu {
 
@@ -233,7 +233,7 @@ namespace {
 void cpu_copy(KernelContext& ctx, void* dst, std::span<const int64_t> dst_strides, const void* src,
               std::span<const int64_t> src_strides, std::span<const int64_t> sizes,
               size_t element_size) {
-  kernels::strided_copy(ctx, dst, dst_strides, src, src_strides, sizes, element_size);
+  cpu::strided_copy(ctx, dst, dst_strides, src, src_strides, sizes, element_size);
 }
 
 constexpr GemmBackend kCpu{&gemm, &cpu_copy};
