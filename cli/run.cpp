@@ -9,12 +9,12 @@
 #include <cstring>
 #include "cli/commands.h"
 #include "cli/npy.h"
+#include "pterun/backend/cpu/engine/strided_copy.h"
 #include "pterun/backend/device.h"
 #include "pterun/core/error.h"
 #include "pterun/core/threads.h"
 #include "pterun/executor/runner.h"
 #include "pterun/kernels/common/dtype_util.h"
-#include "pterun/kernels/common/strided_copy.h"
 
 namespace pterun::cli {
 
@@ -179,7 +179,7 @@ NpyArray to_array(const TensorResult& t) {
     contiguous[i] = s;
     s *= t.sizes[i] == 0 ? 1 : t.sizes[i];
   }
-  if (!empty) kernels::strided_copy(a.data.data(), contiguous, src, t.strides, t.sizes, element);
+  if (!empty) cpu::strided_copy(a.data.data(), contiguous, src, t.strides, t.sizes, element);
   a.strides = contiguous;
   return a;
 }

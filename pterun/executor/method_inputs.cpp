@@ -6,12 +6,12 @@
 #include <cstring>
 #include <utility>
 
+#include "pterun/backend/cpu/engine/strided_copy.h"
 #include "pterun/backend/device.h"
 #include "pterun/core/error.h"
 #include "pterun/core/stats.h"
 #include "pterun/core/text.h"
 #include "pterun/executor/method.h"
-#include "pterun/kernels/common/strided_copy.h"
 
 namespace pterun {
 namespace {
@@ -248,8 +248,8 @@ void Method::install_on_host(size_t i, const InputArg& a, bool layout_ok,
     if (t.nbytes() > 0) std::memcpy(home, a.data, t.nbytes());
   } else {
     stats::add(stats::Counter::LayoutConversions);
-    kernels::strided_copy(context_, home, t.strides(), a.data, src_strides, t.sizes(),
-                          t.element_size());
+    cpu::strided_copy(context_, home, t.strides(), a.data, src_strides, t.sizes(),
+                      t.element_size());
   }
   input_set_[i] = true;
 }
@@ -303,8 +303,8 @@ void Method::install_on_device(size_t i, const InputArg& a, bool layout_ok,
       std::memcpy(staging.data(), a.data, bytes);
     } else {
       stats::add(stats::Counter::LayoutConversions);
-      kernels::strided_copy(context_, staging.data(), t.strides(), a.data, src_strides, t.sizes(),
-                            t.element_size());
+      cpu::strided_copy(context_, staging.data(), t.strides(), a.data, src_strides, t.sizes(),
+                        t.element_size());
     }
     backend::copy_host_to_device(context_, home, staging.data(), bytes);
     staging_busy_[i] = true;

@@ -5,7 +5,6 @@
 #include "pterun/core/error.h"
 #include "pterun/core/stats.h"
 #include "pterun/core/text.h"
-#include "pterun/kernels/common/strided_copy.h"
 
 namespace pterun {
 

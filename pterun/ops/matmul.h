@@ -43,7 +43,7 @@ struct GemmProblem {
 struct MatmulBackend {
   /// Computes `p`; errors name `op`. May use scratch memory.
   void (*gemm)(KernelContext& ctx, const GemmProblem& p, const char* op);
-  /// kernels::strided_copy's contract (strides in elements, 0 broadcasts):
+  /// A strided copy (strides in elements, 0 broadcasts):
   /// addmm's beta * self starts in out through it.
   void (*copy)(KernelContext& ctx, void* dst, std::span<const int64_t> dst_strides, const void* src,
                std::span<const int64_t> src_strides, std::span<const int64_t> sizes,

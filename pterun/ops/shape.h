@@ -21,7 +21,7 @@ namespace pterun::ops {
 /// The data movement of the shape family, for the memory a device's tensors
 /// live in.
 struct Mover {
-  /// kernels::strided_copy's contract: copies `sizes` elements of
+  /// cpu::strided_copy's contract: copies `sizes` elements of
   /// `element_size` bytes from src (strides in elements) to dst.
   void (*copy)(const KernelContext& ctx, void* dst, std::span<const int64_t> dst_strides,
                const void* src, std::span<const int64_t> src_strides,

@@ -7,11 +7,11 @@
 #include <cstring>
 #include <new>
 
+#include "pterun/backend/cpu/engine/strided_copy.h"
 #include "pterun/backend/device.h"
 #include "pterun/core/error.h"
 #include "pterun/core/host_buffer.h"
 #include "pterun/kernels/common/dtype_util.h"
-#include "pterun/kernels/common/strided_copy.h"
 #include "python/src/convert.h"
 #include "python/src/numpy_api.h"
 
@@ -223,8 +223,7 @@ PyTensor from_host(nb::handle data, const std::string& device, nb::handle dtype)
   }
   if (index < 0) {
     auto buffer = std::make_shared<HostBuffer>(nbytes);
-    if (nbytes > 0)
-      kernels::strided_copy(buffer->data(), r.strides, src, src_strides, r.sizes, item);
+    if (nbytes > 0) cpu::strided_copy(buffer->data(), r.strides, src, src_strides, r.sizes, item);
     r.data = buffer->data();
     r.storage = std::move(buffer);
     return PyTensor{std::move(r)};
@@ -234,7 +233,7 @@ PyTensor from_host(nb::handle data, const std::string& device, nb::handle dtype)
     HostBuffer packed;
     if (!src_contiguous) {
       packed = HostBuffer(nbytes);
-      kernels::strided_copy(packed.data(), r.strides, src, src_strides, r.sizes, item);
+      cpu::strided_copy(packed.data(), r.strides, src, src_strides, r.sizes, item);
       src = packed.data();
     }
     backend::upload(index, buffer->data(), src, nbytes);

@@ -17,11 +17,11 @@
 #include <memory>
 #include <vector>
 
+#include "pterun/backend/cpu/engine/strided_copy.h"
 #include "pterun/backend/device.h"
 #include "pterun/core/error.h"
 #include "pterun/core/logging.h"
 #include "pterun/core/value.h"
-#include "pterun/kernels/common/strided_copy.h"
 #include "pterun/kernels/registry.h"
 #include "python/src/convert.h"
 
@@ -78,8 +78,7 @@ Tensor* make_tensor(Arena& a, const nb::tuple& spec) {
     PTERUN_CHECK(raw.size() == t.nbytes(), ErrorCode::InvalidArgument, "testing: ", raw.size(),
                  " bytes for ", describe(t));
     auto src_strides = contiguous_strides(t.sizes());
-    kernels::strided_copy(t.data(), t.strides(), raw.c_str(), src_strides, t.sizes(),
-                          t.element_size());
+    cpu::strided_copy(t.data(), t.strides(), raw.c_str(), src_strides, t.sizes(), t.element_size());
   }
   if (a.cuda >= 0) {
     // The same bytes (layout, out fill) in GPU memory.
@@ -208,8 +207,7 @@ nb::tuple call_kernel(const std::string& name, const nb::list& args, int num_thr
     }
     std::vector<uint8_t> host(t->nbytes());
     auto dst_strides = contiguous_strides(t->sizes());
-    kernels::strided_copy(host.data(), dst_strides, data, t->strides(), t->sizes(),
-                          t->element_size());
+    cpu::strided_copy(host.data(), dst_strides, data, t->strides(), t->sizes(), t->element_size());
     nb::list shape;
     for (int64_t s : t->sizes()) shape.append(s);
     out_list.append(

@@ -14,7 +14,7 @@ namespace pterun::cuda {
 /// Copies a `sizes`-shaped array of `element_size`-byte elements between two
 /// device layouts given by strides in elements (any sign; 0 broadcasts a
 /// source dimension), on the context's stream. Same contract as
-/// kernels::strided_copy: dimensions are coalesced and walked in the
+/// cpu::strided_copy: dimensions are coalesced and walked in the
 /// destination's memory order; dense copies become one cudaMemcpyAsync,
 /// transposes go through shared-memory tiles. Nothing is launched for an
 /// empty shape.

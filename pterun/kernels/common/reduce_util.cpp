@@ -1,5 +1,7 @@
 #include "pterun/kernels/common/reduce_util.h"
 
+#include "pterun/core/error.h"
+
 namespace pterun::kernels {
 
 DimMask reduce_dim_mask(std::optional<std::span<const int64_t>> dims, int64_t rank,

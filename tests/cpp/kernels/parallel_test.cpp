@@ -1,7 +1,7 @@
 // parallel_for on the helper pool: every index once, thread indices below
 // the bound, nested and concurrent calls, errors from a body.
 
-#include "pterun/kernels/common/parallel.h"
+#include "pterun/backend/cpu/engine/parallel.h"
 
 #include <gtest/gtest.h>
 
@@ -11,8 +11,10 @@
 
 #include "pterun/core/error.h"
 
-namespace pterun::kernels {
+namespace pterun::cpu {
 namespace {
+
+using kernels::KernelContext;
 
 KernelContext context_with(int threads) {
   KernelContext ctx;
@@ -93,4 +95,4 @@ TEST(ParallelFor, AnErrorInABodyReachesTheCaller) {
 }
 
 }  // namespace
-}  // namespace pterun::kernels
+}  // namespace pterun::cpu

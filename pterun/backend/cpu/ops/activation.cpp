@@ -8,11 +8,11 @@
 #include <limits>
 #include <type_traits>
 
+#include "pterun/backend/cpu/engine/elementwise.h"
+#include "pterun/backend/cpu/engine/parallel.h"
+#include "pterun/backend/cpu/engine/vec_math.h"
 #include "pterun/backend/cpu/ops/elementwise_compute.h"
-#include "pterun/backend/cpu/ops/vec_math.h"
-#include "pterun/kernels/common/elementwise.h"
 #include "pterun/kernels/common/elementwise_math.h"
-#include "pterun/kernels/common/parallel.h"
 #include "pterun/ops/elementwise.h"
 
 namespace pterun::cpu {
@@ -28,7 +28,7 @@ namespace math = kernels::math;
 template <typename Make>
 void map_float(KernelContext& ctx, const ops::ActivationArgs& a, Make&& make) {
   auto run = [&]<typename C>() {
-    kernels::map_elements<C, C, 1>(ctx, a.out, {&a.in}, make.template operator()<C>(), a.op);
+    cpu::map_elements<C, C, 1>(ctx, a.out, {&a.in}, make.template operator()<C>(), a.op);
   };
   if (a.in.dtype() == DType::Float64) {
     run.template operator()<double>();
@@ -48,10 +48,10 @@ void relu(KernelContext& ctx, const ops::ActivationArgs& a) {
   kernels::visit(a.in.dtype(), Family::RealHBF16, a.op, [&]<typename T>() {
     using C = kernels::ComputeOf<T>;
     if constexpr (std::is_unsigned_v<C>) {
-      kernels::map_elements<C, C, 1>(
+      cpu::map_elements<C, C, 1>(
           ctx, a.out, {&a.in}, [](C x) { return x; }, a.op);
     } else {
-      kernels::map_elements<C, C, 1>(
+      cpu::map_elements<C, C, 1>(
           ctx, a.out, {&a.in}, [](C x) { return x < C(0) ? C(0) : x; }, a.op);
     }
   });
@@ -62,11 +62,11 @@ template <typename C>
 void clamp_scalar(KernelContext& ctx, const Tensor& in, Tensor& out, C lo, C hi, const char* op) {
   if (math::is_nan(lo) || math::is_nan(hi)) {
     C nan = lo + hi;
-    kernels::map_elements<C, C, 1>(
+    cpu::map_elements<C, C, 1>(
         ctx, out, {&in}, [nan](C) { return nan; }, op);
     return;
   }
-  kernels::map_elements<C, C, 1>(
+  cpu::map_elements<C, C, 1>(
       ctx, out, {&in},
       [lo, hi](C x) {
         C v = x < lo ? lo : x;
@@ -157,14 +157,14 @@ void elementwise::clamp_tensor(KernelContext& ctx, const ops::ClampTensorArgs& a
   kernels::visit(a.compute, Family::RealHBBF16, a.op, [&]<typename T>() {
     using C = kernels::ComputeOf<T>;
     if (lo && hi) {
-      kernels::map_elements<C, C, 3>(
+      cpu::map_elements<C, C, 3>(
           ctx, a.out, {&a.in, lo, hi},
           [](C x, C l, C h) { return math::min_nan(math::max_nan(x, l), h); }, a.op);
     } else if (lo) {
-      kernels::map_elements<C, C, 2>(
+      cpu::map_elements<C, C, 2>(
           ctx, a.out, {&a.in, lo}, [](C x, C l) { return math::max_nan(x, l); }, a.op);
     } else {
-      kernels::map_elements<C, C, 2>(
+      cpu::map_elements<C, C, 2>(
           ctx, a.out, {&a.in, hi}, [](C x, C h) { return math::min_nan(x, h); }, a.op);
     }
   });
@@ -190,7 +190,7 @@ void elementwise::glu(KernelContext& ctx, const ops::GluArgs& g) {
       using C = std::conditional_t<std::is_same_v<TI, double>, double, float>;
       const TI* src = in.data_as<const TI>();
       TO* dst = out.data_as<TO>();
-      kernels::parallel_for(ctx, numel / inner, inner, [&](int64_t begin, int64_t end) {
+      cpu::parallel_for(ctx, numel / inner, inner, [&](int64_t begin, int64_t end) {
         for (int64_t row = begin; row < end; ++row) {
           // Offsets of this row from its index over the outer dims.
           int64_t in_off = 0, out_off = 0, rem = row;

@@ -6,10 +6,10 @@
 #include <cmath>
 #include <type_traits>
 
+#include "pterun/backend/cpu/engine/elementwise.h"
 #include "pterun/backend/cpu/ops/elementwise_compute.h"
 #include "pterun/backend/cpu/ops/ops.h"
 #include "pterun/core/error.h"
-#include "pterun/kernels/common/elementwise.h"
 #include "pterun/kernels/common/elementwise_math.h"
 #include "pterun/ops/elementwise.h"
 
@@ -34,7 +34,7 @@ void map_tensors(KernelContext& ctx, const ops::BinaryArgs& a, Make&& make) {
     using C = kernels::ComputeOf<T>;
     auto f = make.template operator()<C>();
     if constexpr (!std::is_same_v<decltype(f), Unused>) {
-      kernels::map_elements<C, C, 2>(ctx, a.out, {&a.a, &a.b}, f, a.op);
+      cpu::map_elements<C, C, 2>(ctx, a.out, {&a.a, &a.b}, f, a.op);
     }
   });
 }
@@ -46,7 +46,7 @@ void map_scalar(KernelContext& ctx, const ops::BinaryScalarArgs& a, Make&& make)
     using C = kernels::ComputeOf<T>;
     auto f = make.template operator()<C>();
     if constexpr (!std::is_same_v<decltype(f), Unused>) {
-      kernels::map_elements<C, C, 1>(ctx, a.out, {&a.a}, f, a.op);
+      cpu::map_elements<C, C, 1>(ctx, a.out, {&a.a}, f, a.op);
     }
   });
 }

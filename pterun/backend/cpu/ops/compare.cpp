@@ -7,10 +7,10 @@
 #include <functional>
 #include <type_traits>
 
+#include "pterun/backend/cpu/engine/elementwise.h"
+#include "pterun/backend/cpu/engine/elementwise_util.h"
 #include "pterun/backend/cpu/ops/elementwise_compute.h"
-#include "pterun/kernels/common/elementwise.h"
 #include "pterun/kernels/common/elementwise_math.h"
-#include "pterun/kernels/common/elementwise_util.h"
 #include "pterun/ops/elementwise.h"
 
 namespace pterun::cpu {
@@ -34,11 +34,11 @@ template <typename Cmp>
 void compare_with(KernelContext& ctx, const ops::CompareArgs& a) {
   visit_compute(a.compute, a.op, [&]<typename C>() {
     if (a.b != nullptr) {
-      kernels::map_elements<C, bool, 2>(
+      cpu::map_elements<C, bool, 2>(
           ctx, a.out, {&a.a, a.b}, [](C x, C y) { return Cmp{}(x, y); }, a.op);
     } else {
       C v = math::scalar_as<C>(a.s);
-      kernels::map_elements<C, bool, 1>(
+      cpu::map_elements<C, bool, 1>(
           ctx, a.out, {&a.a}, [v](C x) { return Cmp{}(x, v); }, a.op);
     }
   });
@@ -47,7 +47,7 @@ void compare_with(KernelContext& ctx, const ops::CompareArgs& a) {
 /// out = Fn{}(a, b) on truthiness.
 template <typename Fn>
 void logical_with(KernelContext& ctx, const ops::LogicalArgs& a) {
-  kernels::map_elements<bool, bool, 2>(
+  cpu::map_elements<bool, bool, 2>(
       ctx, a.out, {&a.a, a.b}, [](bool x, bool y) -> bool { return Fn{}(x, y); }, a.op);
 }
 
@@ -67,13 +67,13 @@ struct LogicalXor {
 // loop vectorises.
 void logical_not(KernelContext& ctx, const ops::LogicalArgs& a) {
   if (a.a.dtype() == DType::Bool) {
-    const Tensor bits = kernels::bits_view(a.a);
-    kernels::map_elements<uint8_t, bool, 1>(
+    const Tensor bits = cpu::bits_view(a.a);
+    cpu::map_elements<uint8_t, bool, 1>(
         ctx, a.out, {&bits}, [](uint8_t x) { return x == 0; }, a.op);
     return;
   }
   visit_compute(a.a.dtype(), a.op, [&]<typename C>() {
-    kernels::map_elements<C, bool, 1>(
+    cpu::map_elements<C, bool, 1>(
         ctx, a.out, {&a.a}, [](C x) { return x == C(0); }, a.op);
   });
 }
@@ -104,12 +104,12 @@ void elementwise::logical(KernelContext& ctx, const ops::LogicalArgs& a) {
 // patterns of the dtype's width, so no value is converted; otherwise it
 // runs in the compute type.
 void elementwise::where(KernelContext& ctx, const ops::WhereArgs& a) {
-  const Tensor c = kernels::bits_view(a.cond);
+  const Tensor c = cpu::bits_view(a.cond);
   if (a.a.dtype() == a.compute && a.b.dtype() == a.compute) {
-    const Tensor x = kernels::bits_view(a.a), y = kernels::bits_view(a.b);
-    Tensor o = kernels::bits_view(a.out);
+    const Tensor x = cpu::bits_view(a.a), y = cpu::bits_view(a.b);
+    Tensor o = cpu::bits_view(a.out);
     auto select = [&]<typename U>() {
-      kernels::map_elements<U, U, 3>(
+      cpu::map_elements<U, U, 3>(
           ctx, o, {&c, &x, &y}, [](U m, U p, U q) { return m != 0 ? p : q; }, a.op);
     };
     switch (a.out.element_size()) {
@@ -120,7 +120,7 @@ void elementwise::where(KernelContext& ctx, const ops::WhereArgs& a) {
     }
   }
   visit_compute(a.compute, a.op, [&]<typename C>() {
-    kernels::map_elements<C, C, 3>(
+    cpu::map_elements<C, C, 3>(
         ctx, a.out, {&c, &a.a, &a.b}, [](C m, C p, C q) { return m != C(0) ? p : q; }, a.op);
   });
 }

@@ -10,10 +10,10 @@
 #include <algorithm>
 #include <type_traits>
 
+#include "pterun/backend/cpu/engine/parallel.h"
 #include "pterun/backend/cpu/ops/conv.h"
 #include "pterun/backend/cpu/ops/ops.h"
 #include "pterun/kernels/common/dtype_util.h"
-#include "pterun/kernels/common/parallel.h"
 
 namespace pterun::cpu {
 namespace {
@@ -51,63 +51,61 @@ void conv_own(const KernelContext& ctx, const ConvProblem& p) {
   const int64_t sh = p.stride[0], sw = p.stride[1], ph = p.pad[0], pw = p.pad[1];
   const int64_t dh = p.dilation[0], dw = p.dilation[1];
 
-  kernels::parallel_for(
-      ctx, p.n * p.oc * p.oh, icg * p.kh * p.kw * p.ow, [&](int64_t b, int64_t e) {
-        alignas(64) Acc acc[kBlock];
-        for (int64_t row = b; row < e; ++row) {
-          const int64_t y = row % p.oh;
-          const int64_t o = (row / p.oh) % p.oc;
-          const int64_t ni = row / (p.oh * p.oc);
-          const int64_t g = o / ocg;
-          for (int64_t x0 = 0; x0 < p.ow; x0 += kBlock) {
-            const int64_t nb = std::min(kBlock, p.ow - x0);
-            const Acc init = bias != nullptr ? kernels::convert<Acc>(bias[o]) : Acc(0);
-            std::fill(acc, acc + nb, init);
-            for (int64_t c = 0; c < icg; ++c) {
-              const int64_t ci = g * icg + c;
-              const S* plane = in + ni * is[0] + ci * is[1];
-              for (int64_t ky = 0; ky < p.kh; ++ky) {
-                int64_t iy;
-                if (!p.transposed) {
-                  iy = y * sh - ph + ky * dh;
-                  if (iy < 0 || iy >= p.ih) continue;
-                } else {
-                  const int64_t t = y + ph - ky * dh;
-                  if (t < 0 || t % sh != 0 || t / sh >= p.ih) continue;
-                  iy = t / sh;
+  cpu::parallel_for(ctx, p.n * p.oc * p.oh, icg * p.kh * p.kw * p.ow, [&](int64_t b, int64_t e) {
+    alignas(64) Acc acc[kBlock];
+    for (int64_t row = b; row < e; ++row) {
+      const int64_t y = row % p.oh;
+      const int64_t o = (row / p.oh) % p.oc;
+      const int64_t ni = row / (p.oh * p.oc);
+      const int64_t g = o / ocg;
+      for (int64_t x0 = 0; x0 < p.ow; x0 += kBlock) {
+        const int64_t nb = std::min(kBlock, p.ow - x0);
+        const Acc init = bias != nullptr ? kernels::convert<Acc>(bias[o]) : Acc(0);
+        std::fill(acc, acc + nb, init);
+        for (int64_t c = 0; c < icg; ++c) {
+          const int64_t ci = g * icg + c;
+          const S* plane = in + ni * is[0] + ci * is[1];
+          for (int64_t ky = 0; ky < p.kh; ++ky) {
+            int64_t iy;
+            if (!p.transposed) {
+              iy = y * sh - ph + ky * dh;
+              if (iy < 0 || iy >= p.ih) continue;
+            } else {
+              const int64_t t = y + ph - ky * dh;
+              if (t < 0 || t % sh != 0 || t / sh >= p.ih) continue;
+              iy = t / sh;
+            }
+            const S* irow = plane + iy * is[2];
+            for (int64_t kx = 0; kx < p.kw; ++kx) {
+              const Acc wv =
+                  p.transposed
+                      ? kernels::convert<Acc>(
+                            w[ci * ws[0] + (o - g * ocg) * ws[1] + ky * ws[2] + kx * ws[3]])
+                      : kernels::convert<Acc>(w[o * ws[0] + c * ws[1] + ky * ws[2] + kx * ws[3]]);
+              if (!p.transposed) {
+                // Columns x with 0 <= x * sw - pw + kx * dw < iw.
+                const int64_t off = kx * dw - pw;
+                const int64_t lo = std::max(x0, ceil_div_nonneg(-off, sw));
+                const int64_t last = p.iw - 1 - off;
+                const int64_t hi = last < 0 ? 0 : std::min(x0 + nb, last / sw + 1);
+                for (int64_t x = lo; x < hi; ++x) {
+                  acc[x - x0] += wv * kernels::convert<Acc>(irow[(x * sw + off) * is[3]]);
                 }
-                const S* irow = plane + iy * is[2];
-                for (int64_t kx = 0; kx < p.kw; ++kx) {
-                  const Acc wv =
-                      p.transposed
-                          ? kernels::convert<Acc>(
-                                w[ci * ws[0] + (o - g * ocg) * ws[1] + ky * ws[2] + kx * ws[3]])
-                          : kernels::convert<Acc>(
-                                w[o * ws[0] + c * ws[1] + ky * ws[2] + kx * ws[3]]);
-                  if (!p.transposed) {
-                    // Columns x with 0 <= x * sw - pw + kx * dw < iw.
-                    const int64_t off = kx * dw - pw;
-                    const int64_t lo = std::max(x0, ceil_div_nonneg(-off, sw));
-                    const int64_t last = p.iw - 1 - off;
-                    const int64_t hi = last < 0 ? 0 : std::min(x0 + nb, last / sw + 1);
-                    for (int64_t x = lo; x < hi; ++x) {
-                      acc[x - x0] += wv * kernels::convert<Acc>(irow[(x * sw + off) * is[3]]);
-                    }
-                  } else {
-                    for (int64_t x = x0; x < x0 + nb; ++x) {
-                      const int64_t t = x + pw - kx * dw;
-                      if (t < 0 || t % sw != 0 || t / sw >= p.iw) continue;
-                      acc[x - x0] += wv * kernels::convert<Acc>(irow[(t / sw) * is[3]]);
-                    }
-                  }
+              } else {
+                for (int64_t x = x0; x < x0 + nb; ++x) {
+                  const int64_t t = x + pw - kx * dw;
+                  if (t < 0 || t % sw != 0 || t / sw >= p.iw) continue;
+                  acc[x - x0] += wv * kernels::convert<Acc>(irow[(t / sw) * is[3]]);
                 }
               }
             }
-            S* orow = out + ni * os[0] + o * os[1] + y * os[2];
-            for (int64_t x = 0; x < nb; ++x) orow[(x0 + x) * os[3]] = kernels::convert<S>(acc[x]);
           }
         }
-      });
+        S* orow = out + ni * os[0] + o * os[1] + y * os[2];
+        for (int64_t x = 0; x < nb; ++x) orow[(x0 + x) * os[3]] = kernels::convert<S>(acc[x]);
+      }
+    }
+  });
 }
 
 void convolution(KernelContext& ctx, const ConvProblem& p) {

@@ -15,9 +15,9 @@
 #include <utility>
 #include <vector>
 
+#include "pterun/backend/cpu/engine/parallel.h"
 #include "pterun/backend/cpu/ops/conv.h"
 #include "pterun/backend/cpu/ops/dnnl_util.h"
-#include "pterun/kernels/common/parallel.h"
 
 namespace pterun::cpu {
 namespace {
@@ -335,7 +335,7 @@ bool conv_dnnl(KernelContext& ctx, const ConvProblem& p, const char* op) {
   // Images in ranges over the threads, each range one oneDNN call.
   const size_t es = element_size(p.dtype);
   std::atomic<bool> declined{false};
-  kernels::parallel_for(ctx, p.n, static_cast<int64_t>(work / p.n), [&](int64_t b, int64_t e) {
+  cpu::parallel_for(ctx, p.n, static_cast<int64_t>(work / p.n), [&](int64_t b, int64_t e) {
     ConvProblem q = p;
     q.n = e - b;
     q.in = static_cast<const char*>(p.in) + b * p.in_strides[0] * es;

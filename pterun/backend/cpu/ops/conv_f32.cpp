@@ -16,10 +16,10 @@
 #include <utility>
 #include <vector>
 
+#include "pterun/backend/cpu/engine/parallel.h"
+#include "pterun/backend/cpu/engine/vec_float.h"
 #include "pterun/backend/cpu/ops/conv.h"
 #include "pterun/backend/cpu/ops/dnnl_util.h"
-#include "pterun/backend/cpu/ops/vec_float.h"
-#include "pterun/kernels/common/parallel.h"
 
 // Without AVX the 32-byte vectors below are passed differently; they never
 // cross a translation unit, so GCC's ABI note does not apply.
@@ -430,7 +430,7 @@ bool conv_f32(KernelContext& ctx, const ConvProblem& p) {
 
   // Images in ranges over the threads.
   auto body = [&](int64_t begin, int64_t end) {
-    const int slot = parallel ? kernels::parallel_thread_index() : 0;
+    const int slot = parallel ? cpu::parallel_thread_index() : 0;
     float* padded = reinterpret_cast<float*>(images + slot * image_bytes);
     if (kWide && pl.lanes == 16) {
       run_images<V16>(pl, begin, end, padded, image_floats);
@@ -439,7 +439,7 @@ bool conv_f32(KernelContext& ctx, const ConvProblem& p) {
     }
   };
   if (parallel) {
-    kernels::parallel_for(ctx, p.n, per_image, body);
+    cpu::parallel_for(ctx, p.n, per_image, body);
   } else {
     body(0, p.n);
   }

@@ -3,9 +3,9 @@
 
 #include <type_traits>
 
+#include "pterun/backend/cpu/engine/parallel.h"
 #include "pterun/backend/cpu/ops/ops.h"
 #include "pterun/kernels/common/dtype_util.h"
-#include "pterun/kernels/common/parallel.h"
 #include "pterun/ops/creation.h"
 #include "pterun/ops/shape.h"
 #include "pterun/ops/shape_copy.h"
@@ -30,7 +30,7 @@ template <typename T, typename F>
 void fill_indexed(const KernelContext& ctx, Tensor& out, F f) {
   T* data = out.data_as<T>();
   const int64_t stride = out.numel() > 0 ? out.stride(0) : 1;
-  kernels::parallel_for(ctx, out.numel(), 4, [&](int64_t b, int64_t e) {
+  cpu::parallel_for(ctx, out.numel(), 4, [&](int64_t b, int64_t e) {
     for (int64_t i = b; i < e; ++i) data[i * stride] = f(i);
   });
 }

@@ -6,8 +6,8 @@
 #include <algorithm>
 #include <string_view>
 
+#include "pterun/backend/cpu/engine/parallel.h"
 #include "pterun/core/half.h"
-#include "pterun/kernels/common/parallel.h"
 
 namespace pterun::cpu::dnnl_util {
 
@@ -73,7 +73,7 @@ void convert_range(const From* src, To* dst, int64_t begin, int64_t end) {
 template <typename From>
 void convert_from(const kernels::KernelContext& ctx, const From* src, DType to, void* dst,
                   int64_t n) {
-  kernels::parallel_for(ctx, n, 1, [&](int64_t b, int64_t e) {
+  cpu::parallel_for(ctx, n, 1, [&](int64_t b, int64_t e) {
     switch (to) {
       case DType::Float32: convert_range(src, static_cast<float*>(dst), b, e); break;
       case DType::Float16: convert_range(src, static_cast<Half*>(dst), b, e); break;

@@ -7,11 +7,11 @@
 
 #include <cstring>
 
+#include "pterun/backend/cpu/engine/elementwise.h"
+#include "pterun/backend/cpu/engine/parallel.h"
+#include "pterun/backend/cpu/engine/strided_copy.h"
 #include "pterun/backend/cpu/ops/ops.h"
-#include "pterun/kernels/common/elementwise.h"
 #include "pterun/kernels/common/index_util.h"
-#include "pterun/kernels/common/parallel.h"
-#include "pterun/kernels/common/strided_copy.h"
 #include "pterun/ops/index.h"
 
 namespace pterun::cpu {
@@ -89,7 +89,7 @@ void embedding_out(KernelContext& ctx, const ops::EmbeddingArgs& a) {
   for (size_t d = 0; d < k; ++d) rows.push(indices.size(d), {indices.stride(d), out.stride(d)});
   const int64_t dim = weight.size(1);
   const size_t es = weight.element_size();
-  kernels::parallel_for(ctx, indices.numel(), dim, [&](int64_t b, int64_t e) {
+  cpu::parallel_for(ctx, indices.numel(), dim, [&](int64_t b, int64_t e) {
     auto od = rows;
     od.seek(b);
     for (int64_t i = b; i < e; ++i, od.next()) {
@@ -119,12 +119,12 @@ void index_select_out(KernelContext& ctx, const ops::IndexSelectArgs& a) {
   if (rank > 0) slice.dims[dim] = 1;
   const int64_t slice_numel = slice.numel();
   const int64_t index_stride = index.dim() == 0 ? 0 : index.stride(0);
-  kernels::parallel_for(ctx, n, slice_numel, [&](int64_t b, int64_t e) {
+  cpu::parallel_for(ctx, n, slice_numel, [&](int64_t b, int64_t e) {
     for (int64_t i = b; i < e; ++i) {
       int64_t v = kernels::read_index(index, i * index_stride);
-      kernels::strided_copy(byte_ptr(out, i * stride_at(out, dim)), out.strides(),
-                            byte_ptr(self, v * stride_at(self, dim)), self.strides(), slice.span(),
-                            self.element_size());
+      cpu::strided_copy(byte_ptr(out, i * stride_at(out, dim)), out.strides(),
+                        byte_ptr(self, v * stride_at(self, dim)), self.strides(), slice.span(),
+                        self.element_size());
     }
   });
 }
@@ -152,7 +152,7 @@ void gather_out(KernelContext& ctx, const ops::GatherArgs& a) {
   const Odometer<3> walk = index_walk(index, dim, self, &out);
   const size_t es = self.element_size();
   const int64_t step = stride_at(self, dim);
-  kernels::parallel_for(ctx, index.numel(), 1, [&](int64_t b, int64_t e) {
+  cpu::parallel_for(ctx, index.numel(), 1, [&](int64_t b, int64_t e) {
     auto od = walk;
     od.seek(b);
     for (int64_t i = b; i < e; ++i, od.next()) {
@@ -171,8 +171,8 @@ void scatter(KernelContext& ctx, const ops::ScatterArgs& a, const char* op) {
   const Tensor* src = a.src;
   Tensor& out = a.out;
   check_all_in_range(index, size_at(self, a.dim), op);
-  kernels::strided_copy(ctx, out.data(), out.strides(), self.data(), self.strides(), self.sizes(),
-                        self.element_size());
+  cpu::strided_copy(ctx, out.data(), out.strides(), self.data(), self.strides(), self.sizes(),
+                    self.element_size());
   Odometer<3> od = index_walk(index, a.dim, out, src);
   const int64_t step = stride_at(out, a.dim);
   kernels::visit(self.dtype(), Family::RealHBBF16, op, [&]<typename T>() {
@@ -224,7 +224,7 @@ void masked_fill_out(KernelContext& ctx, const ops::MaskedFillArgs& a) {
     using C = kernels::ComputeOf<T>;
     const C v = value.is_floating() ? kernels::convert<C>(value.to_double())
                                     : kernels::convert<C>(value.to_int());
-    kernels::map_elements<C, C, 2>(
+    cpu::map_elements<C, C, 2>(
         ctx, out, {&self, &mask}, [v](C x, C m) { return m != C(0) ? v : x; }, op);
   });
 }
@@ -278,7 +278,7 @@ void index_tensor_out(KernelContext& ctx, const ops::IndexTensorArgs& a) {
   if (out.numel() == 0) return;
   ResultWalk w = result_walk(plan, self.strides(), out.strides());
   const size_t es = self.element_size();
-  kernels::parallel_for(ctx, w.rows.count(), w.n, [&](int64_t b, int64_t e) {
+  cpu::parallel_for(ctx, w.rows.count(), w.n, [&](int64_t b, int64_t e) {
     auto od = w.rows;
     od.seek(b);
     for (int64_t r = b; r < e; ++r, od.next()) {
@@ -333,8 +333,8 @@ void index_put(KernelContext& ctx, const ops::IndexPutArgs& a) {
   const int64_t* offsets = kernels::run_index_plan(a.plan, self, target.strides(),
                                                    ctx.scratch(a.plan.scratch_bytes()), op);
   if (!a.in_place) {
-    kernels::strided_copy(ctx, target.data(), target.strides(), self.data(), self.strides(),
-                          self.sizes(), self.element_size());
+    cpu::strided_copy(ctx, target.data(), target.strides(), self.data(), self.strides(),
+                      self.sizes(), self.element_size());
   }
   put_values(a.plan, target, offsets, a.values, a.value_strides, a.accumulate, op);
 }

@@ -2,9 +2,9 @@
 // matmul_gemm.cpp, which reads operands in place through their strides,
 // and the host strided copy.
 
+#include "pterun/backend/cpu/engine/strided_copy.h"
 #include "pterun/backend/cpu/ops/matmul_gemm.h"
 #include "pterun/backend/cpu/ops/ops.h"
-#include "pterun/kernels/common/strided_copy.h"
 
 namespace pterun::cpu {
 namespace {
@@ -14,7 +14,7 @@ using kernels::KernelContext;
 void cpu_copy(KernelContext& ctx, void* dst, std::span<const int64_t> dst_strides, const void* src,
               std::span<const int64_t> src_strides, std::span<const int64_t> sizes,
               size_t element_size) {
-  kernels::strided_copy(ctx, dst, dst_strides, src, src_strides, sizes, element_size);
+  cpu::strided_copy(ctx, dst, dst_strides, src, src_strides, sizes, element_size);
 }
 
 }  // namespace

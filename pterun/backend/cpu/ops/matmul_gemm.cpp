@@ -3,11 +3,11 @@
 #include <algorithm>
 #include <type_traits>
 
+#include "pterun/backend/cpu/engine/parallel.h"
+#include "pterun/backend/cpu/engine/strided_copy.h"
 #include "pterun/backend/cpu/ops/dnnl_util.h"
 #include "pterun/core/error.h"
 #include "pterun/kernels/common/dtype_util.h"
-#include "pterun/kernels/common/parallel.h"
-#include "pterun/kernels/common/strided_copy.h"
 
 namespace pterun::cpu {
 namespace {
@@ -48,7 +48,7 @@ void gemm_own(KernelContext& ctx, const GemmProblem& p) {
   // b packed row-major in the accumulator type, so the inner loop is a
   // unit-stride multiply-add over a row of b.
   Acc* packed = static_cast<Acc*>(ctx.scratch(std::max<int64_t>(1, batch * k * n) * sizeof(Acc)));
-  kernels::parallel_for(ctx, batch * k, n, [&](int64_t begin, int64_t end) {
+  cpu::parallel_for(ctx, batch * k, n, [&](int64_t begin, int64_t end) {
     for (int64_t r = begin; r < end; ++r) {
       const S* src = b + (r / k) * p.b.batch_stride + (r % k) * p.b.row_stride;
       Acc* dst = packed + r * n;
@@ -58,7 +58,7 @@ void gemm_own(KernelContext& ctx, const GemmProblem& p) {
 
   const Acc alpha = scalar_as<S, Acc>(p.alpha);
   const Acc beta = scalar_as<S, Acc>(p.beta);
-  kernels::parallel_for(ctx, batch * m, k * n + n, [&](int64_t begin, int64_t end) {
+  cpu::parallel_for(ctx, batch * m, k * n + n, [&](int64_t begin, int64_t end) {
     alignas(64) Acc acc[kBlock];
     for (int64_t row = begin; row < end; ++row) {
       const int64_t bi = row / m, i = row % m;
@@ -224,9 +224,9 @@ void pack_copy(const KernelContext& ctx, void* dst, const Operand& o, const void
   const int64_t packed[3] = {o.rows * o.cols, o.cols, 1};
   const int64_t given[3] = {v.batch_stride, v.row_stride, v.col_stride};
   if (to_packed) {
-    kernels::strided_copy(ctx, dst, packed, src, given, sizes, es);
+    cpu::strided_copy(ctx, dst, packed, src, given, sizes, es);
   } else {
-    kernels::strided_copy(ctx, dst, given, src, packed, sizes, es);
+    cpu::strided_copy(ctx, dst, given, src, packed, sizes, es);
   }
 }
 
@@ -283,7 +283,7 @@ void gemm_dnnl(KernelContext& ctx, const GemmProblem& p, MatmulPlan& plan, const
     const int64_t dims[3] = {batch, p.m, p.n};
     const int64_t dst_strides[3] = {c.batch_stride, c.row_stride, c.col_stride};
     const int64_t src_strides[3] = {0, 0, 1};
-    kernels::strided_copy(ctx, const_cast<void*>(c.data), dst_strides, bias, src_strides, dims, es);
+    cpu::strided_copy(ctx, const_cast<void*>(c.data), dst_strides, bias, src_strides, dims, es);
   }
   const bool c_has_input = p.accumulate || (bias != nullptr && !plan.bias_native);
 
@@ -391,7 +391,7 @@ void gemm(KernelContext& ctx, const GemmProblem& p, const char* op) {
   }
   // Matrices (or rows of one) in ranges over the threads.
   const size_t es = element_size(p.dtype);
-  kernels::parallel_for(ctx, count, static_cast<int64_t>(work / count), [&](int64_t b, int64_t e) {
+  cpu::parallel_for(ctx, count, static_cast<int64_t>(work / count), [&](int64_t b, int64_t e) {
     GemmProblem q = p;
     const int64_t a_step = by_batch ? p.a.batch_stride : p.a.row_stride;
     const int64_t c_step = by_batch ? p.c.batch_stride : p.c.row_stride;

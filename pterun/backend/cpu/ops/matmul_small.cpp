@@ -9,9 +9,9 @@
 
 #include <algorithm>
 
+#include "pterun/backend/cpu/engine/parallel.h"
+#include "pterun/backend/cpu/engine/vec_float.h"
 #include "pterun/backend/cpu/ops/matmul_gemm.h"
-#include "pterun/backend/cpu/ops/vec_float.h"
-#include "pterun/kernels/common/parallel.h"
 
 // Without AVX the 32-byte vectors below are passed differently; they never
 // cross a translation unit, so GCC's ABI note does not apply.
@@ -220,7 +220,7 @@ void gemm_small_f32(kernels::KernelContext& ctx, const GemmProblem& p) {
     }
     // Blocks of rows over the threads.
     const int64_t blocks = (m + kBlockRows - 1) / kBlockRows;
-    kernels::parallel_for(ctx, blocks, kBlockRows * k * n, [&](int64_t begin, int64_t end) {
+    cpu::parallel_for(ctx, blocks, kBlockRows * k * n, [&](int64_t begin, int64_t end) {
       row_range(a, ars, acs, b, ldb, k, n, c, crs, ccs, e, panel, begin * kBlockRows,
                 std::min(m, end * kBlockRows));
     });

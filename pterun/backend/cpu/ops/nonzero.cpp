@@ -4,8 +4,8 @@
 
 #include <array>
 
+#include "pterun/backend/cpu/engine/elementwise.h"
 #include "pterun/backend/cpu/ops/ops.h"
-#include "pterun/kernels/common/elementwise.h"
 #include "pterun/kernels/common/reduce_util.h"
 #include "pterun/kernels/common/shape_util.h"
 #include "pterun/ops/nonzero.h"

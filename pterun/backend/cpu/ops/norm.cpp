@@ -5,8 +5,9 @@
 
 #include <cmath>
 
+#include "pterun/backend/cpu/engine/parallel.h"
+#include "pterun/backend/cpu/engine/reduce.h"
 #include "pterun/backend/cpu/ops/ops.h"
-#include "pterun/kernels/common/parallel.h"
 #include "pterun/kernels/common/reduce_util.h"
 #include "pterun/ops/norm.h"
 
@@ -139,8 +140,8 @@ void layer_norm(KernelContext& ctx, const Tensor& in, size_t lead, const Tensor*
   T* y = out.data_as<T>();
   const C ceps = static_cast<C>(eps);
 
-  kernels::parallel_for(ctx, num_rows, n * 6, [&](int64_t begin, int64_t end) {
-    C* buf = need_row_buf ? row_bufs + n * kernels::parallel_thread_index() : nullptr;
+  cpu::parallel_for(ctx, num_rows, n * 6, [&](int64_t begin, int64_t end) {
+    C* buf = need_row_buf ? row_bufs + n * cpu::parallel_thread_index() : nullptr;
     auto od = rows;
     od.seek(begin);
     for (int64_t r = begin; r < end; ++r, od.next()) {
@@ -151,10 +152,10 @@ void layer_norm(KernelContext& ctx, const Tensor& in, size_t lead, const Tensor*
         gather_logical<T, C>(in, lead, od.offset[0], n, buf);
         xr = buf;
       }
-      C mean = kernels::detail::fold(kernels::SumOp<C>{}, C(0), xr, n) / static_cast<C>(n);
-      kernels::SquaredDeviationOp<C> sq;
+      C mean = cpu::detail::fold(cpu::SumOp<C>{}, C(0), xr, n) / static_cast<C>(n);
+      cpu::SquaredDeviationOp<C> sq;
       sq.mean = mean;
-      C var = kernels::detail::fold(sq, C(0), xr, n) / static_cast<C>(n);
+      C var = cpu::detail::fold(sq, C(0), xr, n) / static_cast<C>(n);
       C rstd = C(1) / std::sqrt(var + ceps);
       C* yr = buf;
       if (out_dense) {
@@ -221,7 +222,7 @@ void channel_affine(KernelContext& ctx, const Tensor& in, Tensor& out, const C* 
   }
   const T* x = in.data_as<const T>();
   T* y = out.data_as<T>();
-  kernels::parallel_for(ctx, od.count(), inner * 2, [&](int64_t begin, int64_t end) {
+  cpu::parallel_for(ctx, od.count(), inner * 2, [&](int64_t begin, int64_t end) {
     auto rows = od;
     rows.seek(begin);
     for (int64_t r = begin; r < end; ++r, rows.next()) {
@@ -319,16 +320,15 @@ void group_norm_out(KernelContext& ctx, const ops::GroupNormArgs& a) {
     T* mean_data = mean_out.data_as<T>();
     T* rstd_data = rstd_out.data_as<T>();
     const C ceps = static_cast<C>(a.eps);
-    kernels::parallel_for(ctx, batch * groups, plan.count * 2, [&](int64_t begin, int64_t end) {
+    cpu::parallel_for(ctx, batch * groups, plan.count * 2, [&](int64_t begin, int64_t end) {
       for (int64_t i = begin; i < end; ++i) {
         const int64_t n = i / groups, g = i % groups;
         const int64_t base = n * in.stride(0) + g * per_group * in.stride(1);
-        C sum =
-            kernels::detail::fold_reduced(kernels::SumOp<C>{}, C(0), in, plan, base, 0, plan.count);
+        C sum = cpu::detail::fold_reduced(cpu::SumOp<C>{}, C(0), in, plan, base, 0, plan.count);
         C mean = sum / static_cast<C>(plan.count);
-        kernels::SquaredDeviationOp<C> sq;
+        cpu::SquaredDeviationOp<C> sq;
         sq.mean = mean;
-        C ss = kernels::detail::fold_reduced(sq, C(0), in, plan, base, 0, plan.count);
+        C ss = cpu::detail::fold_reduced(sq, C(0), in, plan, base, 0, plan.count);
         C rstd = C(1) / std::sqrt(ss / static_cast<C>(plan.count) + ceps);
         mean_data[n * mean_out.stride(0) + g * mean_out.stride(1)] = kernels::convert<T>(mean);
         rstd_data[n * rstd_out.stride(0) + g * rstd_out.stride(1)] = kernels::convert<T>(rstd);

@@ -187,7 +187,7 @@ void max_pool(KernelContext& ctx, const Planes& g, const Window& w, const T* src
   };
   const int64_t cost = w.k[0] * w.k[1];
   if (g.channels_inner) {
-    kernels::parallel_for(ctx, g.n * g.oh * g.ow, cost * g.c, [&](int64_t b, int64_t e) {
+    cpu::parallel_for(ctx, g.n * g.oh * g.ow, cost * g.c, [&](int64_t b, int64_t e) {
       alignas(64) C best[kBlock];
       alignas(64) int64_t index[kBlock];
       for (int64_t item = b; item < e; ++item) {
@@ -228,7 +228,7 @@ void max_pool(KernelContext& ctx, const Planes& g, const Window& w, const T* src
     x_end[ox] = std::min(ox * w.s[1] - w.p[1] + (w.k[1] - 1) * w.d[1] + 1, g.iw);
   }
   auto planes = [&]<int K>() {
-    kernels::parallel_for(ctx, g.n * g.c, cost * g.oh * g.ow, [&](int64_t b, int64_t e) {
+    cpu::parallel_for(ctx, g.n * g.c, cost * g.oh * g.ow, [&](int64_t b, int64_t e) {
       for (int64_t plane = b; plane < e; ++plane) {
         const int64_t n = plane / g.c, c = plane % g.c;
         max_pool_plane<K>(g, w, src + n * g.in[0] + c * g.in[1], dst + offset(g.out, n, c, 0, 0),
@@ -288,7 +288,7 @@ bool max_pool_2x2_values(KernelContext& ctx, const ops::MaxPoolArgs& a) {
   }
   const float* src = a.in.data_as<const float>();
   float* dst = a.out.data_as<float>();
-  kernels::parallel_for(ctx, g.n * g.c, 4 * g.oh * g.ow, [&](int64_t b, int64_t e) {
+  cpu::parallel_for(ctx, g.n * g.c, 4 * g.oh * g.ow, [&](int64_t b, int64_t e) {
     for (int64_t plane = b; plane < e; ++plane) {
       const int64_t n = plane / g.c, c = plane % g.c;
       const float* in = src + n * g.in[0] + c * g.in[1];

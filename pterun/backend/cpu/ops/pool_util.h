@@ -7,7 +7,7 @@
 #include <array>
 #include <cstdint>
 
-#include "pterun/kernels/common/parallel.h"
+#include "pterun/backend/cpu/engine/parallel.h"
 #include "pterun/kernels/kernel.h"
 #include "pterun/ops/pool.h"
 
@@ -28,7 +28,7 @@ inline int64_t offset(const std::array<int64_t, 4>& s, int64_t n, int64_t c, int
 template <typename F>
 void for_each_output(const KernelContext& ctx, const Planes& g, int64_t cost, F&& f) {
   if (g.channels_inner) {
-    kernels::parallel_for(ctx, g.n * g.oh * g.ow, cost * g.c, [&](int64_t b, int64_t e) {
+    cpu::parallel_for(ctx, g.n * g.oh * g.ow, cost * g.c, [&](int64_t b, int64_t e) {
       for (int64_t i = b; i < e; ++i) {
         const int64_t ox = i % g.ow, oy = (i / g.ow) % g.oh, n = i / (g.ow * g.oh);
         for (int64_t c = 0; c < g.c; ++c) f(n * g.in[0] + c * g.in[1], n, c, oy, ox);
@@ -36,7 +36,7 @@ void for_each_output(const KernelContext& ctx, const Planes& g, int64_t cost, F&
     });
     return;
   }
-  kernels::parallel_for(ctx, g.n * g.c, cost * g.oh * g.ow, [&](int64_t b, int64_t e) {
+  cpu::parallel_for(ctx, g.n * g.c, cost * g.oh * g.ow, [&](int64_t b, int64_t e) {
     for (int64_t i = b; i < e; ++i) {
       const int64_t n = i / g.c, c = i % g.c;
       const int64_t in_plane = n * g.in[0] + c * g.in[1];

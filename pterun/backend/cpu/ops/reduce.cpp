@@ -7,8 +7,9 @@
 #include <limits>
 #include <optional>
 
+#include "pterun/backend/cpu/engine/parallel.h"
+#include "pterun/backend/cpu/engine/reduce.h"
 #include "pterun/backend/cpu/ops/ops.h"
-#include "pterun/kernels/common/parallel.h"
 #include "pterun/kernels/common/reduce_util.h"
 #include "pterun/ops/reduce.h"
 
@@ -27,14 +28,14 @@ void fold_in(KernelContext& ctx, const ops::ReduceArgs& a) {
     case ops::ReduceAcc::F64: {
       Op<double> op;
       if constexpr (requires { op.denom; }) op.denom = static_cast<double>(p.count);
-      return kernels::reduce(ctx, a.in, a.out, p, op);
+      return cpu::reduce(ctx, a.in, a.out, p, op);
     }
     case ops::ReduceAcc::F32: {
       Op<float> op;
       if constexpr (requires { op.denom; }) op.denom = static_cast<float>(p.count);
-      return kernels::reduce(ctx, a.in, a.out, p, op);
+      return cpu::reduce(ctx, a.in, a.out, p, op);
     }
-    case ops::ReduceAcc::U64: return kernels::reduce(ctx, a.in, a.out, p, Op<uint64_t>{});
+    case ops::ReduceAcc::U64: return cpu::reduce(ctx, a.in, a.out, p, Op<uint64_t>{});
     default: break;
   }
   throw_error(ErrorCode::Internal, str_cat(a.op, ": unsupported accumulator for this reduction"));
@@ -45,19 +46,19 @@ void fold_in(KernelContext& ctx, const ops::ReduceArgs& a) {
 template <bool kMax>
 void extreme(KernelContext& ctx, const ops::ReduceArgs& a) {
   kernels::visit(a.in.dtype(), Family::RealHBBF16, a.op, [&]<typename T>() {
-    kernels::reduce(ctx, a.in, a.out, a.plan, kernels::ExtremeOp<kernels::ComputeOf<T>, kMax>{});
+    cpu::reduce(ctx, a.in, a.out, a.plan, cpu::ExtremeOp<kernels::ComputeOf<T>, kMax>{});
   });
 }
 
 void reduce_out(KernelContext& ctx, const ops::ReduceArgs& a) {
   switch (a.kind) {
-    case ops::ReduceKind::Sum: return fold_in<kernels::SumOp>(ctx, a);
-    case ops::ReduceKind::Mean: return fold_in<kernels::MeanOp>(ctx, a);
-    case ops::ReduceKind::Prod: return fold_in<kernels::ProdOp>(ctx, a);
+    case ops::ReduceKind::Sum: return fold_in<cpu::SumOp>(ctx, a);
+    case ops::ReduceKind::Mean: return fold_in<cpu::MeanOp>(ctx, a);
+    case ops::ReduceKind::Prod: return fold_in<cpu::ProdOp>(ctx, a);
     case ops::ReduceKind::Max: return extreme<true>(ctx, a);
     case ops::ReduceKind::Min: return extreme<false>(ctx, a);
-    case ops::ReduceKind::Any: return kernels::reduce(ctx, a.in, a.out, a.plan, kernels::AnyOp{});
-    case ops::ReduceKind::All: return kernels::reduce(ctx, a.in, a.out, a.plan, kernels::AllOp{});
+    case ops::ReduceKind::Any: return cpu::reduce(ctx, a.in, a.out, a.plan, cpu::AnyOp{});
+    case ops::ReduceKind::All: return cpu::reduce(ctx, a.in, a.out, a.plan, cpu::AllOp{});
   }
 }
 
@@ -72,32 +73,30 @@ void variance(KernelContext& ctx, const Tensor& in, Tensor* var_out, Tensor* mea
   if (p.num_out == 0) return;
   // Like torch, a correction at or above the count divides by zero.
   const double denom = std::max(0.0, static_cast<double>(p.count) - correction);
-  kernels::parallel_for(
-      ctx, p.num_out, std::max<int64_t>(p.count, 1) * 2, [&](int64_t b, int64_t e) {
-        kernels::Odometer<2> kept = p.kept;
-        kernels::Odometer<2> mean_kept = mean_plan.kept;
-        kept.seek(b);
-        mean_kept.seek(b);
-        for (int64_t o = b; o < e; ++o) {
-          double sum = kernels::detail::fold_reduced(kernels::SumOp<double>{}, 0.0, in, p,
-                                                     kept.offset[0], 0, p.count);
-          double mean = sum / static_cast<double>(p.count);
-          kernels::SquaredDeviationOp<double> sq;
-          sq.mean = mean;
-          double ss = kernels::detail::fold_reduced(sq, 0.0, in, p, kept.offset[0], 0, p.count);
-          double var = ss / denom;
-          if (var_out != nullptr) {
-            kernels::detail::store<double>(var_out->data(), var_out->dtype(), kept.offset[1], 1, 1,
-                                           &var);
-          }
-          if (mean_out != nullptr) {
-            kernels::detail::store<double>(mean_out->data(), mean_out->dtype(), mean_kept.offset[1],
-                                           1, 1, &mean);
-          }
-          kept.next();
-          mean_kept.next();
-        }
-      });
+  cpu::parallel_for(ctx, p.num_out, std::max<int64_t>(p.count, 1) * 2, [&](int64_t b, int64_t e) {
+    kernels::Odometer<2> kept = p.kept;
+    kernels::Odometer<2> mean_kept = mean_plan.kept;
+    kept.seek(b);
+    mean_kept.seek(b);
+    for (int64_t o = b; o < e; ++o) {
+      double sum =
+          cpu::detail::fold_reduced(cpu::SumOp<double>{}, 0.0, in, p, kept.offset[0], 0, p.count);
+      double mean = sum / static_cast<double>(p.count);
+      cpu::SquaredDeviationOp<double> sq;
+      sq.mean = mean;
+      double ss = cpu::detail::fold_reduced(sq, 0.0, in, p, kept.offset[0], 0, p.count);
+      double var = ss / denom;
+      if (var_out != nullptr) {
+        cpu::detail::store<double>(var_out->data(), var_out->dtype(), kept.offset[1], 1, 1, &var);
+      }
+      if (mean_out != nullptr) {
+        cpu::detail::store<double>(mean_out->data(), mean_out->dtype(), mean_kept.offset[1], 1, 1,
+                                   &mean);
+      }
+      kept.next();
+      mean_kept.next();
+    }
+  });
 }
 
 void variance_out(KernelContext& ctx, const ops::VarianceArgs& a) {
@@ -136,11 +135,11 @@ void arg_reduce_dim(KernelContext& ctx, const Tensor& in, size_t dim, bool keepd
   const int64_t step = plan.in_step;
 
   // Lines side by side when the reduced dim is not the innermost in memory.
-  constexpr int64_t kB = kernels::detail::kReduceBlock;
+  constexpr int64_t kB = cpu::detail::kReduceBlock;
   const bool blocked = plan.vec > 1 && std::abs(plan.vec_in) < std::abs(step);
   const int64_t per_outer = blocked ? (plan.vec + kB - 1) / kB : plan.vec;
   const int64_t units = plan.outer.count() * per_outer;
-  kernels::parallel_for(ctx, units, len * (blocked ? kB : 1), [&](int64_t b, int64_t e) {
+  cpu::parallel_for(ctx, units, len * (blocked ? kB : 1), [&](int64_t b, int64_t e) {
     auto outer = plan.outer;
     alignas(64) C best[kB];
     alignas(64) int64_t where[kB];
@@ -154,8 +153,8 @@ void arg_reduce_dim(KernelContext& ctx, const Tensor& in, size_t dim, bool keepd
           // One contiguous line: a vectorised fold finds the extreme, then
           // the first element equal to it (or the first NaN) is its index.
           const T* row = x + base;
-          const kernels::ExtremeOp<C, kMax> op;
-          const C extreme = kernels::detail::fold(op, op.identity(), row, len);
+          const cpu::ExtremeOp<C, kMax> op;
+          const C extreme = cpu::detail::fold(op, op.identity(), row, len);
           int64_t k = 0;
           if (extreme != extreme) {
             while (row[k] == row[k]) ++k;
@@ -249,11 +248,11 @@ template <typename A>
 void cumsum_lines(KernelContext& ctx, const Tensor& in, Tensor& out, size_t dim) {
   auto plan = kernels::make_line_plan<1>(in, dim, {out.strides()});
   const int64_t len = plan.len;
-  constexpr int64_t kB = kernels::detail::kReduceBlock;
-  constexpr int64_t kChunk = kernels::detail::kReduceChunk;
+  constexpr int64_t kB = cpu::detail::kReduceBlock;
+  constexpr int64_t kChunk = cpu::detail::kReduceChunk;
   const bool blocked = plan.vec > 1 && std::abs(plan.vec_in) < std::abs(plan.in_step);
   const int64_t per_outer = blocked ? (plan.vec + kB - 1) / kB : plan.vec;
-  kernels::parallel_for(
+  cpu::parallel_for(
       ctx, plan.outer.count() * per_outer, len * (blocked ? kB : 1), [&](int64_t b, int64_t e) {
         auto outer = plan.outer;
         alignas(64) A buf[kChunk];
@@ -267,11 +266,11 @@ void cumsum_lines(KernelContext& ctx, const Tensor& in, Tensor& out, size_t dim)
             const int64_t nb = std::min(kB, plan.vec - j0);
             for (int64_t j = 0; j < nb; ++j) acc[j] = A(0);
             for (int64_t k = 0; k < len; ++k) {
-              kernels::detail::load<A>(in.data(), in.dtype(), in_base + k * plan.in_step,
-                                       plan.vec_in, nb, buf);
+              cpu::detail::load<A>(in.data(), in.dtype(), in_base + k * plan.in_step, plan.vec_in,
+                                   nb, buf);
               for (int64_t j = 0; j < nb; ++j) acc[j] = A(acc[j] + buf[j]);
-              kernels::detail::store<A>(out.data(), out.dtype(), out_base + k * plan.out_step[0],
-                                        plan.vec_out[0], nb, acc);
+              cpu::detail::store<A>(out.data(), out.dtype(), out_base + k * plan.out_step[0],
+                                    plan.vec_out[0], nb, acc);
             }
             continue;
           }
@@ -288,14 +287,14 @@ void cumsum_lines(KernelContext& ctx, const Tensor& in, Tensor& out, size_t dim)
           }
           for (int64_t k = 0; k < len; k += kChunk) {
             const int64_t m = std::min(kChunk, len - k);
-            kernels::detail::load<A>(in.data(), in.dtype(), in_base + k * plan.in_step,
-                                     plan.in_step, m, buf);
+            cpu::detail::load<A>(in.data(), in.dtype(), in_base + k * plan.in_step, plan.in_step, m,
+                                 buf);
             for (int64_t i = 0; i < m; ++i) {
               run = A(run + buf[i]);
               buf[i] = run;
             }
-            kernels::detail::store<A>(out.data(), out.dtype(), out_base + k * plan.out_step[0],
-                                      plan.out_step[0], m, buf);
+            cpu::detail::store<A>(out.data(), out.dtype(), out_base + k * plan.out_step[0],
+                                  plan.out_step[0], m, buf);
           }
         }
       });

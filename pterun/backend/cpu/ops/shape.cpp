@@ -5,12 +5,12 @@
 #include <algorithm>
 #include <cstring>
 
+#include "pterun/backend/cpu/engine/elementwise.h"
+#include "pterun/backend/cpu/engine/parallel.h"
+#include "pterun/backend/cpu/engine/strided_copy.h"
 #include "pterun/backend/cpu/ops/ops.h"
 #include "pterun/core/error.h"
 #include "pterun/kernels/common/dtype_util.h"
-#include "pterun/kernels/common/elementwise.h"
-#include "pterun/kernels/common/parallel.h"
-#include "pterun/kernels/common/strided_copy.h"
 #include "pterun/ops/shape.h"
 
 namespace pterun::cpu {
@@ -20,8 +20,7 @@ using kernels::KernelContext;
 
 template <typename U>
 void fill_typed(const KernelContext& ctx, U* data, int64_t n, U value) {
-  kernels::parallel_for(ctx, n, 1,
-                        [&](int64_t b, int64_t e) { std::fill(data + b, data + e, value); });
+  cpu::parallel_for(ctx, n, 1, [&](int64_t b, int64_t e) { std::fill(data + b, data + e, value); });
 }
 
 void* cpu_scratch(KernelContext& ctx, size_t bytes) {
@@ -34,7 +33,7 @@ void cpu_convert(const KernelContext& ctx, Tensor& out, const Tensor& src, const
                dtype_name(out.dtype()), " is not supported");
   // Computing in the source's own type makes the store the only conversion.
   kernels::visit(src.dtype(), kernels::Family::All, op, [&]<typename S>() {
-    kernels::map_elements<S, S, 1>(
+    cpu::map_elements<S, S, 1>(
         ctx, out, {&src}, [](S v) { return v; }, op);
   });
 }
@@ -119,7 +118,7 @@ const ops::Mover& cpu_mover() {
       [](const KernelContext& ctx, void* dst, std::span<const int64_t> dst_strides, const void* src,
          std::span<const int64_t> src_strides, std::span<const int64_t> sizes,
          size_t element_size) {
-        kernels::strided_copy(ctx, dst, dst_strides, src, src_strides, sizes, element_size);
+        cpu::strided_copy(ctx, dst, dst_strides, src, src_strides, sizes, element_size);
       },
       &cpu_scratch, &cpu_fill, &cpu_convert, &cpu_zero_triangle};
   return kMover;

@@ -5,9 +5,10 @@
 
 #include <cmath>
 
+#include "pterun/backend/cpu/engine/parallel.h"
+#include "pterun/backend/cpu/engine/reduce.h"
 #include "pterun/backend/cpu/ops/ops.h"
 #include "pterun/core/value.h"
-#include "pterun/kernels/common/parallel.h"
 #include "pterun/kernels/common/reduce_util.h"
 #include "pterun/ops/softmax.h"
 
@@ -23,15 +24,15 @@ C exp_shift_sum(const C* x, C m, C* y, int64_t n) {
   int64_t i = 0;
   C sum = 0;
   if constexpr (std::is_same_v<C, float>) {
-    using V = kernels::Simd<float>::V;
-    constexpr int64_t kW = kernels::Simd<float>::kWidth;
+    using V = cpu::Simd<float>::V;
+    constexpr int64_t kW = cpu::Simd<float>::kWidth;
     V s0 = V{}, s1 = V{};
     for (; i + 2 * kW <= n; i += 2 * kW) {
-      V e0 = kernels::fast_exp(kernels::load_vec<V>(x + i) - m);
-      V e1 = kernels::fast_exp(kernels::load_vec<V>(x + i + kW) - m);
+      V e0 = cpu::fast_exp(cpu::load_vec<V>(x + i) - m);
+      V e1 = cpu::fast_exp(cpu::load_vec<V>(x + i + kW) - m);
       if (y != nullptr) {
-        kernels::store_vec(y + i, e0);
-        kernels::store_vec(y + i + kW, e1);
+        cpu::store_vec(y + i, e0);
+        cpu::store_vec(y + i + kW, e1);
       }
       s0 += e0;
       s1 += e1;
@@ -39,7 +40,7 @@ C exp_shift_sum(const C* x, C m, C* y, int64_t n) {
     s0 += s1;
     for (int64_t j = 0; j < kW; ++j) sum += s0[j];
     for (; i < n; ++i) {
-      float e = kernels::fast_exp(x[i] - m);
+      float e = cpu::fast_exp(x[i] - m);
       if (y != nullptr) y[i] = e;
       sum += e;
     }
@@ -59,15 +60,15 @@ template <typename C>
 void exp_shift_accumulate(const C* x, const C* m, C* y, C* s, int64_t n) {
   int64_t j = 0;
   if constexpr (std::is_same_v<C, float>) {
-    using V = kernels::Simd<float>::V;
-    constexpr int64_t kW = kernels::Simd<float>::kWidth;
+    using V = cpu::Simd<float>::V;
+    constexpr int64_t kW = cpu::Simd<float>::kWidth;
     for (; j + kW <= n; j += kW) {
-      V e = kernels::fast_exp(kernels::load_vec<V>(x + j) - kernels::load_vec<V>(m + j));
-      kernels::store_vec(s + j, kernels::load_vec<V>(s + j) + e);
-      if (y != nullptr) kernels::store_vec(y + j, e);
+      V e = cpu::fast_exp(cpu::load_vec<V>(x + j) - cpu::load_vec<V>(m + j));
+      cpu::store_vec(s + j, cpu::load_vec<V>(s + j) + e);
+      if (y != nullptr) cpu::store_vec(y + j, e);
     }
     for (; j < n; ++j) {
-      float e = kernels::fast_exp(x[j] - m[j]);
+      float e = cpu::fast_exp(x[j] - m[j]);
       s[j] += e;
       if (y != nullptr) y[j] = e;
     }
@@ -83,8 +84,8 @@ void exp_shift_accumulate(const C* x, const C* m, C* y, C* s, int64_t n) {
 /// y = softmax(x) (or log_softmax) of one contiguous row; y may alias x.
 template <bool kLog, typename C>
 void softmax_row(const C* x, C* y, int64_t n) {
-  const kernels::ExtremeOp<C, true> max_op;
-  const C m = kernels::detail::fold(max_op, max_op.identity(), x, n);
+  const cpu::ExtremeOp<C, true> max_op;
+  const C m = cpu::detail::fold(max_op, max_op.identity(), x, n);
   if constexpr (kLog) {
     const C shift = m + std::log(exp_shift_sum<C>(x, m, nullptr, n));
     for (int64_t i = 0; i < n; ++i) y[i] = x[i] - shift;
@@ -100,7 +101,7 @@ void softmax_row(const C* x, C* y, int64_t n) {
 template <bool kLog, typename C>
 void softmax_block(const C* x, int64_t x_stride, C* y, int64_t y_stride, int64_t len, int64_t nb,
                    C* m, C* s) {
-  const kernels::ExtremeOp<C, true> max_op;
+  const cpu::ExtremeOp<C, true> max_op;
   for (int64_t j = 0; j < nb; ++j) {
     m[j] = max_op.identity();
     s[j] = C(0);
@@ -152,8 +153,8 @@ void softmax_impl(KernelContext& ctx, const Tensor& in, Tensor& out, size_t dim)
   const T* x = in.data_as<const T>();
   T* y = out.data_as<T>();
 
-  kernels::parallel_for(ctx, units, len * block * 8, [&](int64_t b, int64_t e) {
-    C* stats = scratch + slot * kernels::parallel_thread_index();
+  cpu::parallel_for(ctx, units, len * block * 8, [&](int64_t b, int64_t e) {
+    C* stats = scratch + slot * cpu::parallel_thread_index();
     C* buf = stats + 2 * block + 16;
     auto outer = plan.outer;
     for (int64_t u = b; u < e; ++u) {
@@ -174,18 +175,18 @@ void softmax_impl(KernelContext& ctx, const Tensor& in, Tensor& out, size_t dim)
         }
       }
       if (!blocked) {
-        kernels::detail::load<C>(x, in.dtype(), in_base, step, len, buf);
+        cpu::detail::load<C>(x, in.dtype(), in_base, step, len, buf);
         softmax_row<kLog, C>(buf, buf, len);
-        kernels::detail::store<C>(y, out.dtype(), out_base, out_step, len, buf);
+        cpu::detail::store<C>(y, out.dtype(), out_base, out_step, len, buf);
         continue;
       }
       for (int64_t k = 0; k < len; ++k) {
-        kernels::detail::load<C>(x, in.dtype(), in_base + k * step, plan.vec_in, nb, buf + k * nb);
+        cpu::detail::load<C>(x, in.dtype(), in_base + k * step, plan.vec_in, nb, buf + k * nb);
       }
       softmax_block<kLog, C>(buf, nb, buf, nb, len, nb, stats, stats + block);
       for (int64_t k = 0; k < len; ++k) {
-        kernels::detail::store<C>(y, out.dtype(), out_base + k * out_step, plan.vec_out[0], nb,
-                                  buf + k * nb);
+        cpu::detail::store<C>(y, out.dtype(), out_base + k * out_step, plan.vec_out[0], nb,
+                              buf + k * nb);
       }
     }
   });

@@ -6,11 +6,11 @@
 #include <cmath>
 #include <type_traits>
 
+#include "pterun/backend/cpu/engine/elementwise.h"
+#include "pterun/backend/cpu/engine/elementwise_util.h"
+#include "pterun/backend/cpu/engine/vec_math.h"
 #include "pterun/backend/cpu/ops/elementwise_compute.h"
-#include "pterun/backend/cpu/ops/vec_math.h"
-#include "pterun/kernels/common/elementwise.h"
 #include "pterun/kernels/common/elementwise_math.h"
-#include "pterun/kernels/common/elementwise_util.h"
 #include "pterun/ops/elementwise.h"
 
 namespace pterun::cpu {
@@ -25,9 +25,9 @@ namespace math = kernels::math;
 template <typename Fn>
 void map_float(KernelContext& ctx, const ops::UnaryArgs& a, Fn fn) {
   if (a.compute == DType::Float64) {
-    kernels::map_elements<double, double, 1>(ctx, a.out, {&a.in}, fn, a.op);
+    cpu::map_elements<double, double, 1>(ctx, a.out, {&a.in}, fn, a.op);
   } else {
-    kernels::map_elements<float, float, 1>(ctx, a.out, {&a.in}, fn, a.op);
+    cpu::map_elements<float, float, 1>(ctx, a.out, {&a.in}, fn, a.op);
   }
 }
 
@@ -37,7 +37,7 @@ template <Family kFamily, typename Fn>
 void map_same(KernelContext& ctx, const ops::UnaryArgs& a, Fn fn) {
   kernels::visit(a.compute, kFamily, a.op, [&]<typename T>() {
     using C = kernels::ComputeOf<T>;
-    kernels::map_elements<C, C, 1>(
+    cpu::map_elements<C, C, 1>(
         ctx, a.out, {&a.in}, [fn](C x) { return C(fn(x)); }, a.op);
   });
 }
@@ -47,7 +47,7 @@ template <typename Fn>
 void map_class(KernelContext& ctx, const ops::UnaryArgs& a, Fn fn) {
   kernels::visit(a.compute, Family::RealHBBF16, a.op, [&]<typename T>() {
     using C = kernels::ComputeOf<T>;
-    kernels::map_elements<C, bool, 1>(
+    cpu::map_elements<C, bool, 1>(
         ctx, a.out, {&a.in}, [fn](C x) -> bool { return fn(x); }, a.op);
   });
 }
@@ -55,15 +55,15 @@ void map_class(KernelContext& ctx, const ops::UnaryArgs& a, Fn fn) {
 // Integers and bool (logical not).
 void bitwise_not(KernelContext& ctx, const ops::UnaryArgs& a) {
   if (a.compute == DType::Bool) {  // as uint8, where the loop vectorises
-    const Tensor bits = kernels::bits_view(a.in);
-    Tensor out_bits = kernels::bits_view(a.out);
-    kernels::map_elements<uint8_t, uint8_t, 1>(
+    const Tensor bits = cpu::bits_view(a.in);
+    Tensor out_bits = cpu::bits_view(a.out);
+    cpu::map_elements<uint8_t, uint8_t, 1>(
         ctx, out_bits, {&bits}, [](uint8_t x) { return uint8_t(x ^ 1); }, a.op);
     return;
   }
   kernels::visit(a.compute, Family::Real, a.op, [&]<typename T>() {
     if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
-      kernels::map_elements<T, T, 1>(
+      cpu::map_elements<T, T, 1>(
           ctx, a.out, {&a.in}, [](T x) { return T(~x); }, a.op);
     }
   });
@@ -74,7 +74,7 @@ void logit(KernelContext& ctx, const ops::UnaryArgs& a) {
   auto run = [&]<typename C>() {
     if (a.fn == UnaryFn::LogitEps) {
       C lo = C(a.eps), hi = C(1 - a.eps);
-      kernels::map_elements<C, C, 1>(
+      cpu::map_elements<C, C, 1>(
           ctx, a.out, {&a.in},
           [lo, hi](C x) {
             x = x < lo ? lo : (x > hi ? hi : x);
@@ -82,7 +82,7 @@ void logit(KernelContext& ctx, const ops::UnaryArgs& a) {
           },
           a.op);
     } else {
-      kernels::map_elements<C, C, 1>(
+      cpu::map_elements<C, C, 1>(
           ctx, a.out, {&a.in}, [](C x) { return std::log(x / (C(1) - x)); }, a.op);
     }
   };

@@ -6,9 +6,10 @@
 #include <type_traits>
 
 #include "pterun/backend/cuda/cuda_context.h"
-#include "pterun/backend/cuda/ops/binary_functors.cuh"
+#include "pterun/backend/cuda/device/binary_functors.cuh"
 #include "pterun/backend/cuda/ops/elementwise.cuh"
 #include "pterun/backend/cuda/ops/elementwise_compute.h"
+#include "pterun/kernels/common/elementwise_math.h"
 #include "pterun/ops/elementwise.h"
 
 namespace pterun::kernels::cuda_ops {

@@ -11,8 +11,10 @@
 #include <cstdint>
 
 #include "pterun/backend/cuda/cuda_context.h"
+#include "pterun/backend/cuda/device/nn_device.cuh"
 #include "pterun/backend/cuda/ops/conv_gemm.h"
-#include "pterun/backend/cuda/ops/nn_device.cuh"
+#include "pterun/backend/cuda/ops/launch_util.cuh"
+#include "pterun/backend/cuda/ops/nn_launch.h"
 #include "pterun/backend/cuda/ops/ops.h"
 #include "pterun/kernels/common/dtype_util.h"
 

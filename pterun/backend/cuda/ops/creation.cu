@@ -7,7 +7,7 @@
 
 #include "pterun/backend/cuda/cuda_context.h"
 #include "pterun/backend/cuda/ops/convert_copy.h"
-#include "pterun/backend/cuda/ops/device_util.cuh"
+#include "pterun/backend/cuda/ops/launch_util.cuh"
 #include "pterun/backend/cuda/ops/ops.h"
 #include "pterun/ops/creation.h"
 

@@ -1,6 +1,6 @@
 #pragma once
 
-// The CUDA elementwise engine, the counterpart of kernels/common/elementwise.h:
+// The CUDA elementwise engine, the counterpart of backend/cpu/engine/elementwise.h:
 // out[i] = op(in[0][i], ..., in[N-1][i]) for N = 1..3 inputs broadcast to
 // out's shape (which the caller has already resized, with the CPU's host
 // helpers). The functor runs in a compute type C and its result R is
@@ -25,7 +25,7 @@
 #include <utility>
 
 #include "pterun/backend/cuda/cuda_context.h"
-#include "pterun/backend/cuda/ops/device_util.cuh"
+#include "pterun/backend/cuda/ops/launch_util.cuh"
 #include "pterun/core/tensor.h"
 
 namespace pterun::cuda {

@@ -17,8 +17,8 @@
 #include <type_traits>
 
 #include "pterun/backend/cuda/cuda_context.h"
-#include "pterun/backend/cuda/ops/device_util.cuh"
 #include "pterun/backend/cuda/ops/index_plan.h"
+#include "pterun/backend/cuda/ops/launch_util.cuh"
 #include "pterun/backend/cuda/ops/ops.h"
 #include "pterun/backend/cuda/strided_copy.h"
 #include "pterun/core/error.h"

@@ -8,31 +8,14 @@
 #include <array>
 #include <cstdint>
 
+#include "pterun/backend/cuda/device/space.h"
 #include "pterun/core/dtype.h"
 #include "pterun/core/tensor.h"
 #include "pterun/kernels/kernel.h"
 
 namespace pterun::cuda::nn {
 
-/// An index space of up to kMaxRank dims (outermost first) with N stride
-/// sets (element strides of N operands).
-template <int N>
-struct Space {
-  int rank = 0;
-  int64_t sizes[kMaxRank] = {};
-  int64_t strides[N][kMaxRank] = {};
-
-  void push(int64_t size, const std::array<int64_t, N>& s) {
-    sizes[rank] = size;
-    for (int k = 0; k < N; ++k) strides[k][rank] = s[k];
-    ++rank;
-  }
-  int64_t count() const {
-    int64_t n = 1;
-    for (int d = 0; d < rank; ++d) n *= sizes[d];
-    return n;
-  }
-};
+static_assert(kDeviceMaxRank == kMaxRank, "device/max_rank.h must match core/tensor.h");
 
 // ---- reductions ------------------------------------------------------------
 

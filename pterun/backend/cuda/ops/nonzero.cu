@@ -11,7 +11,7 @@
 #include <cstdint>
 
 #include "pterun/backend/cuda/cuda_context.h"
-#include "pterun/backend/cuda/ops/device_util.cuh"
+#include "pterun/backend/cuda/ops/launch_util.cuh"
 #include "pterun/backend/cuda/ops/ops.h"
 #include "pterun/backend/device.h"
 #include "pterun/kernels/common/shape_util.h"

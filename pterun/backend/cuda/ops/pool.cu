@@ -11,7 +11,7 @@
 #include <cstdint>
 
 #include "pterun/backend/cuda/cuda_context.h"
-#include "pterun/backend/cuda/ops/nn_device.cuh"
+#include "pterun/backend/cuda/device/nn_device.cuh"
 #include "pterun/backend/cuda/ops/ops.h"
 #include "pterun/ops/pool.h"
 

@@ -5,7 +5,9 @@
 #include <cmath>
 
 #include "pterun/backend/cuda/cuda_context.h"
-#include "pterun/backend/cuda/ops/nn_device.cuh"
+#include "pterun/backend/cuda/device/nn_device.cuh"
+#include "pterun/backend/cuda/ops/launch_util.cuh"
+#include "pterun/backend/cuda/ops/nn_launch.h"
 
 namespace pterun::cuda::nn {
 namespace {

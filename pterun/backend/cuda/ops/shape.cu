@@ -8,7 +8,7 @@
 #include <cstring>
 
 #include "pterun/backend/cuda/cuda_context.h"
-#include "pterun/backend/cuda/ops/device_util.cuh"
+#include "pterun/backend/cuda/ops/launch_util.cuh"
 #include "pterun/backend/cuda/ops/ops.h"
 #include "pterun/backend/cuda/strided_copy.h"
 #include "pterun/ops/shape.h"

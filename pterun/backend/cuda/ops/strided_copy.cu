@@ -12,7 +12,7 @@
 #include "pterun/backend/cuda/cuda_context.h"
 #include "pterun/backend/cuda/strided_copy.h"
 #include "pterun/core/error.h"
-#include "pterun/kernels/common/strided_copy.h"
+#include "pterun/kernels/common/copy_plan.h"
 
 namespace pterun::cuda {
 namespace {

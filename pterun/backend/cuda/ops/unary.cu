@@ -7,9 +7,10 @@
 #include <type_traits>
 
 #include "pterun/backend/cuda/cuda_context.h"
-#include "pterun/backend/cuda/ops/device_math.cuh"
+#include "pterun/backend/cuda/device/device_math.cuh"
 #include "pterun/backend/cuda/ops/elementwise.cuh"
 #include "pterun/backend/cuda/ops/elementwise_compute.h"
+#include "pterun/kernels/common/elementwise_math.h"
 #include "pterun/ops/elementwise.h"
 
 namespace pterun::kernels::cuda_ops {

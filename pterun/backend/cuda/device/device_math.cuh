@@ -3,15 +3,19 @@
 // Device math for the elementwise functors: float / double overloads of
 // the libm functions (the accurate CUDA ones, never the __ intrinsics, so
 // results stay within float32 rtol 1e-5 of the CPU), and the floating
-// counterparts of kernels/common/elementwise_math.h. Integer helpers of
-// that header (neg, trunc_div, floor_div, remainder, fmod_int, int_pow) are
-// constexpr and are called from device code as they are
+// counterparts of kernels/common/elementwise_math.h. The integer helpers
+// (neg, trunc_div, floor_div, remainder, fmod_int, int_pow) are core/math.h's
+// constexpr functions, called from device code as they are
 // (--expt-relaxed-constexpr), so both backends share them.
+//
+// Device code: files in backend/cuda/device/ include only CUDA and standard
+// headers, other device/ headers, core/dtype.h and core/math.h
+// (scripts/check-layers checks it).
 
 #include <cstdint>
 #include <type_traits>
 
-#include "pterun/kernels/common/elementwise_math.h"
+#include "pterun/core/math.h"
 
 namespace pterun::cuda::dmath {
 

@@ -13,12 +13,12 @@
 #include <cstring>
 #include <optional>
 
+#include "pterun/backend/cpu/engine/parallel.h"
 #include "pterun/core/tensor.h"
 #include "pterun/kernels/common/dtype_util.h"
-#include "pterun/kernels/common/parallel.h"
 #include "pterun/kernels/common/shape_util.h"
 
-namespace pterun::kernels {
+namespace pterun::cpu {
 
 namespace detail {
 
@@ -46,8 +46,8 @@ template <size_t N>
 bool same_layout(const Tensor& out, const std::array<const Tensor*, N>& ins,
                  std::optional<DType> dtype = std::nullopt) {
   for (const Tensor* t : ins) {
-    if ((dtype && t->dtype() != *dtype) || !same_dims(t->sizes(), out.sizes()) ||
-        !same_dims(t->strides(), out.strides())) {
+    if ((dtype && t->dtype() != *dtype) || !kernels::same_dims(t->sizes(), out.sizes()) ||
+        !kernels::same_dims(t->strides(), out.strides())) {
       return false;
     }
   }
@@ -81,12 +81,12 @@ void store(void* base, DType dtype, int64_t offset, int64_t stride, int64_t n, c
 /// `out` must already have. C is the compute type the inputs are converted
 /// to; R the functor's result type, converted to out's dtype.
 template <typename C, typename R, size_t N, typename Op>
-void map_elements(const KernelContext& ctx, Tensor& out, const std::array<const Tensor*, N>& ins,
-                  Op op, const char* op_name) {
+void map_elements(const kernels::KernelContext& ctx, Tensor& out,
+                  const std::array<const Tensor*, N>& ins, Op op, const char* op_name) {
   const int64_t numel = out.numel();
   if (numel == 0) return;
-  constexpr DType kC = dtype_of<C>();
-  constexpr DType kR = dtype_of<R>();
+  constexpr DType kC = kernels::dtype_of<C>();
+  constexpr DType kR = kernels::dtype_of<R>();
   if (out.dtype() == kR && detail::same_layout(out, ins, kC)) {
     // One layout, no conversions (the common case): one loop over memory.
     R* dst = out.data_as<R>();
@@ -154,7 +154,7 @@ void map_elements(const KernelContext& ctx, Tensor& out, const std::array<const 
 /// out[i] = op() for every element (fills, arange-like ops use an index
 /// variant below).
 template <typename R, typename Op>
-void fill_elements(const KernelContext& ctx, Tensor& out, Op op, const char* op_name) {
+void fill_elements(const kernels::KernelContext& ctx, Tensor& out, Op op, const char* op_name) {
   map_elements<R, R, 0>(ctx, out, {}, op, op_name);
 }
 
@@ -220,32 +220,33 @@ Plan<N> make_plan(const Tensor& out, const std::array<const Tensor*, N>& ins, co
 template <typename C, typename S>
 inline void load_typed(const S* src, int64_t stride, int64_t n, C* dst) {
   if (stride == 0) {
-    C v = convert<C>(src[0]);
+    C v = kernels::convert<C>(src[0]);
     for (int64_t i = 0; i < n; ++i) dst[i] = v;
   } else if (stride == 1) {
-    for (int64_t i = 0; i < n; ++i) dst[i] = convert<C>(src[i]);
+    for (int64_t i = 0; i < n; ++i) dst[i] = kernels::convert<C>(src[i]);
   } else {
-    for (int64_t i = 0; i < n; ++i) dst[i] = convert<C>(src[i * stride]);
+    for (int64_t i = 0; i < n; ++i) dst[i] = kernels::convert<C>(src[i * stride]);
   }
 }
 
 template <typename C>
 void load(const void* base, DType dtype, int64_t offset, int64_t stride, int64_t n, C* dst) {
-  visit(dtype, Family::All, "elementwise load",
-        [&]<typename S>() { load_typed(static_cast<const S*>(base) + offset, stride, n, dst); });
+  kernels::visit(dtype, kernels::Family::All, "elementwise load", [&]<typename S>() {
+    load_typed(static_cast<const S*>(base) + offset, stride, n, dst);
+  });
 }
 
 template <typename R>
 void store(void* base, DType dtype, int64_t offset, int64_t stride, int64_t n, const R* src) {
-  visit(dtype, Family::All, "elementwise store", [&]<typename S>() {
+  kernels::visit(dtype, kernels::Family::All, "elementwise store", [&]<typename S>() {
     S* dst = static_cast<S*>(base) + offset;
     if (stride == 1) {
-      for (int64_t i = 0; i < n; ++i) dst[i] = convert<S>(src[i]);
+      for (int64_t i = 0; i < n; ++i) dst[i] = kernels::convert<S>(src[i]);
     } else {
-      for (int64_t i = 0; i < n; ++i) dst[i * stride] = convert<S>(src[i]);
+      for (int64_t i = 0; i < n; ++i) dst[i * stride] = kernels::convert<S>(src[i]);
     }
   });
 }
 
 }  // namespace detail
-}  // namespace pterun::kernels
+}  // namespace pterun::cpu

@@ -7,7 +7,7 @@
 
 #include "pterun/kernels/kernel.h"
 
-namespace pterun::kernels {
+namespace pterun::cpu {
 
 /// Work below this many elements runs on the calling thread: the cost of
 /// waking a helper exceeds the gain.
@@ -35,7 +35,7 @@ void run_parallel(int threads, int64_t n, int64_t chunks,
 /// may run in any order; f must not depend on which thread runs them
 /// except through parallel_thread_index().
 template <typename F>
-void parallel_for(const KernelContext& ctx, int64_t n, int64_t cost_per_item, F&& f) {
+void parallel_for(const kernels::KernelContext& ctx, int64_t n, int64_t cost_per_item, F&& f) {
   int threads = ctx.num_threads;
   if (threads <= 1 || n <= 1 || n * cost_per_item < kParallelGrain) {
     if (n > 0) f(int64_t{0}, n);
@@ -54,4 +54,4 @@ void parallel_for(const KernelContext& ctx, int64_t n, int64_t cost_per_item, F&
       const_cast<void*>(static_cast<const void*>(&f)));
 }
 
-}  // namespace pterun::kernels
+}  // namespace pterun::cpu

@@ -5,15 +5,19 @@
 // backend/cpu/ops/binary.cpp. C is the compute type (float for f16/bf16).
 // Integer divisions by zero give 0: the CPU raises an error for them, which
 // CUDA cannot do without a device wait (see binary.cu).
+//
+// Device code: files in backend/cuda/device/ include only CUDA and standard
+// headers, other device/ headers, core/dtype.h and core/math.h
+// (scripts/check-layers checks it).
 
 #include <type_traits>
 
-#include "pterun/backend/cuda/ops/device_math.cuh"
-#include "pterun/kernels/common/elementwise_math.h"
+#include "pterun/backend/cuda/device/device_math.cuh"
+#include "pterun/core/math.h"
 
 namespace pterun::cuda::binary {
 
-namespace math = kernels::math;
+namespace math = pterun::math;
 
 /// What a functor maker returns for a compute type its op code never runs
 /// in (the front-end never passes it): nothing is instantiated for it.

@@ -2,12 +2,17 @@
 
 // Device helpers of the reduction, softmax, normalisation and pooling
 // kernels: offsets in a Space, warp and block reductions of small values.
+//
+// Device code: files in backend/cuda/device/ include only CUDA and standard
+// headers, other device/ headers, core/dtype.h and core/math.h
+// (scripts/check-layers checks it).
 
 #include <cstdint>
 #include <type_traits>
 
-#include "pterun/backend/cuda/ops/device_util.cuh"
-#include "pterun/backend/cuda/ops/nn_launch.h"
+#include "pterun/backend/cuda/device/device_util.cuh"
+#include "pterun/backend/cuda/device/space.h"
+#include "pterun/core/dtype.h"
 
 namespace pterun::cuda::nn {
 

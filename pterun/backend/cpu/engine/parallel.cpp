@@ -6,7 +6,7 @@
 // waits only for ranges a helper has already started; idle helpers spin
 // briefly, then sleep on a futex (std::atomic::wait).
 
-#include "pterun/kernels/common/parallel.h"
+#include "pterun/backend/cpu/engine/parallel.h"
 
 #include <sched.h>
 
@@ -17,7 +17,7 @@
 #include <system_error>
 #include <thread>
 
-namespace pterun::kernels {
+namespace pterun::cpu {
 namespace {
 
 thread_local int t_thread_index = 0;
@@ -173,4 +173,4 @@ void run_parallel(int threads, int64_t n, int64_t chunks,
 
 }  // namespace detail
 
-}  // namespace pterun::kernels
+}  // namespace pterun::cpu

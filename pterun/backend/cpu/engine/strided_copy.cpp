@@ -1,51 +1,15 @@
-#include "pterun/kernels/common/strided_copy.h"
+#include "pterun/backend/cpu/engine/strided_copy.h"
 
-#include <algorithm>
-#include <array>
 #include <cstring>
 
-#include "pterun/core/error.h"
-#include "pterun/core/tensor.h"
-#include "pterun/kernels/common/parallel.h"
-#include "pterun/kernels/common/shape_util.h"
+#include "pterun/backend/cpu/engine/parallel.h"
+#include "pterun/kernels/common/copy_plan.h"
 
-namespace pterun::kernels {
-
-CopyPlan make_copy_plan(std::span<const int64_t> dst_strides, std::span<const int64_t> src_strides,
-                        std::span<const int64_t> sizes, size_t es) {
-  const size_t rank = sizes.size();
-  PTERUN_CHECK(rank <= kMaxRank && dst_strides.size() == rank && src_strides.size() == rank,
-               ErrorCode::InvalidArgument, "strided copy: rank mismatch");
-  // Order dimensions by decreasing |destination stride| (outermost first).
-  std::array<size_t, kMaxRank> order{};
-  for (size_t i = 0; i < rank; ++i) order[i] = i;
-  sort_dims_by_stride(order.data(), rank, [&](size_t d) { return std::abs(dst_strides[d]); });
-  CopyPlan p;
-  for (size_t i = 0; i < rank; ++i) {
-    size_t d = order[i];
-    if (sizes[d] == 1) continue;
-    int64_t ds = dst_strides[d] * static_cast<int64_t>(es);
-    int64_t ss = src_strides[d] * static_cast<int64_t>(es);
-    if (p.rank > 0) {
-      size_t q = p.rank - 1;
-      if (p.dst[q] == ds * sizes[d] && p.src[q] == ss * sizes[d]) {
-        p.sizes[q] *= sizes[d];
-        p.dst[q] = ds;
-        p.src[q] = ss;
-        continue;
-      }
-    }
-    p.sizes[p.rank] = sizes[d];
-    p.dst[p.rank] = ds;
-    p.src[p.rank] = ss;
-    ++p.rank;
-  }
-  return p;
-}
+namespace pterun::cpu {
 
 namespace {
 
-void copy_rows(const CopyPlan& p, char* dst, const char* src, size_t es, int64_t begin,
+void copy_rows(const kernels::CopyPlan& p, char* dst, const char* src, size_t es, int64_t begin,
                int64_t end) {
   // The innermost dimension is copied as one memcpy when both sides are
   // dense there, element by element otherwise.
@@ -80,13 +44,14 @@ void copy_rows(const CopyPlan& p, char* dst, const char* src, size_t es, int64_t
 
 }  // namespace
 
-void strided_copy(const KernelContext& ctx, void* dst, std::span<const int64_t> dst_strides,
-                  const void* src, std::span<const int64_t> src_strides,
-                  std::span<const int64_t> sizes, size_t element_size) {
+void strided_copy(const kernels::KernelContext& ctx, void* dst,
+                  std::span<const int64_t> dst_strides, const void* src,
+                  std::span<const int64_t> src_strides, std::span<const int64_t> sizes,
+                  size_t element_size) {
   for (int64_t s : sizes) {
     if (s == 0) return;
   }
-  CopyPlan p = make_copy_plan(dst_strides, src_strides, sizes, element_size);
+  kernels::CopyPlan p = kernels::make_copy_plan(dst_strides, src_strides, sizes, element_size);
   int64_t inner = p.rank == 0 ? 1 : p.sizes[p.rank - 1];
   int64_t rows = 1;
   for (size_t i = 0; i + 1 < p.rank; ++i) rows *= p.sizes[i];
@@ -99,8 +64,8 @@ void strided_copy(const KernelContext& ctx, void* dst, std::span<const int64_t> 
 void strided_copy(void* dst, std::span<const int64_t> dst_strides, const void* src,
                   std::span<const int64_t> src_strides, std::span<const int64_t> sizes,
                   size_t element_size) {
-  KernelContext ctx;
+  kernels::KernelContext ctx;
   strided_copy(ctx, dst, dst_strides, src, src_strides, sizes, element_size);
 }
 
-}  // namespace pterun::kernels
+}  // namespace pterun::cpu

@@ -4,7 +4,7 @@
 
 #include "pterun/core/tensor.h"
 
-namespace pterun::kernels {
+namespace pterun::cpu {
 
 /// `t`'s storage seen as the unsigned integer dtype of the same width
 /// (bool -> uint8, float32 -> uint32 ...): same shape, dim order and data.
@@ -21,4 +21,4 @@ inline Tensor bits_view(const Tensor& t) {
   return view;
 }
 
-}  // namespace pterun::kernels
+}  // namespace pterun::cpu
