@@ -14,7 +14,7 @@ with cuda_graphs=False, kernel by kernel.
 - calls: per-call cost of `out = m([x])[0]` on `chain8` (Method and Module),
   `scale_256` and `scale_2048` with x a torch CUDA tensor (and, as the floor
   of pterun's own cost, a pterun.Tensor on the GPU), the loop of
-  behaviour.md B18, beside torch doing the same work eagerly and replaying
+  docs/python-api.md B18, beside torch doing the same work eagerly and replaying
   it as a CUDA graph.
 
 Outputs are checked against the fixture's expected outputs (pterun and

@@ -3,6 +3,8 @@
 #include <string>
 #include <vector>
 
+#include "pterun/executor/method.h"
+
 namespace pterun::cli {
 
 struct InspectOptions {
@@ -26,6 +28,20 @@ struct RunOptions {
   int threads = 0;  // 0 = default
 };
 
+/// Options of `verify`.
+struct VerifyOptions {
+  std::string file;    // .bpte
+  std::string data;    // optional .ptd for the program inside
+  std::string method;  // empty: every method with test cases
+  std::string device = "cpu";
+  double rtol = 1e-5;  // ExecuTorch's defaults
+  double atol = 1e-8;
+};
+
+/// A `--device` value ("cpu", "cuda", "cuda:N") as MethodOptions; Error
+/// InvalidArgument for anything else.
+MethodOptions method_options(const std::string& device);
+
 /// `pterun inspect`: prints what a program holds and what this build can run.
 int run_inspect(const InspectOptions& options);
 
@@ -34,5 +50,9 @@ int run_run(const RunOptions& options);
 
 /// `pterun bench`: load time, first call, median and p90 per call.
 int run_bench(const RunOptions& options);
+
+/// `pterun verify`: runs a bundled program's test cases, prints each
+/// result; 0 when none failed.
+int run_verify(const VerifyOptions& options);
 
 }  // namespace pterun::cli

@@ -1,4 +1,4 @@
-// The pterun command: inspect, run, bench.
+// The pterun command: inspect, run, bench, verify.
 
 #include <CLI/CLI.hpp>
 #include <iostream>
@@ -9,6 +9,7 @@
 int main(int argc, char** argv) {
   CLI::App app{"pterun: run ExecuTorch programs (.pte) without PyTorch"};
   app.require_subcommand(1);
+  app.set_version_flag("--version", "pterun " PTERUN_VERSION " (backends: " PTERUN_BACKENDS ")");
 
   pterun::cli::InspectOptions inspect;
   auto* inspect_cmd = app.add_subcommand("inspect", "Show what a .pte file holds");
@@ -36,11 +37,23 @@ int main(int argc, char** argv) {
   bench_cmd->add_option("--iterations,-n", bench.iterations, "Timed calls (default: ~1 s)");
   bench_cmd->add_option("--warmup", bench.warmup, "Untimed calls first")->capture_default_str();
 
+  pterun::cli::VerifyOptions verify;
+  auto* verify_cmd = app.add_subcommand(
+      "verify", "Run a bundled program's (.bpte) test cases and check the outputs");
+  verify_cmd->add_option("file", verify.file, "The .bpte file")->required();
+  verify_cmd->add_option("--data", verify.data, "A .ptd file with external data");
+  verify_cmd->add_option("--method", verify.method, "Only this method's cases");
+  verify_cmd->add_option("--device", verify.device, "cpu, cuda or cuda:N (CUDA builds)")
+      ->capture_default_str();
+  verify_cmd->add_option("--rtol", verify.rtol, "Relative tolerance")->capture_default_str();
+  verify_cmd->add_option("--atol", verify.atol, "Absolute tolerance")->capture_default_str();
+
   CLI11_PARSE(app, argc, argv);
   try {
     if (inspect_cmd->parsed()) return pterun::cli::run_inspect(inspect);
     if (run_cmd->parsed()) return pterun::cli::run_run(run);
     if (bench_cmd->parsed()) return pterun::cli::run_bench(bench);
+    if (verify_cmd->parsed()) return pterun::cli::run_verify(verify);
   } catch (const pterun::Error& e) {
     std::cerr << "pterun: error (" << pterun::error_code_name(e.code()) << "): " << e.what()
               << "\n";

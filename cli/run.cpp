@@ -17,6 +17,16 @@
 #include "pterun/kernels/common/strided_copy.h"
 
 namespace pterun::cli {
+
+// "cpu", "cuda" (GPU 0) or "cuda:N".
+MethodOptions method_options(const std::string& device) {
+  const DeviceSpec spec = parse_device(device);
+  MethodOptions options;
+  options.device = spec.type;
+  options.device_index = spec.index;
+  return options;
+}
+
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -29,15 +39,6 @@ struct Loaded {
   std::shared_ptr<MethodRunner> runner;
   double load_ms = 0;
 };
-
-// "cpu", "cuda" (GPU 0) or "cuda:N".
-MethodOptions method_options(const std::string& device) {
-  const DeviceSpec spec = parse_device(device);
-  MethodOptions options;
-  options.device = spec.type;
-  options.device_index = spec.index;
-  return options;
-}
 
 Loaded load(const RunOptions& o) {
   MethodOptions options = method_options(o.device);

@@ -86,7 +86,7 @@ void copy_device_to_device(const kernels::KernelContext& context, void* dst, con
 
 /// Copies a `sizes`-shaped array between two layouts (strides in elements)
 /// on the GPU of `context`, in stream order: the layout conversion of a
-/// device input (B1) without a trip through the host. Counted as a
+/// device input (docs/python-api.md, B1) without a trip through the host. Counted as a
 /// device-to-device copy.
 void reorder_on_device(const kernels::KernelContext& context, void* dst,
                        std::span<const int64_t> dst_strides, const void* src,

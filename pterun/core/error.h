@@ -10,7 +10,8 @@
 namespace pterun {
 
 /// Error categories. The numbers follow ExecuTorch's runtime `Error` where a
-/// category exists there (pte-format.md section 8); `FileNotFound` is ours.
+/// category exists there (docs/format.md, "Error codes"); `FileNotFound` and
+/// `IndexOutOfRange` are ours.
 enum class ErrorCode : uint32_t {
   Internal = 0x01,
   InvalidState = 0x02,

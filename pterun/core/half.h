@@ -5,6 +5,17 @@
 
 namespace pterun {
 
+namespace detail {
+// The compiler's binary16 type for conversions. Clang before 15 has
+// _Float16 on x86 only with AVX512-FP16; its storage-only __fp16 converts
+// the same way (round to nearest even) everywhere.
+#if defined(__clang__) && __clang_major__ < 15 && !defined(__AVX512FP16__)
+using Float16 = __fp16;
+#else
+using Float16 = _Float16;
+#endif
+}  // namespace detail
+
 /// IEEE binary16, stored as bits; arithmetic goes through float.
 struct Half {
   uint16_t bits = 0;
@@ -13,13 +24,13 @@ struct Half {
   operator float() const { return half_bits_to_float(bits); }
 
   static uint16_t float_to_half_bits(float f) {
-    _Float16 h = static_cast<_Float16>(f);
+    detail::Float16 h = static_cast<detail::Float16>(f);
     uint16_t b;
     std::memcpy(&b, &h, 2);
     return b;
   }
   static float half_bits_to_float(uint16_t b) {
-    _Float16 h;
+    detail::Float16 h;
     std::memcpy(&h, &b, 2);
     return static_cast<float>(h);
   }

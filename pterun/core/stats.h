@@ -5,7 +5,8 @@
 
 namespace pterun::stats {
 
-/// Process-wide counters reported by pterun.stats() (behaviour.md).
+/// Process-wide counters reported by pterun.stats() (docs/python-api.md,
+/// "Counters of stats()").
 enum class Counter : int {
   DeviceSyncs,
   DeviceAllocs,

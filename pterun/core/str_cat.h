@@ -13,7 +13,9 @@ namespace pterun {
 namespace detail {
 
 template <typename T>
-concept Streamable = requires(std::ostream& os, const T& v) { os << v; };
+concept Streamable = requires(std::ostream& os, const T& v) {
+  os << v;
+};
 
 template <typename T>
 void str_append(std::string& out, const T& value) {

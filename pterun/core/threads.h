@@ -2,7 +2,7 @@
 
 namespace pterun {
 
-/// Bound on the CPU threads one method call may use (B15). Defaults to
+/// Bound on the CPU threads one method call may use (docs/python-api.md, B15). Defaults to
 /// PTERUN_NUM_THREADS when set, else the number of available cores.
 int get_num_threads();
 

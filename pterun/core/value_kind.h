@@ -4,7 +4,7 @@
 
 namespace pterun {
 
-/// The kinds of values in a method's value table (pte-format.md 2.2).
+/// The kinds of values in a method's value table (docs/format.md, "Value kinds").
 enum class ValueKind : uint8_t {
   None,
   Int,

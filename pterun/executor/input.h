@@ -22,7 +22,7 @@ struct InputArg {
   // on the producer's stream `stream` (a cudaStream_t of that GPU as an
   // integer: 0 the null stream, 1 the legacy and 2 the per-thread default
   // stream, as in DLPack) is done: the method orders its reads after it
-  // without a host wait when the memory is on its own GPU (B19).
+  // without a host wait when the memory is on its own GPU (docs/python-api.md, B19).
   const void* data = nullptr;
   Device device = Device::CPU;
   int device_index = 0;

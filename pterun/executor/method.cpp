@@ -9,6 +9,7 @@
 #include <set>
 
 #include "pterun/core/error.h"
+#include "pterun/core/text.h"
 #include "pterun/executor/method_loader.h"
 #include "pterun/kernels/registry.h"
 #include "pterun/program/support.h"
@@ -50,9 +51,9 @@ void Method::Loader::check_support() {
   std::vector<std::string> missing = m.program_->missing_external_keys(d.name);
   if (!missing.empty()) {
     std::string keys;
-    for (const auto& k : missing) keys += (keys.empty() ? "'" : ", '") + k + "'";
+    for (const auto& k : missing) keys += (keys.empty() ? "'" : ", '") + printable(k) + "'";
     throw_error(ErrorCode::InvalidArgument,
-                str_cat("method '", d.name, "' needs external data (.ptd) for ", keys,
+                str_cat("method '", printable(d.name), "' needs external data (.ptd) for ", keys,
                         ": pass it with data= when loading the program"));
   }
 }
@@ -61,7 +62,7 @@ void Method::Loader::allocate_buffers() {
   bool uses_shared = false;
   m.buffers_.resize(d.buffer_sizes.size());
   for (size_t i = 0; i < d.buffer_sizes.size(); ++i) {
-    if (i >= 1) {  // memory id 2 and above: shared state (B15a)
+    if (i >= 1) {  // memory id 2 and above: shared state (docs/python-api.md, B15a)
       uses_shared = uses_shared || d.buffer_sizes[i] > 0;
       continue;
     }
@@ -110,7 +111,7 @@ void Method::Loader::build_tensors() {
     const auto& v = d.values[i];
     if (v.kind != ValueKind::Tensor) continue;
     const TensorDesc& t = *v.tensor;
-    std::string what = str_cat("method '", d.name, "', value ", i);
+    std::string what = str_cat("method '", printable(d.name), "', value ", i);
     PTERUN_CHECK(t.dynamism != ShapeDynamism::DynamicUnbound, ErrorCode::NotImplemented, what,
                  ": tensors with unbounded dynamic shapes are not supported");
     tensor_of_value[i] = static_cast<int>(m.tensors_.size());
@@ -150,15 +151,15 @@ void Method::Loader::build_tensors() {
 void Method::Loader::check_external_layout(const TensorDesc& t, const format::ExternalEntry& e,
                                            const std::string& what) {
   PTERUN_CHECK(e.layout.has_value(), ErrorCode::InvalidExternalData, what, ": external key '",
-               t.name, "' has no tensor layout in the data file");
+               printable(t.name), "' has no tensor layout in the data file");
   const auto& l = *e.layout;
   PTERUN_CHECK(l.dtype == t.dtype && l.sizes == t.sizes && l.dim_order == t.dim_order,
-               ErrorCode::InvalidExternalData, what, ": external key '", t.name, "' has layout ",
-               dtype_name(l.dtype), " with ", l.sizes.size(),
+               ErrorCode::InvalidExternalData, what, ": external key '", printable(t.name),
+               "' has layout ", dtype_name(l.dtype), " with ", l.sizes.size(),
                " dims in the data file, which does not match the program's ", dtype_name(t.dtype),
                " with ", t.sizes.size(), " dims");
   PTERUN_CHECK(e.data.size() >= t.nbytes, ErrorCode::InvalidExternalData, what, ": external key '",
-               t.name, "' has too few bytes");
+               printable(t.name), "' has too few bytes");
 }
 
 // Unplanned tensors that kernels write (outputs exported unplanned, for
@@ -189,10 +190,11 @@ void Method::Loader::check_data_sources() {
         written.count(vi) || aliased.count(vi)) {
       continue;
     }
-    throw_error(ErrorCode::InvalidProgram, str_cat("method '", d.name, "', value ", i, ": tensor ",
-                                                   describe(m.tensors_[tensor_of_value[i]]),
-                                                   " has no data (not planned, constant, input "
-                                                   "or written by an instruction)"));
+    throw_error(ErrorCode::InvalidProgram,
+                str_cat("method '", printable(d.name), "', value ", i, ": tensor ",
+                        describe(m.tensors_[tensor_of_value[i]]),
+                        " has no data (not planned, constant, input "
+                        "or written by an instruction)"));
   }
 }
 
@@ -236,23 +238,9 @@ void Method::Loader::build_values() {
   }
 }
 
-// A kernel reads its leading arguments without looking at how many there
-// are: an instruction must pass at least that many, of the kinds it reads.
-void Method::Loader::check_arguments(const format::InstructionDesc& instr,
-                                     const kernels::KernelInfo& info, const std::string& name) {
-  PTERUN_CHECK(instr.args.size() >= info.num_args, ErrorCode::InvalidProgram, "method '", d.name,
-               "': ", name, " is called with ", instr.args.size(), " arguments; it takes ",
-               int{info.num_args});
-  for (size_t a = 0; a < info.num_args; ++a) {
-    const ValueKind kind = d.values[instr.args[a]].kind;
-    PTERUN_CHECK((info.arg_kinds[a] >> static_cast<unsigned>(kind)) & 1u, ErrorCode::InvalidProgram,
-                 "method '", d.name, "': argument ", a, " of ", name, " is a ",
-                 value_kind_name(kind), ", which the operator does not take there");
-  }
-}
-
 void Method::Loader::build_steps() {
   const auto& registry = kernels::KernelRegistry::global();
+  std::vector<ValueKind> kinds;
   for (const auto& chain : d.chains) {
     auto& steps = m.chains_.emplace_back();
     steps.reserve(chain.instructions.size());
@@ -264,9 +252,14 @@ void Method::Loader::build_steps() {
       if (instr.kind == InstructionKind::KernelCall) {
         const std::string name = d.operators[instr.index].full_name();
         const kernels::KernelInfo* info = registry.info(name, m.options_.device);
-        PTERUN_CHECK(info != nullptr, ErrorCode::Internal, "method '", d.name, "': ", name,
-                     " passed the support check but has no kernel");
-        check_arguments(instr, *info, name);
+        PTERUN_CHECK(info != nullptr, ErrorCode::Internal, "method '", printable(d.name),
+                     "': ", printable(name), " passed the support check but has no kernel");
+        // A kernel reads its leading arguments without looking at how many
+        // there are: the instruction must pass them, of the kinds it reads.
+        kinds.clear();
+        for (int32_t a : instr.args) kinds.push_back(d.values[a].kind);
+        kernels::check_call(*info, printable(name), kinds,
+                            str_cat("method '", printable(d.name), "': "));
         s.fn = info->fn;
         s.args_begin = static_cast<uint32_t>(m.arg_pool_.size());
         s.args_count = static_cast<uint32_t>(instr.args.size());
@@ -365,20 +358,30 @@ std::unique_ptr<Method> Method::load(std::shared_ptr<const Program> program,
   Loader loader{*m, *m->desc_, {}, {}, {}};
   loader.analyse_instructions();
   loader.check_support();
-  if (options.device == Device::CUDA) {
-    m->context_.backend = backend::make_cuda_method_state(options.device_index);
+  try {
+    if (options.device == Device::CUDA) {
+      m->context_.backend = backend::make_cuda_method_state(options.device_index);
+    }
+    loader.allocate_buffers();
+    loader.build_tensors();
+    loader.check_data_sources();
+    loader.allocate_unplanned_outputs(m->owned_);
+    loader.build_values();
+    loader.build_steps();
+    loader.fold_constants();
+    loader.fuse_elementwise();
+    loader.apply_rewrites();
+    loader.plan_inputs();
+    loader.plan_outputs();
+  } catch (const Error& e) {
+    // Memory that does not fit: say whose it was (the message has the
+    // size and the device). Whatever was allocated goes with `m`.
+    if (e.code() != ErrorCode::MemoryAllocationFailed && e.code() != ErrorCode::OutOfResources) {
+      throw;
+    }
+    throw Error(e.code(), str_cat("method '", printable(m->name()), "' on ", m->device_string(),
+                                  ": ", e.what()));
   }
-  loader.allocate_buffers();
-  loader.build_tensors();
-  loader.check_data_sources();
-  loader.allocate_unplanned_outputs(m->owned_);
-  loader.build_values();
-  loader.build_steps();
-  loader.fold_constants();
-  loader.fuse_elementwise();
-  loader.apply_rewrites();
-  loader.plan_inputs();
-  loader.plan_outputs();
   return m;
 }
 

@@ -37,7 +37,7 @@ class Method {
  public:
   /// Loads method `name`. Errors: InvalidArgument (no such method, or a
   /// .ptd key missing), NotImplemented naming every missing operator and
-  /// delegate backend and the device (B23), InvalidState (saying why) for
+  /// delegate backend and the device (docs/python-api.md, B23), InvalidState (saying why) for
   /// CUDA without a usable GPU, InvalidArgument for a GPU index that does
   /// not exist, MemoryAllocationFailed for planned memory
   /// that cannot be allocated, InvalidProgram for a plan that does not fit.
@@ -93,7 +93,9 @@ class Method {
 
   /// Runs every instruction and, on a GPU, waits once for the stream at
   /// the end (B19). Error InvalidState when an input was never set; kernel
-  /// errors carry the instruction and operator.
+  /// errors carry the instruction and operator, and a kernel that refuses
+  /// its arguments (they come from the program: the inputs were checked)
+  /// is InvalidProgram.
   void execute() {
     execute_async();
     wait();

@@ -5,7 +5,7 @@
 // has a static shape and every instruction is a kernel call (no jumps, moves
 // or delegates), so one call's work is the same sequence of kernels with the
 // same arguments every time. Only the addresses can change between calls:
-// inputs used in place and the output buffers that take turns (B18) move.
+// inputs used in place and the output buffers that take turns (docs/python-api.md, B18) move.
 // A graph is therefore kept per set of tensor addresses (the key), at most
 // kMaxGraphs of them:
 //  - a key seen in one of the last kMaxGraphs calls that ran without a

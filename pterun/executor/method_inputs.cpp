@@ -1,4 +1,4 @@
-// Checking and installing method inputs (behaviour.md B1, B3-B7, B9).
+// Checking and installing method inputs (docs/python-api.md, B1, B3-B7, B9).
 
 #include <algorithm>
 #include <array>
@@ -9,6 +9,7 @@
 #include "pterun/backend/device.h"
 #include "pterun/core/error.h"
 #include "pterun/core/stats.h"
+#include "pterun/core/text.h"
 #include "pterun/executor/method.h"
 #include "pterun/kernels/common/strided_copy.h"
 
@@ -20,7 +21,7 @@ std::string number_text(const InputArg& a) {
     case ValueKind::Int: return std::to_string(a.int_value);
     case ValueKind::Double: return str_cat(a.double_value);
     case ValueKind::Bool: return a.bool_value ? "True" : "False";
-    case ValueKind::String: return "'" + std::string(a.string_value) + "'";
+    case ValueKind::String: return "'" + printable(a.string_value) + "'";
     default: return value_kind_name(a.kind);
   }
 }
@@ -68,7 +69,7 @@ Extent extent_of(std::span<const int64_t> sizes, std::span<const int64_t> stride
 void Method::check_input(size_t i, const InputArg& a) const {
   const auto& v = desc_->values[desc_->inputs[i]];
   auto fail = [&](ErrorCode code, const std::string& msg) {
-    throw_error(code, str_cat("input ", i, " of method '", name(), "': ", msg));
+    throw_error(code, str_cat("input ", i, " of method '", printable(name()), "': ", msg));
   };
   auto kind_mismatch = [&](const char* expected) {
     fail(ErrorCode::InvalidType, str_cat("expected ", expected, ", got ",
@@ -150,8 +151,9 @@ void Method::check_input(size_t i, const InputArg& a) const {
     case ValueKind::String:
       if (a.kind != ValueKind::String) kind_mismatch("a string");
       if (a.string_value != v.string_value) {
-        fail(ErrorCode::InvalidArgument, str_cat("the program was exported with '", v.string_value,
-                                                 "' and got ", number_text(a)));
+        fail(ErrorCode::InvalidArgument,
+             str_cat("the program was exported with '", printable(v.string_value), "' and got ",
+                     number_text(a)));
       }
       break;
     case ValueKind::None:
@@ -391,15 +393,15 @@ void* Method::private_input_memory(size_t i) {
 }
 
 void Method::set_input(size_t i, const InputArg& input) {
-  PTERUN_CHECK(i < num_inputs(), ErrorCode::IndexOutOfRange, "method '", name(), "': input ", i,
-               " is out of range (", num_inputs(), " inputs)");
+  PTERUN_CHECK(i < num_inputs(), ErrorCode::IndexOutOfRange, "method '", printable(name()),
+               "': input ", i, " is out of range (", num_inputs(), " inputs)");
   check_input(i, input);
   install_inputs(i, std::span<const InputArg>(&input, 1));
 }
 
 void Method::set_inputs(std::span<const InputArg> inputs) {
-  PTERUN_CHECK(inputs.size() == num_inputs(), ErrorCode::InvalidArgument, "method '", name(),
-               "' takes ", num_inputs(), " inputs, got ", inputs.size());
+  PTERUN_CHECK(inputs.size() == num_inputs(), ErrorCode::InvalidArgument, "method '",
+               printable(name()), "' takes ", num_inputs(), " inputs, got ", inputs.size());
   for (size_t i = 0; i < inputs.size(); ++i) check_input(i, inputs[i]);
   try {
     install_inputs(0, inputs);

@@ -64,13 +64,9 @@ struct Method::Loader {
   void allocate_unplanned_outputs(std::vector<backend::Allocation>& extra);
   // A tensor that is read but has no data from anywhere (not planned, not a
   // constant, not an input, not written by a kernel) would be read through
-  // a null pointer: refuse the program instead (B22).
+  // a null pointer: refuse the program instead (docs/python-api.md, B22).
   void check_data_sources();
   void build_values();
-  // A kernel reads its leading arguments without looking at how many there
-  // are: an instruction must pass at least that many, of the kinds it reads.
-  void check_arguments(const format::InstructionDesc& instr, const kernels::KernelInfo& info,
-                       const std::string& name);
   void build_steps();
   // Views the exporter resolved by memory planning alone: a tensor no
   // instruction writes, placed inside another tensor's planned bytes (a

@@ -5,6 +5,7 @@
 
 #include "pterun/backend/device.h"
 #include "pterun/core/error.h"
+#include "pterun/core/text.h"
 #include "pterun/core/threads.h"
 #include "pterun/executor/method.h"
 
@@ -50,6 +51,21 @@ bool condition_true(kernels::KernelContext& context, const Value& v) {
   return true;
 }
 
+// The inputs passed the checks of set_inputs() (kinds, dtypes, shapes
+// within their bounds), so a kernel that refuses the arguments its
+// instruction hands it is refusing the program's own values: a damaged
+// program, or one that cannot take these inputs (docs/python-api.md, B22). Running out of
+// memory, a missing feature and a device failure keep their codes.
+ErrorCode step_error_code(ErrorCode code) {
+  switch (code) {
+    case ErrorCode::InvalidArgument:
+    case ErrorCode::InvalidType:
+    case ErrorCode::InvalidState:
+    case ErrorCode::IndexOutOfRange: return ErrorCode::InvalidProgram;
+    default: return code;
+  }
+}
+
 }  // namespace
 
 bool Method::inputs_ready() const {
@@ -61,11 +77,11 @@ bool Method::inputs_ready() const {
 
 void Method::fail_step(size_t chain, size_t pc, const Error& e) const {
   const auto& instr = desc_->chains[chain].instructions[pc];
-  std::string what = str_cat("method '", name(), "', instruction ", pc);
+  std::string what = str_cat("method '", printable(name()), "', instruction ", pc);
   if (instr.kind == format::InstructionKind::KernelCall) {
-    what += " (" + desc_->operators[instr.index].full_name() + ")";
+    what += " (" + printable(desc_->operators[instr.index].full_name()) + ")";
   }
-  throw Error(e.code(), what + ": " + e.what());
+  throw Error(step_error_code(e.code()), what + ": " + e.what());
 }
 
 std::string Method::missing_inputs() const {
@@ -78,8 +94,8 @@ std::string Method::missing_inputs() const {
 
 void Method::execute_async() {
   if (!inputs_ready()) {
-    throw_error(ErrorCode::InvalidState,
-                str_cat("method '", name(), "': inputs ", missing_inputs(), " were never set"));
+    throw_error(ErrorCode::InvalidState, str_cat("method '", printable(name()), "': inputs ",
+                                                 missing_inputs(), " were never set"));
   }
   context_.num_threads = get_num_threads();
   if (options_.device == Device::CUDA) {
@@ -97,7 +113,7 @@ void Method::run_steps() {
     while (pc < steps.size()) {
       if (--budget == 0) [[unlikely]] {
         throw_error(ErrorCode::InvalidProgram,
-                    str_cat("method '", name(), "': more than ", kInstructionBudget,
+                    str_cat("method '", printable(name()), "': more than ", kInstructionBudget,
                             " instructions executed (an endless loop?)"));
       }
       const Step& s = steps[pc];
@@ -157,7 +173,7 @@ void Method::copy_data(void* dst, const void* src, size_t bytes) {
 }
 
 const Value& Method::output(size_t i) const {
-  PTERUN_CHECK(i < desc_->outputs.size(), ErrorCode::IndexOutOfRange, "method '", name(),
+  PTERUN_CHECK(i < desc_->outputs.size(), ErrorCode::IndexOutOfRange, "method '", printable(name()),
                "': output ", i, " is out of range (", desc_->outputs.size(), " outputs)");
   return values_[desc_->outputs[i]];
 }
@@ -169,14 +185,15 @@ size_t Method::output_capacity(size_t i) const {
 
 void Method::set_output_data(size_t i, void* data, size_t capacity) {
   PTERUN_CHECK(i < redirectable_.size() && redirectable_[i], ErrorCode::InvalidState, "method '",
-               name(), "': output ", i, " cannot be redirected");
+               printable(name()), "': output ", i, " cannot be redirected");
   Tensor& t = values_[desc_->outputs[i]].to_tensor();
   if (data == nullptr) {
     data = output_home_[i];
     capacity = output_home_capacity_[i];
   } else {
-    PTERUN_CHECK(capacity >= t.bound_nbytes(), ErrorCode::InvalidArgument, "method '", name(),
-                 "': output ", i, " needs ", t.bound_nbytes(), " bytes, got ", capacity);
+    PTERUN_CHECK(capacity >= t.bound_nbytes(), ErrorCode::InvalidArgument, "method '",
+                 printable(name()), "': output ", i, " needs ", t.bound_nbytes(), " bytes, got ",
+                 capacity);
   }
   t.set_data(data, capacity);
   for (auto [view, offset] : output_followers_[i]) {

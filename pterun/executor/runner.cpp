@@ -4,6 +4,7 @@
 
 #include "pterun/core/error.h"
 #include "pterun/core/stats.h"
+#include "pterun/core/text.h"
 #include "pterun/kernels/common/strided_copy.h"
 
 namespace pterun {
@@ -43,15 +44,16 @@ void MethodRunner::set_leading_inputs(std::span<const InputArg> inputs) {
 
 void MethodRunner::set_leading_locked(std::span<const InputArg> inputs) {
   Method& m = *method_;
-  PTERUN_CHECK(inputs.size() <= m.num_inputs(), ErrorCode::InvalidArgument, "method '", m.name(),
-               "' takes ", m.num_inputs(), " inputs, got ", inputs.size());
+  PTERUN_CHECK(inputs.size() <= m.num_inputs(), ErrorCode::InvalidArgument, "method '",
+               printable(m.name()), "' takes ", m.num_inputs(), " inputs, got ", inputs.size());
   try {
     for (size_t i = 0; i < inputs.size(); ++i) m.validate_input(i, inputs[i]);
     m.install_checked_inputs(inputs);
     m.release_inputs_kept_by(this);
     executed_ = false;
-    PTERUN_CHECK(m.inputs_ready(), ErrorCode::InvalidState, "method '", m.name(), "': inputs ",
-                 m.missing_inputs(), " were never passed (a partial call keeps only inputs ",
+    PTERUN_CHECK(m.inputs_ready(), ErrorCode::InvalidState, "method '", printable(m.name()),
+                 "': inputs ", m.missing_inputs(),
+                 " were never passed (a partial call keeps only inputs ",
                  "from earlier successful calls)");
     inputs_valid_ = true;
   } catch (...) {
@@ -87,6 +89,19 @@ void MethodRunner::forget_leading(size_t count) {
   for (size_t i = 0; i < count && i < method_->num_inputs(); ++i) method_->forget_input(i);
 }
 
+std::shared_ptr<backend::Allocation> MethodRunner::new_buffer(size_t bytes,
+                                                              const std::string& what) const {
+  try {
+    return std::make_shared<backend::Allocation>(method_->device(), method_->device_index(), bytes,
+                                                 /*zeroed=*/false);
+  } catch (const Error& e) {
+    // Nothing has changed yet: the method keeps its inputs and buffers, and
+    // the next call tries again.
+    throw Error(e.code(),
+                str_cat("method '", printable(method_->name()), "', ", what, ": ", e.what()));
+  }
+}
+
 std::shared_ptr<backend::Allocation> MethodRunner::acquire(size_t output, size_t bytes) {
   auto& pool = pools_[output];
   std::shared_ptr<backend::Allocation>* best = nullptr;
@@ -97,8 +112,7 @@ std::shared_ptr<backend::Allocation> MethodRunner::acquire(size_t output, size_t
   }
   if (best != nullptr) return *best;
   // Kernels write every byte before anyone reads it: no need to zero.
-  pool.push_back(std::make_shared<backend::Allocation>(method_->device(), method_->device_index(),
-                                                       bytes, /*zeroed=*/false));
+  pool.push_back(new_buffer(bytes, str_cat("output ", output)));
   return pool.back();
 }
 
@@ -108,7 +122,7 @@ void MethodRunner::prepare_outputs() {
     if (current_[i] && current_[i].use_count() == 2 &&
         !m.input_reads(current_[i]->data(), current_[i]->size())) {
       // Last run's buffer, held only by its pool and us, and no input of
-      // this run in it: acquire() would pick it again (B18: the buffer
+      // this run in it: acquire() would pick it again (docs/python-api.md, B18: the buffer
       // returned last is preferred).
       m.set_output_data(i, current_[i]->data(), current_[i]->size());
       continue;
@@ -130,7 +144,7 @@ void MethodRunner::execute() {
 
 void MethodRunner::execute_locked() {
   PTERUN_CHECK(inputs_valid_ && method_->inputs_ready(), ErrorCode::InvalidState, "method '",
-               method_->name(), "': execute() needs inputs: call set_inputs() first");
+               printable(method_->name()), "': execute() needs inputs: call set_inputs() first");
   executed_ = false;
   prepare_outputs();
   method_->execute_async();
@@ -202,7 +216,7 @@ void MethodRunner::collect(bool clone, std::vector<OutputValue>& out) {
 
 std::vector<OutputValue> MethodRunner::get_outputs(bool clone) {
   std::lock_guard lock(mutex_);
-  PTERUN_CHECK(executed_, ErrorCode::InvalidState, "method '", method_->name(),
+  PTERUN_CHECK(executed_, ErrorCode::InvalidState, "method '", printable(method_->name()),
                "': no outputs: call execute() first (outputs are cleared by set_inputs() and by "
                "a failed execute())");
   auto out = collect(clone);
@@ -215,12 +229,11 @@ std::vector<OutputValue> MethodRunner::get_outputs(bool clone) {
 TensorResult MethodRunner::attribute(const std::string& name) {
   std::lock_guard lock(mutex_);
   Tensor* t = method_->attribute(name);
-  PTERUN_CHECK(t != nullptr, ErrorCode::InvalidArgument, "method '", method_->name(),
-               "' has no attribute '", name, "'");
+  PTERUN_CHECK(t != nullptr, ErrorCode::InvalidArgument, "method '", printable(method_->name()),
+               "' has no attribute '", printable(name), "'");
   PTERUN_CHECK(t->data() != nullptr || t->numel() == 0, ErrorCode::InvalidState, "method '",
-               method_->name(), "': attribute '", name, "' has no data");
-  auto buffer = std::make_shared<backend::Allocation>(method_->device(), method_->device_index(),
-                                                      t->nbytes(), /*zeroed=*/false);
+               printable(method_->name()), "': attribute '", printable(name), "' has no data");
+  auto buffer = new_buffer(t->nbytes(), str_cat("attribute '", printable(name), "'"));
   TensorResult r;
   fill_result(r);
   r.dtype = t->dtype();

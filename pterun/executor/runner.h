@@ -65,7 +65,7 @@ struct TensorResult {
   size_t nbytes() const;
 };
 
-/// One output of a call: a tensor, a number, a string or None (B16).
+/// One output of a call: a tensor, a number, a string or None (docs/python-api.md, B16).
 using OutputValue = std::variant<std::monostate, TensorResult, int64_t, double, bool, std::string>;
 
 /// The call protocol around a Method, shared by the Python layer and the
@@ -124,6 +124,9 @@ class MethodRunner : public std::enable_shared_from_this<MethodRunner> {
   void fill_result(TensorResult& r) const;
   void prepare_outputs();
   std::shared_ptr<backend::Allocation> acquire(size_t output, size_t bytes);
+  // A buffer of `bytes` on the method's device; out of memory names the
+  // method and `what` ("output 0").
+  std::shared_ptr<backend::Allocation> new_buffer(size_t bytes, const std::string& what) const;
 
   std::mutex mutex_;
   std::unique_ptr<Method> method_;

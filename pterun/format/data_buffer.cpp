@@ -78,11 +78,14 @@ std::shared_ptr<const DataBuffer> DataBuffer::copy_of(std::span<const uint8_t> b
 }
 
 std::shared_ptr<const DataBuffer> DataBuffer::borrow(std::span<const uint8_t> bytes,
-                                                     std::shared_ptr<void> keep_alive) {
+                                                     std::shared_ptr<void> keep_alive,
+                                                     std::string origin) {
   if (bytes.empty() || reinterpret_cast<uintptr_t>(bytes.data()) % kAlignment != 0) {
-    return copy_of(bytes);
+    auto copy = copy_of(bytes);
+    const_cast<DataBuffer&>(*copy).origin_ = std::move(origin);
+    return copy;
   }
-  auto* buffer = new DataBuffer(Kind::Borrowed, bytes.data(), bytes.size(), "<buffer>");
+  auto* buffer = new DataBuffer(Kind::Borrowed, bytes.data(), bytes.size(), std::move(origin));
   buffer->keep_alive_ = std::move(keep_alive);
   return std::shared_ptr<const DataBuffer>(buffer);
 }

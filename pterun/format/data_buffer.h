@@ -26,7 +26,8 @@ class DataBuffer {
   /// Uses the caller's memory in place; `keep_alive` owns it and is released
   /// with the buffer. Copies instead when the memory is not aligned.
   static std::shared_ptr<const DataBuffer> borrow(std::span<const uint8_t> bytes,
-                                                  std::shared_ptr<void> keep_alive);
+                                                  std::shared_ptr<void> keep_alive,
+                                                  std::string origin = "<buffer>");
 
   ~DataBuffer();
   DataBuffer(const DataBuffer&) = delete;

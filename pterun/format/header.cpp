@@ -4,6 +4,7 @@
 
 #include "pterun/core/checked_math.h"
 #include "pterun/core/error.h"
+#include "pterun/core/text.h"
 
 namespace pterun::format {
 namespace {
@@ -35,7 +36,8 @@ PteHeader parse_pte_header(std::span<const uint8_t> file) {
                "header: not an ExecuTorch program (file identifier is not 'ET..')");
   PTERUN_CHECK(id[2] == '1' && id[3] == '2', ErrorCode::InvalidProgram,
                "header: ExecuTorch program of an unsupported format version '",
-               std::string(reinterpret_cast<const char*>(id), 4), "' (expected 'ET12')");
+               printable(std::string_view(reinterpret_cast<const char*>(id), 4)),
+               "' (expected 'ET12')");
 
   PteHeader h;
   if (!has_bytes_at(file, 8, "eh00")) {

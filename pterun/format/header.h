@@ -6,7 +6,7 @@
 namespace pterun::format {
 
 /// The parts of a .pte file's start that locate the flatbuffer and the
-/// segments (pte-format.md section 1.2).
+/// segments (docs/format.md, "The .pte header").
 struct PteHeader {
   bool has_extended_header = false;
   uint32_t header_length = 0;  // bytes from offset 8, as stored
@@ -20,7 +20,7 @@ struct PteHeader {
 /// version, or is shorter than its header says.
 PteHeader parse_pte_header(std::span<const uint8_t> file);
 
-/// The header of a .ptd file (pte-format.md section 1.8).
+/// The header of a .ptd file (docs/format.md, ".ptd files").
 struct PtdHeader {
   uint32_t header_length = 0;
   uint64_t flatbuffer_offset = 0;  // bytes of header inserted before the flatbuffer body

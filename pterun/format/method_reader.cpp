@@ -1,11 +1,12 @@
 // Decodes one ExecutionPlan into a MethodDesc, checking every index, size
-// and byte range it hands on (pte-format.md sections 3-5 and the gaps of
-// section 9.2).
+// and byte range it hands on (docs/format.md: "Tensors", "Memory planning",
+// "Execution" and "Checks beyond ExecuTorch's runtime").
 
 #include <algorithm>
 
 #include "pterun/core/checked_math.h"
 #include "pterun/core/error.h"
+#include "pterun/core/text.h"
 #include "pterun/format/program_data.h"
 #include "pterun/format/program_desc.h"
 
@@ -19,8 +20,8 @@ size_t vec_size(const flatbuffers::Vector<T>* v) {
   return v ? v->size() : 0;
 }
 
-std::string fb_string(const flatbuffers::String* s) {
-  return s ? std::string(s->c_str(), s->size()) : std::string();
+std::string fb_text(const flatbuffers::String* s, std::string_view what) {
+  return read_text(s, ErrorCode::InvalidProgram, what);
 }
 
 class MethodReader {
@@ -30,8 +31,8 @@ class MethodReader {
       : plan_(plan), program_(program), data_(data) {
     PTERUN_CHECK(plan.name() != nullptr, ErrorCode::InvalidProgram, "method ", plan_index,
                  ": has no name");
-    desc_.name = fb_string(plan.name());
-    where_ = str_cat("method '", desc_.name, "'");
+    desc_.name = fb_text(plan.name(), str_cat("method ", plan_index, ": name"));
+    where_ = str_cat("method '", printable(desc_.name), "'");
   }
 
   MethodDesc read() {
@@ -42,8 +43,8 @@ class MethodReader {
     read_delegates();
     read_chains();
     if (const auto* meta = plan_.container_meta_type()) {
-      desc_.input_spec = fb_string(meta->encoded_inp_str());
-      desc_.output_spec = fb_string(meta->encoded_out_str());
+      desc_.input_spec = fb_text(meta->encoded_inp_str(), where_ + ": input spec");
+      desc_.output_spec = fb_text(meta->encoded_out_str(), where_ + ": output spec");
     }
     return std::move(desc_);
   }
@@ -90,7 +91,8 @@ class MethodReader {
       PTERUN_CHECK(v != nullptr, ErrorCode::InvalidProgram, what, ": missing");
       desc_.values.push_back(read_value(*v, i, what));
     }
-    // IntList items may name any Int value, earlier or later (gap 11).
+    // IntList items may name any Int value, earlier or later (sizes are read
+    // when used), and nothing else (docs/format.md, "Value kinds").
     for (size_t i = 0; i < desc_.values.size(); ++i) {
       const ValueDesc& v = desc_.values[i];
       if (v.kind != ValueKind::IntList) continue;
@@ -130,7 +132,7 @@ class MethodReader {
         out.kind = ValueKind::String;
         const auto* s = member<pterun_fb::String>(v, what)->string_val();
         PTERUN_CHECK(s != nullptr, ErrorCode::InvalidProgram, what, ": String has no text");
-        out.string_value = fb_string(s);
+        out.string_value = fb_text(s, what + ": String");
         break;
       }
       case pterun_fb::KernelTypes_Tensor:
@@ -171,7 +173,8 @@ class MethodReader {
         PTERUN_CHECK(items != nullptr, ErrorCode::InvalidProgram, what, ": ",
                      value_kind_name(out.kind), " has no items");
         for (int32_t item : *items) {
-          // Members precede the list (gap 3: no forward references).
+          // Members precede the list: an item must be an earlier value, so a list
+          // never refers to a value not built yet (docs/format.md, "Value kinds").
           bool none = optional && (item == -1 || (item >= 0 && static_cast<size_t>(item) < index &&
                                                   desc_.values[item].kind == ValueKind::None));
           PTERUN_CHECK(none || (item >= 0 && static_cast<size_t>(item) < index &&
@@ -243,7 +246,7 @@ class MethodReader {
     bool external = false;
     uint64_t mutable_entry = 0;
     if (const auto* extra = t.extra_tensor_info()) {
-      d.name = fb_string(extra->fully_qualified_name());
+      d.name = fb_text(extra->fully_qualified_name(), what + ": fully_qualified_name");
       PTERUN_CHECK(extra->location() == pterun_fb::TensorDataLocation_SEGMENT ||
                        extra->location() == pterun_fb::TensorDataLocation_EXTERNAL,
                    ErrorCode::InvalidProgram, what, ": unknown data location ",
@@ -326,7 +329,9 @@ class MethodReader {
       const auto* op = ops->Get(i);
       PTERUN_CHECK(op != nullptr && op->name() != nullptr, ErrorCode::InvalidProgram, where_,
                    ", operator ", i, ": has no name");
-      desc_.operators.push_back({fb_string(op->name()), fb_string(op->overload())});
+      std::string what = str_cat(where_, ", operator ", i);
+      desc_.operators.push_back(
+          {fb_text(op->name(), what + ": name"), fb_text(op->overload(), what + ": overload")});
     }
   }
 
@@ -338,9 +343,9 @@ class MethodReader {
       PTERUN_CHECK(d != nullptr && d->id() != nullptr, ErrorCode::InvalidProgram, what,
                    ": has no backend id");
       DelegateDesc out;
-      out.id = fb_string(d->id());
+      out.id = fb_text(d->id(), what + ": backend id");
       const auto* processed = d->processed();
-      PTERUN_CHECK(processed != nullptr, ErrorCode::InvalidProgram, what, " (", out.id,
+      PTERUN_CHECK(processed != nullptr, ErrorCode::InvalidProgram, what, " (", printable(out.id),
                    "): has no payload reference");
       if (processed->location() == pterun_fb::DataLocation_INLINE) {
         out.inline_payload = true;
@@ -362,7 +367,7 @@ class MethodReader {
         for (const auto* spec : *specs) {
           PTERUN_CHECK(spec != nullptr && spec->key() != nullptr, ErrorCode::InvalidProgram, what,
                        ": compile spec without a key");
-          CompileSpecDesc cs{fb_string(spec->key()), {}};
+          CompileSpecDesc cs{fb_text(spec->key(), what + ": compile spec key"), {}};
           if (spec->value()) cs.value = {spec->value()->data(), spec->value()->size()};
           out.compile_specs.push_back(std::move(cs));
         }

@@ -2,11 +2,19 @@
 
 #include "pterun/core/checked_math.h"
 #include "pterun/core/error.h"
+#include "pterun/core/text.h"
 
 namespace pterun::format {
 
 void throw_misaligned(const std::string& what) {
   throw_error(ErrorCode::InvalidProgram, what + ": misaligned 8-byte vector");
+}
+
+std::string read_text(const flatbuffers::String* s, ErrorCode code, std::string_view what) {
+  if (s == nullptr) return {};
+  std::string text(s->c_str(), s->size());
+  PTERUN_CHECK(is_valid_utf8(text), code, what, " '", printable(text), "' is not valid UTF-8");
+  return text;
 }
 
 ProgramData::ProgramData(const pterun_fb::Program& program, std::span<const uint8_t> file,

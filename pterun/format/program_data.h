@@ -54,6 +54,11 @@ class ProgramData {
 
 [[noreturn]] void throw_misaligned(const std::string& what);
 
+/// The text of flatbuffer string `s` (empty when absent). Error `code`
+/// naming `what` (and the text, escaped) unless it is valid UTF-8: every
+/// name and string pterun hands on must become a Python str.
+std::string read_text(const flatbuffers::String* s, ErrorCode code, std::string_view what);
+
 /// Error InvalidProgram unless the elements of `vec` (8-byte scalars) are
 /// aligned: the flatbuffer verifier checks only the 4-byte length prefix.
 template <typename T>

@@ -23,7 +23,8 @@ using pterun::value_kind_name;
 using pterun::ValueKind;
 enum class DeviceType : uint8_t { CPU = 0, CUDA = 1 };
 
-/// Where a tensor's data comes from at method load (pte-format.md 3.3).
+/// Where a tensor's data comes from at method load (docs/format.md,
+/// "Where a tensor's data comes from").
 enum class TensorStorage : uint8_t {
   Constant,         // read-only bytes in the program
   Planned,          // planned memory, no initial value

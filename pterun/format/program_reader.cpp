@@ -1,6 +1,7 @@
 #include <set>
 
 #include "pterun/core/error.h"
+#include "pterun/core/text.h"
 #include "pterun/format/header.h"
 #include "pterun/format/program_data.h"
 #include "pterun/format/program_desc.h"
@@ -64,7 +65,7 @@ ProgramDesc read_program(const DataBuffer& buffer) {
     PTERUN_CHECK(plan != nullptr, ErrorCode::InvalidProgram, "method ", i, ": missing");
     MethodDesc m = read_method(*plan, i, program, data);
     PTERUN_CHECK(names.insert(m.name).second, ErrorCode::InvalidProgram, "program: method name '",
-                 m.name, "' appears twice");
+                 printable(m.name), "' appears twice");
     desc.methods.push_back(std::move(m));
   }
 
@@ -74,11 +75,11 @@ ProgramDesc read_program(const DataBuffer& buffer) {
       const auto* n = named->Get(i);
       PTERUN_CHECK(n != nullptr && n->key() != nullptr, ErrorCode::InvalidProgram, "named data ", i,
                    ": has no key");
-      std::string key(n->key()->c_str(), n->key()->size());
-      PTERUN_CHECK(keys.insert(key).second, ErrorCode::InvalidProgram, "named data: key '", key,
-                   "' appears twice");
+      std::string key = read_text(n->key(), ErrorCode::InvalidProgram, str_cat("named data ", i));
+      PTERUN_CHECK(keys.insert(key).second, ErrorCode::InvalidProgram, "named data: key '",
+                   printable(key), "' appears twice");
       desc.named_data.push_back(
-          {key, data.segment(n->segment_index(), str_cat("named data '", key, "'"))});
+          {key, data.segment(n->segment_index(), str_cat("named data '", printable(key), "'"))});
     }
   }
   return desc;

@@ -2,7 +2,9 @@
 
 #include "pterun/core/checked_math.h"
 #include "pterun/core/error.h"
+#include "pterun/core/text.h"
 #include "pterun/format/header.h"
+#include "pterun/format/program_data.h"
 #include "pterun/format/program_desc.h"
 #include "pterun/format/schema/flat_tensor_generated.h"
 
@@ -74,8 +76,8 @@ ExternalData read_external_data(const DataBuffer& buffer) {
     PTERUN_CHECK(n != nullptr && n->key() != nullptr, ErrorCode::InvalidExternalData,
                  "data file: entry ", i, " has no key");
     ExternalEntry e;
-    e.key.assign(n->key()->c_str(), n->key()->size());
-    std::string what = str_cat("data file, key '", e.key, "'");
+    e.key = read_text(n->key(), ErrorCode::InvalidExternalData, str_cat("data file: entry ", i));
+    std::string what = str_cat("data file, key '", printable(e.key), "'");
     PTERUN_CHECK(keys.insert(e.key).second, ErrorCode::InvalidExternalData, what,
                  ": appears twice");
     PTERUN_CHECK(n->segment_index() < root.segments()->size(), ErrorCode::InvalidExternalData, what,

@@ -10,6 +10,17 @@ namespace pterun::kernels {
 void register_cpu_kernels(KernelRegistry& registry);
 void register_cuda_kernels(KernelRegistry& registry);
 
+void check_call(const KernelInfo& info, std::string_view name, std::span<const ValueKind> kinds,
+                std::string_view context) {
+  PTERUN_CHECK(kinds.size() >= info.num_args, ErrorCode::InvalidProgram, context, name,
+               " is called with ", kinds.size(), " arguments; it takes ", int{info.num_args});
+  for (size_t a = 0; a < info.num_args; ++a) {
+    PTERUN_CHECK((info.arg_kinds[a] >> static_cast<unsigned>(kinds[a])) & 1u,
+                 ErrorCode::InvalidProgram, context, "argument ", a, " of ", name, " is a ",
+                 value_kind_name(kinds[a]), ", which the operator does not take there");
+  }
+}
+
 const KernelRegistry& KernelRegistry::global() {
   static const KernelRegistry registry = [] {
     KernelRegistry r;
@@ -59,44 +70,7 @@ bool legacy_foldable(std::string_view name) {
                                                          "aten::zeros_like.out",
                                                          "aten::ones_like.out",
                                                          "aten::tril.out",
-                                                         "aten::triu.out",
-                                                         "aten::eq.Scalar_out",
-                                                         "aten::ne.Scalar_out",
-                                                         "aten::le.Scalar_out",
-                                                         "aten::lt.Scalar_out",
-                                                         "aten::ge.Scalar_out",
-                                                         "aten::gt.Scalar_out",
-                                                         "aten::eq.Tensor_out",
-                                                         "aten::ne.Tensor_out",
-                                                         "aten::le.Tensor_out",
-                                                         "aten::lt.Tensor_out",
-                                                         "aten::ge.Tensor_out",
-                                                         "aten::gt.Tensor_out",
-                                                         "aten::logical_and.out",
-                                                         "aten::logical_or.out",
-                                                         "aten::logical_not.out",
-                                                         "aten::where.self_out",
-                                                         "aten::any.out",
-                                                         "aten::any.dims_out",
-                                                         "aten::any.all_out",
-                                                         "aten::all.out",
-                                                         "aten::all.all_out",
-                                                         "aten::add.out",
-                                                         "aten::sub.out",
-                                                         "aten::mul.out",
-                                                         "aten::div.out",
-                                                         "aten::add.Scalar_out",
-                                                         "aten::sub.Scalar_out",
-                                                         "aten::mul.Scalar_out",
-                                                         "aten::div.Scalar_out",
-                                                         "aten::neg.out",
-                                                         "aten::pow.Tensor_Scalar_out",
-                                                         "aten::reciprocal.out",
-                                                         "aten::sin.out",
-                                                         "aten::cos.out",
-                                                         "aten::exp.out",
-                                                         "aten::sqrt.out",
-                                                         "aten::rsqrt.out"};
+                                                         "aten::triu.out"};
   return ops.count(name) != 0;
 }
 
@@ -117,6 +91,14 @@ const KernelInfo* KernelRegistry::info(std::string_view name, Device device) con
 KernelFn KernelRegistry::find(std::string_view name, Device device) const {
   const KernelInfo* k = info(name, device);
   return k == nullptr ? nullptr : k->fn;
+}
+
+std::vector<std::string> KernelRegistry::names(Device device) const {
+  std::vector<std::string> out;
+  for (const auto& [key, fn] : kernels_) {
+    if (key.second == device) out.push_back(key.first);
+  }
+  return out;
 }
 
 }  // namespace pterun::kernels

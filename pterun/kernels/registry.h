@@ -2,11 +2,14 @@
 
 #include <cstdint>
 #include <map>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include "pterun/core/dtype.h"
+#include "pterun/core/value_kind.h"
 #include "pterun/kernels/kernel.h"
 
 namespace pterun::kernels {
@@ -32,6 +35,12 @@ struct KernelInfo {
   DTypeSet dtypes = DTypeSet::all();
 };
 
+/// Error InvalidProgram, starting with `context` ("method 'forward': "),
+/// unless arguments of the given kinds, in order, give kernel `name` every
+/// argument it reads, each of a kind it takes there.
+void check_call(const KernelInfo& info, std::string_view name, std::span<const ValueKind> kinds,
+                std::string_view context);
+
 /// Kernels by operator name ("aten::add.out") and device. Filled once, from
 /// the operator list (ops/register.cpp) for each backend of the build;
 /// read-only afterwards.
@@ -55,6 +64,9 @@ class KernelRegistry {
   const KernelInfo* info(std::string_view name, Device device) const;
 
   size_t size() const { return kernels_.size(); }
+
+  /// Names of the operators with a kernel for `device`, sorted.
+  std::vector<std::string> names(Device device) const;
 
  private:
   std::map<std::pair<std::string, Device>, KernelInfo, std::less<>> kernels_;

@@ -6,7 +6,6 @@
 
 #include <cstddef>
 
-#include "pterun/core/error.h"
 #include "pterun/core/tensor.h"
 #include "pterun/kernels/common/dtype_util.h"
 
@@ -14,10 +13,7 @@ namespace pterun::ops {
 
 /// Unless `t` (the argument called `what`: "out", "weight" ...) has the
 /// dtype of `ref`, the operator's input.
-inline void check_same_dtype(const Tensor& t, const Tensor& ref, const char* what, const char* op) {
-  PTERUN_CHECK(t.dtype() == ref.dtype(), ErrorCode::InvalidArgument, op, ": ", what, " dtype ",
-               dtype_name(t.dtype()), " differs from the input's ", dtype_name(ref.dtype()));
-}
+void check_same_dtype(const Tensor& t, const Tensor& ref, const char* what, const char* op);
 
 /// The same for an optional argument (nullptr passes).
 inline void check_same_dtype(const Tensor* t, const Tensor& ref, const char* what, const char* op) {
@@ -25,16 +21,10 @@ inline void check_same_dtype(const Tensor* t, const Tensor& ref, const char* wha
 }
 
 /// Unless `t` has rank `rank`.
-inline void check_rank(const Tensor& t, size_t rank, const char* what, const char* op) {
-  PTERUN_CHECK(t.dim() == rank, ErrorCode::InvalidArgument, op, ": expected ", what, " of rank ",
-               rank, ", got ", describe(t));
-}
+void check_rank(const Tensor& t, size_t rank, const char* what, const char* op);
 
 /// Unless `dtype` belongs to `family` ("op: dtype int32 is not supported",
 /// what kernels::visit says for the same case).
-inline void check_dtype_in(DType dtype, kernels::Family family, const char* op) {
-  PTERUN_CHECK(kernels::in_family(dtype, family), ErrorCode::InvalidArgument, op, ": dtype ",
-               dtype_name(dtype), " is not supported");
-}
+void check_dtype_in(DType dtype, kernels::Family family, const char* op);
 
 }  // namespace pterun::ops

@@ -7,8 +7,14 @@
 
 #include <iterator>
 
+#include "pterun/kernels/internal_ops.h"
+#include "pterun/ops/elementwise.h"
+#include "pterun/ops/index.h"
+#include "pterun/ops/kv_cache.h"
+#include "pterun/ops/nonzero.h"
 #include "pterun/ops/norm.h"
 #include "pterun/ops/prim.h"
+#include "pterun/ops/reduce.h"
 #include "pterun/ops/shape.h"
 #include "pterun/ops/softmax.h"
 
@@ -17,6 +23,10 @@ namespace {
 
 using F = OpFamily;
 constexpr Fold kFold = Fold::Yes;
+
+bool has_mul_add(const OpBackend& b) {
+  return b.elementwise->mul_add != nullptr;
+}
 
 constexpr OpDef kOps[] = {
     // ---- prim: the interpreter's own operators ---------------------------------
@@ -82,6 +92,7 @@ constexpr OpDef kOps[] = {
     def<&slice_scatter_out>("aten::slice_scatter.out", F::Shape),
     def<&select_scatter_out>("aten::select_scatter.out", F::Shape),
     def<&et_copy_index>("executorch_prim::et_copy_index.tensor", F::Shape),
+    def<&update_cache_out>("llama::update_cache.out", F::Shape),
 
     // ---- softmax ----------------------------------------------------------------
     def<&softmax_out>("aten::_softmax.out", F::Softmax),
@@ -91,6 +102,147 @@ constexpr OpDef kOps[] = {
     def<&native_layer_norm_out>("aten::native_layer_norm.out", F::Norm),
     def<&batch_norm_no_training_out>("aten::_native_batch_norm_legit_no_training.out", F::Norm),
     def<&native_group_norm_out>("aten::native_group_norm.out", F::Norm),
+
+    // ---- elementwise: binary arithmetic ---------------------------------------
+    def<&add_out>("aten::add.out", F::Elementwise, kFold),
+    def<&sub_out>("aten::sub.out", F::Elementwise, kFold),
+    def<&mul_out>("aten::mul.out", F::Elementwise, kFold),
+    def<&add_scalar_out>("aten::add.Scalar_out", F::Elementwise, kFold),
+    def<&sub_scalar_out>("aten::sub.Scalar_out", F::Elementwise, kFold),
+    def<&rsub_scalar_out>("aten::rsub.Scalar_out", F::Elementwise),
+    def<&mul_scalar_out>("aten::mul.Scalar_out", F::Elementwise, kFold),
+    def<&div_out>("aten::div.out", F::Elementwise, kFold),
+    def<&div_mode_out>("aten::div.out_mode", F::Elementwise),
+    def<&div_scalar_out>("aten::div.Scalar_out", F::Elementwise, kFold),
+    def<&div_scalar_mode_out>("aten::div.Scalar_mode_out", F::Elementwise),
+    def<&floor_divide_out>("aten::floor_divide.out", F::Elementwise),
+    def<&remainder_tensor_out>("aten::remainder.Tensor_out", F::Elementwise),
+    def<&remainder_scalar_out>("aten::remainder.Scalar_out", F::Elementwise),
+    def<&fmod_tensor_out>("aten::fmod.Tensor_out", F::Elementwise),
+    def<&fmod_scalar_out>("aten::fmod.Scalar_out", F::Elementwise),
+    def<&pow_tensor_scalar_out>("aten::pow.Tensor_Scalar_out", F::Elementwise, kFold),
+    def<&pow_tensor_tensor_out>("aten::pow.Tensor_Tensor_out", F::Elementwise),
+    def<&pow_scalar_out>("aten::pow.Scalar_out", F::Elementwise),
+    def<&maximum_out>("aten::maximum.out", F::Elementwise),
+    def<&minimum_out>("aten::minimum.out", F::Elementwise),
+    def<&atan2_out>("aten::atan2.out", F::Elementwise),
+    def<&bitwise_tensor_out<BinaryFn::BitwiseAnd>>("aten::bitwise_and.Tensor_out", F::Elementwise),
+    def<&bitwise_tensor_out<BinaryFn::BitwiseOr>>("aten::bitwise_or.Tensor_out", F::Elementwise),
+    def<&bitwise_tensor_out<BinaryFn::BitwiseXor>>("aten::bitwise_xor.Tensor_out", F::Elementwise),
+    def<&bitwise_scalar_out<ScalarFn::BitwiseAnd>>("aten::bitwise_and.Scalar_out", F::Elementwise),
+    def<&bitwise_scalar_out<ScalarFn::BitwiseOr>>("aten::bitwise_or.Scalar_out", F::Elementwise),
+    def<&bitwise_scalar_out<ScalarFn::BitwiseXor>>("aten::bitwise_xor.Scalar_out", F::Elementwise),
+    only_where(def<&mul_add_out>(kernels::kMulAddKernel, F::Elementwise), &has_mul_add),
+    only_where(def<&mul_sub_out>(kernels::kMulSubKernel, F::Elementwise), &has_mul_add),
+
+    // ---- elementwise: unary -----------------------------------------------------
+    def<&unary_out<UnaryFn::Exp>>("aten::exp.out", F::Elementwise, kFold),
+    def<&unary_out<UnaryFn::Expm1>>("aten::expm1.out", F::Elementwise),
+    def<&unary_out<UnaryFn::Log>>("aten::log.out", F::Elementwise),
+    def<&unary_out<UnaryFn::Log1p>>("aten::log1p.out", F::Elementwise),
+    def<&unary_out<UnaryFn::Log2>>("aten::log2.out", F::Elementwise),
+    def<&unary_out<UnaryFn::Log10>>("aten::log10.out", F::Elementwise),
+    def<&unary_out<UnaryFn::Sqrt>>("aten::sqrt.out", F::Elementwise, kFold),
+    def<&unary_out<UnaryFn::Rsqrt>>("aten::rsqrt.out", F::Elementwise, kFold),
+    def<&unary_out<UnaryFn::Reciprocal>>("aten::reciprocal.out", F::Elementwise, kFold),
+    def<&unary_out<UnaryFn::Sin>>("aten::sin.out", F::Elementwise, kFold),
+    def<&unary_out<UnaryFn::Cos>>("aten::cos.out", F::Elementwise, kFold),
+    def<&unary_out<UnaryFn::Tan>>("aten::tan.out", F::Elementwise),
+    def<&unary_out<UnaryFn::Asin>>("aten::asin.out", F::Elementwise),
+    def<&unary_out<UnaryFn::Acos>>("aten::acos.out", F::Elementwise),
+    def<&unary_out<UnaryFn::Atan>>("aten::atan.out", F::Elementwise),
+    def<&unary_out<UnaryFn::Sinh>>("aten::sinh.out", F::Elementwise),
+    def<&unary_out<UnaryFn::Cosh>>("aten::cosh.out", F::Elementwise),
+    def<&unary_out<UnaryFn::Tanh>>("aten::tanh.out", F::Elementwise),
+    def<&unary_out<UnaryFn::Asinh>>("aten::asinh.out", F::Elementwise),
+    def<&unary_out<UnaryFn::Acosh>>("aten::acosh.out", F::Elementwise),
+    def<&unary_out<UnaryFn::Atanh>>("aten::atanh.out", F::Elementwise),
+    def<&unary_out<UnaryFn::Erf>>("aten::erf.out", F::Elementwise),
+    def<&unary_out<UnaryFn::Sigmoid>>("aten::sigmoid.out", F::Elementwise),
+    def<&unary_out<UnaryFn::Neg>>("aten::neg.out", F::Elementwise, kFold),
+    def<&unary_out<UnaryFn::Abs>>("aten::abs.out", F::Elementwise),
+    def<&unary_out<UnaryFn::Floor>>("aten::floor.out", F::Elementwise),
+    def<&unary_out<UnaryFn::Ceil>>("aten::ceil.out", F::Elementwise),
+    def<&unary_out<UnaryFn::Round>>("aten::round.out", F::Elementwise),
+    def<&unary_out<UnaryFn::Trunc>>("aten::trunc.out", F::Elementwise),
+    def<&unary_out<UnaryFn::Sign>>("aten::sign.out", F::Elementwise),
+    def<&unary_out<UnaryFn::BitwiseNot>>("aten::bitwise_not.out", F::Elementwise),
+    def<&unary_out<UnaryFn::IsNan>>("aten::isnan.out", F::Elementwise),
+    def<&unary_out<UnaryFn::IsInf>>("aten::isinf.out", F::Elementwise),
+    def<&logit_out>("aten::logit.out", F::Elementwise),
+
+    // ---- elementwise: compare, logical, where -----------------------------------
+    def<&compare_tensor_out<CompareFn::Eq>>("aten::eq.Tensor_out", F::Elementwise, kFold),
+    def<&compare_tensor_out<CompareFn::Ne>>("aten::ne.Tensor_out", F::Elementwise, kFold),
+    def<&compare_tensor_out<CompareFn::Lt>>("aten::lt.Tensor_out", F::Elementwise, kFold),
+    def<&compare_tensor_out<CompareFn::Le>>("aten::le.Tensor_out", F::Elementwise, kFold),
+    def<&compare_tensor_out<CompareFn::Gt>>("aten::gt.Tensor_out", F::Elementwise, kFold),
+    def<&compare_tensor_out<CompareFn::Ge>>("aten::ge.Tensor_out", F::Elementwise, kFold),
+    def<&compare_scalar_out<CompareFn::Eq>>("aten::eq.Scalar_out", F::Elementwise, kFold),
+    def<&compare_scalar_out<CompareFn::Ne>>("aten::ne.Scalar_out", F::Elementwise, kFold),
+    def<&compare_scalar_out<CompareFn::Lt>>("aten::lt.Scalar_out", F::Elementwise, kFold),
+    def<&compare_scalar_out<CompareFn::Le>>("aten::le.Scalar_out", F::Elementwise, kFold),
+    def<&compare_scalar_out<CompareFn::Gt>>("aten::gt.Scalar_out", F::Elementwise, kFold),
+    def<&compare_scalar_out<CompareFn::Ge>>("aten::ge.Scalar_out", F::Elementwise, kFold),
+    def<&logical_not_out>("aten::logical_not.out", F::Elementwise, kFold),
+    def<&logical_binary_out<LogicalFn::And>>("aten::logical_and.out", F::Elementwise, kFold),
+    def<&logical_binary_out<LogicalFn::Or>>("aten::logical_or.out", F::Elementwise, kFold),
+    def<&logical_binary_out<LogicalFn::Xor>>("aten::logical_xor.out", F::Elementwise),
+    def<&where_out>("aten::where.self_out", F::Elementwise, kFold),
+
+    // ---- elementwise: activations -----------------------------------------------
+    def<&relu_out>("aten::relu.out", F::Elementwise),
+    def<&hardtanh_out>("aten::hardtanh.out", F::Elementwise),
+    def<&clamp_out>("aten::clamp.out", F::Elementwise),
+    def<&clamp_tensor_out>("aten::clamp.Tensor_out", F::Elementwise),
+    def<&gelu_out>("aten::gelu.out", F::Elementwise),
+    def<&leaky_relu_out>("aten::leaky_relu.out", F::Elementwise),
+    def<&elu_out>("aten::elu.out", F::Elementwise),
+    def<&softplus_out>("aten::softplus.out", F::Elementwise),
+    def<&silu_out>("aten::silu.out", F::Elementwise),
+    def<&hardsigmoid_out>("aten::hardsigmoid.out", F::Elementwise),
+    def<&hardswish_out>("aten::hardswish.out", F::Elementwise),
+    def<&glu_out>("aten::glu.out", F::Elementwise),
+    // ---- reduce -----------------------------------------------------------------
+    def<&sum_dim_out>("aten::sum.IntList_out", F::Reduce),
+    def<&sum_out>("aten::sum.out", F::Reduce),
+    def<&mean_dim_out>("aten::mean.out", F::Reduce),
+    def<&mean_dtype_out>("aten::mean.dtype_out", F::Reduce),
+    def<&prod_out>("aten::prod.out", F::Reduce),
+    def<&prod_int_out>("aten::prod.int_out", F::Reduce),
+    def<&any_all_dim_out<true>>("aten::any.out", F::Reduce, kFold),
+    def<&any_all_dims_out<true>>("aten::any.dims_out", F::Reduce, kFold),
+    def<&any_all_all_out<true>>("aten::any.all_out", F::Reduce, kFold),
+    def<&any_all_dim_out<false>>("aten::all.out", F::Reduce, kFold),
+    def<&any_all_dims_out<false>>("aten::all.dims_out", F::Reduce),
+    def<&any_all_all_out<false>>("aten::all.all_out", F::Reduce, kFold),
+    def<&amax_amin_out<true>>("aten::amax.out", F::Reduce),
+    def<&amax_amin_out<false>>("aten::amin.out", F::Reduce),
+    def<&max_min_unary_out<true>>("aten::max.unary_out", F::Reduce),
+    def<&max_min_unary_out<false>>("aten::min.unary_out", F::Reduce),
+    def<&argmax_argmin_out<true>>("aten::argmax.out", F::Reduce),
+    def<&argmax_argmin_out<false>>("aten::argmin.out", F::Reduce),
+    def<&max_min_dim_out<true>>("aten::max.dim_max", F::Reduce),
+    def<&max_min_dim_out<false>>("aten::min.dim_min", F::Reduce),
+    def<&var_correction_out>("aten::var.correction_out", F::Reduce),
+    def<&var_out>("aten::var.out", F::Reduce),
+    def<&var_mean_correction_out>("aten::var_mean.correction_out", F::Reduce),
+    def<&cumsum_out>("aten::cumsum.out", F::Reduce),
+
+    // ---- index ------------------------------------------------------------------
+    def<&embedding_out>("aten::embedding.out", F::Index),
+    def<&index_select_out>("aten::index_select.out", F::Index),
+    def<&gather_out>("aten::gather.out", F::Index),
+    def<&scatter_src_out>("aten::scatter.src_out", F::Index),
+    def<&scatter_value_out>("aten::scatter.value_out", F::Index),
+    def<&scatter_add_out>("aten::scatter_add.out", F::Index),
+    def<&masked_fill_out>("aten::masked_fill.Scalar_out", F::Index),
+    def<&index_tensor_out>("aten::index.Tensor_out", F::Index),
+    def<&index_put_out>("aten::index_put.out", F::Index),
+    def<&index_put_>("aten::index_put_", F::Index),
+
+    // ---- nonzero ----------------------------------------------------------------
+    def<&nonzero_out>("aten::nonzero.out", F::Nonzero),
 };
 
 }  // namespace
@@ -103,6 +255,7 @@ void register_ops(kernels::KernelRegistry& registry, Device device, const OpBack
   detail::g_backends[static_cast<size_t>(device)] = &backend;
   for (const OpDef& op : kOps) {
     if (!backend.provides(op.family)) continue;
+    if (op.provided != nullptr && !op.provided(backend)) continue;
     kernels::KernelInfo info;
     info.fn = op.fn;
     info.num_args = op.num_args;

@@ -22,6 +22,9 @@ struct OpDef {
   bool foldable = false;
   uint8_t num_args = 0;
   const uint16_t* arg_kinds = nullptr;
+  /// For an operator that some backends of its family lack: true when
+  /// `backend` computes it (nullptr: whenever it computes the family).
+  bool (*provided)(const OpBackend& backend) = nullptr;
 };
 
 /// Whether constant folding may run an operator at load (deterministic, no
@@ -38,6 +41,12 @@ constexpr OpDef def(std::string_view name, OpFamily family, Fold fold = Fold::No
                fold == Fold::Yes,
                static_cast<uint8_t>(B::kArity),
                B::kKinds.empty() ? nullptr : B::kKinds.data()};
+}
+
+/// `op`, registered only where `provided` says the backend computes it.
+constexpr OpDef only_where(OpDef op, bool (*provided)(const OpBackend&)) {
+  op.provided = provided;
+  return op;
 }
 
 /// Every operator pterun has, each once, in the order of register.cpp.

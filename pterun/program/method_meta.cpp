@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "pterun/core/error.h"
+#include "pterun/core/text.h"
 #include "pterun/program/program.h"
 
 namespace pterun {
@@ -26,16 +27,18 @@ MethodMeta::MethodMeta(std::shared_ptr<const Program> program, const format::Met
 
 const format::ValueDesc& MethodMeta::io_value(const std::vector<int32_t>& list, size_t i,
                                               const char* what) const {
-  PTERUN_CHECK(i < list.size(), ErrorCode::IndexOutOfRange, "method '", name(), "': ", what,
-               " index ", i, " is out of range (the method has ", list.size(), " ", what, "s)");
+  PTERUN_CHECK(i < list.size(), ErrorCode::IndexOutOfRange, "method '", printable(name()),
+               "': ", what, " index ", i, " is out of range (the method has ", list.size(), " ",
+               what, "s)");
   return method_->values[list[i]];
 }
 
 TensorInfo MethodMeta::io_tensor(const std::vector<int32_t>& list, size_t i,
                                  const char* what) const {
   const auto& v = io_value(list, i, what);
-  PTERUN_CHECK(v.kind == ValueKind::Tensor, ErrorCode::InvalidArgument, "method '", name(),
-               "': ", what, " ", i, " is a ", format::value_kind_name(v.kind), ", not a Tensor");
+  PTERUN_CHECK(v.kind == ValueKind::Tensor, ErrorCode::InvalidArgument, "method '",
+               printable(name()), "': ", what, " ", i, " is a ", format::value_kind_name(v.kind),
+               ", not a Tensor");
   return TensorInfo::from(*v.tensor);
 }
 
@@ -56,7 +59,7 @@ TensorInfo MethodMeta::output_tensor_meta(size_t i) const {
 }
 
 TensorInfo MethodMeta::attribute_tensor_meta(size_t i) const {
-  PTERUN_CHECK(i < attributes_.size(), ErrorCode::IndexOutOfRange, "method '", name(),
+  PTERUN_CHECK(i < attributes_.size(), ErrorCode::IndexOutOfRange, "method '", printable(name()),
                "': attribute index ", i, " is out of range (the method has ", attributes_.size(),
                " attributes)");
   return TensorInfo::from(*method_->values[attributes_[i]].tensor);

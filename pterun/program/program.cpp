@@ -4,16 +4,28 @@
 
 #include "pterun/core/error.h"
 #include "pterun/core/logging.h"
+#include "pterun/core/text.h"
+#include "pterun/format/bundled_reader.h"
 
 namespace pterun {
 
+Program::Buffer Program::unbundle(Buffer file) {
+  if (file == nullptr || !format::is_bundled_program(file->bytes())) return file;
+  format::BundledDesc bundle = format::read_bundled_program(*file);
+  std::string origin = str_cat(file->origin(), " (the program inside the bundle)");
+  return format::DataBuffer::borrow(
+      bundle.program, std::const_pointer_cast<format::DataBuffer>(file), std::move(origin));
+}
+
 std::shared_ptr<const Program> Program::load(Buffer program, Buffer data) {
   PTERUN_CHECK(program != nullptr, ErrorCode::InvalidArgument, "load: no program bytes");
+  // A bundled program (.bpte) runs the program it holds.
+  program = unbundle(std::move(program));
   std::shared_ptr<Program> p(new Program());
   p->desc_ = format::read_program(*program);
   if (data != nullptr) p->external_ = format::read_external_data(*data);
   if (p->desc_.uses_inline_constant_buffer && p->desc_.constant_bytes > 0) {
-    log(LogLevel::Warning, "program '" + program->origin() +
+    log(LogLevel::Warning, "program '" + printable(program->origin()) +
                                "' keeps its constants in the deprecated inline constant_buffer; "
                                "re-export it with a current ExecuTorch");
   }
@@ -39,9 +51,10 @@ const format::MethodDesc& Program::method(const std::string& name) const {
   const format::MethodDesc* m = desc_.find_method(name);
   if (m == nullptr) {
     std::string known;
-    for (const auto& n : desc_.methods) known += (known.empty() ? "'" : ", '") + n.name + "'";
+    for (const auto& n : desc_.methods)
+      known += (known.empty() ? "'" : ", '") + printable(n.name) + "'";
     throw_error(ErrorCode::InvalidArgument,
-                str_cat("program: no method named '", name, "' (it has ", known, ")"));
+                str_cat("program: no method named '", printable(name), "' (it has ", known, ")"));
   }
   return *m;
 }

@@ -23,9 +23,14 @@ class Program : public std::enable_shared_from_this<Program> {
  public:
   using Buffer = std::shared_ptr<const format::DataBuffer>;
 
-  /// Loads a program from bytes (and a .ptd from `data`, when given).
+  /// Loads a program from bytes (and a .ptd from `data`, when given); the
+  /// bytes of a bundled program (.bpte) load the program inside it.
   /// Error InvalidProgram / InvalidExternalData for damaged files.
   static std::shared_ptr<const Program> load(Buffer program, Buffer data = nullptr);
+
+  /// The .pte bytes inside a bundled program (kept alive by them), or
+  /// `file` itself when it is not one.
+  static Buffer unbundle(Buffer file);
 
   /// Memory-maps and loads `path` (and `data_path` when not empty). Error
   /// FileNotFound when a file does not exist.
@@ -47,7 +52,7 @@ class Program : public std::enable_shared_from_this<Program> {
   const format::ExternalData* external_data() const { return external_ ? &*external_ : nullptr; }
 
   /// The state buffers shared by this program's methods on one device
-  /// (B15a); created on first use.
+  /// (docs/python-api.md, B15a); created on first use.
   std::shared_ptr<SharedState> shared_state(int device_type, int device_index) const;
 
   /// The program's constants on GPU `device_index` (uploaded on first use,

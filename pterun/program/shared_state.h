@@ -11,7 +11,7 @@
 namespace pterun {
 
 /// State buffers (memory id 2 and above) shared by every method of one
-/// program on one device (B15a), created by the first method that needs
+/// program on one device (docs/python-api.md, B15a), created by the first method that needs
 /// them and initialised once. On a GPU the buffers are device memory.
 class SharedState {
  public:

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "pterun/core/str_cat.h"
+#include "pterun/core/text.h"
 #include "pterun/kernels/registry.h"
 
 namespace pterun {
@@ -14,14 +15,14 @@ void add_once(std::vector<std::string>& list, std::string item) {
 
 std::string join(const std::vector<std::string>& items) {
   std::string out;
-  for (const auto& s : items) out += (out.empty() ? "" : ", ") + s;
+  for (const auto& s : items) out += (out.empty() ? "" : ", ") + printable(s);
   return out;
 }
 
 }  // namespace
 
 std::string SupportReport::describe(const std::string& method, Device device) const {
-  std::string out = str_cat("method '", method, "' cannot run on ", device_name(device),
+  std::string out = str_cat("method '", printable(method), "' cannot run on ", device_name(device),
                             " in this build of pterun");
   if (!missing_operators.empty()) out += "; missing operators: " + join(missing_operators);
   if (!missing_backends.empty()) out += "; missing delegate backends: " + join(missing_backends);

@@ -1,5 +1,5 @@
 """Test helpers: run one kernel on NumPy arrays, on the CPU or a GPU (used by
-tests/python/kernels and tests/ops).
+the operator suite, tests/ops).
 
 Not part of the public API.
 """
@@ -74,6 +74,15 @@ class Out:
     def spec(self):
         order = list(self.dim_order) if self.dim_order is not None else list(range(len(self.shape)))
         return ("tensor", b"", self.dtype, self.shape, order, True, self.dynamic, self.capacity)
+
+
+class InOut(T):
+    """A tensor argument the kernel updates in place (a KV cache, say): it
+    starts as `array` (like T) and comes back among the outs."""
+
+    def spec(self):
+        kind, raw, dtype, shape, order, _, dynamic, capacity = super().spec()
+        return (kind, raw, dtype, shape, order, True, dynamic, capacity)
 
 
 class Raw:

@@ -7,11 +7,14 @@
 #include <bit>
 #include <cstring>
 #include <optional>
+#include <typeinfo>
 #include <utility>
 
 #include "pterun/backend/device.h"
 #include "pterun/backend/device_info.h"
 #include "pterun/core/error.h"
+#include "pterun/core/tensor.h"
+#include "pterun/core/text.h"
 #include "python/src/numpy_api.h"
 #include "python/src/tensor.h"
 #include "python/src/torch_tensor.h"
@@ -38,7 +41,7 @@ std::optional<DType> integer_dtype(bool is_signed, Py_ssize_t itemsize) {
 }
 
 // Maps a struct-module format (one item, optional native byte-order prefix)
-// to a dtype, by kind and item size (B2: 'l' is int64 on Linux).
+// to a dtype, by kind and item size (docs/python-api.md, B2: 'l' is int64 on Linux).
 std::optional<DType> format_dtype(const char* fmt, Py_ssize_t itemsize) {
   const char* f = fmt ? fmt : "B";
   if (*f == '@' || *f == '=' || *f == '<') ++f;
@@ -165,14 +168,80 @@ std::string message_of(const nb::python_error& e) {
 // array when it has none.
 std::pair<int, int> dlpack_device(nb::handle obj, const InputSource& source) {
   if (!PyObject_HasAttrString(obj.ptr(), "__dlpack_device__")) return {kDLCPU, 0};
+  nb::object d;
   try {
-    nb::object d = obj.attr("__dlpack_device__")();
-    return {nb::cast<int>(d[0]), nb::cast<int>(d[1])};
+    d = obj.attr("__dlpack_device__")();
   } catch (nb::python_error& e) {
-    reraise(e, source);
+    reraise(e, source);  // the producer's own error, as it raised it (B6)
+  }
+  try {
+    // Anything but a pair of ints is the producer's mistake, said as such
+    // (not an IndexError from looking inside it).
+    if (!PyTuple_Check(d.ptr()) || PyTuple_GET_SIZE(d.ptr()) != 2) throw std::bad_cast();
+    return {nb::cast<int>(d[0]), nb::cast<int>(d[1])};
+  } catch (nb::python_error&) {
+    PyErr_Clear();
+    raise(PyExc_TypeError, source, "__dlpack_device__() did not return (device_type, device_id)");
   } catch (const std::exception&) {
     PyErr_Clear();
     raise(PyExc_TypeError, source, "__dlpack_device__() did not return (device_type, device_id)");
+  }
+}
+
+// The two capsule payloads of DLPack (dlpack.h's DLManagedTensor and
+// DLManagedTensorVersioned) around nanobind's DLTensor.
+struct ManagedTensor {
+  nb::dlpack::dltensor dl_tensor;
+  void* manager_ctx;
+  void (*deleter)(ManagedTensor*);
+};
+struct ManagedTensorVersioned {
+  uint32_t major, minor;
+  void* manager_ctx;
+  void (*deleter)(ManagedTensorVersioned*);
+  uint64_t flags;
+  nb::dlpack::dltensor dl_tensor;
+};
+
+// Refuses a capsule whose fields nanobind's import would trust to read
+// memory (a null shape, a rank it cannot hold) or that pterun cannot take
+// (another major version, negative sizes). Other objects are left to
+// nanobind's cast, which says what is wrong.
+void check_capsule(nb::handle capsule, const InputSource& source) {
+  if (!PyCapsule_CheckExact(capsule.ptr())) return;
+  const char* name = PyCapsule_GetName(capsule.ptr());
+  if (name == nullptr) {
+    PyErr_Clear();
+    name = "";
+  }
+  void* p = PyCapsule_GetPointer(capsule.ptr(), name);
+  if (p == nullptr) PyErr_Clear();
+  const nb::dlpack::dltensor* t = nullptr;
+  if (p != nullptr && std::strcmp(name, "dltensor_versioned") == 0) {
+    const auto* mt = static_cast<const ManagedTensorVersioned*>(p);
+    if (mt->major != 1) {
+      raise(PyExc_TypeError, source,
+            "its DLPack capsule has version " + std::to_string(mt->major) + "." +
+                std::to_string(mt->minor) + " (pterun reads version 1)");
+    }
+    t = &mt->dl_tensor;
+  } else if (p != nullptr && std::strcmp(name, "dltensor") == 0) {
+    t = &static_cast<const ManagedTensor*>(p)->dl_tensor;
+  } else {
+    raise(PyExc_TypeError, source,
+          "__dlpack__() returned a capsule named '" + printable(name) +
+              "', not an unused 'dltensor' or 'dltensor_versioned' capsule");
+  }
+  if (t->ndim < 0 || static_cast<size_t>(t->ndim) > kMaxRank) {
+    raise(PyExc_ValueError, source,
+          "its DLPack tensor has rank " + std::to_string(t->ndim) + " (at most " +
+              std::to_string(kMaxRank) + ")");
+  }
+  if (t->ndim > 0 && t->shape == nullptr) {
+    raise(PyExc_ValueError, source, "its DLPack tensor has no shape");
+  }
+  for (int32_t d = 0; d < t->ndim; ++d) {
+    if (t->shape[d] < 0) raise(PyExc_ValueError, source, "its DLPack shape has a negative size");
   }
 }
 
@@ -214,6 +283,7 @@ void convert_dlpack(nb::handle obj, const InputSource& source, InputBatch& batch
       if (!e.matches(PyExc_TypeError) || r + 1 == requests.size()) reraise(e, source);
     }
   }
+  check_capsule(capsule, source);
   try {
     held->value = nb::cast<nb::ndarray<nb::ro>>(capsule);
   } catch (const std::exception& e) {
@@ -430,7 +500,7 @@ void convert_tensor(nb::handle obj, const InputSource& source, bool kept, InputB
 
 std::string InputSource::prefix() const {
   if (!label.empty()) return std::string(label) + ": ";
-  return "input " + std::to_string(index) + " of method '" + std::string(method) + "': ";
+  return "input " + std::to_string(index) + " of method '" + printable(method) + "': ";
 }
 
 void convert_input(nb::handle obj, ValueKind declared, const InputSource& source, bool kept,
@@ -502,13 +572,14 @@ void wait_for_producers(InputBatch& batch) {
 void convert_inputs(nb::handle inputs, const Method& method, size_t max_count, InputBatch& batch) {
   PyObject* seq = inputs.ptr();
   if (!PyList_Check(seq) && !PyTuple_Check(seq)) {
-    throw nb::type_error(("method '" + method.name() + "': inputs must be a list or tuple, got " +
+    throw nb::type_error(("method '" + printable(method.name()) +
+                          "': inputs must be a list or tuple, got " +
                           nb::cast<std::string>(nb::str(inputs.type().attr("__name__"))))
                              .c_str());
   }
   const size_t n = static_cast<size_t>(PySequence_Fast_GET_SIZE(seq));
   if (n > max_count) {
-    throw nb::value_error(("method '" + method.name() + "' takes " +
+    throw nb::value_error(("method '" + printable(method.name()) + "' takes " +
                            std::to_string(method.num_inputs()) + " inputs, got " +
                            std::to_string(n))
                               .c_str());
@@ -520,7 +591,8 @@ void convert_inputs(nb::handle inputs, const Method& method, size_t max_count, I
     // list: check its length and hold the item.
     if (static_cast<size_t>(PySequence_Fast_GET_SIZE(seq)) != n) {
       throw nb::value_error(
-          ("method '" + method.name() + "': the inputs list changed while it was read").c_str());
+          ("method '" + printable(method.name()) + "': the inputs list changed while it was read")
+              .c_str());
     }
     nb::object item = nb::borrow(PySequence_Fast_GET_ITEM(seq, static_cast<Py_ssize_t>(i)));
     convert_input(item, meta.input_tag(i), InputSource{method.name(), i, {}},

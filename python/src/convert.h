@@ -1,7 +1,7 @@
 #pragma once
 
 // All conversions between Python objects and pterun values live here:
-// buffer-protocol objects, pterun.Tensor and numbers to InputArg (B2, B3),
+// buffer-protocol objects, pterun.Tensor and numbers to InputArg (docs/python-api.md, B2, B3),
 // and call results back to Python objects (B16).
 
 #include <nanobind/nanobind.h>

@@ -1,5 +1,6 @@
 #include "python/src/errors.h"
 
+#include <cstring>
 #include <exception>
 #include <utility>
 
@@ -16,6 +17,17 @@ PyObject* program_error = nullptr;
 // nanobind function, whose dispatch translates it. Both under the GIL.
 std::exception_ptr pending_exception;
 PyObject* rethrow_pending = nullptr;  // borrowed: the module holds it
+
+// Messages are UTF-8; the bytes that are not (a path given from C++, say)
+// come out as \xNN escapes instead of a UnicodeDecodeError replacing the
+// error. Messages quoting file content are escaped already (printable()).
+void set_error(PyObject* type, const char* message) {
+  PyObject* text = PyUnicode_DecodeUTF8(message, static_cast<Py_ssize_t>(std::strlen(message)),
+                                        "backslashreplace");
+  if (text == nullptr) return;  // MemoryError set
+  PyErr_SetObject(type, text);
+  Py_DECREF(text);
+}
 
 PyObject* python_type(ErrorCode code) {
   switch (code) {
@@ -50,7 +62,7 @@ void init_errors(nb::module_& m) {
     try {
       std::rethrow_exception(p);
     } catch (const Error& e) {
-      PyErr_SetString(python_type(e.code()), e.what());
+      set_error(python_type(e.code()), e.what());
     }
   });
   // Private (not in the stub): a function that throws the pending exception.

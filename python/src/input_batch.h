@@ -38,7 +38,7 @@ class InputBatch {
   /// Keeps `obj` alive as long as the batch.
   void hold(nanobind::handle obj);
 
-  // The host waits before a run (B19), done once by wait_for_producers().
+  // The host waits before a run (docs/python-api.md, B19), done once by wait_for_producers().
   // GPUs whose legacy default stream DLPack producers of pinned or managed
   // host memory ordered their pending writes before (we pass stream=1), and
   // GPUs holding pterun results that were handed to another library through

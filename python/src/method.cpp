@@ -6,6 +6,7 @@
 #include <map>
 
 #include "pterun/core/error.h"
+#include "pterun/core/text.h"
 #include "pterun/executor/runner.h"
 #include "python/src/convert.h"
 #include "python/src/errors.h"
@@ -22,7 +23,7 @@ struct PyMethod {
   std::string device;
 };
 
-/// Method options for a device string (B25: a CUDA device without a GPU is
+/// Method options for a device string (docs/python-api.md, B25: a CUDA device without a GPU is
 /// a RuntimeError saying why).
 MethodOptions method_options(const std::string& device, bool cuda_graphs, std::string& canonical) {
   const int index = resolve_device(device);
@@ -236,7 +237,8 @@ void init_method(nb::module_& m) {
       .def_prop_ro("name", [](PyMethod& self) { return self.runner->method().name(); })
       .def_prop_ro("device", [](PyMethod& self) { return self.device; })
       .def("__repr__", [](PyMethod& self) {
-        return "Method(name='" + self.runner->method().name() + "', device='" + self.device + "')";
+        return "Method(name='" + printable(self.runner->method().name()) + "', device='" +
+               self.device + "')";
       });
 
   set_tp_call(method_class, &tp_call<PyMethod, &call_method>);
@@ -273,7 +275,7 @@ void init_method(nb::module_& m) {
       .def("__repr__", [](PyModule& self) {
         std::string names;
         for (const auto& n : self.program->method_names()) {
-          names += (names.empty() ? "'" : ", '") + n + "'";
+          names += (names.empty() ? "'" : ", '") + printable(n) + "'";
         }
         return "Module(methods=[" + names + "], device='" + self.device + "')";
       });

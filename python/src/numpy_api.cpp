@@ -32,7 +32,7 @@ bool integer_dtype(char kind, Py_ssize_t size, DType& out) {
   return false;
 }
 
-// By kind and item size, as the buffer path maps formats (B2).
+// By kind and item size, as the buffer path maps formats (docs/python-api.md, B2).
 bool descr_dtype(PyArray_Descr* descr, DType& out) {
   const Py_ssize_t size = PyDataType_ELSIZE(descr);
   switch (descr->kind) {

@@ -4,6 +4,7 @@
 #include <nanobind/stl/vector.h>
 
 #include "pterun/core/error.h"
+#include "pterun/core/text.h"
 #include "pterun/program/program.h"
 #include "python/src/convert.h"
 #include "python/src/method.h"
@@ -31,9 +32,22 @@ Buffer read_source(nb::handle src, const char* what) {
     }
     return format::DataBuffer::map_file(nb::cast<std::string>(path));
   }
+  if (!PyObject_CheckBuffer(src.ptr()) && nb::hasattr(src, "read")) {
+    // A file-like object (io.BytesIO, an open binary file): its remaining
+    // bytes, as ExecuTorch's load_program reads them.
+    nb::object bytes = src.attr("read")();
+    if (!PyBytes_Check(bytes.ptr()) && !PyByteArray_Check(bytes.ptr())) {
+      throw nb::type_error((std::string(what) + ": read() returned " +
+                            nb::cast<std::string>(nb::str(bytes.type().attr("__name__"))) +
+                            ", not bytes (open the file in binary mode)")
+                               .c_str());
+    }
+    return read_source(bytes, what);
+  }
   if (!PyObject_CheckBuffer(src.ptr())) {
     throw nb::type_error((std::string(what) +
-                          ": expected a path (str, os.PathLike) or a bytes-like object, got " +
+                          ": expected a path (str, os.PathLike), a bytes-like object or a "
+                          "binary file-like object, got " +
                           nb::cast<std::string>(nb::str(src.type().attr("__name__"))))
                              .c_str());
   }
@@ -71,7 +85,7 @@ std::string tensor_info_repr(const TensorInfo& t) {
       "TensorInfo(sizes=(", sizes, "), dtype=", dtype_name(t.dtype), ", dim_order=(", order,
       "), shape_dynamism='", shape_dynamism_name(t.dynamism),
       "', is_memory_planned=", t.is_memory_planned ? "True" : "False", ", nbytes=", t.nbytes);
-  if (!t.name.empty()) out += ", name='" + t.name + "'";
+  if (!t.name.empty()) out += ", name='" + printable(t.name) + "'";
   return out + ")";
 }
 
@@ -151,10 +165,12 @@ void bind_method_meta(nb::module_& m) {
       .def("attribute_tensor_meta", &MethodMeta::attribute_tensor_meta, "index"_a)
       .def("__repr__", [](const MethodMeta& mm) {
         std::string backends;
-        for (const auto& b : mm.backends()) backends += (backends.empty() ? "'" : ", '") + b + "'";
-        return str_cat("MethodMeta(name='", mm.name(), "', inputs=", io_summary(mm, true),
-                       ", outputs=", io_summary(mm, false), ", backends=(", backends,
-                       mm.backends().size() == 1 ? ",)" : ")", ")");
+        for (const auto& b : mm.backends()) {
+          backends += (backends.empty() ? "'" : ", '") + printable(b) + "'";
+        }
+        return str_cat("MethodMeta(name='", printable(mm.name()),
+                       "', inputs=", io_summary(mm, true), ", outputs=", io_summary(mm, false),
+                       ", backends=(", backends, mm.backends().size() == 1 ? ",)" : ")", ")");
       });
 }
 
@@ -175,7 +191,7 @@ void bind_program(nb::module_& m) {
       .def("__repr__", [](const PyProgram& p) {
         std::string names;
         for (const auto& n : p.program->method_names()) {
-          names += (names.empty() ? "'" : ", '") + n + "'";
+          names += (names.empty() ? "'" : ", '") + printable(n) + "'";
         }
         return "Program(methods=[" + names + "])";
       });
@@ -189,8 +205,9 @@ void bind_program(nb::module_& m) {
         return PyProgram{Program::load(std::move(program), std::move(data_buffer))};
       },
       "src"_a, nb::kw_only(), "data"_a = nb::none(),
-      "Loads a .pte program from a path (memory-mapped) or a bytes-like object, with an "
-      "optional .ptd data file. Raises FileNotFoundError for a missing file and "
+      "Loads a .pte program from a path (memory-mapped), a bytes-like object or a binary "
+      "file-like object, with an optional .ptd data file (the same kinds). A bundled program "
+      "(.bpte) loads the program inside it. Raises FileNotFoundError for a missing file and "
       "ProgramError for a damaged one.");
 }
 

@@ -1,11 +1,14 @@
 #include "python/src/runtime.h"
 
 #include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
 
 #include "pterun/backend/device_info.h"
+#include "pterun/core/error.h"
 #include "pterun/core/logging.h"
 #include "pterun/core/stats.h"
 #include "pterun/core/threads.h"
+#include "pterun/kernels/registry.h"
 
 namespace nb = nanobind;
 
@@ -48,6 +51,17 @@ void init_runtime(nb::module_& m) {
   m.def("set_num_threads", &set_num_threads, nb::arg("n"),
         "Bounds the CPU threads one call may use (B15).");
   m.def("get_num_threads", &get_num_threads);
+  m.def(
+      "operator_names",
+      [](const std::string& device) {
+        PTERUN_CHECK(device == "cpu" || device == "cuda", ErrorCode::InvalidArgument,
+                     "operator_names: device must be 'cpu' or 'cuda', got '", device, "'");
+        return kernels::KernelRegistry::global().names(device == "cpu" ? Device::CPU
+                                                                       : Device::CUDA);
+      },
+      nb::arg("device") = "cpu",
+      "Operators this build has kernels for on 'cpu' or 'cuda' (sorted names such as "
+      "'aten::add.out').");
   m.def("cuda_device_count", &backend::cuda_device_count,
         "Usable CUDA devices; 0 without a GPU, a driver, or CUDA support in this build.");
 }

@@ -77,7 +77,7 @@ int64_t numel_of(std::span<const int64_t> sizes) {
 
 // A host copy of a GPU tensor with the same sizes and strides (the bytes
 // its view spans). Waits for the whole device first when another library
-// got the memory through __dlpack__ (B20).
+// got the memory through __dlpack__ (docs/python-api.md, B20).
 TensorResult download_copy(const PyTensor& p) {
   const TensorResult& t = p.t;
   const int index = cuda_index(t);

@@ -13,7 +13,7 @@ struct PyTensor {
   TensorResult t;
   /// Set once GPU memory of this tensor was handed to another library
   /// through __dlpack__: that library may write it on streams pterun does
-  /// not know, so readers wait for the whole device first (B19, B20).
+  /// not know, so readers wait for the whole device first (docs/python-api.md, B19, B20).
   bool exported = false;
 };
 

@@ -19,6 +19,7 @@
 
 #include "pterun/backend/device.h"
 #include "pterun/core/error.h"
+#include "pterun/core/logging.h"
 #include "pterun/core/value.h"
 #include "pterun/kernels/common/strided_copy.h"
 #include "pterun/kernels/registry.h"
@@ -70,7 +71,9 @@ Tensor* make_tensor(Arena& a, const nb::tuple& spec) {
   void* data = a.allocate(capacity, is_out ? 0xA5 : 0);
   t.set_data(data, capacity);
   t.resize(shape);
-  if (!is_out) {
+  // An out starts as a fill pattern, unless it comes with values (a tensor
+  // the kernel updates in place).
+  if (!is_out || nb::cast<nb::bytes>(spec[1]).size() > 0) {
     nb::bytes raw = nb::cast<nb::bytes>(spec[1]);
     PTERUN_CHECK(raw.size() == t.nbytes(), ErrorCode::InvalidArgument, "testing: ", raw.size(),
                  " bytes for ", describe(t));
@@ -157,9 +160,10 @@ struct KernelRun {
             const std::string& device) {
     const int cuda = resolve_device(device);
     const Device where = cuda < 0 ? Device::CPU : Device::CUDA;
-    fn = kernels::KernelRegistry::global().find(name, where);
-    PTERUN_CHECK(fn != nullptr, ErrorCode::OperatorMissing, "testing: no ", device_name(where),
+    const kernels::KernelInfo* info = kernels::KernelRegistry::global().info(name, where);
+    PTERUN_CHECK(info != nullptr, ErrorCode::OperatorMissing, "testing: no ", device_name(where),
                  " kernel for '", name, "'");
+    fn = info->fn;
     ctx.num_threads = num_threads;
     if (cuda >= 0) {
       ctx.device = Device::CUDA;
@@ -168,6 +172,9 @@ struct KernelRun {
     }
     arena.cuda = cuda;
     for (auto item : args) values.push_back(make_value(arena, item, outs));
+    std::vector<ValueKind> kinds;
+    for (const Value* v : values) kinds.push_back(v->kind());
+    kernels::check_call(*info, name, kinds, "testing: ");
   }
 
   bool on_gpu() const { return arena.cuda >= 0; }
@@ -247,6 +254,11 @@ void init_testing(nb::module_& m) {
   m.def("_testing_time_kernel", &time_kernel, nb::arg("name"), nb::arg("args"),
         nb::arg("num_threads") = 1, nb::arg("device") = "cuda:0", nb::arg("iterations") = 50,
         "Test hook: median seconds per run of one kernel (see pterun._testing).");
+  m.def(
+      "_testing_log",
+      [](int level, const std::string& message) { log(static_cast<LogLevel>(level), message); },
+      nb::arg("level"), nb::arg("message"),
+      "Test hook: a message through the runtime's own log (B24).");
 }
 
 }  // namespace pterun::python

@@ -1,5 +1,6 @@
 """pterun: run ExecuTorch programs (.pte) without PyTorch"""
 
+from collections.abc import Sequence
 import enum
 
 from pterun import ProgramError as ProgramError
@@ -207,7 +208,7 @@ class Program:
 
 def load_program(src: object, *, data: object | None = None) -> Program:
     """
-    Loads a .pte program from a path (memory-mapped) or a bytes-like object, with an optional .ptd data file. Raises FileNotFoundError for a missing file and ProgramError for a damaged one.
+    Loads a .pte program from a path (memory-mapped), a bytes-like object or a binary file-like object, with an optional .ptd data file (the same kinds). A bundled program (.bpte) loads the program inside it. Raises FileNotFoundError for a missing file and ProgramError for a damaged one.
     """
 
 class Method:
@@ -259,6 +260,88 @@ class Module:
 
     def __repr__(self) -> str: ...
 
+class CaseResult:
+    """What running one bundled test case gave."""
+
+    @property
+    def method(self) -> str: ...
+
+    @property
+    def index(self) -> int: ...
+
+    @property
+    def compared(self) -> bool:
+        """False when the case has no expected outputs (it only ran)."""
+
+    @property
+    def passed(self) -> bool:
+        """Every output matched (True for a case that ran)."""
+
+    @property
+    def message(self) -> str:
+        """The first difference; empty when passed."""
+
+    @property
+    def max_abs_error(self) -> float: ...
+
+    @property
+    def max_rel_error(self) -> float:
+        """Largest |a - b| / max(1e-8, |b|), b expected."""
+
+    def __bool__(self) -> bool: ...
+
+    def __repr__(self) -> str: ...
+
+class BundledTestCase:
+    """One test case of a bundled program."""
+
+    @property
+    def method_name(self) -> str: ...
+
+    @property
+    def index(self) -> int: ...
+
+    @property
+    def inputs(self) -> list:
+        """The inputs: pterun.Tensor copies and numbers."""
+
+    @property
+    def expected_outputs(self) -> list:
+        """The expected outputs (empty when the case has none)."""
+
+    def __repr__(self) -> str: ...
+
+class BundledProgram:
+    """A bundled program (.bpte): a program and test cases for its methods."""
+
+    @property
+    def program(self) -> Program:
+        """The program inside (a pterun.Program)."""
+
+    @property
+    def method_names(self) -> list[str]:
+        """Methods that have test cases, in file order."""
+
+    def test_cases(self, method_name: str) -> list:
+        """The test cases of one method."""
+
+    def verify(self, *, methods: Sequence[str] = [], rtol: float = 1e-05, atol: float = 1e-08, device: str = 'cpu') -> list[CaseResult]:
+        """
+        Runs every test case (of `methods`, or all) and compares the outputs with the expected ones: |a - b| <= atol + rtol * |b| for float32/float64/float16/bfloat16, bit for bit for every other dtype. Returns one CaseResult per case.
+        """
+
+    def verify_result_with_bundled_expected_output(self, method_name: str, testset_idx: int, rtol: float = 1e-05, atol: float = 1e-08) -> list:
+        """
+        ExecuTorch's name: runs one case on the CPU and returns its outputs; raises RuntimeError when an output differs from the expected one.
+        """
+
+    def __repr__(self) -> str: ...
+
+def load_bundled_program(src: object, *, data: object | None = None) -> BundledProgram:
+    """
+    Loads a bundled program (.bpte) from a path or a bytes-like object, with an optional .ptd data file for its program.
+    """
+
 def stats() -> dict:
     """
     Process-wide counters: device_syncs, device_allocs, copies, layout_conversions, output_copies.
@@ -271,6 +354,11 @@ def set_num_threads(n: int) -> None:
     """Bounds the CPU threads one call may use (B15)."""
 
 def get_num_threads() -> int: ...
+
+def operator_names(device: str = 'cpu') -> list[str]:
+    """
+    Operators this build has kernels for on 'cpu' or 'cuda' (sorted names such as 'aten::add.out').
+    """
 
 def cuda_device_count() -> int:
     """

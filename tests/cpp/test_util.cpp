@@ -17,6 +17,10 @@ std::string vectors_dir() {
   return std::string(PTERUN_SHARED_DIR) + "/reference/vectors";
 }
 
+bool have_vectors() {
+  return std::filesystem::is_directory(vectors_dir());
+}
+
 std::vector<uint8_t> read_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw std::runtime_error("test: cannot read " + path);

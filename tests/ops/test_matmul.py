@@ -1,37 +1,96 @@
-"""CUDA mm / bmm / addmm / linear against the CPU kernels: dtypes, transposed
-and strided operands, bias and alpha / beta, empty and k = 0 products."""
+"""mm, bmm, addmm and linear against NumPy: every dtype (f16 / bf16
+accumulate in float32, integers wrap like same-dtype arithmetic), any
+layout of each operand and of the out (transposed and strided), both
+sides of the size where the CPU moves from its own small kernel to oneDNN,
+narrow products, bias and alpha / beta broadcasting, empty and k = 0
+products, threads, dynamic outs and argument errors."""
 
 import numpy as np
 import pytest
 
-import harness
-from harness import Out, T, check, perf, rand
+from harness import (BF16, Out, T, bf16, cast, check, check_error, dtype_of, integers, is_float,
+                     normal, rand, reference, tensor, value)
 
-pytestmark = harness.needs_cuda
+DTYPES = [np.float32, np.float16, BF16, np.float64, np.int32, np.int64, np.int8, np.uint8]
 
-DTYPES = [np.float32, np.float16, "bfloat16", np.float64, np.int32, np.int64, np.int8, np.uint8]
-
-
-def tensor(x, dtype, order=None):
-    if dtype == "bfloat16":
-        return T(x.astype(np.float32), dim_order=order, bf16=True)
-    return T(x.astype(dtype), dim_order=order)
+# Shapes on both sides of the size where the CPU's gemm() moves from its
+# own small kernel to oneDNN (2^18 multiply-adds).
+SIZES = {"small": (6, 9, 5), "large": (64, 80, 72)}
 
 
 def values(shape, dtype):
-    if dtype in ("bfloat16", np.float16, np.float32, np.float64):
+    if dtype in (BF16, np.float16, np.float32, np.float64):
         return rand(shape)
     return rand(shape, np.int64, -5, 5)
 
 
 def tol(dtype, k):
+    """Inputs in [-2, 2): float32 / double accumulation in another order
+    than NumPy's float64, then the out's rounding."""
+    root = max(1, k) ** 0.5
     if dtype == np.float32:
-        return {"rtol": 1e-5, "atol": 1e-5 * max(1, k) ** 0.5}
+        return (1e-5, 1e-5 * root)
     if dtype == np.float16:
-        return {"rtol": 2e-3, "atol": 2e-3 * max(1, k) ** 0.5}
-    if dtype == "bfloat16":
-        return {"rtol": 1.6e-2, "atol": 1.6e-2 * max(1, k) ** 0.5}
-    return {}
+        return (2e-3, 2e-3 * root)
+    if dtype == BF16:
+        return (1.6e-2, 1.6e-2 * root)
+    if dtype == np.float64:
+        return (1e-12, 1e-12 * root)
+    return None
+
+
+def gpu_tol(dtype, k):
+    t = tol(dtype, k)
+    return None if dtype == np.float64 else t
+
+
+def normals(*shape, dtype=np.float32):
+    if np.issubdtype(dtype, np.integer):
+        info = np.iinfo(dtype)
+        return integers(max(info.min, -100), min(info.max, 100), shape, dtype)
+    return normal(shape, dtype)
+
+
+# ---- NumPy models ------------------------------------------------------------------------------
+
+
+def _product(a, b, od):
+    """a @ b in float64 for floating outs, in wrapping int64 for integers."""
+    if is_float(od):
+        return np.matmul(a.astype(np.float64), b.astype(np.float64))
+    with np.errstate(over="ignore"):
+        return np.matmul(a.astype(np.int64), b.astype(np.int64))
+
+
+@reference("aten::mm.out", "aten::bmm.out")
+def mm_model(a, b, out):
+    od = dtype_of(out)
+    return cast(_product(value(a), value(b), od), od)
+
+
+@reference("aten::addmm.out")
+def addmm_model(s, a, b, beta, alpha, out):
+    od = dtype_of(out)
+    p = _product(value(a), value(b), od)
+    with np.errstate(over="ignore"):
+        r = alpha * p if beta == 0 else beta * value(s).astype(p.dtype) + alpha * p
+    return cast(np.broadcast_to(r, p.shape), od)
+
+
+@reference("aten::linear.out")
+def linear_model(x, w, bias, out):
+    od = dtype_of(out)
+    r = _product(value(x), value(w).T, od)
+    if bias is not None:
+        r = r + value(bias).astype(r.dtype)
+    return cast(r, od)
+
+
+def ref_mm(a, b):
+    return np.matmul(a.astype(np.float64), b.astype(np.float64))
+
+
+# ---- mm -----------------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -39,80 +98,335 @@ def tol(dtype, k):
                                    (5, 0, 3), (0, 4, 3)])
 @pytest.mark.parametrize("orders", [(None, None), ((1, 0), None), (None, (1, 0)),
                                     ((1, 0), (1, 0))])
-def test_mm(dtype, m, k, n, orders):
+def test_mm(device, dtype, m, k, n, orders):
     a = tensor(values((m, k), dtype), dtype, orders[0])
     b = tensor(values((k, n), dtype), dtype, orders[1])
-    check("aten::mm.out", a, b, Out(dtype, [m, n]), **tol(dtype, k))
+    check(device, "aten::mm.out", a, b, Out(dtype, [m, n]), tol=tol(dtype, k),
+          gpu_tol=gpu_tol(dtype, k))
 
 
-def test_mm_transposed_out():
-    check("aten::mm.out", rand((9, 6)), rand((6, 11)), Out(np.float32, [9, 11], dim_order=(1, 0)),
-          **tol(np.float32, 6))
+def test_mm_transposed_out(device):
+    check(device, "aten::mm.out", rand((9, 6)), rand((6, 11)),
+          Out(np.float32, [9, 11], dim_order=(1, 0)), tol=tol(np.float32, 6),
+          gpu_tol=tol(np.float32, 6))
+
+
+@pytest.mark.parametrize("m,k,n", [(8, 32, 64), (1, 5, 7), (3, 1, 4), (17, 33, 1), (64, 48, 80)])
+def test_mm_f32_matches_numpy(device, m, k, n):
+    a, b = normals(m, k), normals(k, n)
+    check(device, "aten::mm.out", a, b, Out(np.float32, (m, n)), expect=ref_mm(a, b),
+          tol=(1e-5, 1e-5))
+
+
+@pytest.mark.parametrize("a_order,b_order,out_order", [
+    ((1, 0), (0, 1), (0, 1)), ((0, 1), (1, 0), (0, 1)), ((1, 0), (1, 0), (0, 1)),
+    ((0, 1), (0, 1), (1, 0)), ((1, 0), (1, 0), (1, 0)),
+])
+@pytest.mark.parametrize("size", SIZES)
+def test_mm_reads_and_writes_any_2d_layout(device, a_order, b_order, out_order, size):
+    m, k, n = SIZES[size]
+    a, b = normals(m, k), normals(k, n)
+    check(device, "aten::mm.out", T(a, dim_order=a_order), T(b, dim_order=b_order),
+          Out(np.float32, (m, n), dim_order=out_order), expect=ref_mm(a, b), tol=(1e-4, 1e-4))
+
+
+def test_mm_large_two_threads(device):
+    a, b = normals(130, 257), normals(257, 96)
+    check(device, "aten::mm.out", a, b, Out(np.float32, (130, 96)), expect=ref_mm(a, b),
+          tol=(1e-4, 1e-4), num_threads=2)
+
+
+def test_mm_float64(device):
+    a, b = normals(7, 11, dtype=np.float64), normals(11, 3, dtype=np.float64)
+    check(device, "aten::mm.out", T(a, dim_order=(1, 0)), b, Out(np.float64, (7, 3)),
+          expect=a @ b, tol=(1e-12, 0))
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_mm_float16_computes_in_float32(device, size):
+    m, k, n = SIZES[size]
+    a, b = normals(m, k, dtype=np.float16), normals(k, n, dtype=np.float16)
+    expected = (a.astype(np.float32) @ b.astype(np.float32)).astype(np.float16)
+    check(device, "aten::mm.out", a, T(b, dim_order=(1, 0)), Out(np.float16, (m, n)),
+          expect=expected.astype(np.float32), tol=(2e-3, 1e-2))
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_mm_bfloat16_computes_in_float32(device, size):
+    m, k, n = SIZES[size]
+    a, b = bf16(normals(m, k)), bf16(normals(k, n))
+    check(device, "aten::mm.out", T(a, bf16=True), T(b, bf16=True, dim_order=(1, 0)),
+          Out(BF16, (m, n), dim_order=(1, 0)), expect=bf16(a @ b), tol=(1e-2, 5e-2))
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8, np.int16, np.int32, np.int64])
+def test_mm_integers_wrap_like_same_dtype_arithmetic(device, dtype):
+    a, b = normals(4, 30, dtype=dtype), normals(30, 5, dtype=dtype)
+    # Exact product modulo 2^bits, then reinterpreted in the dtype.
+    exact = a.astype(object) @ b.astype(object)
+    bits = np.dtype(dtype).itemsize * 8
+    wrapped = np.array([[int(v) % (1 << bits) for v in row] for row in exact], dtype=np.uint64)
+    expected = wrapped.astype(np.dtype(f"u{bits // 8}")).view(dtype)
+    check(device, "aten::mm.out", a, b, Out(dtype, (4, 5)), expect=expected)
+
+
+def test_mm_int64_large_values_wrap(device):
+    a = np.array([[2**62, 3]], dtype=np.int64)
+    b = np.array([[4], [5]], dtype=np.int64)
+    # 2^64 wraps to 0
+    check(device, "aten::mm.out", a, b, Out(np.int64, (1, 1)), expect=np.array([[15]]))
+
+
+@pytest.mark.parametrize("m,k,n", [(0, 4, 3), (3, 0, 5), (2, 3, 0)])
+def test_mm_empty(device, m, k, n):
+    a, b = normals(m, k), normals(k, n)
+    check(device, "aten::mm.out", a, b, Out(np.float32, (m, n)), expect=np.zeros((m, n)))
+
+
+def test_mm_resizes_dynamic_out(device):
+    a, b = normals(3, 4), normals(4, 2)
+    check(device, "aten::mm.out", a, b, Out(np.float32, (8, 8), dynamic=True),
+          expect=ref_mm(a, b), tol=(1e-5, 1e-5))
+
+
+def test_mm_errors(device):
+    check_error(device, "aten::mm.out", normals(2, 3), normals(4, 2), Out(np.float32, (2, 2)),
+                exc=ValueError)
+    check_error(device, "aten::mm.out", normals(2, 3, 1), normals(3, 2), Out(np.float32, (2, 2)),
+                exc=ValueError)
+    check_error(device, "aten::mm.out", normals(2, 3), normals(3, 2, dtype=np.float64),
+                Out(np.float32, (2, 2)), exc=ValueError)
+    check_error(device, "aten::mm.out", np.ones((2, 2), bool), np.ones((2, 2), bool),
+                Out(np.bool_, (2, 2)), exc=ValueError)
+    # A static out of the wrong shape.
+    check_error(device, "aten::mm.out", normals(2, 3), normals(3, 2), Out(np.float32, (3, 3)),
+                exc=NotImplementedError)
+
+
+# ---- bmm ----------------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("orders", [(None, None), ((0, 2, 1), None), (None, (0, 2, 1)),
                                     ((1, 0, 2), (2, 0, 1))])
-def test_bmm(dtype, orders):
+def test_bmm(device, dtype, orders):
     a = tensor(values((4, 5, 6), dtype), dtype, orders[0])
     b = tensor(values((4, 6, 7), dtype), dtype, orders[1])
-    check("aten::bmm.out", a, b, Out(dtype, [4, 5, 7]), **tol(dtype, 6))
+    check(device, "aten::bmm.out", a, b, Out(dtype, [4, 5, 7]), tol=tol(dtype, 6),
+          gpu_tol=gpu_tol(dtype, 6))
 
 
-@pytest.mark.parametrize("dtype", [np.float32, np.float16, "bfloat16", np.float64, np.int32])
+@pytest.mark.parametrize("a_order", [(0, 1, 2), (0, 2, 1), (1, 0, 2), (1, 2, 0), (2, 1, 0)])
+@pytest.mark.parametrize("out_order", [(1, 0, 2), (0, 2, 1), (2, 0, 1)])
+@pytest.mark.parametrize("size", SIZES)
+def test_bmm_any_dim_order(device, a_order, out_order, size):
+    m, k, n = SIZES[size]
+    a, b = normals(3, m, k), normals(3, k, n)
+    check(device, "aten::bmm.out", T(a, dim_order=a_order), T(b, dim_order=(2, 0, 1)),
+          Out(np.float32, (3, m, n), dim_order=out_order), expect=np.matmul(a, b),
+          tol=(1e-4, 1e-4))
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.int32, np.float16])
+def test_bmm_dtypes(device, dtype):
+    a, b = normals(3, 4, 8, dtype=dtype), normals(3, 8, 2, dtype=dtype)
+    expected = np.matmul(a.astype(np.float64), b.astype(np.float64))
+    check(device, "aten::bmm.out", a, b, Out(dtype, (3, 4, 2)), expect=expected,
+          tol=(2e-3, 2e-2))
+
+
+def test_bmm_attention_shapes_two_threads(device):
+    q, kt = normals(8, 16, 64), normals(8, 64, 16)
+    check(device, "aten::bmm.out", q, kt, Out(np.float32, (8, 16, 16)), expect=np.matmul(q, kt),
+          tol=(1e-4, 1e-4), num_threads=2)
+
+
+def test_bmm_errors(device):
+    # batch sizes differ
+    check_error(device, "aten::bmm.out", normals(2, 3, 4), normals(3, 4, 5),
+                Out(np.float32, (2, 3, 5)), exc=ValueError)
+    # 2-D
+    check_error(device, "aten::bmm.out", normals(3, 4), normals(4, 5), Out(np.float32, (3, 5)),
+                exc=ValueError)
+
+
+def test_bmm_empty_batch(device):
+    check(device, "aten::bmm.out", normals(0, 3, 4), normals(0, 4, 2), Out(np.float32, (0, 3, 2)),
+          expect=np.zeros((0, 3, 2)))
+
+
+# ---- addmm --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, BF16, np.float64, np.int32])
 @pytest.mark.parametrize("self_shape", [[7], [1, 7], [5, 1], [5, 7], [], [1]])
 @pytest.mark.parametrize("beta,alpha", [(1, 1), (0, 1), (0.5, 2.0), (2, 3), (1, 0.25)])
-def test_addmm(dtype, self_shape, beta, alpha):
-    if dtype == np.int32 and (isinstance(beta, float) or isinstance(alpha, float)):
-        pytest.skip("floating alpha / beta need floating tensors")
+def test_addmm(device, dtype, self_shape, beta, alpha):
     s = tensor(values(self_shape, dtype), dtype)
     a = tensor(values((5, 6), dtype), dtype)
     b = tensor(values((6, 7), dtype), dtype)
-    check("aten::addmm.out", s, a, b, beta, alpha, Out(dtype, [5, 7]), **tol(dtype, 12))
+    if dtype == np.int32 and (isinstance(beta, float) or isinstance(alpha, float)):
+        # Floating alpha / beta need floating tensors.
+        check_error(device, "aten::addmm.out", s, a, b, beta, alpha, Out(dtype, [5, 7]),
+                    exc=ValueError, match="needs floating tensors")
+        return
+    check(device, "aten::addmm.out", s, a, b, beta, alpha, Out(dtype, [5, 7]),
+          tol=tol(dtype, 12), gpu_tol=gpu_tol(dtype, 12))
 
 
-def test_addmm_transposed_mat_and_k0():
+def test_addmm_transposed_mat_and_k0(device):
     a = T(rand((6, 5)), dim_order=(1, 0))
-    check("aten::addmm.out", rand((7,)), a, rand((5, 7)), 1, 1, Out(np.float32, [6, 7]),
-          **tol(np.float32, 5))
-    check("aten::addmm.out", rand((3, 4)), rand((3, 0)), rand((0, 4)), 0.5, 1.0,
-          Out(np.float32, [3, 4]))
+    check(device, "aten::addmm.out", rand((7,)), a, rand((5, 7)), 1, 1, Out(np.float32, [6, 7]),
+          tol=tol(np.float32, 5), gpu_tol=tol(np.float32, 5))
+    check(device, "aten::addmm.out", rand((3, 4)), rand((3, 0)), rand((0, 4)), 0.5, 1.0,
+          Out(np.float32, [3, 4]), tol=tol(np.float32, 0))
 
 
-@pytest.mark.parametrize("dtype", [np.float32, np.float16, "bfloat16", np.float64, np.int64])
+@pytest.mark.parametrize("self_shape", ["n", "1n", "m1", "mn", "", "1", "11"])
+@pytest.mark.parametrize("beta,alpha", [(1, 1), (0.5, 2.0), (1, -1.5), (2, 1)])
+@pytest.mark.parametrize("size", SIZES)
+@pytest.mark.parametrize("out_order", [(0, 1), (1, 0)])
+def test_addmm_broadcasts_self(device, self_shape, beta, alpha, size, out_order):
+    m, k, n = SIZES[size]
+    shape = tuple({"m": m, "n": n, "1": 1}[c] for c in self_shape)
+    s, a, b = normals(*shape), normals(m, k), normals(k, n)
+    expected = beta * s.astype(np.float64) + alpha * ref_mm(a, b)
+    check(device, "aten::addmm.out", s, a, b, beta, alpha,
+          Out(np.float32, (m, n), dim_order=out_order),
+          expect=np.broadcast_to(expected, (m, n)), tol=(1e-4, 1e-4))
+
+
+def test_addmm_beta_zero_ignores_nan_self(device):
+    s = np.full((3,), np.nan, np.float32)
+    a, b = normals(2, 4), normals(4, 3)
+    check(device, "aten::addmm.out", s, a, b, 0, 1, Out(np.float32, (2, 3)), expect=ref_mm(a, b),
+          tol=(1e-5, 1e-5))
+
+
+def test_addmm_transposed_weight_and_column_major_out(device):
+    s, a, w = normals(6), normals(3, 10), normals(6, 10)  # linear: a @ w.T + s
+    check(device, "aten::addmm.out", s, a, T(w.T.copy(), dim_order=(1, 0)), 1, 1,
+          Out(np.float32, (3, 6), dim_order=(1, 0)), expect=ref_mm(a, w.T) + s, tol=(1e-5, 1e-5))
+
+
+def test_addmm_mlp_shape_two_threads(device):
+    s, a, b = normals(256), normals(64, 512), normals(512, 256)
+    check(device, "aten::addmm.out", s, a, b, 1, 1, Out(np.float32, (64, 256)),
+          expect=ref_mm(a, b) + s, tol=(1e-4, 1e-4), num_threads=2)
+
+
+# Products of at most 16 columns (classifier heads) always take the CPU's
+# own kernel: whole vectors of b in place, the last columns from a
+# zero-padded panel; above 2^20 multiply-adds its row blocks are split over
+# the threads.
+@pytest.mark.parametrize("n", [1, 3, 8, 10, 15, 16])
+@pytest.mark.parametrize("num_threads", [1, 2])
+def test_addmm_narrow_products(device, n, num_threads):
+    m, k = 601, 256
+    s, a, b = normals(n), normals(m, k), normals(k, n)
+    check(device, "aten::addmm.out", s, a, b, 1, 1, Out(np.float32, (m, n)),
+          expect=ref_mm(a, b) + s, tol=(1e-4, 1e-4), num_threads=num_threads)
+
+
+@pytest.mark.parametrize("beta,alpha", [(0.5, 2.0), (0, 1)])
+def test_addmm_narrow_product_scaled_into_column_major_out(device, beta, alpha):
+    m, k, n = 37, 300, 10
+    s, a, w = normals(m, n), normals(m, k), normals(n, k)
+    expected = beta * s.astype(np.float64) + alpha * ref_mm(a, w.T)
+    check(device, "aten::addmm.out", s, a, T(w.T.copy(), dim_order=(1, 0)), beta, alpha,
+          Out(np.float32, (m, n), dim_order=(1, 0)), expect=expected, tol=(1e-4, 1e-4))
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_addmm_bfloat16(device, size):
+    m, k, n = SIZES[size]
+    s, a, b = bf16(normals(n)), bf16(normals(m, k)), bf16(normals(k, n))
+    check(device, "aten::addmm.out", T(s, bf16=True), T(a, bf16=True), T(b, bf16=True), 1, 1,
+          Out(BF16, (m, n)), expect=bf16(a @ b + s), tol=(1e-2, 5e-2))
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_addmm_float16_scaled(device, size):
+    m, k, n = SIZES[size]
+    s = normals(m, 1, dtype=np.float16)
+    a, b = normals(m, k, dtype=np.float16), normals(k, n, dtype=np.float16)
+    f = np.float32
+    expected = 0.5 * s.astype(f) + 2.0 * (a.astype(f) @ b.astype(f))
+    check(device, "aten::addmm.out", s, a, b, 0.5, 2.0, Out(np.float16, (m, n)), expect=expected,
+          tol=(3e-3, 3e-2))
+
+
+def test_addmm_int_scalars_wrap(device):
+    s = np.array([100, -100], np.int8)
+    a = np.array([[100, 100]], np.int8)
+    b = np.array([[1, 2], [1, 2]], np.int8)
+    exact = 3 * s.astype(np.int64) + 2 * (a.astype(np.int64) @ b.astype(np.int64))
+    check(device, "aten::addmm.out", s, a, b, 3, 2, Out(np.int8, (1, 2)),
+          expect=exact.astype(np.int8))
+
+
+def test_addmm_k_zero_gives_scaled_self(device):
+    s = normals(2, 3)
+    check(device, "aten::addmm.out", s, normals(2, 0), normals(0, 3), 2, 1,
+          Out(np.float32, (2, 3)), expect=2 * s, tol=(1e-6, 0))
+
+
+def test_addmm_errors(device):
+    # self does not broadcast
+    check_error(device, "aten::addmm.out", normals(3), normals(2, 4), normals(4, 5), 1, 1,
+                Out(np.float32, (2, 5)), exc=ValueError)
+    # float alpha with integers
+    i = np.ones((2, 2), np.int32)
+    check_error(device, "aten::addmm.out", i, i, i, 1, 0.5, Out(np.int32, (2, 2)),
+                exc=ValueError)
+    # mixed dtypes
+    check_error(device, "aten::addmm.out", normals(2, dtype=np.float64), normals(2, 2),
+                normals(2, 2), 1, 1, Out(np.float32, (2, 2)), exc=ValueError)
+
+
+# ---- linear -------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, BF16, np.float64, np.int64])
 @pytest.mark.parametrize("in_shape", [[6], [3, 6], [2, 3, 6], [2, 1, 4, 6]])
 @pytest.mark.parametrize("bias", [True, False])
-def test_linear(dtype, in_shape, bias):
+def test_linear(device, dtype, in_shape, bias):
     x = tensor(values(in_shape, dtype), dtype)
     w = tensor(values((5, 6), dtype), dtype)
     bb = tensor(values((5,), dtype), dtype) if bias else None
-    check("aten::linear.out", x, w, bb, Out(dtype, in_shape[:-1] + [5]), **tol(dtype, 6))
+    check(device, "aten::linear.out", x, w, bb, Out(dtype, in_shape[:-1] + [5]),
+          tol=tol(dtype, 6), gpu_tol=gpu_tol(dtype, 6))
 
 
-def test_linear_permuted_input():
+@pytest.mark.parametrize("in_shape", [(7,), (3, 7), (2, 3, 7), (2, 2, 3, 7)])
+@pytest.mark.parametrize("with_bias", [True, False])
+def test_linear_against_float64(device, in_shape, with_bias):
+    x, w = normals(*in_shape), normals(5, 7)
+    bias = normals(5) if with_bias else None
+    expected = x.astype(np.float64) @ w.T.astype(np.float64) + (0 if bias is None else bias)
+    check(device, "aten::linear.out", x, w, bias, Out(np.float32, in_shape[:-1] + (5,)),
+          expect=expected, tol=(1e-5, 1e-5))
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_linear_unmergeable_leading_dims(device, size):
+    m, k, n = SIZES[size]
+    x, w, bias = normals(3, m, k), normals(n, k), normals(n)
+    check(device, "aten::linear.out", T(x, dim_order=(1, 0, 2)), w, bias,
+          Out(np.float32, (3, m, n)), expect=x @ w.T + bias, tol=(1e-4, 1e-4))
+
+
+def test_linear_permuted_input(device):
     x = T(rand((2, 3, 4, 6)), dim_order=(2, 0, 1, 3))
-    check("aten::linear.out", x, rand((5, 6)), rand((5,)), Out(np.float32, [2, 3, 4, 5]),
-          **tol(np.float32, 6))
+    check(device, "aten::linear.out", x, rand((5, 6)), rand((5,)), Out(np.float32, [2, 3, 4, 5]),
+          tol=tol(np.float32, 6), gpu_tol=tol(np.float32, 6))
     x = T(rand((2, 3, 6)), dim_order=(2, 0, 1))
-    check("aten::linear.out", x, rand((5, 6)), None, Out(np.float32, [2, 3, 5]),
-          **tol(np.float32, 6))
+    check(device, "aten::linear.out", x, rand((5, 6)), None, Out(np.float32, [2, 3, 5]),
+          tol=tol(np.float32, 6), gpu_tol=tol(np.float32, 6))
 
 
-def mm_reference(torch, dtype_name, n):
-    a = torch.rand(n, n, device="cuda", dtype=getattr(torch, dtype_name))
-    b = torch.rand(n, n, device="cuda", dtype=getattr(torch, dtype_name))
-    out = torch.empty_like(a)
-    return lambda: torch.mm(a, b, out=out)
-
-
-def test_perf_matmul_4096():
-    n = 4096
-    for dtype in (np.float16, "bfloat16"):
-        a = tensor(rand((n, n)), dtype)
-        b = tensor(rand((n, n)), dtype)
-        name = dtype if isinstance(dtype, str) else np.dtype(dtype).name
-        harness.perf_torch_reference(f"mm {name}", f"torch.mm {name} 4096^3 (cuBLAS)",
-                                     lambda torch: mm_reference(torch, name, n),
-                                     flops=2 * n ** 3, iterations=20)
-        perf(f"mm {name} 4096^3", "aten::mm.out", a, b, Out(dtype, [n, n]), flops=2 * n ** 3,
-             iterations=20, ref=f"mm {name}")
+def test_linear_errors(device):
+    check_error(device, "aten::linear.out", normals(3, 4), normals(5, 3), None,
+                Out(np.float32, (3, 5)), exc=ValueError)
+    check_error(device, "aten::linear.out", normals(3, 4), normals(5, 4), normals(4),
+                Out(np.float32, (3, 5)), exc=ValueError)

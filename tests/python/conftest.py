@@ -1,4 +1,5 @@
 import json
+import os
 import pathlib
 
 import pytest
@@ -9,6 +10,25 @@ FIXTURES = REPO / "tests" / "fixtures"
 # the GPU machine gets it: scripts/gather-gpu-deps).
 _SHARED = REPO / "shared" if (REPO / "shared" / "reference").is_dir() else REPO.parent / "shared"
 VECTORS = _SHARED / "reference" / "vectors"
+# The vectors belong to the outside reference, not to this repository: a
+# fresh clone has none, and the tests that read them skip.
+requires_vectors = pytest.mark.skipif(
+    not VECTORS.is_dir(),
+    reason=f"the outside reference vectors are missing ({VECTORS}): put the project's "
+    "shared/ folder beside the checkout to run this test",
+)
+
+
+def pytest_configure(config):
+    # scripts/test-wheel: the suite runs against the wheel installed in a
+    # fresh environment, never the source tree.
+    expected = os.environ.get("PTERUN_EXPECT_INSTALLED")
+    if expected:
+        import pterun
+
+        where = pathlib.Path(pterun.__file__).resolve()
+        assert pathlib.Path(expected).resolve() in where.parents, (
+            f"pterun imported from {where}, not from the environment {expected}")
 
 
 @pytest.fixture(scope="session")

@@ -364,7 +364,7 @@ def test_b15a_module_methods_share_state():
 
 def test_b15a_get_state_result_is_a_copy_of_the_state():
     # get_state's output is the shared buffer itself: the returned tensor
-    # must not change when the state does (B17/B18: aliasing output is copied).
+    # must not change when the state does (docs/python-api.md, B17/B18: aliasing output is copied).
     prog = program("shared_state")
     set_state, get_state = prog.load_method("set_state"), prog.load_method("get_state")
     v = np.ones((2, 3), np.float32)

@@ -427,7 +427,7 @@ def test_b21_numpy_from_dlpack_shares_memory_and_keeps_it_alive():
     np.testing.assert_array_equal(arr, x0 + y0)
     del t
     gc.collect()
-    # The memory stays alive and is not reused by the next calls (B18).
+    # The memory stays alive and is not reused by the next calls (docs/python-api.md, B18).
     for k in range(4):
         x1, y1 = _add_inputs(31 + k)
         m([x1, y1])

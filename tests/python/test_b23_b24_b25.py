@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import pterun
-from conftest import FIXTURES, VECTORS
+from conftest import FIXTURES, VECTORS, requires_vectors
 
 
 def test_b23_missing_delegate_names_backend_and_device():
@@ -24,6 +24,18 @@ def test_b23_module_raises_the_same():
 
 
 def test_b24_runtime_messages_go_to_logging(caplog):
+    with caplog.at_level(logging.INFO, logger="pterun"):
+        pterun._pterun._testing_log(30, "a warning from the runtime")
+        pterun._pterun._testing_log(20, "some information")
+    records = [r for r in caplog.records if r.name == "pterun"]
+    assert [(r.levelno, r.getMessage()) for r in records] == [
+        (logging.WARNING, "a warning from the runtime"),
+        (logging.INFO, "some information"),
+    ]
+
+
+@requires_vectors
+def test_b24_a_deprecated_program_logs_a_warning(caplog):
     with caplog.at_level(logging.WARNING, logger="pterun"):
         pterun.load_program(VECTORS / "et_inline_constant_buffer.pte")
     records = [r for r in caplog.records if r.name == "pterun"]

@@ -1,7 +1,7 @@
 """Method.__call__ and Module.__call__ run plain calls through the types'
 own call slot (method.cpp): every form of the bound signature
 `(inputs, *, clone_outputs=True)` gives the same results, and every other
-call, and every error, is what the bound `__call__` gives (B6, B16, B17)."""
+call, and every error, is what the bound `__call__` gives (docs/python-api.md, B6, B16, B17)."""
 
 import numpy as np
 import pytest

@@ -1,6 +1,6 @@
 """Every fixture (except the XNNPACK-delegated one) runs on cuda:0 and
 matches the outputs torch computed at export time, with host inputs
-uploaded (B7) and results on the GPU. Skipped without a GPU; a fixture that
+uploaded (docs/python-api.md, B7) and results on the GPU. Skipped without a GPU; a fixture that
 uses an operator without a CUDA kernel is skipped naming it (B23)."""
 
 import numpy as np

@@ -1,4 +1,4 @@
-"""Inputs of CUDA methods (B7): host arrays (uploaded), GPU arrays from
+"""Inputs of CUDA methods (docs/python-api.md, B7): host arrays (uploaded), GPU arrays from
 torch, CuPy, JAX and pterun (read on the GPU), in any layout (B1); CPU
 methods given GPU arrays (copied down). Skipped without a GPU; each
 producer's tests skip when it is not installed or has no GPU."""

@@ -7,7 +7,7 @@ import pytest
 import pterun
 from conftest import FIXTURES, fixture_names, fixture_paths
 
-SKIP = {"xnnpack_mlp": "needs the XNNPACK delegate (B23 is tested elsewhere)"}
+SKIP = {"xnnpack_mlp": "needs the XNNPACK delegate (docs/python-api.md, B23 is tested elsewhere)"}
 
 # Relative / absolute tolerances by dtype: float32 within 1e-5 relative;
 # float16 and bfloat16 within their precision; integers and bools exactly.

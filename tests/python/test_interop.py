@@ -1,5 +1,5 @@
 """Interop with NumPy, torch (CPU), JAX and ml_dtypes: inputs from each
-(B1, B2, B4, B5), results into each through DLPack (B20, B21). torch, JAX
+(docs/python-api.md, B1, B2, B4, B5), results into each through DLPack (B20, B21). torch, JAX
 and ml_dtypes are optional: their tests skip when the package is missing."""
 
 import gc

@@ -4,7 +4,7 @@ each fixture (recorded by tests/fixtures/export.py in manifest.json)."""
 import pytest
 
 import pterun
-from conftest import FIXTURES, VECTORS, fixture_names, fixture_paths
+from conftest import FIXTURES, VECTORS, fixture_names, fixture_paths, requires_vectors
 
 
 def check_io(meta, i, expected, is_input):
@@ -102,6 +102,7 @@ def test_missing_method_is_value_error():
         program.method_meta("decode")
 
 
+@requires_vectors
 def test_reference_vectors_load():
     for name, sizes in [
         ("et_add_no_extended_header.pte", (1,)),

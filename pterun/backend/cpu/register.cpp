@@ -11,20 +11,17 @@ void register_cpu_kernels(KernelRegistry& r) {
     b.shape = &cpu::cpu_mover();
     b.softmax = &cpu::softmax_backend();
     b.norm = &cpu::norm_backend();
+    b.elementwise = &cpu::elementwise_backend();
+    b.reduce = &cpu::reduce_backend();
+    b.index = &cpu::index_backend();
+    b.nonzero = &cpu::nonzero_backend();
     return b;
   }();
   ops::register_ops(r, Device::CPU, kBackend);
-  cpu::register_binary_ops(r);
-  cpu::register_unary_ops(r);
-  cpu::register_compare_ops(r);
-  cpu::register_activation_ops(r);
-  cpu::register_reduce_ops(r);
   cpu::register_matmul_ops(r);
   cpu::register_conv_ops(r);
   cpu::register_pool_ops(r);
   cpu::register_copy_ops(r);
-  cpu::register_index_ops(r);
-  cpu::register_nonzero_ops(r);
   cpu::register_creation_ops(r);
 }
 

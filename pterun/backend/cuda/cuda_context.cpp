@@ -11,14 +11,18 @@ namespace pterun::cuda {
 void check_cuda(cudaError_t status, const char* expr, const char* file, int line) {
   if (status == cudaSuccess) return;
   cudaGetLastError();  // clear a non-sticky error so later calls start clean
-  throw Error(ErrorCode::Internal,
-              str_cat("CUDA error ", cudaGetErrorName(status), " (", cudaGetErrorString(status),
-                      ") in ", expr, " at ", file, ":", line));
+  // Out of memory is not sticky: the device stays usable, and Python sees
+  // a MemoryError.
+  throw Error(
+      status == cudaErrorMemoryAllocation ? ErrorCode::MemoryAllocationFailed : ErrorCode::Internal,
+      str_cat("CUDA error ", cudaGetErrorName(status), " (", cudaGetErrorString(status), ") in ",
+              expr, " at ", file, ":", line));
 }
 
 void check_cublas(cublasStatus_t status, const char* expr, const char* file, int line) {
   if (status == CUBLAS_STATUS_SUCCESS) return;
-  throw Error(ErrorCode::Internal,
+  throw Error(status == CUBLAS_STATUS_ALLOC_FAILED ? ErrorCode::MemoryAllocationFailed
+                                                   : ErrorCode::Internal,
               str_cat("cuBLAS error ", cublasGetStatusName(status), " (",
                       cublasGetStatusString(status), ") in ", expr, " at ", file, ":", line));
 }

@@ -13,13 +13,12 @@
 
 namespace pterun::cuda {
 
-/// Throws pterun::Error (Internal) naming the failed call, the CUDA error
-/// and the source location when `expr` does not return cudaSuccess.
-#define PTERUN_CUDA_CHECK(expr) \
-  ::pterun::cuda::check_cuda((expr), #expr, __FILE__, __LINE__)
+/// Throws pterun::Error (Internal; MemoryAllocationFailed when the device
+/// is out of memory) naming the failed call, the CUDA error and the source
+/// location when `expr` does not return cudaSuccess.
+#define PTERUN_CUDA_CHECK(expr) ::pterun::cuda::check_cuda((expr), #expr, __FILE__, __LINE__)
 /// The same for cuBLAS / cuBLASLt calls.
-#define PTERUN_CUBLAS_CHECK(expr) \
-  ::pterun::cuda::check_cublas((expr), #expr, __FILE__, __LINE__)
+#define PTERUN_CUBLAS_CHECK(expr) ::pterun::cuda::check_cublas((expr), #expr, __FILE__, __LINE__)
 
 void check_cuda(cudaError_t status, const char* expr, const char* file, int line);
 void check_cublas(cublasStatus_t status, const char* expr, const char* file, int line);

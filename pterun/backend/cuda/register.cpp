@@ -11,21 +11,18 @@ void register_cuda_kernels(KernelRegistry& r) {
     b.shape = &cuda_ops::cuda_mover();
     b.softmax = &cuda_ops::softmax_backend();
     b.norm = &cuda_ops::norm_backend();
+    b.elementwise = &cuda_ops::elementwise_backend();
+    b.reduce = &cuda_ops::reduce_backend();
+    b.index = &cuda_ops::index_backend();
+    b.nonzero = &cuda_ops::nonzero_backend();
     return b;
   }();
   ops::register_ops(r, Device::CUDA, kBackend);
-  cuda_ops::register_reduce_ops(r);
   cuda_ops::register_matmul_ops(r);
   cuda_ops::register_conv_ops(r);
   cuda_ops::register_pool_ops(r);
-  cuda_ops::register_binary_ops(r);
-  cuda_ops::register_unary_ops(r);
-  cuda_ops::register_compare_ops(r);
-  cuda_ops::register_activation_ops(r);
   cuda_ops::register_creation_ops(r);
   cuda_ops::register_copy_ops(r);
-  cuda_ops::register_index_ops(r);
-  cuda_ops::register_nonzero_ops(r);
 }
 
 }  // namespace pterun::kernels

@@ -81,7 +81,7 @@ void synchronize(const kernels::KernelContext&) {
 
 }  // namespace pterun::backend
 
-// Host waits for the Python layer (B19) and the kernel test hooks.
+// Host waits for the Python layer (docs/python-api.md, B19) and the kernel test hooks.
 namespace pterun::backend {
 
 void synchronize_device(int /*device*/) {

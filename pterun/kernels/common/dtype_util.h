@@ -1,7 +1,7 @@
 #pragma once
 
-// Dtype dispatch and the type-promotion rules of ops.md section 3, shared by
-// every backend.
+// Dtype dispatch and the type-promotion rules (docs/operators.md, "Type
+// promotion"), shared by every backend.
 
 #include <cstdint>
 #include <type_traits>
@@ -167,11 +167,12 @@ template <typename T>
 using ComputeOf =
     std::conditional_t<std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>, float, T>;
 
-/// promoteTypes of ops.md section 3. Error InvalidArgument naming `op` for
-/// combinations the table refuses.
+/// The dtype two tensor operands combine in (docs/operators.md, "Type
+/// promotion"). Error InvalidArgument naming `op` for combinations it refuses.
 DType promote_types(DType a, DType b, const char* op);
 
-/// promote_type_with_scalar of ops.md section 3.
+/// The dtype a tensor and a Scalar combine in (docs/operators.md, "Tensor
+/// with a Scalar").
 DType promote_with_scalar(DType tensor, const Scalar& s);
 
 /// canCast(from, to): everything but complex->real, float->integral,
@@ -182,7 +183,7 @@ bool can_cast(DType from, DType to);
 void check_can_cast(DType common, DType out, const char* op);
 
 /// Converts between storage / compute types (float<->Half etc.), with
-/// float->integer going through int64 (ops.md section 3).
+/// float->integer going through int64 (docs/operators.md, "Conversions").
 template <typename To, typename From>
 inline To convert(From v) {
   if constexpr (std::is_same_v<To, From>) {

@@ -37,6 +37,45 @@ constexpr T neg(T x) {
   }
 }
 
+/// The unsigned type integer T's wrapping arithmetic computes in: at least
+/// as wide as unsigned int, so that narrow types are not promoted to int
+/// (65535 * 65535 overflows int).
+template <typename T>
+using WrapType =
+    std::conditional_t<(sizeof(T) < sizeof(unsigned)), unsigned, std::make_unsigned_t<T>>;
+
+/// x + y, x - y and x * y; integers wrap modulo 2^bits (as in PyTorch)
+/// instead of overflowing, which is undefined for signed types.
+template <typename T>
+constexpr T add(T x, T y) {
+  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+    using U = WrapType<T>;
+    return static_cast<T>(static_cast<U>(static_cast<U>(x) + static_cast<U>(y)));
+  } else {
+    return static_cast<T>(x + y);
+  }
+}
+
+template <typename T>
+constexpr T sub(T x, T y) {
+  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+    using U = WrapType<T>;
+    return static_cast<T>(static_cast<U>(static_cast<U>(x) - static_cast<U>(y)));
+  } else {
+    return static_cast<T>(x - y);
+  }
+}
+
+template <typename T>
+constexpr T mul(T x, T y) {
+  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+    using U = WrapType<T>;
+    return static_cast<T>(static_cast<U>(static_cast<U>(x) * static_cast<U>(y)));
+  } else {
+    return static_cast<T>(x * y);
+  }
+}
+
 /// Integer x / y rounded toward zero; y != 0.
 template <typename T>
 constexpr T trunc_div(T x, T y) {

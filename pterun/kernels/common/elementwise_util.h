@@ -1,23 +1,10 @@
 #pragma once
 
-// Small helpers of the elementwise kernel families (binary, unary,
-// compare, activation).
-
-#include <algorithm>
-#include <cstddef>
+// Small helpers of the CPU elementwise compute (unary, compare).
 
 #include "pterun/core/tensor.h"
 
 namespace pterun::kernels {
-
-/// An operator name usable as a template argument, so one kernel template
-/// can be instantiated per op of a family ("aten::exp.out", "aten::sin.out"
-/// ...) with its name compiled in for error messages.
-template <size_t N>
-struct OpName {
-  char value[N];
-  constexpr OpName(const char (&s)[N]) { std::copy_n(s, N, value); }  // NOLINT: implicit on purpose
-};
 
 /// `t`'s storage seen as the unsigned integer dtype of the same width
 /// (bool -> uint8, float32 -> uint32 ...): same shape, dim order and data.

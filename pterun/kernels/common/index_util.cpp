@@ -19,6 +19,8 @@ Odometer<1> logical_odometer(const Tensor& t) {
   return od;
 }
 
+}  // namespace
+
 int64_t count_true(const Tensor& mask) {
   const uint8_t* m = mask.data_as<const uint8_t>();
   Odometer<1> od = logical_odometer(mask);
@@ -27,9 +29,8 @@ int64_t count_true(const Tensor& mask) {
   return n;
 }
 
-}  // namespace
-
-IndexPlan make_index_plan(const Tensor& self, std::span<Tensor* const> indices, const char* op) {
+IndexPlan make_index_plan(const Tensor& self, std::span<Tensor* const> indices,
+                          MaskCounter count_mask, const char* op) {
   IndexPlan p;
   const size_t rank = self.dim();
   size_t dim = 0;
@@ -47,7 +48,7 @@ IndexPlan make_index_plan(const Tensor& self, std::span<Tensor* const> indices, 
         PTERUN_CHECK(t->size(i) == self.size(dim + i), ErrorCode::IndexOutOfRange, op, ": mask ",
                      describe(*t), " does not match ", describe(self), " at dim ", dim + i);
       }
-      const int64_t count = count_true(*t);
+      const int64_t count = count_mask(*t, op);
       for (size_t i = 0; i < t->dim(); ++i) {
         IndexSource& s = p.sources[p.num_sources++];
         s.tensor = t;

@@ -48,11 +48,19 @@ struct IndexPlan {
   }
 };
 
-/// Checks `indices` against `self` and plans the result. Errors:
-/// InvalidType for an index dtype other than int64/int32/bool/uint8,
-/// IndexOutOfRange for too many indices or a mask that does not match
-/// self's shape, InvalidArgument for index shapes that do not broadcast.
-IndexPlan make_index_plan(const Tensor& self, std::span<Tensor* const> indices, const char* op);
+/// Counts a mask index's true elements (or refuses the mask, raising).
+using MaskCounter = int64_t (*)(const Tensor& mask, const char* op);
+
+/// Checks `indices` against `self` and plans the result, counting each
+/// mask's true elements with `count_mask`. Errors: InvalidType for an index
+/// dtype other than int64/int32/bool/uint8, IndexOutOfRange for too many
+/// indices or a mask that does not match self's shape, InvalidArgument for
+/// index shapes that do not broadcast.
+IndexPlan make_index_plan(const Tensor& self, std::span<Tensor* const> indices,
+                          MaskCounter count_mask, const char* op);
+
+/// The number of true elements of a bool/uint8 mask in host memory.
+int64_t count_true(const Tensor& mask);
 
 /// Fills `scratch` (scratch_bytes() of it) and returns, for each index
 /// position (row-major over index_shape), the element offset it selects

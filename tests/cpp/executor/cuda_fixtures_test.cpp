@@ -1,5 +1,5 @@
 // Every fixture that runs on the CPU also runs on cuda:0 and matches the
-// outputs torch computed at export time; device inputs (B7), one wait per
+// outputs torch computed at export time; device inputs (docs/python-api.md, B7), one wait per
 // call (B19), and the error for CUDA without a GPU (B25). The GPU tests skip
 // on a machine without one.
 
@@ -81,14 +81,14 @@ TEST(CudaFixturesRun, EveryFixtureMatchesTheExporter) {
   }
 }
 
-// The reference vector computes x * 3 + 2 ... on a 2x2 float input: {1, 2,
-// 3, 4} gives {5, 8, 11, 14} (fixtures_run_test.cpp).
+// The `affine` fixture computes x * 3 + 2 on a 2x2 float input, its output
+// planned over its input: {1, 2, 3, 4} gives {5, 8, 11, 14}.
 const std::vector<float> kX = {1, 2, 3, 4};
 const std::vector<int64_t> kSizes = {2, 2};
 const std::vector<float> kExpected = {5, 8, 11, 14};
 
-std::shared_ptr<const Program> inline_constant_program() {
-  return Program::load_file(test::vectors_dir() + "/et_inline_constant_buffer.pte");
+std::shared_ptr<const Program> affine_program() {
+  return Program::load_file(test::fixtures_dir() + "/affine.pte");
 }
 
 std::vector<float> floats_of(const TensorResult& r) {
@@ -103,7 +103,7 @@ std::vector<float> floats_of(const TensorResult& r) {
 
 TEST(CudaMethod, RunsFromHostAndDeviceInputsWithOneWaitPerCall) {
   SKIP_WITHOUT_GPU();
-  auto runner = MethodRunner::create(Method::load(inline_constant_program(), "forward", kCuda0));
+  auto runner = MethodRunner::create(Method::load(affine_program(), "forward", kCuda0));
   backend::DeviceBuffer x(0, kX.size() * sizeof(float));
   backend::upload(0, x.data(), kX.data(), kX.size() * sizeof(float));
   std::vector<InputArg> host_inputs = {InputArg::tensor(kX.data(), DType::Float32, kSizes)};
@@ -126,7 +126,7 @@ TEST(CudaMethod, OutputBuffersTakeTurnsWithoutNewAllocations) {
   SKIP_WITHOUT_GPU();
   // B18 on a GPU: while a result lives the next call writes elsewhere; once
   // dropped its buffer is reused.
-  auto runner = MethodRunner::create(Method::load(inline_constant_program(), "forward", kCuda0));
+  auto runner = MethodRunner::create(Method::load(affine_program(), "forward", kCuda0));
   std::vector<InputArg> inputs = {InputArg::tensor(kX.data(), DType::Float32, kSizes)};
   auto a = runner->call(inputs, true);
   auto b = runner->call(inputs, true);
@@ -146,7 +146,7 @@ TEST(CudaMethod, CpuMethodCopiesCudaInputsDown) {
   SKIP_WITHOUT_GPU();
   // B7: a CPU method given a tensor on a GPU, dense and strided (the
   // transpose of x^T is x).
-  auto m = Method::load(inline_constant_program(), "forward");
+  auto m = Method::load(affine_program(), "forward");
   backend::DeviceBuffer x(0, kX.size() * sizeof(float));
   backend::upload(0, x.data(), kX.data(), kX.size() * sizeof(float));
   m->set_input(0, InputArg::cuda_tensor(x.data(), 0, DType::Float32, kSizes));
@@ -166,7 +166,7 @@ TEST(CudaMethod, CpuMethodCopiesCudaInputsDown) {
 
 TEST(CudaMethod, StridedHostAndDeviceInputsAreReordered) {
   SKIP_WITHOUT_GPU();
-  auto runner = MethodRunner::create(Method::load(inline_constant_program(), "forward", kCuda0));
+  auto runner = MethodRunner::create(Method::load(affine_program(), "forward", kCuda0));
   std::vector<float> xt = {1, 3, 2, 4};
   std::vector<int64_t> strides = {1, 2};
   backend::DeviceBuffer x(0, xt.size() * sizeof(float));
@@ -182,7 +182,7 @@ TEST(CudaMethod, StridedHostAndDeviceInputsAreReordered) {
 
 TEST(CudaMethod, InputsFromAnotherGpuAreCopied) {
   if (backend::cuda_device_count() < 2) GTEST_SKIP() << "needs two GPUs";
-  auto runner = MethodRunner::create(Method::load(inline_constant_program(), "forward", kCuda0));
+  auto runner = MethodRunner::create(Method::load(affine_program(), "forward", kCuda0));
   backend::DeviceBuffer x(1, kX.size() * sizeof(float));
   backend::upload(1, x.data(), kX.data(), kX.size() * sizeof(float));
   std::vector<InputArg> inputs = {InputArg::cuda_tensor(x.data(), 1, DType::Float32, kSizes)};
@@ -193,7 +193,7 @@ TEST(CudaLoad, WithoutGpuSaysWhy) {
   if (backend::cuda_device_count() > 0) GTEST_SKIP() << "this machine has a GPU";
   // B25: loading on "cuda" fails with InvalidState (RuntimeError) saying
   // why, before any missing-kernel error.
-  auto program = inline_constant_program();
+  auto program = affine_program();
   try {
     Method::load(program, "forward", kCuda0);
     FAIL() << "loading on cuda:0 without a GPU succeeded";

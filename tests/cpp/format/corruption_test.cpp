@@ -1,4 +1,4 @@
-// Damaged programs never crash the loader (B22): every truncation, bit flip
+// Damaged programs never crash the loader (docs/python-api.md, B22): every truncation, bit flip
 // and overwritten header field or flatbuffer word either loads cleanly (the
 // damage left a valid program) or throws pterun::Error. Run under
 // AddressSanitizer in CI, so an out-of-bounds read fails the test too.

@@ -1,17 +1,18 @@
-// Indexing: embedding, index_select, gather, scatter (src / value / add),
-// slice and select scatter, masked_fill and advanced indexing
-// (index.Tensor, index_put) over kernels/common/index_util.h.
-// Every index is data: all of them are range-checked before anything is
-// written, and outside parallel regions (an exception must not cross one).
+// Indexing on the CPU: embedding, index_select, gather, scatter (src /
+// value / add), masked_fill and advanced indexing (index.Tensor, index_put)
+// over kernels/common/index_util.h; the checks are the front-ends'
+// (pterun/ops/index.cpp). Every index is data: all of them are
+// range-checked here before anything is written, and outside parallel
+// regions (an exception must not cross one).
 
 #include <cstring>
 
-#include "pterun/backend/cpu/ops/index_prepare.h"
 #include "pterun/backend/cpu/ops/ops.h"
-#include "pterun/core/value.h"
 #include "pterun/kernels/common/elementwise.h"
 #include "pterun/kernels/common/index_util.h"
+#include "pterun/kernels/common/parallel.h"
 #include "pterun/kernels/common/strided_copy.h"
+#include "pterun/ops/index.h"
 
 namespace pterun::cpu {
 namespace {
@@ -19,9 +20,6 @@ namespace {
 using kernels::Family;
 using kernels::KernelContext;
 using kernels::Odometer;
-
-using indexing::check_index_dtype;
-using indexing::check_same_dtype;
 
 int64_t size_at(const Tensor& t, size_t d) {
   return t.dim() == 0 ? 1 : t.size(d);
@@ -78,149 +76,13 @@ char* byte_ptr(const Tensor& t, int64_t offset) {
   return static_cast<char*>(t.data()) + offset * static_cast<int64_t>(t.element_size());
 }
 
-}  // namespace
-
-namespace indexing {
-
-void check_index_dtype(const Tensor& index, const char* op) {
-  PTERUN_CHECK(index.dtype() == DType::Int64 || index.dtype() == DType::Int32,
-               ErrorCode::InvalidType, op, ": indices must be int64 or int32, not ",
-               dtype_name(index.dtype()));
-}
-
-void check_same_dtype(const Tensor& a, const Tensor& self, const char* what, const char* op) {
-  PTERUN_CHECK(a.dtype() == self.dtype(), ErrorCode::InvalidArgument, op, ": ", what, " dtype ",
-               dtype_name(a.dtype()), " differs from self's ", dtype_name(self.dtype()));
-}
-
-namespace {
-
-/// Checks index (and src) shapes for gather/scatter along `dim`: same rank
-/// as self, and no larger than self (src) in any dim (other than `dim` for
-/// self).
-void check_gather_shapes(const Tensor& self, size_t dim, const Tensor& index, const Tensor* src,
-                         const char* op) {
-  const size_t rank = std::max<size_t>(self.dim(), 1);
-  PTERUN_CHECK(std::max<size_t>(index.dim(), 1) == rank, ErrorCode::InvalidArgument, op, ": index ",
-               describe(index), " must have as many dims as self ", describe(self));
-  for (size_t d = 0; d < index.dim(); ++d) {
-    PTERUN_CHECK(d == dim || index.size(d) <= size_at(self, d), ErrorCode::InvalidArgument, op,
-                 ": index ", describe(index), " is larger than self ", describe(self), " at dim ",
-                 d);
-    PTERUN_CHECK(src == nullptr || index.size(d) <= size_at(*src, d), ErrorCode::InvalidArgument,
-                 op, ": index ", describe(index), " is larger than src ", describe(*src),
-                 " at dim ", d);
-  }
-  if (src != nullptr) {
-    PTERUN_CHECK(std::max<size_t>(src->dim(), 1) == rank, ErrorCode::InvalidArgument, op, ": src ",
-                 describe(*src), " must have as many dims as self");
-  }
-}
-
-}  // namespace
-
-void prepare_embedding(const Tensor& weight, const Tensor& indices, Tensor& out, const char* op) {
-  PTERUN_CHECK(weight.dim() == 2, ErrorCode::InvalidArgument, op, ": weight must be 2-D, got ",
-               describe(weight));
-  check_index_dtype(indices, op);
-  check_same_dtype(out, weight, "out", op);
-  kernels::Shape shape;
-  for (int64_t s : indices.sizes()) shape.push_back(s);
-  shape.push_back(weight.size(1));
-  kernels::resize_output(out, shape.span(), op);
-}
-
-size_t prepare_index_select(const Tensor& self, int64_t dim_arg, const Tensor& index, Tensor& out,
-                            const char* op) {
-  const int64_t rank = static_cast<int64_t>(self.dim());
-  const size_t dim = static_cast<size_t>(kernels::wrap_dim(dim_arg, rank, op));
-  check_index_dtype(index, op);
-  PTERUN_CHECK(index.dim() <= 1, ErrorCode::InvalidArgument, op, ": index must be 0-D or 1-D, got ",
-               describe(index));
-  check_same_dtype(out, self, "out", op);
-  const int64_t n = index.numel();
-  PTERUN_CHECK(rank > 0 || n == 1, ErrorCode::InvalidArgument, op,
-               ": indexing a 0-dim tensor needs exactly one index");
-  kernels::Shape shape;
-  for (size_t d = 0; d < self.dim(); ++d) shape.push_back(d == dim ? n : self.size(d));
-  kernels::resize_output(out, shape.span(), op);
-  return dim;
-}
-
-size_t prepare_gather(const Tensor& self, int64_t dim_arg, const Tensor& index, Tensor& out,
-                      const char* op) {
-  const size_t dim =
-      static_cast<size_t>(kernels::wrap_dim(dim_arg, static_cast<int64_t>(self.dim()), op));
-  check_index_dtype(index, op);
-  check_same_dtype(out, self, "out", op);
-  check_gather_shapes(self, dim, index, nullptr, op);
-  kernels::resize_output(out, index.sizes(), op);
-  return dim;
-}
-
-size_t prepare_scatter(const Tensor& self, int64_t dim_arg, const Tensor& index, const Tensor* src,
-                       Tensor& out, const char* op) {
-  const size_t dim =
-      static_cast<size_t>(kernels::wrap_dim(dim_arg, static_cast<int64_t>(self.dim()), op));
-  check_index_dtype(index, op);
-  check_same_dtype(out, self, "out", op);
-  if (src != nullptr) check_same_dtype(*src, self, "src", op);
-  check_gather_shapes(self, dim, index, src, op);
-  kernels::resize_output(out, self.sizes(), op);
-  return dim;
-}
-
-void prepare_masked_fill(const Tensor& self, const Tensor& mask, Tensor& out, const char* op) {
-  PTERUN_CHECK(mask.dtype() == DType::Bool, ErrorCode::InvalidArgument, op,
-               ": mask must be bool, not ", dtype_name(mask.dtype()));
-  check_same_dtype(out, self, "out", op);
-  kernels::resize_to_broadcast(out, {&self, &mask}, op);
-}
-
-void check_index_put(const Tensor& self, const Tensor& values, const Tensor& target,
-                     bool accumulate, const char* op) {
-  check_same_dtype(values, self, "values", op);
-  check_same_dtype(target, self, "out", op);
-  PTERUN_CHECK(!accumulate || kernels::in_family(self.dtype(), Family::RealHBBF16),
-               ErrorCode::InvalidArgument, op, ": accumulate is not supported for ",
-               dtype_name(self.dtype()));
-}
-
-kernels::Shape put_value_strides(const kernels::IndexPlan& plan, const Tensor& values,
-                                 const char* op) {
-  // values' strides over the result dims, right-aligned with broadcasting.
-  const size_t rr = plan.result.rank;
-  PTERUN_CHECK(values.dim() <= rr, ErrorCode::InvalidArgument, op, ": values ", describe(values),
-               " do not broadcast to the indexed shape");
-  kernels::Shape vstrides;
-  for (size_t r = 0; r < rr; ++r) {
-    int64_t st = 0;
-    if (r >= rr - values.dim()) {
-      size_t vd = r - (rr - values.dim());
-      PTERUN_CHECK(values.size(vd) == 1 || values.size(vd) == plan.result.dims[r],
-                   ErrorCode::InvalidArgument, op, ": values ", describe(values),
-                   " do not broadcast to the indexed shape");
-      st = values.size(vd) == 1 ? 0 : values.stride(vd);
-    }
-    vstrides.push_back(st);
-  }
-  return vstrides;
-}
-
-}  // namespace indexing
-
-namespace {
-
 // ---- embedding -----------------------------------------------------------
 
-// embedding.out(weight, indices, SymInt padding_idx=-1, bool
-//   scale_grad_by_freq=False, bool sparse=False, *, out)
-void embedding_out(KernelContext& ctx, std::span<Value* const> args) {
+void embedding_out(KernelContext& ctx, const ops::EmbeddingArgs& a) {
   const char* op = "aten::embedding.out";
-  const Tensor& weight = args[0]->to_tensor();
-  const Tensor& indices = args[1]->to_tensor();
-  Tensor& out = args[5]->to_tensor();
-  indexing::prepare_embedding(weight, indices, out, op);
+  const Tensor& weight = a.weight;
+  const Tensor& indices = a.indices;
+  Tensor& out = a.out;
   check_all_in_range(indices, weight.size(0), op);
   const size_t k = indices.dim();
   Odometer<2> rows;
@@ -240,14 +102,13 @@ void embedding_out(KernelContext& ctx, std::span<Value* const> args) {
 
 // ---- index_select ------------------------------------------------------
 
-// index_select.out(self, int dim, Tensor index, *, out)
-void index_select_out(KernelContext& ctx, std::span<Value* const> args) {
+void index_select_out(KernelContext& ctx, const ops::IndexSelectArgs& a) {
   const char* op = "aten::index_select.out";
-  const Tensor& self = args[0]->to_tensor();
+  const Tensor& self = a.self;
   const int64_t rank = static_cast<int64_t>(self.dim());
-  const Tensor& index = args[2]->to_tensor();
-  Tensor& out = args[3]->to_tensor();
-  const size_t dim = indexing::prepare_index_select(self, args[1]->to_int(), index, out, op);
+  const Tensor& index = a.index;
+  Tensor& out = a.out;
+  const size_t dim = a.dim;
   const int64_t n = index.numel();
   kernels::Shape shape;
   for (int64_t s : out.sizes()) shape.push_back(s);
@@ -281,13 +142,12 @@ Odometer<3> index_walk(const Tensor& index, size_t dim, const Tensor& a, const T
   return od;
 }
 
-// gather.out(self, int dim, Tensor index, *, bool sparse_grad=False, out)
-void gather_out(KernelContext& ctx, std::span<Value* const> args) {
+void gather_out(KernelContext& ctx, const ops::GatherArgs& a) {
   const char* op = "aten::gather.out";
-  const Tensor& self = args[0]->to_tensor();
-  const Tensor& index = args[2]->to_tensor();
-  Tensor& out = args[4]->to_tensor();
-  const size_t dim = indexing::prepare_gather(self, args[1]->to_int(), index, out, op);
+  const Tensor& self = a.self;
+  const Tensor& index = a.index;
+  Tensor& out = a.out;
+  const size_t dim = a.dim;
   check_all_in_range(index, size_at(self, dim), op);
   const Odometer<3> walk = index_walk(index, dim, self, &out);
   const size_t es = self.element_size();
@@ -302,42 +162,34 @@ void gather_out(KernelContext& ctx, std::span<Value* const> args) {
   });
 }
 
-enum class Scatter { Src, Value, Add };
-
-// scatter.src_out(self, dim, index, src, *, out), scatter.value_out(self,
-// dim, index, Scalar value, *, out), scatter_add.out(self, dim, index, src,
-// *, out). out = self with the src (value) elements written (added) at
-// the indexed positions; repeated positions apply in index order.
-template <Scatter kMode>
-void scatter_out(KernelContext& ctx, std::span<Value* const> args) {
-  const char* op = kMode == Scatter::Src     ? "aten::scatter.src_out"
-                   : kMode == Scatter::Value ? "aten::scatter.value_out"
-                                             : "aten::scatter_add.out";
-  const Tensor& self = args[0]->to_tensor();
-  const Tensor& index = args[2]->to_tensor();
-  const Tensor* src = kMode == Scatter::Value ? nullptr : &args[3]->to_tensor();
-  Tensor& out = args[4]->to_tensor();
-  const size_t dim = indexing::prepare_scatter(self, args[1]->to_int(), index, src, out, op);
-  check_all_in_range(index, size_at(self, dim), op);
+/// out = self, then src's elements (value, or their sums) written at the
+/// indexed positions, repeated positions in index order.
+template <ops::ScatterMode kMode>
+void scatter(KernelContext& ctx, const ops::ScatterArgs& a, const char* op) {
+  const Tensor& self = a.self;
+  const Tensor& index = a.index;
+  const Tensor* src = a.src;
+  Tensor& out = a.out;
+  check_all_in_range(index, size_at(self, a.dim), op);
   kernels::strided_copy(ctx, out.data(), out.strides(), self.data(), self.strides(), self.sizes(),
                         self.element_size());
-  Odometer<3> od = index_walk(index, dim, out, src);
-  const int64_t step = stride_at(out, dim);
+  Odometer<3> od = index_walk(index, a.dim, out, src);
+  const int64_t step = stride_at(out, a.dim);
   kernels::visit(self.dtype(), Family::RealHBBF16, op, [&]<typename T>() {
     using C = kernels::ComputeOf<T>;
     T* o = out.data_as<T>();
     const T* s = src != nullptr ? src->data_as<const T>() : nullptr;
     T value{};
-    if constexpr (kMode == Scatter::Value) {
-      Scalar v = args[3]->to_scalar();
+    if constexpr (kMode == ops::ScatterMode::Value) {
+      const Scalar& v = a.value;
       value =
           v.is_floating() ? kernels::convert<T>(v.to_double()) : kernels::convert<T>(v.to_int());
     }
     for (int64_t i = 0; i < index.numel(); ++i, od.next()) {
       T& dst = o[od.offset[1] + kernels::read_index(index, od.offset[0]) * step];
-      if constexpr (kMode == Scatter::Value) {
+      if constexpr (kMode == ops::ScatterMode::Value) {
         dst = value;
-      } else if constexpr (kMode == Scatter::Src) {
+      } else if constexpr (kMode == ops::ScatterMode::Src) {
         dst = s[od.offset[2]];
       } else if constexpr (std::is_same_v<T, bool>) {
         dst = dst || s[od.offset[2]];
@@ -349,16 +201,25 @@ void scatter_out(KernelContext& ctx, std::span<Value* const> args) {
   });
 }
 
+void scatter_out(KernelContext& ctx, const ops::ScatterArgs& a) {
+  switch (a.mode) {
+    case ops::ScatterMode::Src:
+      return scatter<ops::ScatterMode::Src>(ctx, a, "aten::scatter.src_out");
+    case ops::ScatterMode::Value:
+      return scatter<ops::ScatterMode::Value>(ctx, a, "aten::scatter.value_out");
+    case ops::ScatterMode::Add:
+      return scatter<ops::ScatterMode::Add>(ctx, a, "aten::scatter_add.out");
+  }
+}
+
 // ---- masked_fill -----------------------------------------------------
 
-// masked_fill.Scalar_out(self, Tensor mask, Scalar value, *, out)
-void masked_fill_out(KernelContext& ctx, std::span<Value* const> args) {
+void masked_fill_out(KernelContext& ctx, const ops::MaskedFillArgs& a) {
   const char* op = "aten::masked_fill.Scalar_out";
-  const Tensor& self = args[0]->to_tensor();
-  const Tensor& mask = args[1]->to_tensor();
-  Scalar value = args[2]->to_scalar();
-  Tensor& out = args[3]->to_tensor();
-  indexing::prepare_masked_fill(self, mask, out, op);
+  const Tensor& self = a.self;
+  const Tensor& mask = a.mask;
+  const Scalar& value = a.value;
+  Tensor& out = a.out;
   kernels::visit(self.dtype(), Family::RealHBBF16, op, [&]<typename T>() {
     using C = kernels::ComputeOf<T>;
     const C v = value.is_floating() ? kernels::convert<C>(value.to_double())
@@ -403,15 +264,15 @@ ResultWalk result_walk(const kernels::IndexPlan& plan, std::span<const int64_t> 
   return w;
 }
 
-// index.Tensor_out(self, Tensor?[] indices, *, out)
-void index_tensor_out(KernelContext& ctx, std::span<Value* const> args) {
+int64_t count_mask(const Tensor& mask, const char* /*op*/) {
+  return kernels::count_true(mask);
+}
+
+void index_tensor_out(KernelContext& ctx, const ops::IndexTensorArgs& a) {
   const char* op = "aten::index.Tensor_out";
-  const Tensor& self = args[0]->to_tensor();
-  std::span<Tensor* const> indices = args[1]->to_optional_tensor_list();
-  Tensor& out = args[2]->to_tensor();
-  check_same_dtype(out, self, "out", op);
-  kernels::IndexPlan plan = kernels::make_index_plan(self, indices, op);
-  kernels::resize_output(out, plan.result.span(), op);
+  const Tensor& self = a.self;
+  const kernels::IndexPlan& plan = a.plan;
+  Tensor& out = a.out;
   const int64_t* offsets =
       kernels::run_index_plan(plan, self, self.strides(), ctx.scratch(plan.scratch_bytes()), op);
   if (out.numel() == 0) return;
@@ -438,10 +299,10 @@ void index_tensor_out(KernelContext& ctx, std::span<Value* const> args) {
 /// Writes (or adds) `values`, broadcast to the plan's result shape, into
 /// `target` (shaped like self) at the indexed positions, in order.
 void put_values(const kernels::IndexPlan& plan, Tensor& target, const int64_t* offsets,
-                const Tensor& values, bool accumulate, const char* op) {
-  kernels::Shape vstrides = indexing::put_value_strides(plan, values, op);
+                const Tensor& values, std::span<const int64_t> value_strides, bool accumulate,
+                const char* op) {
   if (plan.result.numel() == 0) return;
-  ResultWalk w = result_walk(plan, target.strides(), vstrides.span());
+  ResultWalk w = result_walk(plan, target.strides(), value_strides);
   const int64_t rows = w.rows.count();
   kernels::visit(target.dtype(), Family::All, op, [&]<typename T>() {
     using C = kernels::ComputeOf<T>;
@@ -465,41 +326,26 @@ void put_values(const kernels::IndexPlan& plan, Tensor& target, const int64_t* o
   });
 }
 
-// index_put.out(self, Tensor?[] indices, Tensor values, bool accumulate=False,
-//   *, out) and index_put_(self, indices, values, accumulate) in place.
-template <bool kInPlace>
-void index_put(KernelContext& ctx, std::span<Value* const> args) {
-  const char* op = kInPlace ? "aten::index_put_" : "aten::index_put.out";
-  Tensor& self = args[0]->to_tensor();
-  std::span<Tensor* const> indices = args[1]->to_optional_tensor_list();
-  const Tensor& values = args[2]->to_tensor();
-  const bool accumulate = args[3]->to_bool();
-  Tensor& target = kInPlace ? self : args[4]->to_tensor();
-  indexing::check_index_put(self, values, target, accumulate, op);
-  kernels::IndexPlan plan = kernels::make_index_plan(self, indices, op);
-  if (!kInPlace) kernels::resize_output(target, self.sizes(), op);
-  const int64_t* offsets =
-      kernels::run_index_plan(plan, self, target.strides(), ctx.scratch(plan.scratch_bytes()), op);
-  if (!kInPlace) {
+void index_put(KernelContext& ctx, const ops::IndexPutArgs& a) {
+  const char* op = a.in_place ? "aten::index_put_" : "aten::index_put.out";
+  const Tensor& self = a.self;
+  Tensor& target = a.target;
+  const int64_t* offsets = kernels::run_index_plan(a.plan, self, target.strides(),
+                                                   ctx.scratch(a.plan.scratch_bytes()), op);
+  if (!a.in_place) {
     kernels::strided_copy(ctx, target.data(), target.strides(), self.data(), self.strides(),
                           self.sizes(), self.element_size());
   }
-  put_values(plan, target, offsets, values, accumulate, op);
+  put_values(a.plan, target, offsets, a.values, a.value_strides, a.accumulate, op);
 }
 
 }  // namespace
 
-void register_index_ops(kernels::KernelRegistry& r) {
-  r.add("aten::embedding.out", Device::CPU, &embedding_out);
-  r.add("aten::index_select.out", Device::CPU, &index_select_out);
-  r.add("aten::gather.out", Device::CPU, &gather_out);
-  r.add("aten::scatter.src_out", Device::CPU, &scatter_out<Scatter::Src>);
-  r.add("aten::scatter.value_out", Device::CPU, &scatter_out<Scatter::Value>);
-  r.add("aten::scatter_add.out", Device::CPU, &scatter_out<Scatter::Add>);
-  r.add("aten::masked_fill.Scalar_out", Device::CPU, &masked_fill_out);
-  r.add("aten::index.Tensor_out", Device::CPU, &index_tensor_out);
-  r.add("aten::index_put.out", Device::CPU, &index_put<false>);
-  r.add("aten::index_put_", Device::CPU, &index_put<true>);
+const ops::IndexBackend& index_backend() {
+  static constexpr ops::IndexBackend kIndex{&embedding_out,    &index_select_out, &gather_out,
+                                            &scatter_out,      &masked_fill_out,  &count_mask,
+                                            &index_tensor_out, &index_put};
+  return kIndex;
 }
 
 }  // namespace pterun::cpu

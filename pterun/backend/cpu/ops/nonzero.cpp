@@ -1,42 +1,26 @@
 // nonzero on the CPU: int64 [count, rank] coordinates of self's true
-// elements in row-major order (the CUDA kernel is backend/cuda/ops/nonzero.cu).
+// elements in row-major order, counted, then written (the front-end is
+// pterun/ops/nonzero.cpp, the CUDA kernel backend/cuda/ops/nonzero.cu).
 
 #include <array>
 
-#include "pterun/backend/cpu/ops/index_prepare.h"
 #include "pterun/backend/cpu/ops/ops.h"
-#include "pterun/core/value.h"
 #include "pterun/kernels/common/elementwise.h"
 #include "pterun/kernels/common/reduce_util.h"
 #include "pterun/kernels/common/shape_util.h"
+#include "pterun/ops/nonzero.h"
 
 namespace pterun::cpu {
-
-namespace indexing {
-
-void check_nonzero(const Tensor& self, const Tensor& out, const char* op) {
-  PTERUN_CHECK(out.dtype() == DType::Int64 && out.dim() == 2, ErrorCode::InvalidArgument, op,
-               ": out must be a 2-D int64 tensor, got ", describe(out));
-  PTERUN_CHECK(kernels::in_family(self.dtype(), kernels::Family::RealHBBF16),
-               ErrorCode::InvalidArgument, op, ": dtype ", dtype_name(self.dtype()),
-               " is not supported");
-}
-
-}  // namespace indexing
-
 namespace {
 
 using kernels::Family;
 using kernels::KernelContext;
 using kernels::Odometer;
 
-// nonzero.out(self, *, out): int64 [count, rank] coordinates in row-major
-// order; out must be able to take the data-dependent count.
-void nonzero_out(KernelContext& /*ctx*/, std::span<Value* const> args) {
+void nonzero_out(KernelContext& /*ctx*/, const ops::NonzeroArgs& a) {
   const char* op = "aten::nonzero.out";
-  const Tensor& self = args[0]->to_tensor();
-  Tensor& out = args[1]->to_tensor();
-  indexing::check_nonzero(self, out, op);
+  const Tensor& self = a.self;
+  Tensor& out = a.out;
   Odometer<1> walk;
   for (size_t d = 0; d < self.dim(); ++d) walk.push(self.size(d), {self.stride(d)});
   kernels::visit(self.dtype(), Family::RealHBBF16, op, [&]<typename T>() {
@@ -64,8 +48,9 @@ void nonzero_out(KernelContext& /*ctx*/, std::span<Value* const> args) {
 
 }  // namespace
 
-void register_nonzero_ops(kernels::KernelRegistry& r) {
-  r.add("aten::nonzero.out", Device::CPU, &nonzero_out);
+const ops::NonzeroBackend& nonzero_backend() {
+  static constexpr ops::NonzeroBackend kNonzero{&nonzero_out};
+  return kNonzero;
 }
 
 }  // namespace pterun::cpu

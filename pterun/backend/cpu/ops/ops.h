@@ -12,21 +12,18 @@ namespace pterun::cpu {
 const ops::Mover& cpu_mover();                 // shape.cpp
 const ops::SoftmaxBackend& softmax_backend();  // softmax.cpp
 const ops::NormBackend& norm_backend();        // norm.cpp
+// binary.cpp, gathering unary.cpp, compare.cpp and activation.cpp
+const ops::ElementwiseBackend& elementwise_backend();
+const ops::ReduceBackend& reduce_backend();    // reduce.cpp
+const ops::IndexBackend& index_backend();      // index.cpp
+const ops::NonzeroBackend& nonzero_backend();  // nonzero.cpp
 
 // Families not yet behind the operator front-ends register their own
 // kernels.
-void register_binary_ops(kernels::KernelRegistry& r);   // add, sub, mul, div, pow, remainder ...
-void register_unary_ops(kernels::KernelRegistry& r);    // neg, exp, sqrt, rsqrt, sin ...
-void register_compare_ops(kernels::KernelRegistry& r);  // eq, ne, lt, le, gt, ge; logical_*; where
-void register_activation_ops(
-    kernels::KernelRegistry& r);                         // relu, gelu, sigmoid, hardtanh, clamp ...
-void register_reduce_ops(kernels::KernelRegistry& r);    // sum, mean, any, amax, argmax ...
 void register_matmul_ops(kernels::KernelRegistry& r);    // mm, addmm, bmm, linear
 void register_conv_ops(kernels::KernelRegistry& r);      // convolution
 void register_pool_ops(kernels::KernelRegistry& r);      // max/avg/adaptive pooling
 void register_copy_ops(kernels::KernelRegistry& r);      // copy_, clone, dim-order copies, casts
-void register_index_ops(kernels::KernelRegistry& r);     // embedding, index, gather, select ...
-void register_nonzero_ops(kernels::KernelRegistry& r);   // nonzero
 void register_creation_ops(kernels::KernelRegistry& r);  // full, arange, scalar_tensor, zeros ...
 
 }  // namespace pterun::cpu

@@ -1,14 +1,16 @@
-// Reductions (sum, mean, prod, amax/amin, any/all, var) over the shared
-// reduction engine, arg-reductions and max/min with indices, and cumsum.
+// Reductions on the CPU (sum, mean, prod, amax/amin, any/all, var) over the
+// shared reduction engine, arg-reductions and max/min with indices, and
+// cumsum. The front-ends (pterun/ops/reduce.cpp) check, resize, plan the
+// walk and choose the accumulator.
 
 #include <cmath>
 #include <limits>
 #include <optional>
 
 #include "pterun/backend/cpu/ops/ops.h"
-#include "pterun/backend/cpu/ops/reduce_args.h"
-#include "pterun/core/value.h"
+#include "pterun/kernels/common/parallel.h"
 #include "pterun/kernels/common/reduce_util.h"
+#include "pterun/ops/reduce.h"
 
 namespace pterun::cpu {
 namespace {
@@ -17,204 +19,46 @@ using kernels::DimMask;
 using kernels::Family;
 using kernels::KernelContext;
 
-/// Sums into `out` with an accumulator chosen by out's dtype: float for
-/// f16/bf16/f32, double for f64, wrapping 64-bit for integers, "any" for
-/// bool.
+/// A sum, mean or product in the accumulator the front-end chose.
 template <template <typename> class Op>
-void run_additive(KernelContext& ctx, const Tensor& in, Tensor& out, const kernels::ReducePlan& p) {
-  const DType od = out.dtype();
-  if (od == DType::Float64 || (in.dtype() == DType::Float64 && kernels::is_floating(od))) {
-    Op<double> op;
-    if constexpr (requires { op.denom; }) op.denom = static_cast<double>(p.count);
-    kernels::reduce(ctx, in, out, p, op);
-  } else if (kernels::is_floating(od)) {
-    Op<float> op;
-    if constexpr (requires { op.denom; }) op.denom = static_cast<float>(p.count);
-    kernels::reduce(ctx, in, out, p, op);
-  } else if (od == DType::Bool) {
-    kernels::reduce(ctx, in, out, p, kernels::AnyOp{});
-  } else {
-    kernels::reduce(ctx, in, out, p, Op<uint64_t>{});
-  }
-}
-
-// sum.IntList_out(self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype, out)
-void sum_dim_out(KernelContext& ctx, std::span<Value* const> args) {
-  const char* op = "aten::sum.IntList_out";
-  const Tensor& in = args[0]->to_tensor();
-  auto dims = args[1]->to_optional_int_list();
-  bool keepdim = args[2]->to_bool();
-  std::optional<DType> dtype = optional_dtype(*args[3], op);
-  Tensor& out = args[4]->to_tensor();
-  check_dtype_arg(dtype, out, op);
-  check_real(in, Family::RealHBBF16, "input", op);
-  check_real(out, Family::RealHBBF16, "out", op);
-  DimMask mask = kernels::reduce_dim_mask(dims, static_cast<int64_t>(in.dim()), op);
-  run_additive<kernels::SumOp>(ctx, in, out, prepare_reduction(in, out, mask, keepdim, op));
-}
-
-// sum.out(self, *, ScalarType? dtype, out): the whole tensor.
-void sum_all_out(KernelContext& ctx, std::span<Value* const> args) {
-  const char* op = "aten::sum.out";
-  const Tensor& in = args[0]->to_tensor();
-  std::optional<DType> dtype = optional_dtype(*args[1], op);
-  Tensor& out = args[2]->to_tensor();
-  check_dtype_arg(dtype, out, op);
-  check_real(in, Family::RealHBBF16, "input", op);
-  check_real(out, Family::RealHBBF16, "out", op);
-  DimMask mask = kernels::reduce_dim_mask(std::nullopt, static_cast<int64_t>(in.dim()), op);
-  run_additive<kernels::SumOp>(ctx, in, out, prepare_reduction(in, out, mask, false, op));
-}
-
-void mean_impl(KernelContext& ctx, const Tensor& in, std::optional<std::span<const int64_t>> dims,
-               bool keepdim, std::optional<DType> dtype, Tensor& out, const char* op) {
-  if (dtype.has_value()) {
-    PTERUN_CHECK(kernels::is_floating(*dtype), ErrorCode::InvalidArgument, op,
-                 ": dtype must be floating, not ", dtype_name(*dtype));
-    check_dtype_arg(dtype, out, op);
-    check_real(in, Family::RealHBBF16, "input", op);
-  } else {
-    PTERUN_CHECK(kernels::is_floating(in.dtype()) && kernels::is_floating(out.dtype()),
-                 ErrorCode::InvalidArgument, op, ": input ", describe(in), " and out ",
-                 describe(out), " must be floating (or pass a floating dtype)");
-  }
-  DimMask mask = kernels::reduce_dim_mask(dims, static_cast<int64_t>(in.dim()), op);
-  run_additive<kernels::MeanOp>(ctx, in, out, prepare_reduction(in, out, mask, keepdim, op));
-}
-
-// mean.out(self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype, out)
-void mean_dim_out(KernelContext& ctx, std::span<Value* const> args) {
-  const char* op = "aten::mean.out";
-  mean_impl(ctx, args[0]->to_tensor(), args[1]->to_optional_int_list(), args[2]->to_bool(),
-            optional_dtype(*args[3], op), args[4]->to_tensor(), op);
-}
-
-// mean.dtype_out(self, *, ScalarType? dtype, out): the whole tensor.
-void mean_dtype_out(KernelContext& ctx, std::span<Value* const> args) {
-  const char* op = "aten::mean.dtype_out";
-  mean_impl(ctx, args[0]->to_tensor(), std::nullopt, false, optional_dtype(*args[1], op),
-            args[2]->to_tensor(), op);
-}
-
-// prod.out(self, *, dtype, out) / prod.int_out(self, dim, keepdim, *, dtype, out).
-template <bool kWithDim>
-void prod_out(KernelContext& ctx, std::span<Value* const> args) {
-  const char* op = kWithDim ? "aten::prod.int_out" : "aten::prod.out";
-  const Tensor& in = args[0]->to_tensor();
-  const size_t d0 = kWithDim ? 3 : 1;
-  std::optional<DType> dtype = optional_dtype(*args[d0], op);
-  Tensor& out = args[d0 + 1]->to_tensor();
-  check_real(in, Family::RealHBBF16, "input", op);
-  if (dtype.has_value()) {
-    check_dtype_arg(dtype, out, op);
-  } else if (kernels::is_integral(in.dtype(), true)) {
-    PTERUN_CHECK(out.dtype() == DType::Int64, ErrorCode::InvalidArgument, op,
-                 ": the product of an integral tensor is int64, not ", dtype_name(out.dtype()));
-  } else {
-    PTERUN_CHECK(out.dtype() == in.dtype(), ErrorCode::InvalidArgument, op, ": out dtype ",
-                 dtype_name(out.dtype()), " differs from the input's ", dtype_name(in.dtype()));
-  }
-  check_real(out, Family::RealHBBF16, "out", op);
-  DimMask mask;
-  bool keepdim = false;
-  const int64_t rank = static_cast<int64_t>(in.dim());
-  if constexpr (kWithDim) {
-    int64_t dim = args[1]->to_int();
-    keepdim = args[2]->to_bool();
-    mask = kernels::reduce_dim_mask(std::span<const int64_t>(&dim, 1), rank, op);
-  } else {
-    mask = kernels::reduce_dim_mask(std::nullopt, rank, op);
-  }
-  kernels::ReducePlan p = prepare_reduction(in, out, mask, keepdim, op);
-  if (out.dtype() == DType::Bool) {
-    kernels::reduce(ctx, in, out, p, kernels::AllOp{});
-  } else {
-    run_additive<kernels::ProdOp>(ctx, in, out, p);
-  }
-}
-
-// any / all in their three overloads: .out (one dim), .dims_out (int[]?),
-// .all_out (everything). out is bool or uint8.
-enum class DimArg { One, List, None };
-
-template <bool kAny, DimArg kDims>
-void any_all_out(KernelContext& ctx, std::span<Value* const> args) {
-  constexpr const char* names[2][3] = {
-      {"aten::all.out", "aten::all.dims_out", "aten::all.all_out"},
-      {"aten::any.out", "aten::any.dims_out", "aten::any.all_out"}};
-  const char* op = names[kAny][static_cast<int>(kDims)];
-  const Tensor& in = args[0]->to_tensor();
-  const int64_t rank = static_cast<int64_t>(in.dim());
-  DimMask mask;
-  bool keepdim = false;
-  size_t out_index = 1;
-  if constexpr (kDims == DimArg::One) {
-    int64_t dim = args[1]->to_int();
-    mask = kernels::reduce_dim_mask(std::span<const int64_t>(&dim, 1), rank, op);
-    keepdim = args[2]->to_bool();
-    out_index = 3;
-  } else if constexpr (kDims == DimArg::List) {
-    auto dims = args[1]->to_optional_int_list();
-    // An explicitly empty list reduces nothing here (unlike sum's).
-    if (dims.has_value() && dims->empty()) {
-      mask = DimMask();
-    } else {
-      mask = kernels::reduce_dim_mask(dims, rank, op);
+void fold_in(KernelContext& ctx, const ops::ReduceArgs& a) {
+  const kernels::ReducePlan& p = a.plan;
+  switch (a.acc) {
+    case ops::ReduceAcc::F64: {
+      Op<double> op;
+      if constexpr (requires { op.denom; }) op.denom = static_cast<double>(p.count);
+      return kernels::reduce(ctx, a.in, a.out, p, op);
     }
-    keepdim = args[2]->to_bool();
-    out_index = 3;
-  } else {
-    mask = kernels::reduce_dim_mask(std::nullopt, rank, op);
+    case ops::ReduceAcc::F32: {
+      Op<float> op;
+      if constexpr (requires { op.denom; }) op.denom = static_cast<float>(p.count);
+      return kernels::reduce(ctx, a.in, a.out, p, op);
+    }
+    case ops::ReduceAcc::U64: return kernels::reduce(ctx, a.in, a.out, p, Op<uint64_t>{});
+    default: break;
   }
-  Tensor& out = args[out_index]->to_tensor();
-  check_real(in, Family::RealHBBF16, "input", op);
-  PTERUN_CHECK(out.dtype() == DType::Bool || out.dtype() == DType::UInt8,
-               ErrorCode::InvalidArgument, op, ": out must be bool or uint8, not ",
-               dtype_name(out.dtype()));
-  kernels::ReducePlan p = prepare_reduction(in, out, mask, keepdim, op);
-  if constexpr (kAny) {
-    kernels::reduce(ctx, in, out, p, kernels::AnyOp{});
-  } else {
-    kernels::reduce(ctx, in, out, p, kernels::AllOp{});
-  }
+  throw_error(ErrorCode::Internal, str_cat(a.op, ": unsupported accumulator for this reduction"));
 }
 
-// amax.out / amin.out(self, int[1] dim=[], bool keepdim=False, *, out).
+/// amax / amin / max / min: folded in the input's compute type (integers in
+/// their own type, which gives the extreme the front-end's I64 would).
 template <bool kMax>
-void amax_amin_out(KernelContext& ctx, std::span<Value* const> args) {
-  const char* op = kMax ? "aten::amax.out" : "aten::amin.out";
-  const Tensor& in = args[0]->to_tensor();
-  std::span<const int64_t> dims = args[1]->to_int_list();
-  bool keepdim = args[2]->to_bool();
-  Tensor& out = args[3]->to_tensor();
-  PTERUN_CHECK(out.dtype() == in.dtype(), ErrorCode::InvalidArgument, op, ": out dtype ",
-               dtype_name(out.dtype()), " differs from the input's ", dtype_name(in.dtype()));
-  DimMask mask = kernels::reduce_dim_mask(dims, static_cast<int64_t>(in.dim()), op);
-  PTERUN_CHECK(kernels::reduced_count(in, mask) > 0, ErrorCode::InvalidArgument, op,
-               ": cannot reduce over an empty dimension of ", describe(in));
-  kernels::ReducePlan p = prepare_reduction(in, out, mask, keepdim, op);
-  kernels::visit(in.dtype(), Family::RealHBBF16, op, [&]<typename T>() {
-    kernels::reduce(ctx, in, out, p, kernels::ExtremeOp<kernels::ComputeOf<T>, kMax>{});
+void extreme(KernelContext& ctx, const ops::ReduceArgs& a) {
+  kernels::visit(a.in.dtype(), Family::RealHBBF16, a.op, [&]<typename T>() {
+    kernels::reduce(ctx, a.in, a.out, a.plan, kernels::ExtremeOp<kernels::ComputeOf<T>, kMax>{});
   });
 }
 
-// max.unary_out / min.unary_out(self, *, out): rank-0 result of any castable
-// dtype.
-template <bool kMax>
-void max_min_unary_out(KernelContext& ctx, std::span<Value* const> args) {
-  const char* op = kMax ? "aten::max.unary_out" : "aten::min.unary_out";
-  const Tensor& in = args[0]->to_tensor();
-  Tensor& out = args[1]->to_tensor();
-  check_real(in, Family::RealHBBF16, "input", op);
-  check_real(out, Family::RealHBBF16, "out", op);
-  kernels::check_can_cast(in.dtype(), out.dtype(), op);
-  PTERUN_CHECK(in.numel() > 0, ErrorCode::InvalidArgument, op,
-               ": the input is empty; specify a dim");
-  DimMask mask = kernels::reduce_dim_mask(std::nullopt, static_cast<int64_t>(in.dim()), op);
-  kernels::ReducePlan p = prepare_reduction(in, out, mask, false, op);
-  kernels::visit(in.dtype(), Family::RealHBBF16, op, [&]<typename T>() {
-    kernels::reduce(ctx, in, out, p, kernels::ExtremeOp<kernels::ComputeOf<T>, kMax>{});
-  });
+void reduce_out(KernelContext& ctx, const ops::ReduceArgs& a) {
+  switch (a.kind) {
+    case ops::ReduceKind::Sum: return fold_in<kernels::SumOp>(ctx, a);
+    case ops::ReduceKind::Mean: return fold_in<kernels::MeanOp>(ctx, a);
+    case ops::ReduceKind::Prod: return fold_in<kernels::ProdOp>(ctx, a);
+    case ops::ReduceKind::Max: return extreme<true>(ctx, a);
+    case ops::ReduceKind::Min: return extreme<false>(ctx, a);
+    case ops::ReduceKind::Any: return kernels::reduce(ctx, a.in, a.out, a.plan, kernels::AnyOp{});
+    case ops::ReduceKind::All: return kernels::reduce(ctx, a.in, a.out, a.plan, kernels::AllOp{});
+  }
 }
 
 // ---- variance ------------------------------------------------------------
@@ -256,41 +100,8 @@ void variance(KernelContext& ctx, const Tensor& in, Tensor* var_out, Tensor* mea
       });
 }
 
-enum class VarForm { Correction, Unbiased, CorrectionWithMean };
-
-// var.correction_out(self, int[1]? dim=None, *, Scalar? correction=None,
-//   bool keepdim=False, out); var.out(self, int[1]? dim, bool unbiased=True,
-//   bool keepdim=False, *, out); var_mean.correction_out(..., out0, out1).
-template <VarForm kForm>
-void var_out(KernelContext& ctx, std::span<Value* const> args) {
-  const char* op = kForm == VarForm::Correction ? "aten::var.correction_out"
-                   : kForm == VarForm::Unbiased ? "aten::var.out"
-                                                : "aten::var_mean.correction_out";
-  const Tensor& in = args[0]->to_tensor();
-  auto dims = args[1]->to_optional_int_list();
-  double correction = 1.0;
-  if constexpr (kForm == VarForm::Unbiased) {
-    correction = args[2]->to_bool() ? 1.0 : 0.0;
-  } else {
-    std::optional<Scalar> c = args[2]->to_optional_scalar();
-    if (c.has_value()) correction = c->to_double();
-  }
-  bool keepdim = args[3]->to_bool();
-  Tensor& out = args[4]->to_tensor();
-  Tensor* mean_out = kForm == VarForm::CorrectionWithMean ? &args[5]->to_tensor() : nullptr;
-  PTERUN_CHECK(kernels::is_floating(in.dtype()) && kernels::is_floating(out.dtype()),
-               ErrorCode::InvalidArgument, op, ": input ", describe(in), " and out ", describe(out),
-               " must be floating");
-  PTERUN_CHECK(mean_out == nullptr || kernels::is_floating(mean_out->dtype()),
-               ErrorCode::InvalidArgument, op, ": the mean out must be floating");
-  DimMask mask = kernels::reduce_dim_mask(dims, static_cast<int64_t>(in.dim()), op);
-  kernels::ReducePlan p = prepare_reduction(in, out, mask, keepdim, op);
-  if (mean_out != nullptr) {
-    kernels::ReducePlan pm = prepare_reduction(in, *mean_out, mask, keepdim, op);
-    variance(ctx, in, &out, mean_out, p, pm, correction);
-  } else {
-    variance(ctx, in, &out, nullptr, p, p, correction);
-  }
+void variance_out(KernelContext& ctx, const ops::VarianceArgs& a) {
+  variance(ctx, a.in, &a.var, a.mean, a.plan, a.mean_plan, a.correction);
 }
 
 // ---- arg-reductions ------------------------------------------------------
@@ -411,61 +222,25 @@ int64_t arg_reduce_all(const Tensor& in) {
   return where;
 }
 
-// argmax.out / argmin.out(self, int? dim=None, bool keepdim=False, *, out).
 template <bool kMax>
-void argmax_argmin_out(KernelContext& ctx, std::span<Value* const> args) {
-  const char* op = kMax ? "aten::argmax.out" : "aten::argmin.out";
-  const Tensor& in = args[0]->to_tensor();
-  std::optional<int64_t> dim = args[1]->to_optional_int();
-  bool keepdim = args[2]->to_bool();
-  Tensor& out = args[3]->to_tensor();
-  PTERUN_CHECK(out.dtype() == DType::Int64, ErrorCode::InvalidArgument, op,
-               ": out must be int64, not ", dtype_name(out.dtype()));
-  const int64_t rank = static_cast<int64_t>(in.dim());
-  if (!dim.has_value()) {
-    PTERUN_CHECK(in.numel() > 0, ErrorCode::InvalidArgument, op,
-                 ": the input is empty; specify a dim");
-    DimMask mask = kernels::reduce_dim_mask(std::nullopt, rank, op);
-    kernels::Shape shape = kernels::reduced_shape(in, mask, keepdim);
-    kernels::resize_output(out, shape.span(), op);
-    kernels::visit(in.dtype(), Family::RealHBF16, op,
-                   [&]<typename T>() { out.data_as<int64_t>()[0] = arg_reduce_all<T, kMax>(in); });
+void arg_reduce(KernelContext& ctx, const ops::ArgReduceArgs& a) {
+  if (!a.dim.has_value()) {
+    kernels::visit(a.in.dtype(), Family::RealHBF16, a.op, [&]<typename T>() {
+      a.indices.data_as<int64_t>()[0] = arg_reduce_all<T, kMax>(a.in);
+    });
     return;
   }
-  size_t d = static_cast<size_t>(kernels::wrap_dim(*dim, rank, op));
-  PTERUN_CHECK(rank == 0 || in.size(d) > 0, ErrorCode::InvalidArgument, op,
-               ": cannot reduce over the empty dimension ", *dim, " of ", describe(in));
-  DimMask mask = kernels::reduce_dim_mask(std::span<const int64_t>(&*dim, 1), rank, op);
-  kernels::Shape shape = kernels::reduced_shape(in, mask, keepdim);
-  kernels::resize_output(out, shape.span(), op);
-  kernels::visit(in.dtype(), Family::RealHBF16, op,
-                 [&]<typename T>() { arg_reduce_dim<T, kMax>(ctx, in, d, keepdim, nullptr, out); });
+  kernels::visit(a.in.dtype(), Family::RealHBBF16, a.op, [&]<typename T>() {
+    arg_reduce_dim<T, kMax>(ctx, a.in, *a.dim, a.keepdim, a.values, a.indices);
+  });
 }
 
-// max.dim_max / min.dim_min(self, int dim, bool keepdim=False, *, values, indices).
-template <bool kMax>
-void max_min_dim_out(KernelContext& ctx, std::span<Value* const> args) {
-  const char* op = kMax ? "aten::max.dim_max" : "aten::min.dim_min";
-  const Tensor& in = args[0]->to_tensor();
-  int64_t dim = args[1]->to_int();
-  bool keepdim = args[2]->to_bool();
-  Tensor& values = args[3]->to_tensor();
-  Tensor& indices = args[4]->to_tensor();
-  PTERUN_CHECK(values.dtype() == in.dtype(), ErrorCode::InvalidArgument, op, ": values dtype ",
-               dtype_name(values.dtype()), " differs from the input's ", dtype_name(in.dtype()));
-  PTERUN_CHECK(indices.dtype() == DType::Int64, ErrorCode::InvalidArgument, op,
-               ": indices must be int64, not ", dtype_name(indices.dtype()));
-  const int64_t rank = static_cast<int64_t>(in.dim());
-  size_t d = static_cast<size_t>(kernels::wrap_dim(dim, rank, op));
-  PTERUN_CHECK(rank == 0 || in.size(d) > 0, ErrorCode::InvalidArgument, op,
-               ": cannot reduce over the empty dimension ", dim, " of ", describe(in));
-  DimMask mask = kernels::reduce_dim_mask(std::span<const int64_t>(&dim, 1), rank, op);
-  kernels::Shape shape = kernels::reduced_shape(in, mask, keepdim);
-  kernels::resize_output(values, shape.span(), op);
-  kernels::resize_output(indices, shape.span(), op);
-  kernels::visit(in.dtype(), Family::RealHBBF16, op, [&]<typename T>() {
-    arg_reduce_dim<T, kMax>(ctx, in, d, keepdim, &values, indices);
-  });
+void arg_reduce_out(KernelContext& ctx, const ops::ArgReduceArgs& a) {
+  if (a.is_max) {
+    arg_reduce<true>(ctx, a);
+  } else {
+    arg_reduce<false>(ctx, a);
+  }
 }
 
 // ---- cumsum --------------------------------------------------------------
@@ -526,56 +301,20 @@ void cumsum_lines(KernelContext& ctx, const Tensor& in, Tensor& out, size_t dim)
       });
 }
 
-// cumsum.out(self, int dim, *, ScalarType? dtype=None, out)
-void cumsum_out(KernelContext& ctx, std::span<Value* const> args) {
-  const char* op = "aten::cumsum.out";
-  const Tensor& in = args[0]->to_tensor();
-  int64_t dim = args[1]->to_int();
-  std::optional<DType> dtype = optional_dtype(*args[2], op);
-  Tensor& out = args[3]->to_tensor();
-  check_dtype_arg(dtype, out, op);
-  check_real(in, Family::RealHBBF16, "input", op);
-  check_real(out, Family::RealHBBF16, "out", op);
-  size_t d = static_cast<size_t>(kernels::wrap_dim(dim, static_cast<int64_t>(in.dim()), op));
-  kernels::resize_output(out, in.sizes(), op);
-  if (in.numel() == 0) return;
-  const DType od = out.dtype();
-  if (od == DType::Float64) {
-    cumsum_lines<double>(ctx, in, out, d);
-  } else if (kernels::is_floating(od)) {
-    cumsum_lines<float>(ctx, in, out, d);
-  } else {
-    cumsum_lines<uint64_t>(ctx, in, out, d);
+void cumsum_out(KernelContext& ctx, const ops::CumsumArgs& a) {
+  switch (a.acc) {
+    case ops::ReduceAcc::F64: return cumsum_lines<double>(ctx, a.in, a.out, a.dim);
+    case ops::ReduceAcc::F32: return cumsum_lines<float>(ctx, a.in, a.out, a.dim);
+    default: return cumsum_lines<uint64_t>(ctx, a.in, a.out, a.dim);
   }
 }
 
 }  // namespace
 
-void register_reduce_ops(kernels::KernelRegistry& r) {
-  r.add("aten::sum.IntList_out", Device::CPU, &sum_dim_out);
-  r.add("aten::sum.out", Device::CPU, &sum_all_out);
-  r.add("aten::mean.out", Device::CPU, &mean_dim_out);
-  r.add("aten::mean.dtype_out", Device::CPU, &mean_dtype_out);
-  r.add("aten::prod.out", Device::CPU, &prod_out<false>);
-  r.add("aten::prod.int_out", Device::CPU, &prod_out<true>);
-  r.add("aten::any.out", Device::CPU, &any_all_out<true, DimArg::One>);
-  r.add("aten::any.dims_out", Device::CPU, &any_all_out<true, DimArg::List>);
-  r.add("aten::any.all_out", Device::CPU, &any_all_out<true, DimArg::None>);
-  r.add("aten::all.out", Device::CPU, &any_all_out<false, DimArg::One>);
-  r.add("aten::all.dims_out", Device::CPU, &any_all_out<false, DimArg::List>);
-  r.add("aten::all.all_out", Device::CPU, &any_all_out<false, DimArg::None>);
-  r.add("aten::amax.out", Device::CPU, &amax_amin_out<true>);
-  r.add("aten::amin.out", Device::CPU, &amax_amin_out<false>);
-  r.add("aten::max.unary_out", Device::CPU, &max_min_unary_out<true>);
-  r.add("aten::min.unary_out", Device::CPU, &max_min_unary_out<false>);
-  r.add("aten::argmax.out", Device::CPU, &argmax_argmin_out<true>);
-  r.add("aten::argmin.out", Device::CPU, &argmax_argmin_out<false>);
-  r.add("aten::max.dim_max", Device::CPU, &max_min_dim_out<true>);
-  r.add("aten::min.dim_min", Device::CPU, &max_min_dim_out<false>);
-  r.add("aten::var.correction_out", Device::CPU, &var_out<VarForm::Correction>);
-  r.add("aten::var.out", Device::CPU, &var_out<VarForm::Unbiased>);
-  r.add("aten::var_mean.correction_out", Device::CPU, &var_out<VarForm::CorrectionWithMean>);
-  r.add("aten::cumsum.out", Device::CPU, &cumsum_out);
+const ops::ReduceBackend& reduce_backend() {
+  static constexpr ops::ReduceBackend kReduce{&reduce_out, &variance_out, &arg_reduce_out,
+                                              &cumsum_out};
+  return kReduce;
 }
 
 }  // namespace pterun::cpu

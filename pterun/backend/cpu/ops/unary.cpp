@@ -1,131 +1,92 @@
-// Elementwise unary math over the shared elementwise engine. Two shapes:
-// floating ops (exp, sin, rsqrt ...) read any real or bool dtype and write a
-// floating one, computing in double for double input and in float
-// otherwise; the others (neg, abs, floor, sign ...) keep the dtype.
+// Elementwise unary math on the CPU over the shared elementwise engine: the
+// floating functions (exp, sin, rsqrt ...) in the compute type the front-end
+// chose (double or float), the others (neg, abs, floor, sign ...) in the
+// input's. The front-ends are ops/elementwise_unary.cpp.
 
 #include <cmath>
 #include <type_traits>
 
-#include "pterun/backend/cpu/ops/ops.h"
+#include "pterun/backend/cpu/ops/elementwise_compute.h"
 #include "pterun/backend/cpu/ops/vec_math.h"
-#include "pterun/core/value.h"
 #include "pterun/kernels/common/elementwise.h"
-#include "pterun/kernels/common/elementwise_checks.h"
 #include "pterun/kernels/common/elementwise_math.h"
 #include "pterun/kernels/common/elementwise_util.h"
-#include "pterun/kernels/common/shape_util.h"
+#include "pterun/ops/elementwise.h"
 
 namespace pterun::cpu {
 namespace {
 
-using kernels::check_dtype;
 using kernels::Family;
 using kernels::KernelContext;
-using kernels::OpName;
+using ops::UnaryFn;
 namespace math = kernels::math;
 
-// <op>.out(self, *, out) for a floating function fn, generic over float and
-// double.
-template <OpName kName, auto kFn>
-void float_unary_out(KernelContext& ctx, std::span<Value* const> args) {
-  const char* op = kName.value;
-  const Tensor& in = args[0]->to_tensor();
-  Tensor& out = args[1]->to_tensor();
-  check_dtype(in, Family::RealHBBF16, op, "self");
-  check_dtype(out, Family::FloatHBF16, op, "out");
-  kernels::resize_output(out, in.sizes(), op);
-  if (in.dtype() == DType::Float64) {
-    kernels::map_elements<double, double, 1>(ctx, out, {&in}, kFn, op);
+/// out = fn(in) in double (compute Float64) or float, fn generic over both.
+template <typename Fn>
+void map_float(KernelContext& ctx, const ops::UnaryArgs& a, Fn fn) {
+  if (a.compute == DType::Float64) {
+    kernels::map_elements<double, double, 1>(ctx, a.out, {&a.in}, fn, a.op);
   } else {
-    kernels::map_elements<float, float, 1>(ctx, out, {&in}, kFn, op);
+    kernels::map_elements<float, float, 1>(ctx, a.out, {&a.in}, fn, a.op);
   }
 }
 
-// <op>.out(self, *, out) with out of the input's dtype, for the dtypes of
-// kFamily; fn is generic over the compute types.
-template <OpName kName, Family kFamily, auto kFn>
-void same_type_unary_out(KernelContext& ctx, std::span<Value* const> args) {
-  const char* op = kName.value;
-  const Tensor& in = args[0]->to_tensor();
-  Tensor& out = args[1]->to_tensor();
-  check_dtype(in, kFamily, op, "self");
-  kernels::check_out_same_dtype(in, out, op);
-  kernels::resize_output(out, in.sizes(), op);
-  kernels::visit(in.dtype(), kFamily, op, [&]<typename T>() {
+/// out = fn(in) in the compute type of the input's dtype (of kFamily), out
+/// of that dtype; fn is generic over the compute types.
+template <Family kFamily, typename Fn>
+void map_same(KernelContext& ctx, const ops::UnaryArgs& a, Fn fn) {
+  kernels::visit(a.compute, kFamily, a.op, [&]<typename T>() {
     using C = kernels::ComputeOf<T>;
     kernels::map_elements<C, C, 1>(
-        ctx, out, {&in}, [](C x) { return C(kFn(x)); }, op);
+        ctx, a.out, {&a.in}, [fn](C x) { return C(fn(x)); }, a.op);
   });
 }
 
-// isnan.out / isinf.out(self, *, out): bool out.
-template <OpName kName, auto kFn>
-void float_class_out(KernelContext& ctx, std::span<Value* const> args) {
-  const char* op = kName.value;
-  const Tensor& in = args[0]->to_tensor();
-  Tensor& out = args[1]->to_tensor();
-  check_dtype(in, Family::RealHBBF16, op, "self");
-  PTERUN_CHECK(out.dtype() == DType::Bool, ErrorCode::InvalidArgument, op,
-               ": out must be bool, got ", dtype_name(out.dtype()));
-  kernels::resize_output(out, in.sizes(), op);
-  kernels::visit(in.dtype(), Family::RealHBBF16, op, [&]<typename T>() {
+/// out = fn(in) as bool, for any real or bool input.
+template <typename Fn>
+void map_class(KernelContext& ctx, const ops::UnaryArgs& a, Fn fn) {
+  kernels::visit(a.compute, Family::RealHBBF16, a.op, [&]<typename T>() {
     using C = kernels::ComputeOf<T>;
     kernels::map_elements<C, bool, 1>(
-        ctx, out, {&in}, [](C x) -> bool { return kFn(x); }, op);
+        ctx, a.out, {&a.in}, [fn](C x) -> bool { return fn(x); }, a.op);
   });
 }
 
-// bitwise_not.out(self, *, out): integers and bool (logical not).
-void bitwise_not_out(KernelContext& ctx, std::span<Value* const> args) {
-  const char* op = "aten::bitwise_not.out";
-  const Tensor& in = args[0]->to_tensor();
-  Tensor& out = args[1]->to_tensor();
-  PTERUN_CHECK(kernels::is_integral(in.dtype(), true), ErrorCode::InvalidArgument, op,
-               ": needs an integer or bool tensor, got ", dtype_name(in.dtype()));
-  kernels::check_out_same_dtype(in, out, op);
-  kernels::resize_output(out, in.sizes(), op);
-  if (in.dtype() == DType::Bool) {  // as uint8, where the loop vectorises
-    const Tensor bits = kernels::bits_view(in);
-    Tensor out_bits = kernels::bits_view(out);
+// Integers and bool (logical not).
+void bitwise_not(KernelContext& ctx, const ops::UnaryArgs& a) {
+  if (a.compute == DType::Bool) {  // as uint8, where the loop vectorises
+    const Tensor bits = kernels::bits_view(a.in);
+    Tensor out_bits = kernels::bits_view(a.out);
     kernels::map_elements<uint8_t, uint8_t, 1>(
-        ctx, out_bits, {&bits}, [](uint8_t x) { return uint8_t(x ^ 1); }, op);
+        ctx, out_bits, {&bits}, [](uint8_t x) { return uint8_t(x ^ 1); }, a.op);
     return;
   }
-  kernels::visit(in.dtype(), Family::Real, op, [&]<typename T>() {
+  kernels::visit(a.compute, Family::Real, a.op, [&]<typename T>() {
     if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
       kernels::map_elements<T, T, 1>(
-          ctx, out, {&in}, [](T x) { return T(~x); }, op);
+          ctx, a.out, {&a.in}, [](T x) { return T(~x); }, a.op);
     }
   });
 }
 
-// logit.out(self, float? eps=None, *, out): log(x / (1 - x)), x first
-// clamped to [eps, 1 - eps] when eps is given and not negative.
-void logit_out(KernelContext& ctx, std::span<Value* const> args) {
-  const char* op = "aten::logit.out";
-  const Tensor& in = args[0]->to_tensor();
-  bool clamp = !args[1]->is_none() && args[1]->to_double() >= 0;
-  double eps = clamp ? args[1]->to_double() : 0.0;
-  Tensor& out = args[2]->to_tensor();
-  check_dtype(in, Family::RealHBBF16, op, "self");
-  check_dtype(out, Family::FloatHBF16, op, "out");
-  kernels::resize_output(out, in.sizes(), op);
+// log(x / (1 - x)), x first clamped to [eps, 1 - eps] for LogitEps.
+void logit(KernelContext& ctx, const ops::UnaryArgs& a) {
   auto run = [&]<typename C>() {
-    if (clamp) {
-      C lo = C(eps), hi = C(1 - eps);
+    if (a.fn == UnaryFn::LogitEps) {
+      C lo = C(a.eps), hi = C(1 - a.eps);
       kernels::map_elements<C, C, 1>(
-          ctx, out, {&in},
+          ctx, a.out, {&a.in},
           [lo, hi](C x) {
             x = x < lo ? lo : (x > hi ? hi : x);
             return std::log(x / (C(1) - x));
           },
-          op);
+          a.op);
     } else {
       kernels::map_elements<C, C, 1>(
-          ctx, out, {&in}, [](C x) { return std::log(x / (C(1) - x)); }, op);
+          ctx, a.out, {&a.in}, [](C x) { return std::log(x / (C(1) - x)); }, a.op);
     }
   };
-  if (in.dtype() == DType::Float64 || out.dtype() == DType::Float64) {
+  if (a.compute == DType::Float64) {
     run.template operator()<double>();
   } else {
     run.template operator()<float>();
@@ -187,80 +148,60 @@ constexpr auto kSign = [](auto x) {
 
 }  // namespace
 
-void register_unary_ops(kernels::KernelRegistry& r) {
+void elementwise::unary(KernelContext& ctx, const ops::UnaryArgs& a) {
   constexpr Family kRealH = Family::RealHBF16;
-  r.add("aten::exp.out", Device::CPU,
-        &float_unary_out<"aten::exp.out", [](auto x) { return std::exp(x); }>);
-  r.add("aten::expm1.out", Device::CPU,
-        &float_unary_out<"aten::expm1.out", [](auto x) { return std::expm1(x); }>);
-  r.add("aten::log.out", Device::CPU,
-        &float_unary_out<"aten::log.out", [](auto x) { return std::log(x); }>);
-  r.add("aten::log1p.out", Device::CPU,
-        &float_unary_out<"aten::log1p.out", [](auto x) { return std::log1p(x); }>);
-  r.add("aten::log2.out", Device::CPU,
-        &float_unary_out<"aten::log2.out", [](auto x) { return std::log2(x); }>);
-  r.add("aten::log10.out", Device::CPU,
-        &float_unary_out<"aten::log10.out", [](auto x) { return std::log10(x); }>);
-  r.add("aten::sqrt.out", Device::CPU,
-        &float_unary_out<"aten::sqrt.out", [](auto x) { return std::sqrt(x); }>);
-  r.add("aten::rsqrt.out", Device::CPU,
-        &float_unary_out<"aten::rsqrt.out", [](auto x) { return decltype(x)(1) / std::sqrt(x); }>);
-  r.add("aten::reciprocal.out", Device::CPU,
-        &float_unary_out<"aten::reciprocal.out", [](auto x) { return decltype(x)(1) / x; }>);
-  r.add("aten::sin.out", Device::CPU,
-        &float_unary_out<"aten::sin.out", [](auto x) { return std::sin(x); }>);
-  r.add("aten::cos.out", Device::CPU,
-        &float_unary_out<"aten::cos.out", [](auto x) { return std::cos(x); }>);
-  r.add("aten::tan.out", Device::CPU,
-        &float_unary_out<"aten::tan.out", [](auto x) { return std::tan(x); }>);
-  r.add("aten::asin.out", Device::CPU,
-        &float_unary_out<"aten::asin.out", [](auto x) { return std::asin(x); }>);
-  r.add("aten::acos.out", Device::CPU,
-        &float_unary_out<"aten::acos.out", [](auto x) { return std::acos(x); }>);
-  r.add("aten::atan.out", Device::CPU,
-        &float_unary_out<"aten::atan.out", [](auto x) { return std::atan(x); }>);
-  r.add("aten::sinh.out", Device::CPU,
-        &float_unary_out<"aten::sinh.out", [](auto x) { return std::sinh(x); }>);
-  r.add("aten::cosh.out", Device::CPU,
-        &float_unary_out<"aten::cosh.out", [](auto x) { return std::cosh(x); }>);
-  r.add("aten::tanh.out", Device::CPU,
-        &float_unary_out<"aten::tanh.out", [](auto x) { return std::tanh(x); }>);
-  r.add("aten::asinh.out", Device::CPU,
-        &float_unary_out<"aten::asinh.out", [](auto x) { return std::asinh(x); }>);
-  r.add("aten::acosh.out", Device::CPU,
-        &float_unary_out<"aten::acosh.out", [](auto x) { return std::acosh(x); }>);
-  r.add("aten::atanh.out", Device::CPU,
-        &float_unary_out<"aten::atanh.out", [](auto x) { return std::atanh(x); }>);
-  r.add("aten::erf.out", Device::CPU,
-        &float_unary_out<"aten::erf.out", [](auto x) { return std::erf(x); }>);
-  r.add("aten::sigmoid.out", Device::CPU, &float_unary_out<"aten::sigmoid.out", [](auto x) {
-          if constexpr (std::is_same_v<decltype(x), float>) {
-            return vec_math::sigmoid(x);
-          } else {
-            return decltype(x)(1) / (decltype(x)(1) + std::exp(-x));
-          }
-        }>);
-
-  r.add("aten::neg.out", Device::CPU, &same_type_unary_out<"aten::neg.out", kRealH, kNeg>);
-  r.add("aten::abs.out", Device::CPU, &same_type_unary_out<"aten::abs.out", kRealH, kAbs>);
-  r.add("aten::floor.out", Device::CPU, &same_type_unary_out<"aten::floor.out", kRealH, kFloor>);
-  r.add("aten::ceil.out", Device::CPU, &same_type_unary_out<"aten::ceil.out", kRealH, kCeil>);
-  r.add("aten::round.out", Device::CPU, &same_type_unary_out<"aten::round.out", kRealH, kRound>);
-  r.add("aten::trunc.out", Device::CPU, &same_type_unary_out<"aten::trunc.out", kRealH, kTrunc>);
-  r.add("aten::sign.out", Device::CPU,
-        &same_type_unary_out<"aten::sign.out", Family::RealHBBF16, kSign>);
-
-  r.add("aten::bitwise_not.out", Device::CPU, &bitwise_not_out);
-  r.add("aten::isnan.out", Device::CPU,
-        &float_class_out<"aten::isnan.out", [](auto x) { return math::is_nan(x); }>);
-  r.add("aten::isinf.out", Device::CPU, &float_class_out<"aten::isinf.out", [](auto x) {
-          if constexpr (kFloat<decltype(x)>) {
-            return std::isinf(x);
-          } else {
-            return false;
-          }
-        }>);
-  r.add("aten::logit.out", Device::CPU, &logit_out);
+  switch (a.fn) {
+    case UnaryFn::Exp: return map_float(ctx, a, [](auto x) { return std::exp(x); });
+    case UnaryFn::Expm1: return map_float(ctx, a, [](auto x) { return std::expm1(x); });
+    case UnaryFn::Log: return map_float(ctx, a, [](auto x) { return std::log(x); });
+    case UnaryFn::Log1p: return map_float(ctx, a, [](auto x) { return std::log1p(x); });
+    case UnaryFn::Log2: return map_float(ctx, a, [](auto x) { return std::log2(x); });
+    case UnaryFn::Log10: return map_float(ctx, a, [](auto x) { return std::log10(x); });
+    case UnaryFn::Sqrt: return map_float(ctx, a, [](auto x) { return std::sqrt(x); });
+    case UnaryFn::Rsqrt:
+      return map_float(ctx, a, [](auto x) { return decltype(x)(1) / std::sqrt(x); });
+    case UnaryFn::Reciprocal: return map_float(ctx, a, [](auto x) { return decltype(x)(1) / x; });
+    case UnaryFn::Sin: return map_float(ctx, a, [](auto x) { return std::sin(x); });
+    case UnaryFn::Cos: return map_float(ctx, a, [](auto x) { return std::cos(x); });
+    case UnaryFn::Tan: return map_float(ctx, a, [](auto x) { return std::tan(x); });
+    case UnaryFn::Asin: return map_float(ctx, a, [](auto x) { return std::asin(x); });
+    case UnaryFn::Acos: return map_float(ctx, a, [](auto x) { return std::acos(x); });
+    case UnaryFn::Atan: return map_float(ctx, a, [](auto x) { return std::atan(x); });
+    case UnaryFn::Sinh: return map_float(ctx, a, [](auto x) { return std::sinh(x); });
+    case UnaryFn::Cosh: return map_float(ctx, a, [](auto x) { return std::cosh(x); });
+    case UnaryFn::Tanh: return map_float(ctx, a, [](auto x) { return std::tanh(x); });
+    case UnaryFn::Asinh: return map_float(ctx, a, [](auto x) { return std::asinh(x); });
+    case UnaryFn::Acosh: return map_float(ctx, a, [](auto x) { return std::acosh(x); });
+    case UnaryFn::Atanh: return map_float(ctx, a, [](auto x) { return std::atanh(x); });
+    case UnaryFn::Erf: return map_float(ctx, a, [](auto x) { return std::erf(x); });
+    case UnaryFn::Sigmoid:
+      return map_float(ctx, a, [](auto x) {
+        if constexpr (std::is_same_v<decltype(x), float>) {
+          return vec_math::sigmoid(x);
+        } else {
+          return decltype(x)(1) / (decltype(x)(1) + std::exp(-x));
+        }
+      });
+    case UnaryFn::Logit:
+    case UnaryFn::LogitEps: return logit(ctx, a);
+    case UnaryFn::Neg: return map_same<kRealH>(ctx, a, kNeg);
+    case UnaryFn::Abs: return map_same<kRealH>(ctx, a, kAbs);
+    case UnaryFn::Floor: return map_same<kRealH>(ctx, a, kFloor);
+    case UnaryFn::Ceil: return map_same<kRealH>(ctx, a, kCeil);
+    case UnaryFn::Round: return map_same<kRealH>(ctx, a, kRound);
+    case UnaryFn::Trunc: return map_same<kRealH>(ctx, a, kTrunc);
+    case UnaryFn::Sign: return map_same<Family::RealHBBF16>(ctx, a, kSign);
+    case UnaryFn::BitwiseNot: return bitwise_not(ctx, a);
+    case UnaryFn::IsNan: return map_class(ctx, a, [](auto x) { return math::is_nan(x); });
+    case UnaryFn::IsInf:
+      return map_class(ctx, a, [](auto x) {
+        if constexpr (kFloat<decltype(x)>) {
+          return std::isinf(x);
+        } else {
+          return false;
+        }
+      });
+  }
 }
 
 }  // namespace pterun::cpu

@@ -1,130 +1,61 @@
-// Elementwise binary arithmetic on CUDA: add, sub, rsub, mul, div and the
-// rounding divisions, max/min and atan2. Host checks, promotion and
-// resizing are the CPU kernels' (kernels/common/elementwise_checks.h); the
-// per-element functors mirror backend/cpu/ops/binary.cpp. Division-like
-// ops (remainder, fmod, pow, bitwise) are in binary_ext.cu.
+// Elementwise binary arithmetic on CUDA, tensor by tensor, and the fused
+// mul-add: one functor of binary_functors.cuh per op code over the CUDA
+// elementwise engine. The front-ends (ops/elementwise_binary.cpp) have
+// checked, promoted and resized. The tensor-scalar forms are in
+// binary_scalar.cu.
 //
-// One difference: the CPU rejects an integer division by a zero tensor
-// element, which needs the divisor's values on the host; on CUDA that
-// would cost a device wait per call (B19), so integer division by zero
-// gives 0 instead of an error.
+// Integer division by zero gives 0 here: the CPU rejects a zero divisor
+// element, which needs the divisor's values on the host, and on CUDA that
+// would cost a device wait per call (docs/python-api.md, B19).
 
-#include <optional>
-#include <string_view>
+#include <array>
 #include <type_traits>
 
 #include "pterun/backend/cuda/cuda_context.h"
 #include "pterun/backend/cuda/ops/binary_functors.cuh"
 #include "pterun/backend/cuda/ops/elementwise.cuh"
+#include "pterun/backend/cuda/ops/elementwise_compute.h"
 #include "pterun/backend/cuda/ops/ops.h"
-#include "pterun/core/value.h"
-#include "pterun/kernels/common/elementwise_checks.h"
-#include "pterun/kernels/common/shape_util.h"
-#include "pterun/kernels/internal_ops.h"
+#include "pterun/core/error.h"
+#include "pterun/ops/elementwise.h"
 
 namespace pterun::kernels::cuda_ops {
 namespace {
 
 using cuda::DeviceComputeOf;
 using cuda::elementwise_same;
-using cuda::visit_real_dtype;
+using ops::BinaryFn;
 using namespace cuda::binary;  // NOLINT: the functors
 
-// add.out(self, other, *, alpha, out) and sub.out: self +/- alpha * other.
-template <bool kSubtract>
-void add_sub_out(KernelContext& ctx, std::span<Value* const> args) {
-  const char* op = kSubtract ? "aten::sub.out" : "aten::add.out";
-  const Tensor& a = args[0]->to_tensor();
-  const Tensor& b = args[1]->to_tensor();
-  Scalar alpha = args[2]->to_scalar();
-  Tensor& out = args[3]->to_tensor();
-  DType common = prepare_binary(a, b, out, op, !kSubtract);
-  check_alpha(alpha, common, op);
-  visit_real_dtype(common, op, [&]<typename S>() {
-    using C = DeviceComputeOf<S>;
-    if constexpr (std::is_same_v<C, bool>) {
-      if constexpr (!kSubtract) {
-        bool al = alpha.to_int() != 0;
-        elementwise_same<S, 2>(ctx, out, {&a, &b}, AddAlpha<C, false>{al}, op);
-      }
-    } else {
-      C al = math::scalar_as<C>(alpha);
-      if (al == C(1)) {
-        elementwise_same<S, 2>(ctx, out, {&a, &b}, AddSub<C, kSubtract>{}, op);
-      } else {
-        elementwise_same<S, 2>(ctx, out, {&a, &b}, AddAlpha<C, kSubtract>{al}, op);
-      }
+/// out = f(a, b) for S the storage type of a.compute and f =
+/// make.template operator()<S, C>() (C its compute type); a maker returns
+/// Unused for the types its op code never runs in.
+template <typename Make>
+void run_tensors(KernelContext& ctx, const ops::BinaryArgs& a, Make&& make) {
+  cuda::visit_real_dtype(a.compute, a.op, [&]<typename S>() {
+    auto f = make.template operator()<S, DeviceComputeOf<S>>();
+    if constexpr (!std::is_same_v<decltype(f), Unused>) {
+      elementwise_same<S, 2>(ctx, a.out, {&a.a, &a.b}, f, a.op);
     }
   });
 }
 
-// add.Scalar_out(self, other, alpha, *, out) and sub.Scalar_out.
-template <bool kSubtract>
-void add_sub_scalar_out(KernelContext& ctx, std::span<Value* const> args) {
-  const char* op = kSubtract ? "aten::sub.Scalar_out" : "aten::add.Scalar_out";
-  const Tensor& a = args[0]->to_tensor();
-  Scalar s = args[1]->to_scalar();
-  Scalar alpha = args[2]->to_scalar();
-  Tensor& out = args[3]->to_tensor();
-  DType common = prepare_scalar(a, s, out, op, !kSubtract, /*exact_out=*/true);
-  check_alpha(alpha, common, op);
-  visit_real_dtype(common, op, [&]<typename S>() {
-    using C = DeviceComputeOf<S>;
-    if constexpr (std::is_same_v<C, bool>) {
-      if constexpr (!kSubtract) {
-        bool v = alpha.to_int() != 0 && s.to_int() != 0;
-        elementwise_same<S, 1>(ctx, out, {&a}, AddConst<C, false>{v}, op);
-      }
-    } else {
-      C v = C(math::scalar_as<C>(alpha) * math::scalar_as<C>(s));
-      elementwise_same<S, 1>(ctx, out, {&a}, AddConst<C, kSubtract>{v}, op);
-    }
-  });
-}
+template <typename C>
+using RemainderF = Remainder<C, true>;
+template <typename C>
+using FmodF = Remainder<C, false>;
+template <typename C>
+using MaximumF = MaxMin<C, true>;
+template <typename C>
+using MinimumF = MaxMin<C, false>;
 
-// rsub.Scalar_out(self, other, alpha, *, out): other - alpha * self.
-void rsub_scalar_out(KernelContext& ctx, std::span<Value* const> args) {
-  const char* op = "aten::rsub.Scalar_out";
-  const Tensor& a = args[0]->to_tensor();
-  Scalar s = args[1]->to_scalar();
-  Scalar alpha = args[2]->to_scalar();
-  Tensor& out = args[3]->to_tensor();
-  check_dtype(a, Family::RealHBF16, op, "self");
-  DType common = prepare_scalar(a, s, out, op, false, /*exact_out=*/true);
-  check_alpha(alpha, common, op);
-  visit_real_dtype(common, op, [&]<typename S>() {
-    using C = DeviceComputeOf<S>;
-    if constexpr (!std::is_same_v<C, bool>) {
-      elementwise_same<S, 1>(ctx, out, {&a},
-                             RsubConst<C>{math::scalar_as<C>(s), math::scalar_as<C>(alpha)}, op);
-    }
-  });
-}
-
-// mul.out(self, other, *, out).
-void mul_out(KernelContext& ctx, std::span<Value* const> args) {
-  const char* op = "aten::mul.out";
-  const Tensor& a = args[0]->to_tensor();
-  const Tensor& b = args[1]->to_tensor();
-  Tensor& out = args[2]->to_tensor();
-  DType common = prepare_binary(a, b, out, op);
-  visit_real_dtype(common, op, [&]<typename S>() {
-    using C = DeviceComputeOf<S>;
-    elementwise_same<S, 2>(ctx, out, {&a, &b}, Mul<C>{}, op);
-  });
-}
-
-// mul.Scalar_out(self, other, *, out).
-void mul_scalar_out(KernelContext& ctx, std::span<Value* const> args) {
-  const char* op = "aten::mul.Scalar_out";
-  const Tensor& a = args[0]->to_tensor();
-  Scalar s = args[1]->to_scalar();
-  Tensor& out = args[2]->to_tensor();
-  DType common = prepare_scalar(a, s, out, op, true, /*exact_out=*/true);
-  visit_real_dtype(common, op, [&]<typename S>() {
-    using C = DeviceComputeOf<S>;
-    elementwise_same<S, 1>(ctx, out, {&a}, MulConst<C>{math::scalar_as<C>(s)}, op);
-  });
+template <BitOp kOp, typename S>
+auto bitwise() {
+  if constexpr (std::is_integral_v<S>) {
+    return Bitwise<S, kOp>{};
+  } else {
+    return Unused{};
+  }
 }
 
 // ---- mul then add, fused ----------------------------------------------------
@@ -159,191 +90,110 @@ struct MulAdd {
   }
 };
 
-// pterun::mul_add.out(self, mul_other, add_other, alpha, *, out) and
-// pterun::mul_sub.out (kernels/internal_ops.h): mul.out then add.out
-// (sub.out) in one pass; the executor checked the dtypes at load.
-template <bool kSubtract>
-void mul_add_out(KernelContext& ctx, std::span<Value* const> args) {
-  const char* op = kSubtract ? kernels::kMulSubKernel : kernels::kMulAddKernel;
-  const Tensor& x = args[0]->to_tensor();
-  const Tensor& m = args[1]->to_tensor();
-  const Tensor& a = args[2]->to_tensor();
-  Scalar alpha = args[3]->to_scalar();
-  Tensor& out = args[4]->to_tensor();
-  const DType dtype = out.dtype();
-  PTERUN_CHECK(x.dtype() == dtype && m.dtype() == dtype && a.dtype() == dtype,
-               ErrorCode::InvalidArgument, op, ": operands must all be ", dtype_name(dtype));
-  check_alpha(alpha, dtype, op);
-  resize_to_broadcast(out, {&x, &m, &a}, op);
-  cuda::visit_float_dtype(dtype, op, [&]<typename S>() {
-    using C = DeviceComputeOf<S>;
-    const C al = math::scalar_as<C>(alpha);
-    if (al == C(1)) {
-      elementwise_same<S, 3>(ctx, out, {&x, &m, &a}, MulAdd<S, kSubtract>{}, op);
-    } else {
-      elementwise_same<S, 3>(ctx, out, {&x, &m, &a}, MulAddAlpha<S, kSubtract>{al}, op);
-    }
-  });
-}
-
-// ---- division ----------------------------------------------------------------
-
-void true_divide(KernelContext& ctx, const Tensor& a, const Tensor& b, Tensor& out,
-                 const char* op) {
-  check_dtype(a, Family::RealHBBF16, op, "self");
-  check_dtype(b, Family::RealHBBF16, op, "other");
-  check_dtype(out, Family::FloatHBF16, op, "out");
-  DType common = true_division_type(a.dtype(), b.dtype(), op);
-  check_can_cast(common, out.dtype(), op);
-  resize_to_broadcast(out, {&a, &b}, op);
-  cuda::visit_float_dtype(common, op, [&]<typename S>() {
-    using C = DeviceComputeOf<S>;
-    elementwise_same<S, 2>(ctx, out, {&a, &b}, Div<C>{}, op);
-  });
-}
-
-// div.out(self, other, *, out): always true division.
-void div_out(KernelContext& ctx, std::span<Value* const> args) {
-  true_divide(ctx, args[0]->to_tensor(), args[1]->to_tensor(), args[2]->to_tensor(),
-              "aten::div.out");
-}
-
-// div.out_mode(self, other, *, rounding_mode, out).
-void div_mode_out(KernelContext& ctx, std::span<Value* const> args) {
-  const char* op = "aten::div.out_mode";
-  const Tensor& a = args[0]->to_tensor();
-  const Tensor& b = args[1]->to_tensor();
-  Tensor& out = args[3]->to_tensor();
-  std::optional<std::string_view> mode = rounding_mode(*args[2], op);
-  if (!mode) return true_divide(ctx, a, b, out, op);
-  DType common = prepare_binary(a, b, out, op, false);
-  const bool trunc = *mode == "trunc";
-  visit_real_dtype(common, op, [&]<typename S>() {
-    using C = DeviceComputeOf<S>;
-    if constexpr (!std::is_same_v<C, bool>) {
-      if (trunc) {
-        elementwise_same<S, 2>(ctx, out, {&a, &b}, TruncDiv<C>{}, op);
-      } else {
-        elementwise_same<S, 2>(ctx, out, {&a, &b}, FloorDiv<C>{}, op);
-      }
-    }
-  });
-}
-
-void true_divide_scalar(KernelContext& ctx, const Tensor& a, const Scalar& s, Tensor& out,
-                        const char* op) {
-  check_dtype(a, Family::RealHBBF16, op, "self");
-  DType common = is_floating(a.dtype()) ? a.dtype() : DType::Float32;
-  PTERUN_CHECK(out.dtype() == common, ErrorCode::InvalidArgument, op, ": out must be ",
-               dtype_name(common), ", got ", dtype_name(out.dtype()));
-  resize_output(out, a.sizes(), op);
-  cuda::visit_float_dtype(common, op, [&]<typename S>() {
-    using C = DeviceComputeOf<S>;
-    elementwise_same<S, 1>(ctx, out, {&a}, DivConst<C>{math::scalar_as<C>(s)}, op);
-  });
-}
-
-// div.Scalar_out(self, other, *, out).
-void div_scalar_out(KernelContext& ctx, std::span<Value* const> args) {
-  true_divide_scalar(ctx, args[0]->to_tensor(), args[1]->to_scalar(), args[2]->to_tensor(),
-                     "aten::div.Scalar_out");
-}
-
-// div.Scalar_mode_out(self, other, *, rounding_mode, out).
-void div_scalar_mode_out(KernelContext& ctx, std::span<Value* const> args) {
-  const char* op = "aten::div.Scalar_mode_out";
-  const Tensor& a = args[0]->to_tensor();
-  Scalar s = args[1]->to_scalar();
-  Tensor& out = args[3]->to_tensor();
-  std::optional<std::string_view> mode = rounding_mode(*args[2], op);
-  if (!mode) return true_divide_scalar(ctx, a, s, out, op);
-  DType common = prepare_scalar(a, s, out, op, false, /*exact_out=*/false);
-  PTERUN_CHECK(!(is_integral(common, true) && s.to_double() == 0), ErrorCode::InvalidArgument, op,
-               ": integer division by zero");
-  const bool trunc = *mode == "trunc";
-  visit_real_dtype(common, op, [&]<typename S>() {
-    using C = DeviceComputeOf<S>;
-    if constexpr (!std::is_same_v<C, bool>) {
-      C v = math::scalar_as<C>(s);
-      if (trunc) {
-        elementwise_same<S, 1>(ctx, out, {&a}, WithConst<TruncDiv<C>, C>{{}, v}, op);
-      } else {
-        elementwise_same<S, 1>(ctx, out, {&a}, WithConst<FloorDiv<C>, C>{{}, v}, op);
-      }
-    }
-  });
-}
-
-// floor_divide.out(self, other, *, out).
-void floor_divide_out(KernelContext& ctx, std::span<Value* const> args) {
-  const char* op = "aten::floor_divide.out";
-  const Tensor& a = args[0]->to_tensor();
-  const Tensor& b = args[1]->to_tensor();
-  Tensor& out = args[2]->to_tensor();
-  DType common = prepare_binary(a, b, out, op, false);
-  visit_real_dtype(common, op, [&]<typename S>() {
-    using C = DeviceComputeOf<S>;
-    if constexpr (!std::is_same_v<C, bool>) {
-      elementwise_same<S, 2>(ctx, out, {&a, &b}, FloorDiv<C>{}, op);
-    }
-  });
-}
-
-// ---- maximum, minimum, atan2 -------------------------------------------------
-
-// maximum.out / minimum.out: NaN wins.
-template <bool kMax>
-void max_min_out(KernelContext& ctx, std::span<Value* const> args) {
-  const char* op = kMax ? "aten::maximum.out" : "aten::minimum.out";
-  const Tensor& a = args[0]->to_tensor();
-  const Tensor& b = args[1]->to_tensor();
-  Tensor& out = args[2]->to_tensor();
-  DType common = prepare_binary(a, b, out, op);
-  visit_real_dtype(common, op, [&]<typename S>() {
-    using C = DeviceComputeOf<S>;
-    elementwise_same<S, 2>(ctx, out, {&a, &b}, MaxMin<C, kMax>{}, op);
-  });
-}
-
-// atan2.out(self, other, *, out): floating result, like true division.
-void atan2_out(KernelContext& ctx, std::span<Value* const> args) {
-  const char* op = "aten::atan2.out";
-  const Tensor& a = args[0]->to_tensor();
-  const Tensor& b = args[1]->to_tensor();
-  Tensor& out = args[2]->to_tensor();
-  check_dtype(a, Family::RealHBBF16, op, "self");
-  check_dtype(b, Family::RealHBBF16, op, "other");
-  check_dtype(out, Family::FloatHBF16, op, "out");
-  DType common = true_division_type(a.dtype(), b.dtype(), op);
-  check_can_cast(common, out.dtype(), op);
-  resize_to_broadcast(out, {&a, &b}, op);
-  cuda::visit_float_dtype(common, op, [&]<typename S>() {
-    using C = DeviceComputeOf<S>;
-    elementwise_same<S, 2>(ctx, out, {&a, &b}, Atan2<C>{}, op);
-  });
-}
-
 }  // namespace
 
-void register_binary_ops(KernelRegistry& r) {
-  r.add("aten::add.out", Device::CUDA, &add_sub_out<false>);
-  r.add("aten::sub.out", Device::CUDA, &add_sub_out<true>);
-  r.add("aten::mul.out", Device::CUDA, &mul_out);
-  r.add("aten::add.Scalar_out", Device::CUDA, &add_sub_scalar_out<false>);
-  r.add("aten::sub.Scalar_out", Device::CUDA, &add_sub_scalar_out<true>);
-  r.add("aten::rsub.Scalar_out", Device::CUDA, &rsub_scalar_out);
-  r.add("aten::mul.Scalar_out", Device::CUDA, &mul_scalar_out);
-  r.add("aten::div.out", Device::CUDA, &div_out);
-  r.add("aten::div.out_mode", Device::CUDA, &div_mode_out);
-  r.add("aten::div.Scalar_out", Device::CUDA, &div_scalar_out);
-  r.add("aten::div.Scalar_mode_out", Device::CUDA, &div_scalar_mode_out);
-  r.add("aten::floor_divide.out", Device::CUDA, &floor_divide_out);
-  r.add("aten::maximum.out", Device::CUDA, &max_min_out<true>);
-  r.add("aten::minimum.out", Device::CUDA, &max_min_out<false>);
-  r.add("aten::atan2.out", Device::CUDA, &atan2_out);
-  r.add(kernels::kMulAddKernel, Device::CUDA, &mul_add_out<false>);
-  r.add(kernels::kMulSubKernel, Device::CUDA, &mul_add_out<true>);
-  register_binary_ext_ops(r);
+void elementwise::binary(KernelContext& ctx, const ops::BinaryArgs& a) {
+  switch (a.fn) {
+    case BinaryFn::Add:
+      return run_tensors(ctx, a, [&]<typename S, typename C>() {
+        if constexpr (std::is_same_v<C, bool>) {
+          return Unused{};  // bool adds take alpha
+        } else {
+          return AddSub<C, false>{};
+        }
+      });
+    case BinaryFn::AddAlpha:
+      return run_tensors(ctx, a, [&]<typename S, typename C>() {
+        if constexpr (std::is_same_v<C, bool>) {
+          return AddAlpha<C, false>{a.alpha.to_int() != 0};
+        } else {
+          return AddAlpha<C, false>{math::scalar_as<C>(a.alpha)};
+        }
+      });
+    case BinaryFn::Sub:
+      return run_tensors(ctx, a, [&]<typename S, typename C>() {
+        if constexpr (std::is_same_v<C, bool>) {
+          return Unused{};
+        } else {
+          return AddSub<C, true>{};
+        }
+      });
+    case BinaryFn::SubAlpha:
+      return run_tensors(ctx, a, [&]<typename S, typename C>() {
+        if constexpr (std::is_same_v<C, bool>) {
+          return Unused{};
+        } else {
+          return AddAlpha<C, true>{math::scalar_as<C>(a.alpha)};
+        }
+      });
+    case BinaryFn::Mul:
+      return run_tensors(ctx, a, [&]<typename S, typename C>() { return Mul<C>{}; });
+    case BinaryFn::Div:
+      return run_tensors(ctx, a, [&]<typename S, typename C>() { return if_floating<Div, C>(); });
+    case BinaryFn::TruncDiv:
+      return run_tensors(ctx, a,
+                         [&]<typename S, typename C>() { return unless_bool<TruncDiv, C>(); });
+    case BinaryFn::FloorDiv:
+      return run_tensors(ctx, a,
+                         [&]<typename S, typename C>() { return unless_bool<FloorDiv, C>(); });
+    case BinaryFn::Remainder:
+      return run_tensors(ctx, a,
+                         [&]<typename S, typename C>() { return unless_bool<RemainderF, C>(); });
+    case BinaryFn::Fmod:
+      return run_tensors(ctx, a, [&]<typename S, typename C>() { return unless_bool<FmodF, C>(); });
+    case BinaryFn::Pow:
+      return run_tensors(ctx, a, [&]<typename S, typename C>() { return unless_bool<Pow, C>(); });
+    case BinaryFn::Maximum:
+      return run_tensors(ctx, a, [&]<typename S, typename C>() { return MaximumF<C>{}; });
+    case BinaryFn::Minimum:
+      return run_tensors(ctx, a, [&]<typename S, typename C>() { return MinimumF<C>{}; });
+    case BinaryFn::Atan2:
+      return run_tensors(ctx, a, [&]<typename S, typename C>() { return if_floating<Atan2, C>(); });
+    case BinaryFn::BitwiseAnd:
+      return run_tensors(ctx, a,
+                         [&]<typename S, typename C>() { return bitwise<BitOp::And, S>(); });
+    case BinaryFn::BitwiseOr:
+      return run_tensors(ctx, a, [&]<typename S, typename C>() { return bitwise<BitOp::Or, S>(); });
+    case BinaryFn::BitwiseXor:
+      return run_tensors(ctx, a,
+                         [&]<typename S, typename C>() { return bitwise<BitOp::Xor, S>(); });
+  }
+}
+
+// mul.out then add.out (sub.out) in one pass, floating dtypes only.
+void elementwise::mul_add(KernelContext& ctx, const ops::MulAddArgs& a) {
+  cuda::visit_float_dtype(a.out.dtype(), a.op, [&]<typename S>() {
+    using C = DeviceComputeOf<S>;
+    const std::array<const Tensor*, 3> ins = {&a.a, &a.m, &a.b};
+    const C al = math::scalar_as<C>(a.alpha);
+    switch (a.add) {
+      case BinaryFn::Add: return elementwise_same<S, 3>(ctx, a.out, ins, MulAdd<S, false>{}, a.op);
+      case BinaryFn::AddAlpha:
+        return elementwise_same<S, 3>(ctx, a.out, ins, MulAddAlpha<S, false>{al}, a.op);
+      case BinaryFn::Sub: return elementwise_same<S, 3>(ctx, a.out, ins, MulAdd<S, true>{}, a.op);
+      case BinaryFn::SubAlpha:
+        return elementwise_same<S, 3>(ctx, a.out, ins, MulAddAlpha<S, true>{al}, a.op);
+      default: throw_error(ErrorCode::Internal, str_cat(a.op, ": not an add or sub op code"));
+    }
+  });
+}
+
+const ops::ElementwiseBackend& elementwise_backend() {
+  using namespace elementwise;  // NOLINT: the compute functions
+  static constexpr ops::ElementwiseBackend kElementwise{
+      .binary = &binary,
+      .binary_scalar = &binary_scalar,
+      .mul_add = &mul_add,
+      .unary = &unary,
+      .compare = &compare,
+      .logical = &logical,
+      .where = &where,
+      .activation = &activation,
+      .clamp = &clamp,
+      .clamp_tensor = &clamp_tensor,
+      .glu = &glu,
+  };
+  return kElementwise;
 }
 
 }  // namespace pterun::kernels::cuda_ops

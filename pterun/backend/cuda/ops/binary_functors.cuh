@@ -1,26 +1,43 @@
 #pragma once
 
-// Per-element functors of the CUDA binary ops (binary.cu, binary_ext.cu),
-// the device counterparts of the lambdas in backend/cpu/ops/binary.cpp.
-// C is the compute type (float for f16/bf16). Integer divisions by zero
-// give 0: the CPU raises an error for them, which CUDA cannot do without a
-// device wait (see binary.cu).
+// Per-element functors of the CUDA binary ops (binary.cu,
+// binary_scalar.cu), the device counterparts of the lambdas in
+// backend/cpu/ops/binary.cpp. C is the compute type (float for f16/bf16).
+// Integer divisions by zero give 0: the CPU raises an error for them, which
+// CUDA cannot do without a device wait (see binary.cu).
 
 #include <type_traits>
 
 #include "pterun/backend/cuda/ops/device_math.cuh"
 #include "pterun/kernels/common/elementwise_math.h"
-#include "pterun/kernels/registry.h"
-
-namespace pterun::kernels::cuda_ops {
-/// The second half of the binary family (binary_ext.cu), registered by
-/// register_binary_ops.
-void register_binary_ext_ops(KernelRegistry& r);
-}  // namespace pterun::kernels::cuda_ops
 
 namespace pterun::cuda::binary {
 
 namespace math = kernels::math;
+
+/// What a functor maker returns for a compute type its op code never runs
+/// in (the front-end never passes it): nothing is instantiated for it.
+struct Unused {};
+
+/// F<C>, or Unused for bool (op codes the front-end refuses bool for).
+template <template <typename> class F, typename C>
+auto unless_bool() {
+  if constexpr (std::is_same_v<C, bool>) {
+    return Unused{};
+  } else {
+    return F<C>{};
+  }
+}
+
+/// F<C> for floating C only (true division, atan2).
+template <template <typename> class F, typename C>
+auto if_floating() {
+  if constexpr (std::is_floating_point_v<C>) {
+    return F<C>{};
+  } else {
+    return Unused{};
+  }
+}
 
 template <typename C, bool kSubtract>
 struct AddSub {

@@ -1,22 +1,22 @@
 // Comparisons (eq ne lt le gt ge, tensor and scalar), logical ops and
 // where on CUDA, mirroring backend/cpu/ops/compare.cpp: comparisons run in
 // the promoted type and give bool, which the engine casts to any real out.
+// The front-ends are ops/elementwise_compare.cpp.
 
 #include <type_traits>
 
 #include "pterun/backend/cuda/cuda_context.h"
 #include "pterun/backend/cuda/ops/elementwise.cuh"
-#include "pterun/backend/cuda/ops/ops.h"
-#include "pterun/core/value.h"
-#include "pterun/kernels/common/elementwise_checks.h"
-#include "pterun/kernels/common/elementwise_util.h"
+#include "pterun/backend/cuda/ops/elementwise_compute.h"
+#include "pterun/kernels/common/elementwise_math.h"
+#include "pterun/ops/elementwise.h"
 
 namespace pterun::kernels::cuda_ops {
 namespace {
 
 using cuda::DeviceComputeOf;
-
-enum class Cmp { Eq, Ne, Lt, Le, Gt, Ge };
+using Cmp = ops::CompareFn;
+using Logic = ops::LogicalFn;
 
 template <Cmp kCmp, typename C>
 __device__ __forceinline__ bool compare(C x, C y) {
@@ -45,39 +45,18 @@ struct CompareConst {
   __device__ bool operator()(C x) const { return compare<kCmp>(x, v); }
 };
 
-// <cmp>.Tensor_out(self, other, *, out).
-template <OpName kName, Cmp kCmp>
-void compare_tensor_out(KernelContext& ctx, std::span<Value* const> args) {
-  const char* op = kName.value;
-  const Tensor& a = args[0]->to_tensor();
-  const Tensor& b = args[1]->to_tensor();
-  Tensor& out = args[2]->to_tensor();
-  check_dtype(a, Family::RealHBBF16, op, "self");
-  check_dtype(b, Family::RealHBBF16, op, "other");
-  check_dtype(out, Family::RealHBBF16, op, "out");
-  DType common = promote_types(a.dtype(), b.dtype(), op);
-  resize_to_broadcast(out, {&a, &b}, op);
-  cuda::visit_real_dtype(common, op, [&]<typename S>() {
+/// out = a <cmp> b, or a <cmp> s with s in the compute type (an integer
+/// out of range wraps), as on the CPU.
+template <Cmp kCmp>
+void compare_with(KernelContext& ctx, const ops::CompareArgs& a) {
+  cuda::visit_real_dtype(a.compute, a.op, [&]<typename S>() {
     using C = DeviceComputeOf<S>;
-    cuda::elementwise_same<S, 2>(ctx, out, {&a, &b}, Compare<C, kCmp>{}, op);
-  });
-}
-
-// <cmp>.Scalar_out(self, other, *, out). The scalar is converted to the
-// compute type first (an integer out of range wraps), as on the CPU.
-template <OpName kName, Cmp kCmp>
-void compare_scalar_out(KernelContext& ctx, std::span<Value* const> args) {
-  const char* op = kName.value;
-  const Tensor& a = args[0]->to_tensor();
-  Scalar s = args[1]->to_scalar();
-  Tensor& out = args[2]->to_tensor();
-  check_dtype(a, Family::RealHBBF16, op, "self");
-  check_dtype(out, Family::RealHBBF16, op, "out");
-  DType common = promote_with_scalar(a.dtype(), s);
-  resize_output(out, a.sizes(), op);
-  cuda::visit_real_dtype(common, op, [&]<typename S>() {
-    using C = DeviceComputeOf<S>;
-    cuda::elementwise_same<S, 1>(ctx, out, {&a}, CompareConst<C, kCmp>{math::scalar_as<C>(s)}, op);
+    if (a.b != nullptr) {
+      cuda::elementwise_same<S, 2>(ctx, a.out, {&a.a, a.b}, Compare<C, kCmp>{}, a.op);
+    } else {
+      cuda::elementwise_same<S, 1>(ctx, a.out, {&a.a},
+                                   CompareConst<C, kCmp>{math::scalar_as<C>(a.s)}, a.op);
+    }
   });
 }
 
@@ -85,22 +64,6 @@ template <typename C>
 struct LogicalNot {
   __device__ bool operator()(C x) const { return x == C(0); }
 };
-
-// logical_not.out(self, *, out): truthiness, nonzero -> false.
-void logical_not_out(KernelContext& ctx, std::span<Value* const> args) {
-  const char* op = "aten::logical_not.out";
-  const Tensor& in = args[0]->to_tensor();
-  Tensor& out = args[1]->to_tensor();
-  check_dtype(in, Family::RealHBBF16, op, "self");
-  check_dtype(out, Family::RealHBBF16, op, "out");
-  resize_output(out, in.sizes(), op);
-  cuda::visit_real_dtype(in.dtype(), op, [&]<typename S>() {
-    using C = DeviceComputeOf<S>;
-    cuda::elementwise_same<S, 1>(ctx, out, {&in}, LogicalNot<C>{}, op);
-  });
-}
-
-enum class Logic { And, Or, Xor };
 
 template <Logic kOp>
 struct Logical {
@@ -114,72 +77,48 @@ struct Logical {
   }
 };
 
-// logical_{and,or,xor}.out(self, other, *, out): on truthiness.
-template <OpName kName, Logic kOp>
-void logical_binary_out(KernelContext& ctx, std::span<Value* const> args) {
-  const char* op = kName.value;
-  const Tensor& a = args[0]->to_tensor();
-  const Tensor& b = args[1]->to_tensor();
-  Tensor& out = args[2]->to_tensor();
-  check_dtype(a, Family::RealHBBF16, op, "self");
-  check_dtype(b, Family::RealHBBF16, op, "other");
-  check_dtype(out, Family::RealHBBF16, op, "out");
-  resize_to_broadcast(out, {&a, &b}, op);
-  cuda::elementwise<bool, bool, 2>(ctx, out, {&a, &b}, Logical<kOp>{}, op);
-}
-
 template <typename C>
 struct Select {
   __device__ C operator()(C m, C p, C q) const { return m != C(0) ? p : q; }
 };
 
-// where.self_out(condition, self, other, *, out): 3-way broadcast; out has
-// exactly the promoted type of self and other. Selects in the compute type
-// of that type; every value of it round-trips exactly through C.
-void where_out(KernelContext& ctx, std::span<Value* const> args) {
-  const char* op = "aten::where.self_out";
-  const Tensor& cond = args[0]->to_tensor();
-  const Tensor& a = args[1]->to_tensor();
-  const Tensor& b = args[2]->to_tensor();
-  Tensor& out = args[3]->to_tensor();
-  PTERUN_CHECK(cond.dtype() == DType::Bool || cond.dtype() == DType::UInt8,
-               ErrorCode::InvalidArgument, op, ": condition must be bool or uint8, got ",
-               dtype_name(cond.dtype()));
-  check_dtype(a, Family::RealHBBF16, op, "self");
-  check_dtype(b, Family::RealHBBF16, op, "other");
-  DType common = promote_types(a.dtype(), b.dtype(), op);
-  PTERUN_CHECK(out.dtype() == common, ErrorCode::InvalidArgument, op, ": out must be ",
-               dtype_name(common), ", got ", dtype_name(out.dtype()));
-  resize_to_broadcast(out, {&cond, &a, &b}, op);
-  cuda::visit_real_dtype(common, op, [&]<typename S>() {
-    using C = DeviceComputeOf<S>;
-    cuda::elementwise_strided<C, 3>(ctx, out, {&cond, &a, &b}, Select<C>{}, op);
-  });
-}
-
 }  // namespace
 
-void register_compare_ops(KernelRegistry& r) {
-  r.add("aten::eq.Tensor_out", Device::CUDA, &compare_tensor_out<"aten::eq.Tensor_out", Cmp::Eq>);
-  r.add("aten::ne.Tensor_out", Device::CUDA, &compare_tensor_out<"aten::ne.Tensor_out", Cmp::Ne>);
-  r.add("aten::lt.Tensor_out", Device::CUDA, &compare_tensor_out<"aten::lt.Tensor_out", Cmp::Lt>);
-  r.add("aten::le.Tensor_out", Device::CUDA, &compare_tensor_out<"aten::le.Tensor_out", Cmp::Le>);
-  r.add("aten::gt.Tensor_out", Device::CUDA, &compare_tensor_out<"aten::gt.Tensor_out", Cmp::Gt>);
-  r.add("aten::ge.Tensor_out", Device::CUDA, &compare_tensor_out<"aten::ge.Tensor_out", Cmp::Ge>);
-  r.add("aten::eq.Scalar_out", Device::CUDA, &compare_scalar_out<"aten::eq.Scalar_out", Cmp::Eq>);
-  r.add("aten::ne.Scalar_out", Device::CUDA, &compare_scalar_out<"aten::ne.Scalar_out", Cmp::Ne>);
-  r.add("aten::lt.Scalar_out", Device::CUDA, &compare_scalar_out<"aten::lt.Scalar_out", Cmp::Lt>);
-  r.add("aten::le.Scalar_out", Device::CUDA, &compare_scalar_out<"aten::le.Scalar_out", Cmp::Le>);
-  r.add("aten::gt.Scalar_out", Device::CUDA, &compare_scalar_out<"aten::gt.Scalar_out", Cmp::Gt>);
-  r.add("aten::ge.Scalar_out", Device::CUDA, &compare_scalar_out<"aten::ge.Scalar_out", Cmp::Ge>);
-  r.add("aten::logical_not.out", Device::CUDA, &logical_not_out);
-  r.add("aten::logical_and.out", Device::CUDA,
-        &logical_binary_out<"aten::logical_and.out", Logic::And>);
-  r.add("aten::logical_or.out", Device::CUDA,
-        &logical_binary_out<"aten::logical_or.out", Logic::Or>);
-  r.add("aten::logical_xor.out", Device::CUDA,
-        &logical_binary_out<"aten::logical_xor.out", Logic::Xor>);
-  r.add("aten::where.self_out", Device::CUDA, &where_out);
+void elementwise::compare(KernelContext& ctx, const ops::CompareArgs& a) {
+  switch (a.fn) {
+    case Cmp::Eq: return compare_with<Cmp::Eq>(ctx, a);
+    case Cmp::Ne: return compare_with<Cmp::Ne>(ctx, a);
+    case Cmp::Lt: return compare_with<Cmp::Lt>(ctx, a);
+    case Cmp::Le: return compare_with<Cmp::Le>(ctx, a);
+    case Cmp::Gt: return compare_with<Cmp::Gt>(ctx, a);
+    case Cmp::Ge: return compare_with<Cmp::Ge>(ctx, a);
+  }
+}
+
+// On truthiness: not (nonzero -> false), and, or, xor.
+void elementwise::logical(KernelContext& ctx, const ops::LogicalArgs& a) {
+  switch (a.fn) {
+    case Logic::Not:
+      return cuda::visit_real_dtype(a.a.dtype(), a.op, [&]<typename S>() {
+        using C = DeviceComputeOf<S>;
+        cuda::elementwise_same<S, 1>(ctx, a.out, {&a.a}, LogicalNot<C>{}, a.op);
+      });
+    case Logic::And:
+      return cuda::elementwise<bool, bool, 2>(ctx, a.out, {&a.a, a.b}, Logical<Logic::And>{}, a.op);
+    case Logic::Or:
+      return cuda::elementwise<bool, bool, 2>(ctx, a.out, {&a.a, a.b}, Logical<Logic::Or>{}, a.op);
+    case Logic::Xor:
+      return cuda::elementwise<bool, bool, 2>(ctx, a.out, {&a.a, a.b}, Logical<Logic::Xor>{}, a.op);
+  }
+}
+
+// Selects in the compute type of out's dtype; every value of it
+// round-trips exactly through C.
+void elementwise::where(KernelContext& ctx, const ops::WhereArgs& a) {
+  cuda::visit_real_dtype(a.compute, a.op, [&]<typename S>() {
+    using C = DeviceComputeOf<S>;
+    cuda::elementwise_strided<C, 3>(ctx, a.out, {&a.cond, &a.a, &a.b}, Select<C>{}, a.op);
+  });
 }
 
 }  // namespace pterun::kernels::cuda_ops

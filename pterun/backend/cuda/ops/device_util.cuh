@@ -4,7 +4,7 @@
 //  - DeviceStorage / device_dtype_of: the C++ type a dtype is stored as on
 //    the GPU (__half, __nv_bfloat16 for the 16-bit floats);
 //  - convert<To>(from): element conversion with the CPU engine's rules
-//    (ops.md section 3): float -> integer through int64, NaN -> 0,
+//    (docs/operators.md, "Conversions"): float -> integer through int64, NaN -> 0,
 //    saturating outside int64; x -> bool is x != 0; 16-bit floats go
 //    through float; bf16 rounds to nearest even bit-exactly like the CPU;
 //  - load_as<C>(base, dtype, offset) / store_as(base, dtype, offset, v):

@@ -1,14 +1,14 @@
 // Indexing kernels on CUDA: embedding, index_select, gather, scatter (src,
-// value, add), masked_fill, index.Tensor and index_put. The host half
-// (argument checks, output resizing, the advanced-indexing plan) is the CPU
-// kernels' (backend/cpu/ops/index_prepare.h, kernels/common/index_util.h);
-// slice/select scatter are shape kernels (shape.cu).
+// value, add), masked_fill, index.Tensor and index_put, computing what the
+// front-ends (pterun/ops/index.cpp) checked, resized and planned.
 //
 // Index values live on the device, so they are range-checked there: an
 // index out of range reads as zero (gathers) or writes nothing (scatters)
 // instead of raising as the CPU does; reporting it would need a host wait.
-// Elements move as raw units (1, 2, 4 or 8 bytes, wider ones as several
-// 8-byte units) except where arithmetic is needed (scatter_add, accumulate).
+// For the same reason boolean mask indices are refused (count_mask): the
+// result's shape depends on their values. Elements move as raw units (1,
+// 2, 4 or 8 bytes, wider ones as several 8-byte units) except where
+// arithmetic is needed (scatter_add, accumulate).
 
 #include <cuda_runtime.h>
 
@@ -16,21 +16,19 @@
 #include <cstring>
 #include <type_traits>
 
-#include "pterun/backend/cpu/ops/index_prepare.h"
 #include "pterun/backend/cuda/cuda_context.h"
 #include "pterun/backend/cuda/ops/device_util.cuh"
 #include "pterun/backend/cuda/ops/index_plan.h"
 #include "pterun/backend/cuda/ops/ops.h"
 #include "pterun/backend/cuda/strided_copy.h"
-#include "pterun/core/value.h"
+#include "pterun/core/error.h"
 #include "pterun/kernels/common/dtype_util.h"
+#include "pterun/ops/index.h"
 
 namespace pterun::kernels::cuda_ops {
 namespace {
 
-using Args = std::span<Value* const>;
 using cuda::StridedIndexer;
-namespace indexing = cpu::indexing;
 
 constexpr unsigned kThreads = 256;
 
@@ -116,14 +114,11 @@ __global__ void embedding_kernel(U* __restrict__ out, const U* __restrict__ weig
   }
 }
 
-// embedding.out(weight, indices, SymInt padding_idx=-1, bool scale_grad_by_freq=False,
-//   bool sparse=False, *, out)
-void embedding_out(KernelContext& ctx, Args args) {
+void embedding_out(KernelContext& ctx, const ops::EmbeddingArgs& a) {
   const char* op = "aten::embedding.out";
-  const Tensor& weight = args[0]->to_tensor();
-  const Tensor& indices = args[1]->to_tensor();
-  Tensor& out = args[5]->to_tensor();
-  indexing::prepare_embedding(weight, indices, out, op);
+  const Tensor& weight = a.weight;
+  const Tensor& indices = a.indices;
+  Tensor& out = a.out;
   const int64_t n = out.numel();
   if (n == 0) return;
   EmbeddingParams p;
@@ -181,13 +176,12 @@ __global__ void index_select_kernel(U* __restrict__ out, const U* __restrict__ s
   }
 }
 
-// index_select.out(self, int dim, Tensor index, *, out)
-void index_select_out(KernelContext& ctx, Args args) {
+void index_select_out(KernelContext& ctx, const ops::IndexSelectArgs& a) {
   const char* op = "aten::index_select.out";
-  const Tensor& self = args[0]->to_tensor();
-  const Tensor& index = args[2]->to_tensor();
-  Tensor& out = args[3]->to_tensor();
-  const size_t dim = indexing::prepare_index_select(self, args[1]->to_int(), index, out, op);
+  const Tensor& self = a.self;
+  const Tensor& index = a.index;
+  Tensor& out = a.out;
+  const size_t dim = a.dim;
   const int64_t n = out.numel();
   if (n == 0) return;
   SelectParams p;
@@ -258,13 +252,12 @@ __global__ void gather_kernel(U* __restrict__ out, const U* __restrict__ self, G
   }
 }
 
-// gather.out(self, int dim, Tensor index, *, bool sparse_grad=False, out)
-void gather_out(KernelContext& ctx, Args args) {
+void gather_out(KernelContext& ctx, const ops::GatherArgs& a) {
   const char* op = "aten::gather.out";
-  const Tensor& self = args[0]->to_tensor();
-  const Tensor& index = args[2]->to_tensor();
-  Tensor& out = args[4]->to_tensor();
-  const size_t dim = indexing::prepare_gather(self, args[1]->to_int(), index, out, op);
+  const Tensor& self = a.self;
+  const Tensor& index = a.index;
+  Tensor& out = a.out;
+  const size_t dim = a.dim;
   const int64_t n = index.numel();
   if (n == 0) return;
   GatherParams p = gather_params(index, dim, self, &out);
@@ -361,37 +354,31 @@ __global__ void scatter_add_kernel(T* __restrict__ out, const T* __restrict__ sr
   }
 }
 
-enum class Scatter { Src, Value, Add };
-
-// scatter.src_out(self, dim, index, src, *, out), scatter.value_out(self, dim, index,
-// Scalar value, *, out), scatter_add.out(self, dim, index, src, *, out).
-template <Scatter kMode>
-void scatter_out(KernelContext& ctx, Args args) {
-  const char* op = kMode == Scatter::Src     ? "aten::scatter.src_out"
-                   : kMode == Scatter::Value ? "aten::scatter.value_out"
-                                             : "aten::scatter_add.out";
-  const Tensor& self = args[0]->to_tensor();
-  const Tensor& index = args[2]->to_tensor();
-  const Tensor* src = kMode == Scatter::Value ? nullptr : &args[3]->to_tensor();
-  Tensor& out = args[4]->to_tensor();
-  const size_t dim = indexing::prepare_scatter(self, args[1]->to_int(), index, src, out, op);
-  // The CPU kernel's dtype family; the value converted as it converts it.
+void scatter_out(KernelContext& ctx, const ops::ScatterArgs& a) {
+  const char* op = a.mode == ops::ScatterMode::Src     ? "aten::scatter.src_out"
+                   : a.mode == ops::ScatterMode::Value ? "aten::scatter.value_out"
+                                                       : "aten::scatter_add.out";
+  const Tensor& self = a.self;
+  const Tensor& index = a.index;
+  const Tensor* src = a.src;
+  Tensor& out = a.out;
+  // The value converted as the CPU kernel converts it.
   Bits value;
-  kernels::visit(self.dtype(), Family::RealHBBF16, op, [&]<typename T>() {
-    if constexpr (kMode == Scatter::Value) {
-      Scalar v = args[3]->to_scalar();
+  if (a.mode == ops::ScatterMode::Value) {
+    kernels::visit(self.dtype(), Family::RealHBBF16, op, [&]<typename T>() {
+      const Scalar& v = a.value;
       T t = v.is_floating() ? kernels::convert<T>(v.to_double()) : kernels::convert<T>(v.to_int());
       static_assert(sizeof(T) <= sizeof(value.words));
       std::memcpy(value.words, &t, sizeof(T));
-    }
-  });
+    });
+  }
   cuda::device_strided_copy(ctx, out.data(), out.strides(), self.data(), self.strides(),
                             self.sizes(), self.element_size());
   const int64_t n = index.numel();
   if (n == 0 || out.numel() == 0) return;
-  GatherParams p = gather_params(index, dim, out, src);
+  GatherParams p = gather_params(index, a.dim, out, src);
   cudaStream_t stream = cuda::stream(ctx);
-  if constexpr (kMode == Scatter::Add) {
+  if (a.mode == ops::ScatterMode::Add) {
     cuda::visit_dtype(self.dtype(), op, [&]<typename T>() {
       scatter_add_kernel<T><<<cuda::blocks_for(n, kThreads), kThreads, 0, stream>>>(
           static_cast<T*>(out.data()), static_cast<const T*>(src->data()), p, n);
@@ -424,14 +411,12 @@ __global__ void masked_fill_kernel(U* __restrict__ out, const U* __restrict__ se
   }
 }
 
-// masked_fill.Scalar_out(self, Tensor mask, Scalar value, *, out)
-void masked_fill_out(KernelContext& ctx, Args args) {
+void masked_fill_out(KernelContext& ctx, const ops::MaskedFillArgs& a) {
   const char* op = "aten::masked_fill.Scalar_out";
-  const Tensor& self = args[0]->to_tensor();
-  const Tensor& mask = args[1]->to_tensor();
-  Scalar value = args[2]->to_scalar();
-  Tensor& out = args[3]->to_tensor();
-  indexing::prepare_masked_fill(self, mask, out, op);
+  const Tensor& self = a.self;
+  const Tensor& mask = a.mask;
+  const Scalar& value = a.value;
+  Tensor& out = a.out;
   // The value as the CPU kernel stores it: through the compute type.
   Bits bits;
   kernels::visit(self.dtype(), Family::RealHBBF16, op, [&]<typename T>() {
@@ -516,13 +501,20 @@ __global__ void index_put_add_kernel(T* __restrict__ target_data, const T* __res
   }
 }
 
-// index.Tensor_out(self, Tensor?[] indices, *, out)
-void index_tensor_out(KernelContext& ctx, Args args) {
+/// Error NotSupported: a mask's result shape depends on its values, which
+/// would need a host wait.
+int64_t count_mask(const Tensor& /*mask*/, const char* op) {
+  throw_error(ErrorCode::NotSupported,
+              str_cat(op,
+                      ": boolean mask indices are not supported on CUDA (the result shape depends "
+                      "on the data)"));
+}
+
+void index_tensor_out(KernelContext& ctx, const ops::IndexTensorArgs& a) {
   const char* op = "aten::index.Tensor_out";
-  const Tensor& self = args[0]->to_tensor();
-  std::span<Tensor* const> indices = args[1]->to_optional_tensor_list();
-  Tensor& out = args[2]->to_tensor();
-  AdvancedParams p = prepare_index_tensor(self, indices, out, op);
+  const Tensor& self = a.self;
+  Tensor& out = a.out;
+  AdvancedParams p = advanced_params(a.plan, self, self.strides(), out.strides());
   const int64_t n = out.numel();
   if (n == 0) return;
   cudaStream_t stream = cuda::stream(ctx);
@@ -534,25 +526,20 @@ void index_tensor_out(KernelContext& ctx, Args args) {
   cuda::check_launch(op);
 }
 
-// index_put.out(self, Tensor?[] indices, Tensor values, bool accumulate=False, *, out)
-// and index_put_(self, indices, values, accumulate) in place.
-template <bool kInPlace>
-void index_put(KernelContext& ctx, Args args) {
-  const char* op = kInPlace ? "aten::index_put_" : "aten::index_put.out";
-  Tensor& self = args[0]->to_tensor();
-  std::span<Tensor* const> indices = args[1]->to_optional_tensor_list();
-  const Tensor& values = args[2]->to_tensor();
-  const bool accumulate = args[3]->to_bool();
-  Tensor& target = kInPlace ? self : args[4]->to_tensor();
-  AdvancedParams p = prepare_index_put(self, indices, values, target, accumulate, kInPlace, op);
-  if (!kInPlace) {
+void index_put(KernelContext& ctx, const ops::IndexPutArgs& a) {
+  const char* op = a.in_place ? "aten::index_put_" : "aten::index_put.out";
+  const Tensor& self = a.self;
+  const Tensor& values = a.values;
+  Tensor& target = a.target;
+  AdvancedParams p = advanced_params(a.plan, self, target.strides(), a.value_strides);
+  if (!a.in_place) {
     cuda::device_strided_copy(ctx, target.data(), target.strides(), self.data(), self.strides(),
                               self.sizes(), self.element_size());
   }
   const int64_t n = p.numel;
   if (n == 0) return;
   cudaStream_t stream = cuda::stream(ctx);
-  if (accumulate) {
+  if (a.accumulate) {
     cuda::visit_dtype(self.dtype(), op, [&]<typename T>() {
       index_put_add_kernel<T><<<cuda::blocks_for(n, kThreads), kThreads, 0, stream>>>(
           static_cast<T*>(target.data()), static_cast<const T*>(values.data()), p, n);
@@ -569,17 +556,11 @@ void index_put(KernelContext& ctx, Args args) {
 
 }  // namespace
 
-void register_index_ops(KernelRegistry& r) {
-  r.add("aten::embedding.out", Device::CUDA, &embedding_out);
-  r.add("aten::index_select.out", Device::CUDA, &index_select_out);
-  r.add("aten::gather.out", Device::CUDA, &gather_out);
-  r.add("aten::scatter.src_out", Device::CUDA, &scatter_out<Scatter::Src>);
-  r.add("aten::scatter.value_out", Device::CUDA, &scatter_out<Scatter::Value>);
-  r.add("aten::scatter_add.out", Device::CUDA, &scatter_out<Scatter::Add>);
-  r.add("aten::masked_fill.Scalar_out", Device::CUDA, &masked_fill_out);
-  r.add("aten::index.Tensor_out", Device::CUDA, &index_tensor_out);
-  r.add("aten::index_put.out", Device::CUDA, &index_put<false>);
-  r.add("aten::index_put_", Device::CUDA, &index_put<true>);
+const ops::IndexBackend& index_backend() {
+  static constexpr ops::IndexBackend kIndex{&embedding_out,    &index_select_out, &gather_out,
+                                            &scatter_out,      &masked_fill_out,  &count_mask,
+                                            &index_tensor_out, &index_put};
+  return kIndex;
 }
 
 }  // namespace pterun::kernels::cuda_ops

@@ -1,26 +1,12 @@
 #include "pterun/backend/cuda/ops/index_plan.h"
 
-#include "pterun/backend/cpu/ops/index_prepare.h"
-#include "pterun/core/error.h"
 #include "pterun/kernels/common/index_util.h"
 
 namespace pterun::kernels::cuda_ops {
-namespace {
 
-/// Error NotSupported for bool/uint8 mask indices: their result shape
-/// depends on the data, which would need a host wait.
-void check_no_masks(std::span<Tensor* const> indices, const char* op) {
-  for (const Tensor* t : indices) {
-    PTERUN_CHECK(t == nullptr || (t->dtype() != DType::Bool && t->dtype() != DType::UInt8),
-                 ErrorCode::NotSupported, op,
-                 ": boolean mask indices are not supported on CUDA (the result shape depends on "
-                 "the data)");
-  }
-}
-
-AdvancedParams make_params(const IndexPlan& plan, const Tensor& self,
-                           std::span<const int64_t> target_strides,
-                           std::span<const int64_t> other_strides) {
+AdvancedParams advanced_params(const IndexPlan& plan, const Tensor& self,
+                               std::span<const int64_t> target_strides,
+                               std::span<const int64_t> other_strides) {
   AdvancedParams p;
   p.rank = static_cast<int>(plan.result.rank);
   p.numel = plan.result.numel();
@@ -52,28 +38,6 @@ AdvancedParams make_params(const IndexPlan& plan, const Tensor& self,
     }
   }
   return p;
-}
-
-}  // namespace
-
-AdvancedParams prepare_index_tensor(const Tensor& self, std::span<Tensor* const> indices,
-                                    Tensor& out, const char* op) {
-  cpu::indexing::check_same_dtype(out, self, "out", op);
-  check_no_masks(indices, op);
-  IndexPlan plan = make_index_plan(self, indices, op);
-  resize_output(out, plan.result.span(), op);
-  return make_params(plan, self, self.strides(), out.strides());
-}
-
-AdvancedParams prepare_index_put(const Tensor& self, std::span<Tensor* const> indices,
-                                 const Tensor& values, Tensor& target, bool accumulate,
-                                 bool in_place, const char* op) {
-  cpu::indexing::check_index_put(self, values, target, accumulate, op);
-  check_no_masks(indices, op);
-  IndexPlan plan = make_index_plan(self, indices, op);
-  if (!in_place) resize_output(target, self.sizes(), op);
-  Shape vstrides = cpu::indexing::put_value_strides(plan, values, op);
-  return make_params(plan, self, target.strides(), vstrides.span());
 }
 
 }  // namespace pterun::kernels::cuda_ops

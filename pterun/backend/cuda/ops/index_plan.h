@@ -1,14 +1,19 @@
 #pragma once
 
 // The host half of the CUDA advanced-indexing kernels (index.Tensor,
-// index_put): the CPU's checks and index plan (kernels/common/index_util.h)
+// index_put): the front-end's index plan (kernels/common/index_util.h)
 // turned into one kernel parameter. Compiled by the host compiler
-// (index_plan.cpp) so that CUDA sources need not include the CPU helpers.
+// (index_plan.cpp) so that CUDA sources need not include the plan's
+// header.
 
 #include <cstdint>
 #include <span>
 
 #include "pterun/core/tensor.h"
+
+namespace pterun::kernels {
+struct IndexPlan;  // kernels/common/index_util.h
+}  // namespace pterun::kernels
 
 namespace pterun::kernels::cuda_ops {
 
@@ -32,15 +37,11 @@ struct AdvancedParams {
   int parts = 1;  // units per element (set by the launcher)
 };
 
-/// index.Tensor_out: the CPU kernel's checks, out resized to the result;
-/// Error NotSupported for bool/uint8 mask indices (data-dependent shape).
-AdvancedParams prepare_index_tensor(const Tensor& self, std::span<Tensor* const> indices,
-                                    Tensor& out, const char* op);
-
-/// index_put.out / index_put_: the CPU kernel's checks, target resized to
-/// self's shape (unless in place); the same NotSupported for masks.
-AdvancedParams prepare_index_put(const Tensor& self, std::span<Tensor* const> indices,
-                                 const Tensor& values, Tensor& target, bool accumulate,
-                                 bool in_place, const char* op);
+/// The parameter of `plan` over a tensor of self's shape with
+/// `target_strides` (self for index.Tensor, the target for index_put) and
+/// the other operand's strides per result dim (out's, or values').
+AdvancedParams advanced_params(const IndexPlan& plan, const Tensor& self,
+                               std::span<const int64_t> target_strides,
+                               std::span<const int64_t> other_strides);
 
 }  // namespace pterun::kernels::cuda_ops

@@ -1,5 +1,6 @@
 // nonzero.out on CUDA: int64 [count, rank] coordinates of self's true
-// elements in row-major order. The count decides out's shape, so this is
+// elements in row-major order (the checks are the front-end's,
+// pterun/ops/nonzero.cpp). The count decides out's shape, so this is
 // the one CUDA kernel that waits for the device (once per call, counted in
 // DeviceSyncs): flags of self's elements, an inclusive prefix sum over them
 // (CUB, from the CUDA toolkit) that gives each true element its row, a
@@ -9,13 +10,12 @@
 
 #include <cstdint>
 
-#include "pterun/backend/cpu/ops/index_prepare.h"
 #include "pterun/backend/cuda/cuda_context.h"
 #include "pterun/backend/cuda/ops/device_util.cuh"
 #include "pterun/backend/cuda/ops/ops.h"
 #include "pterun/backend/device.h"
-#include "pterun/core/value.h"
 #include "pterun/kernels/common/shape_util.h"
+#include "pterun/ops/nonzero.h"
 
 namespace pterun::kernels::cuda_ops {
 namespace {
@@ -65,19 +65,12 @@ size_t aligned(size_t bytes) {
   return (bytes + 255) / 256 * 256;
 }
 
-// nonzero.out(self, *, out)
-void nonzero_out(KernelContext& ctx, std::span<Value* const> args) {
+void nonzero_out(KernelContext& ctx, const ops::NonzeroArgs& a) {
   const char* op = "aten::nonzero.out";
-  const Tensor& self = args[0]->to_tensor();
-  Tensor& out = args[1]->to_tensor();
-  cpu::indexing::check_nonzero(self, out, op);
+  const Tensor& self = a.self;
+  Tensor& out = a.out;
   const int64_t n = self.numel();
   const int64_t rank = static_cast<int64_t>(self.dim());
-  if (n == 0) {
-    const std::array<int64_t, 2> shape = {0, rank};
-    kernels::resize_output(out, shape, op);
-    return;
-  }
   Coords c;
   c.rank = static_cast<int>(rank);
   for (size_t d = 0; d < self.dim(); ++d) {
@@ -116,8 +109,9 @@ void nonzero_out(KernelContext& ctx, std::span<Value* const> args) {
 
 }  // namespace
 
-void register_nonzero_ops(KernelRegistry& r) {
-  r.add("aten::nonzero.out", Device::CUDA, &nonzero_out);
+const ops::NonzeroBackend& nonzero_backend() {
+  static constexpr ops::NonzeroBackend kNonzero{&nonzero_out};
+  return kNonzero;
 }
 
 }  // namespace pterun::kernels::cuda_ops

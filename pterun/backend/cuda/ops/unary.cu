@@ -1,49 +1,23 @@
 // Elementwise unary math on CUDA, mirroring backend/cpu/ops/unary.cpp:
 // floating ops (exp, sin, rsqrt ...) read any real or bool dtype and write a
 // floating one, computing in double for double input and in float
-// otherwise; the others (neg, abs, floor, sign ...) keep the dtype.
+// otherwise; the others (neg, abs, floor, sign ...) keep the dtype. The
+// front-ends are ops/elementwise_unary.cpp.
 
 #include <type_traits>
 
 #include "pterun/backend/cuda/cuda_context.h"
 #include "pterun/backend/cuda/ops/device_math.cuh"
 #include "pterun/backend/cuda/ops/elementwise.cuh"
-#include "pterun/backend/cuda/ops/ops.h"
-#include "pterun/core/value.h"
-#include "pterun/kernels/common/elementwise_checks.h"
-#include "pterun/kernels/common/elementwise_util.h"
+#include "pterun/backend/cuda/ops/elementwise_compute.h"
+#include "pterun/ops/elementwise.h"
 
 namespace pterun::kernels::cuda_ops {
 namespace {
 
 namespace dmath = cuda::dmath;
 using cuda::DeviceComputeOf;
-
-enum class Fn {
-  Exp,
-  Expm1,
-  Log,
-  Log1p,
-  Log2,
-  Log10,
-  Sqrt,
-  Rsqrt,
-  Reciprocal,
-  Sin,
-  Cos,
-  Tan,
-  Asin,
-  Acos,
-  Atan,
-  Sinh,
-  Cosh,
-  Tanh,
-  Asinh,
-  Acosh,
-  Atanh,
-  Erf,
-  Sigmoid
-};
+using Fn = ops::UnaryFn;
 
 template <typename C, Fn kFn>
 struct FloatFn {
@@ -97,45 +71,40 @@ struct FloatFn {
   }
 };
 
-// <op>.out(self, *, out) for a floating function.
-template <OpName kName, Fn kFn>
-void float_unary_out(KernelContext& ctx, std::span<Value* const> args) {
-  const char* op = kName.value;
-  const Tensor& in = args[0]->to_tensor();
-  Tensor& out = args[1]->to_tensor();
-  check_dtype(in, Family::RealHBBF16, op, "self");
-  check_dtype(out, Family::FloatHBF16, op, "out");
-  resize_output(out, in.sizes(), op);
+// A floating function: the fast path applies when out has in's floating
+// dtype.
+template <Fn kFn>
+void float_unary(KernelContext& ctx, const ops::UnaryArgs& a) {
+  const Tensor& in = a.in;
   switch (in.dtype()) {
-    // Floating input: the fast path applies when out has the same dtype.
     case DType::Float64:
-      return cuda::elementwise_same<double, 1>(ctx, out, {&in}, FloatFn<double, kFn>{}, op);
+      return cuda::elementwise_same<double, 1>(ctx, a.out, {&in}, FloatFn<double, kFn>{}, a.op);
     case DType::Float32:
-      return cuda::elementwise_same<float, 1>(ctx, out, {&in}, FloatFn<float, kFn>{}, op);
+      return cuda::elementwise_same<float, 1>(ctx, a.out, {&in}, FloatFn<float, kFn>{}, a.op);
     case DType::Float16:
-      return cuda::elementwise_same<__half, 1>(ctx, out, {&in}, FloatFn<float, kFn>{}, op);
+      return cuda::elementwise_same<__half, 1>(ctx, a.out, {&in}, FloatFn<float, kFn>{}, a.op);
     case DType::BFloat16:
-      return cuda::elementwise_same<__nv_bfloat16, 1>(ctx, out, {&in}, FloatFn<float, kFn>{}, op);
-    default: return cuda::elementwise_strided<float, 1>(ctx, out, {&in}, FloatFn<float, kFn>{}, op);
+      return cuda::elementwise_same<__nv_bfloat16, 1>(ctx, a.out, {&in}, FloatFn<float, kFn>{},
+                                                      a.op);
+    default:
+      return cuda::elementwise_strided<float, 1>(ctx, a.out, {&in}, FloatFn<float, kFn>{}, a.op);
   }
 }
 
-enum class Same { Neg, Abs, Floor, Ceil, Trunc, Round, Sign };
-
-template <typename C, Same kFn>
+template <typename C, Fn kFn>
 struct SameFn {
   __device__ C operator()(C x) const {
     constexpr bool kFloat = std::is_floating_point_v<C>;
-    if constexpr (kFn == Same::Neg) {
+    if constexpr (kFn == Fn::Neg) {
       return math::neg(x);
-    } else if constexpr (kFn == Same::Abs) {
+    } else if constexpr (kFn == Fn::Abs) {
       if constexpr (kFloat)
         return dmath::fabs(x);
       else if constexpr (std::is_signed_v<C>)
         return x < 0 ? math::neg(x) : x;
       else
         return x;
-    } else if constexpr (kFn == Same::Sign) {
+    } else if constexpr (kFn == Fn::Sign) {
       if constexpr (std::is_same_v<C, bool>)
         return x;
       else if constexpr (kFloat)
@@ -146,11 +115,11 @@ struct SameFn {
         return C((x > 0) - (x < 0));
     } else if constexpr (!kFloat) {
       return x;  // integers pass through the rounding ops
-    } else if constexpr (kFn == Same::Floor) {
+    } else if constexpr (kFn == Fn::Floor) {
       return dmath::floor(x);
-    } else if constexpr (kFn == Same::Ceil) {
+    } else if constexpr (kFn == Fn::Ceil) {
       return dmath::ceil(x);
-    } else if constexpr (kFn == Same::Trunc) {
+    } else if constexpr (kFn == Fn::Trunc) {
       return dmath::trunc(x);
     } else {
       return dmath::rint(x);  // half to even, as nearbyint on the CPU
@@ -158,19 +127,13 @@ struct SameFn {
   }
 };
 
-// <op>.out(self, *, out) with out of the input's dtype.
-template <OpName kName, Family kFamily, Same kFn>
-void same_type_unary_out(KernelContext& ctx, std::span<Value* const> args) {
-  const char* op = kName.value;
-  const Tensor& in = args[0]->to_tensor();
-  Tensor& out = args[1]->to_tensor();
-  check_dtype(in, kFamily, op, "self");
-  check_out_same_dtype(in, out, op);
-  resize_output(out, in.sizes(), op);
-  cuda::visit_real_dtype(in.dtype(), op, [&]<typename S>() {
+// Out of the input's dtype.
+template <Fn kFn>
+void same_type_unary(KernelContext& ctx, const ops::UnaryArgs& a) {
+  cuda::visit_real_dtype(a.compute, a.op, [&]<typename S>() {
     using C = DeviceComputeOf<S>;
-    if constexpr (!std::is_same_v<C, bool> || kFn == Same::Sign) {
-      cuda::elementwise_same<S, 1>(ctx, out, {&in}, SameFn<C, kFn>{}, op);
+    if constexpr (!std::is_same_v<C, bool> || kFn == Fn::Sign) {
+      cuda::elementwise_same<S, 1>(ctx, a.out, {&a.in}, SameFn<C, kFn>{}, a.op);
     }
   });
 }
@@ -180,23 +143,17 @@ struct FloatClass {
   __device__ bool operator()(C x) const { return kInf ? dmath::is_inf(x) : dmath::is_nan(x); }
 };
 
-// isnan.out / isinf.out(self, *, out): bool out.
-template <OpName kName, bool kInf>
-void float_class_out(KernelContext& ctx, std::span<Value* const> args) {
-  const char* op = kName.value;
-  const Tensor& in = args[0]->to_tensor();
-  Tensor& out = args[1]->to_tensor();
-  check_dtype(in, Family::RealHBBF16, op, "self");
-  PTERUN_CHECK(out.dtype() == DType::Bool, ErrorCode::InvalidArgument, op,
-               ": out must be bool, got ", dtype_name(out.dtype()));
-  resize_output(out, in.sizes(), op);
+// isnan / isinf: bool out.
+template <bool kInf>
+void float_class(KernelContext& ctx, const ops::UnaryArgs& a) {
+  const Tensor& in = a.in;
   if (!is_floating(in.dtype())) {  // never NaN or infinite
-    cuda::elementwise_strided<float, 1>(ctx, out, {&in}, FloatClass<float, kInf>{}, op);
+    cuda::elementwise_strided<float, 1>(ctx, a.out, {&in}, FloatClass<float, kInf>{}, a.op);
     return;
   }
-  cuda::visit_float_dtype(in.dtype(), op, [&]<typename S>() {
+  cuda::visit_float_dtype(in.dtype(), a.op, [&]<typename S>() {
     using C = DeviceComputeOf<S>;
-    cuda::elementwise_same<S, 1>(ctx, out, {&in}, FloatClass<C, kInf>{}, op);
+    cuda::elementwise_same<S, 1>(ctx, a.out, {&in}, FloatClass<C, kInf>{}, a.op);
   });
 }
 
@@ -211,18 +168,11 @@ struct BitNot {
   }
 };
 
-// bitwise_not.out(self, *, out): integers and bool (logical not).
-void bitwise_not_out(KernelContext& ctx, std::span<Value* const> args) {
-  const char* op = "aten::bitwise_not.out";
-  const Tensor& in = args[0]->to_tensor();
-  Tensor& out = args[1]->to_tensor();
-  PTERUN_CHECK(is_integral(in.dtype(), true), ErrorCode::InvalidArgument, op,
-               ": needs an integer or bool tensor, got ", dtype_name(in.dtype()));
-  check_out_same_dtype(in, out, op);
-  resize_output(out, in.sizes(), op);
-  cuda::visit_real_dtype(in.dtype(), op, [&]<typename S>() {
+// Integers and bool (logical not).
+void bitwise_not(KernelContext& ctx, const ops::UnaryArgs& a) {
+  cuda::visit_real_dtype(a.compute, a.op, [&]<typename S>() {
     if constexpr (std::is_integral_v<S>) {
-      cuda::elementwise_same<S, 1>(ctx, out, {&in}, BitNot<S>{}, op);
+      cuda::elementwise_same<S, 1>(ctx, a.out, {&a.in}, BitNot<S>{}, a.op);
     }
   });
 }
@@ -237,76 +187,66 @@ struct Logit {
   }
 };
 
-// logit.out(self, float? eps=None, *, out): log(x / (1 - x)), x first
-// clamped to [eps, 1 - eps] when eps is given and not negative.
-void logit_out(KernelContext& ctx, std::span<Value* const> args) {
-  const char* op = "aten::logit.out";
-  const Tensor& in = args[0]->to_tensor();
-  bool clamp = !args[1]->is_none() && args[1]->to_double() >= 0;
-  double eps = clamp ? args[1]->to_double() : 0.0;
-  Tensor& out = args[2]->to_tensor();
-  check_dtype(in, Family::RealHBBF16, op, "self");
-  check_dtype(out, Family::FloatHBF16, op, "out");
-  resize_output(out, in.sizes(), op);
-  if (in.dtype() == DType::Float64 || out.dtype() == DType::Float64) {
-    cuda::elementwise_strided<double, 1>(ctx, out, {&in}, Logit<double>{eps, 1 - eps, clamp}, op);
+// log(x / (1 - x)), x first clamped to [eps, 1 - eps] for LogitEps.
+void logit(KernelContext& ctx, const ops::UnaryArgs& a) {
+  const Tensor& in = a.in;
+  Tensor& out = a.out;
+  const bool clamp = a.fn == Fn::LogitEps;
+  const double eps = a.eps;
+  if (a.compute == DType::Float64) {
+    cuda::elementwise_strided<double, 1>(ctx, out, {&in}, Logit<double>{eps, 1 - eps, clamp}, a.op);
   } else if (in.dtype() == out.dtype() && is_floating(in.dtype())) {
     Logit<float> f{float(eps), float(1 - eps), clamp};
-    cuda::visit_float_dtype(in.dtype(), op, [&]<typename S>() {
+    cuda::visit_float_dtype(in.dtype(), a.op, [&]<typename S>() {
       if constexpr (!std::is_same_v<S, double>)
-        cuda::elementwise_same<S, 1>(ctx, out, {&in}, f, op);
+        cuda::elementwise_same<S, 1>(ctx, out, {&in}, f, a.op);
     });
   } else {
     cuda::elementwise_strided<float, 1>(ctx, out, {&in},
-                                        Logit<float>{float(eps), float(1 - eps), clamp}, op);
+                                        Logit<float>{float(eps), float(1 - eps), clamp}, a.op);
   }
 }
 
 }  // namespace
 
-void register_unary_ops(KernelRegistry& r) {
-  constexpr Family kRealH = Family::RealHBF16;
-  r.add("aten::exp.out", Device::CUDA, &float_unary_out<"aten::exp.out", Fn::Exp>);
-  r.add("aten::expm1.out", Device::CUDA, &float_unary_out<"aten::expm1.out", Fn::Expm1>);
-  r.add("aten::log.out", Device::CUDA, &float_unary_out<"aten::log.out", Fn::Log>);
-  r.add("aten::log1p.out", Device::CUDA, &float_unary_out<"aten::log1p.out", Fn::Log1p>);
-  r.add("aten::log2.out", Device::CUDA, &float_unary_out<"aten::log2.out", Fn::Log2>);
-  r.add("aten::log10.out", Device::CUDA, &float_unary_out<"aten::log10.out", Fn::Log10>);
-  r.add("aten::sqrt.out", Device::CUDA, &float_unary_out<"aten::sqrt.out", Fn::Sqrt>);
-  r.add("aten::rsqrt.out", Device::CUDA, &float_unary_out<"aten::rsqrt.out", Fn::Rsqrt>);
-  r.add("aten::reciprocal.out", Device::CUDA,
-        &float_unary_out<"aten::reciprocal.out", Fn::Reciprocal>);
-  r.add("aten::sin.out", Device::CUDA, &float_unary_out<"aten::sin.out", Fn::Sin>);
-  r.add("aten::cos.out", Device::CUDA, &float_unary_out<"aten::cos.out", Fn::Cos>);
-  r.add("aten::tan.out", Device::CUDA, &float_unary_out<"aten::tan.out", Fn::Tan>);
-  r.add("aten::asin.out", Device::CUDA, &float_unary_out<"aten::asin.out", Fn::Asin>);
-  r.add("aten::acos.out", Device::CUDA, &float_unary_out<"aten::acos.out", Fn::Acos>);
-  r.add("aten::atan.out", Device::CUDA, &float_unary_out<"aten::atan.out", Fn::Atan>);
-  r.add("aten::sinh.out", Device::CUDA, &float_unary_out<"aten::sinh.out", Fn::Sinh>);
-  r.add("aten::cosh.out", Device::CUDA, &float_unary_out<"aten::cosh.out", Fn::Cosh>);
-  r.add("aten::tanh.out", Device::CUDA, &float_unary_out<"aten::tanh.out", Fn::Tanh>);
-  r.add("aten::asinh.out", Device::CUDA, &float_unary_out<"aten::asinh.out", Fn::Asinh>);
-  r.add("aten::acosh.out", Device::CUDA, &float_unary_out<"aten::acosh.out", Fn::Acosh>);
-  r.add("aten::atanh.out", Device::CUDA, &float_unary_out<"aten::atanh.out", Fn::Atanh>);
-  r.add("aten::erf.out", Device::CUDA, &float_unary_out<"aten::erf.out", Fn::Erf>);
-  r.add("aten::sigmoid.out", Device::CUDA, &float_unary_out<"aten::sigmoid.out", Fn::Sigmoid>);
-
-  r.add("aten::neg.out", Device::CUDA, &same_type_unary_out<"aten::neg.out", kRealH, Same::Neg>);
-  r.add("aten::abs.out", Device::CUDA, &same_type_unary_out<"aten::abs.out", kRealH, Same::Abs>);
-  r.add("aten::floor.out", Device::CUDA,
-        &same_type_unary_out<"aten::floor.out", kRealH, Same::Floor>);
-  r.add("aten::ceil.out", Device::CUDA, &same_type_unary_out<"aten::ceil.out", kRealH, Same::Ceil>);
-  r.add("aten::round.out", Device::CUDA,
-        &same_type_unary_out<"aten::round.out", kRealH, Same::Round>);
-  r.add("aten::trunc.out", Device::CUDA,
-        &same_type_unary_out<"aten::trunc.out", kRealH, Same::Trunc>);
-  r.add("aten::sign.out", Device::CUDA,
-        &same_type_unary_out<"aten::sign.out", Family::RealHBBF16, Same::Sign>);
-
-  r.add("aten::bitwise_not.out", Device::CUDA, &bitwise_not_out);
-  r.add("aten::isnan.out", Device::CUDA, &float_class_out<"aten::isnan.out", false>);
-  r.add("aten::isinf.out", Device::CUDA, &float_class_out<"aten::isinf.out", true>);
-  r.add("aten::logit.out", Device::CUDA, &logit_out);
+void elementwise::unary(KernelContext& ctx, const ops::UnaryArgs& a) {
+  switch (a.fn) {
+    case Fn::Exp: return float_unary<Fn::Exp>(ctx, a);
+    case Fn::Expm1: return float_unary<Fn::Expm1>(ctx, a);
+    case Fn::Log: return float_unary<Fn::Log>(ctx, a);
+    case Fn::Log1p: return float_unary<Fn::Log1p>(ctx, a);
+    case Fn::Log2: return float_unary<Fn::Log2>(ctx, a);
+    case Fn::Log10: return float_unary<Fn::Log10>(ctx, a);
+    case Fn::Sqrt: return float_unary<Fn::Sqrt>(ctx, a);
+    case Fn::Rsqrt: return float_unary<Fn::Rsqrt>(ctx, a);
+    case Fn::Reciprocal: return float_unary<Fn::Reciprocal>(ctx, a);
+    case Fn::Sin: return float_unary<Fn::Sin>(ctx, a);
+    case Fn::Cos: return float_unary<Fn::Cos>(ctx, a);
+    case Fn::Tan: return float_unary<Fn::Tan>(ctx, a);
+    case Fn::Asin: return float_unary<Fn::Asin>(ctx, a);
+    case Fn::Acos: return float_unary<Fn::Acos>(ctx, a);
+    case Fn::Atan: return float_unary<Fn::Atan>(ctx, a);
+    case Fn::Sinh: return float_unary<Fn::Sinh>(ctx, a);
+    case Fn::Cosh: return float_unary<Fn::Cosh>(ctx, a);
+    case Fn::Tanh: return float_unary<Fn::Tanh>(ctx, a);
+    case Fn::Asinh: return float_unary<Fn::Asinh>(ctx, a);
+    case Fn::Acosh: return float_unary<Fn::Acosh>(ctx, a);
+    case Fn::Atanh: return float_unary<Fn::Atanh>(ctx, a);
+    case Fn::Erf: return float_unary<Fn::Erf>(ctx, a);
+    case Fn::Sigmoid: return float_unary<Fn::Sigmoid>(ctx, a);
+    case Fn::Logit:
+    case Fn::LogitEps: return logit(ctx, a);
+    case Fn::Neg: return same_type_unary<Fn::Neg>(ctx, a);
+    case Fn::Abs: return same_type_unary<Fn::Abs>(ctx, a);
+    case Fn::Floor: return same_type_unary<Fn::Floor>(ctx, a);
+    case Fn::Ceil: return same_type_unary<Fn::Ceil>(ctx, a);
+    case Fn::Round: return same_type_unary<Fn::Round>(ctx, a);
+    case Fn::Trunc: return same_type_unary<Fn::Trunc>(ctx, a);
+    case Fn::Sign: return same_type_unary<Fn::Sign>(ctx, a);
+    case Fn::BitwiseNot: return bitwise_not(ctx, a);
+    case Fn::IsNan: return float_class<false>(ctx, a);
+    case Fn::IsInf: return float_class<true>(ctx, a);
+  }
 }
 
 }  // namespace pterun::kernels::cuda_ops

@@ -1,0 +1,1 @@
+"""The operator suite (a package, so its conftest and modules do not shadow tests/python's)."""

@@ -1,0 +1,409 @@
+"""convolution.out against a NumPy reference: conv1d / conv2d, stride,
+padding, dilation, groups and depthwise, transposed with output_padding,
+dim orders of input / weight / out (the CPU's own f32 kernel, oneDNN, and
+the CUDA direct and im2col + cuBLAS paths), every floating dtype and the
+integers (exact, wrapping), bias or none, empty batches, weights changing
+between calls, threads, dynamic outs and argument errors."""
+
+import numpy as np
+import pytest
+
+from harness import (BF16, CL, Out, T, bf16, cast, check, check_error, dtype_of, integers,
+                     is_float, normal, rand, reference, tensor, value)
+
+FLOATS = [np.float32, np.float16, BF16, np.float64]
+# Against float64 NumPy: float accumulation, then the out's rounding.
+TOL = {"float32": (1e-4, 1e-4), "float64": (1e-10, 1e-10), "float16": (1e-2, 2e-2),
+       BF16: (2e-2, 6e-2)}
+
+
+def normals(*shape, dtype=np.float32):
+    if np.issubdtype(dtype, np.integer):
+        return integers(-20, 20, shape, dtype)
+    return normal(shape, dtype)
+
+
+def conv_out(size, k, s, p, d):
+    return (size + 2 * p - d * (k - 1) - 1) // s + 1
+
+
+def conv_tol(dtype):
+    return (1e-4, 1e-4) if dtype == np.float32 else None
+
+
+# ---- NumPy reference ---------------------------------------------------------------------------
+
+
+def ref_conv2d(x, w, b, stride, padding, dilation, groups):
+    x, w = x.astype(np.float64), w.astype(np.float64)
+    n, c, h, wd = x.shape
+    oc, cg, kh, kw = w.shape
+    (sh, sw), (ph, pw), (dh, dw) = stride, padding, dilation
+    xp = np.pad(x, ((0, 0), (0, 0), (ph, ph), (pw, pw)))
+    oh = (h + 2 * ph - dh * (kh - 1) - 1) // sh + 1
+    ow = (wd + 2 * pw - dw * (kw - 1) - 1) // sw + 1
+    out = np.zeros((n, oc, oh, ow))
+    ocg = oc // groups
+    for g in range(groups):
+        for ky in range(kh):
+            for kx in range(kw):
+                patch = xp[:, g * cg:(g + 1) * cg,
+                           ky * dh:ky * dh + sh * (oh - 1) + 1:sh,
+                           kx * dw:kx * dw + sw * (ow - 1) + 1:sw]
+                # (n, c, oh, ow) x (o, c) -> (n, oh, ow, o)
+                part = np.tensordot(patch, w[g * ocg:(g + 1) * ocg, :, ky, kx], axes=([1], [1]))
+                out[:, g * ocg:(g + 1) * ocg] += part.transpose(0, 3, 1, 2)
+    if b is not None:
+        out += b.astype(np.float64)[None, :, None, None]
+    return out
+
+
+def ref_conv_transpose2d(x, w, b, stride, padding, dilation, groups, output_padding):
+    x, w = x.astype(np.float64), w.astype(np.float64)
+    n, c, h, wd = x.shape
+    _, ocg, kh, kw = w.shape
+    (sh, sw), (ph, pw), (dh, dw), (oph, opw) = stride, padding, dilation, output_padding
+    oh = (h - 1) * sh - 2 * ph + dh * (kh - 1) + oph + 1
+    ow = (wd - 1) * sw - 2 * pw + dw * (kw - 1) + opw + 1
+    full = np.zeros((n, ocg * groups, (h - 1) * sh + dh * (kh - 1) + 1 + oph,
+                     (wd - 1) * sw + dw * (kw - 1) + 1 + opw))
+    cg = c // groups
+    for g in range(groups):
+        for ky in range(kh):
+            for kx in range(kw):
+                contrib = np.einsum("nchw,co->nohw", x[:, g * cg:(g + 1) * cg],
+                                    w[g * cg:(g + 1) * cg, :, ky, kx])
+                full[:, g * ocg:(g + 1) * ocg,
+                     ky * dh:ky * dh + sh * (h - 1) + 1:sh,
+                     kx * dw:kx * dw + sw * (wd - 1) + 1:sw] += contrib
+    out = full[:, :, ph:ph + oh, pw:pw + ow]
+    if b is not None:
+        out = out + b.astype(np.float64)[None, :, None, None]
+    return out
+
+
+def _pair(v):
+    v = list(v)
+    return v * 2 if len(v) == 1 else v
+
+
+@reference("aten::convolution.out")
+def conv_model(x, w, b, stride, padding, dilation, transposed, output_padding, groups, out):
+    """Either form in float64 (exact for the small integers of the cases);
+    1-D as 2-D with a unit height; integer outs wrap."""
+    xv, wv, bv = value(x), value(w), value(b)
+    one_d = xv.ndim == 3
+    if one_d:
+        xv, wv = xv[:, :, None], wv[:, :, None]
+        geometry = [[1] + list(a) for a in (stride, padding, dilation, output_padding)]
+        geometry[1][0] = geometry[3][0] = 0
+    else:
+        geometry = [_pair(a) for a in (stride, padding, dilation, output_padding)]
+    s, p, d, op = geometry
+    if transposed:
+        r = ref_conv_transpose2d(xv, wv, bv, s, p, d, groups, op)
+    else:
+        r = ref_conv2d(xv, wv, bv, s, p, d, groups)
+    if one_d:
+        r = r[:, :, 0]
+    od = dtype_of(out)
+    return cast(r if is_float(od) else np.round(r).astype(np.int64), od)
+
+
+def conv(device, x, w, b, stride=(1, 1), padding=(0, 0), dilation=(1, 1), groups=1,
+         transposed=False, output_padding=(0, 0), x_order=None, w_order=None, out_order=None,
+         dtype=np.float32, num_threads=1, as_bf16=False, tol=(1e-4, 1e-4)):
+    """A 2-D case against the reference of its arguments."""
+    if transposed:
+        expected = ref_conv_transpose2d(x, w, b, stride, padding, dilation, groups, output_padding)
+    else:
+        expected = ref_conv2d(x, w, b, stride, padding, dilation, groups)
+    out_dtype = BF16 if as_bf16 else dtype
+    bias = None if b is None else T(b, bf16=as_bf16)
+    if not is_float(out_dtype):
+        # Exact in int64, then wrapped to the dtype as same-dtype arithmetic does.
+        expected = np.round(expected).astype(np.int64).astype(dtype)
+    check(device, "aten::convolution.out", T(x, dim_order=x_order, bf16=as_bf16),
+          T(w, dim_order=w_order, bf16=as_bf16), bias, list(stride), list(padding),
+          list(dilation), transposed, list(output_padding), groups,
+          Out(out_dtype, expected.shape, dim_order=out_order), expect=expected, tol=tol,
+          num_threads=num_threads)
+
+
+# ---- every dtype, the CUDA direct and gemm paths ---------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", FLOATS + [np.int32, np.int64])
+@pytest.mark.parametrize("geom", [(1, 0, 1), (2, 1, 1), (1, 2, 2), (3, 1, 2)])
+@pytest.mark.parametrize("groups,cin,cout", [(1, 4, 6), (2, 4, 6), (4, 4, 4), (4, 4, 8)])
+@pytest.mark.parametrize("order", [None, CL])
+def test_conv2d(device, dtype, geom, groups, cin, cout, order):
+    s, p, d = geom
+    ints = dtype != BF16 and np.dtype(dtype).kind in "iu"
+    x = rand((2, cin, 9, 8), np.int64, -3, 3) if ints else rand((2, cin, 9, 8))
+    w = (rand((cout, cin // groups, 3, 3), np.int64, -3, 3) if ints
+         else rand((cout, cin // groups, 3, 3)))
+    b = rand((cout,), np.int64, -3, 3) if ints else rand((cout,))
+    oh, ow = conv_out(9, 3, s, p, d), conv_out(8, 3, s, p, d)
+    check(device, "aten::convolution.out", tensor(x, dtype, order), tensor(w, dtype, order),
+          tensor(b, dtype), [s], [p], [d], False, [0], groups,
+          Out(dtype, [2, cout, oh, ow], dim_order=order), tol=TOL, gpu_tol=conv_tol(dtype))
+
+
+# Shapes that take the CUDA im2col + cuBLAS path (>= 8 output channels per
+# group, a reduction of >= 8): every pair of input / weight / output
+# layouts, the odd output layout (0, 2, 1, 3) that falls back to the direct
+# kernel, groups, no bias, and a batch whose patches need two chunks of
+# scratch.
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, BF16])
+@pytest.mark.parametrize("geom", [(1, 1, 1), (2, 0, 1), (1, 2, 2)])
+@pytest.mark.parametrize("groups", [1, 2])
+@pytest.mark.parametrize("orders", [(None, None, None), (CL, CL, CL), (None, CL, None),
+                                    (CL, None, CL), (None, None, CL), (CL, CL, (0, 2, 1, 3))])
+@pytest.mark.parametrize("bias", [True, False])
+def test_conv2d_gemm(device, dtype, geom, groups, orders, bias):
+    s, p, d = geom
+    xo, wo, oo = orders
+    x, w, b = rand((3, 16, 11, 10)), rand((24, 16 // groups, 3, 3)), rand((24,))
+    oh, ow = conv_out(11, 3, s, p, d), conv_out(10, 3, s, p, d)
+    # Both sides accumulate in float; the output's rounding may differ by
+    # one unit of its last place.
+    gpu_tol = (2e-4, 2e-4) if dtype == np.float32 else (5e-3, 5e-3)
+    if dtype == BF16:
+        gpu_tol = None
+    check(device, "aten::convolution.out", tensor(x, dtype, xo), tensor(w, dtype, wo),
+          tensor(b, dtype) if bias else None, [s], [p], [d], False, [0], groups,
+          Out(dtype, [3, 24, oh, ow], dim_order=oo), tol=TOL, gpu_tol=gpu_tol)
+
+
+@pytest.mark.parametrize("order", [None, CL])
+def test_conv2d_gemm_chunked_batch(device, order):
+    x, w = rand((12, 64, 56, 56)), rand((16, 64, 3, 3))
+    check(device, "aten::convolution.out", T(x, dim_order=order), w, rand((16,)), [1], [1], [1],
+          False, [0], 1, Out(np.float32, [12, 16, 56, 56], dim_order=order), tol=(1e-4, 2e-4),
+          gpu_tol=(2e-4, 2e-4))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+@pytest.mark.parametrize("s,p,op,d", [(1, 0, 0, 1), (2, 1, 1, 1), (2, 0, 0, 2), (3, 1, 2, 1)])
+@pytest.mark.parametrize("groups", [1, 2])
+def test_conv_transposed(device, dtype, s, p, op, d, groups):
+    x = rand((2, 4, 5, 6))
+    w = rand((4, 6 // groups * groups // groups, 3, 3))
+    cout = w.shape[1] * groups
+    oh = (5 - 1) * s - 2 * p + d * 2 + op + 1
+    ow = (6 - 1) * s - 2 * p + d * 2 + op + 1
+    check(device, "aten::convolution.out", tensor(x, dtype), tensor(w, dtype), None, [s], [p], [d],
+          True, [op], groups, Out(dtype, [2, cout, oh, ow]), tol=TOL, gpu_tol=conv_tol(dtype))
+
+
+@pytest.mark.parametrize("order", [None, (0, 2, 1)])
+def test_conv1d_strided(device, order):
+    x = rand((2, 4, 20))
+    w = rand((6, 4, 3))
+    check(device, "aten::convolution.out", T(x, dim_order=order), w, rand((6,)), [2], [1], [2],
+          False, [0], 1, Out(np.float32, [2, 6, conv_out(20, 3, 2, 1, 2)]), tol=TOL,
+          gpu_tol=conv_tol(np.float32))
+
+
+def test_conv_no_bias_empty_and_1x1(device):
+    check(device, "aten::convolution.out", rand((1, 3, 4, 4)), rand((5, 3, 1, 1)), None, [1], [0],
+          [1], False, [0], 1, Out(np.float32, [1, 5, 4, 4]), tol=TOL,
+          gpu_tol=conv_tol(np.float32))
+    check(device, "aten::convolution.out", rand((0, 3, 4, 4)), rand((5, 3, 3, 3)), None, [1], [1],
+          [1], False, [0], 1, Out(np.float32, [0, 5, 4, 4]))
+
+
+# ---- geometry, layouts and the CPU's kernels ---------------------------------------------------
+
+
+def test_fixture_conv_3x3_pad1(device):
+    x, w, b = normals(1, 3, 32, 32), normals(16, 3, 3, 3), normals(16)
+    conv(device, x, w, b, padding=(1, 1))
+
+
+def test_conv2d_new_weights_each_call(device):
+    # oneDNN plans keep reordered weights while the weight bytes stay the
+    # same; new values (at a reused address or not) must be reordered again.
+    x, b = normals(2, 8, 8, 8), normals(16)
+    for _ in range(6):
+        w = normals(16, 8, 3, 3)
+        conv(device, x, w, b, padding=(1, 1))
+
+
+@pytest.mark.parametrize("stride,padding,dilation", [
+    ((1, 1), (0, 0), (1, 1)), ((2, 2), (1, 1), (1, 1)), ((2, 1), (0, 2), (1, 1)),
+    ((1, 1), (2, 2), (2, 2)), ((3, 2), (1, 0), (2, 1)),
+])
+def test_conv2d_geometry(device, stride, padding, dilation):
+    x, w, b = normals(2, 4, 11, 9), normals(6, 4, 3, 3), normals(6)
+    conv(device, x, w, b, stride, padding, dilation)
+
+
+@pytest.mark.parametrize("groups,cin,cout", [(2, 4, 6), (8, 8, 8), (8, 8, 16), (3, 3, 3)])
+def test_conv2d_groups_and_depthwise(device, groups, cin, cout):
+    x, w, b = normals(1, cin, 10, 10), normals(cout, cin // groups, 3, 3), normals(cout)
+    conv(device, x, w, b, padding=(1, 1), groups=groups)
+
+
+@pytest.mark.parametrize("x_order,w_order,out_order", [
+    (CL, None, CL), (CL, None, None), (None, None, CL), (None, CL, None), (CL, CL, CL),
+])
+def test_conv2d_dim_orders(device, x_order, w_order, out_order):
+    x, w, b = normals(2, 8, 9, 7), normals(16, 8, 3, 3), normals(16)
+    conv(device, x, w, b, padding=(1, 1), x_order=x_order, w_order=w_order, out_order=out_order)
+
+
+def test_conv2d_depthwise_channels_last(device):
+    x, w = normals(1, 16, 12, 12), normals(16, 1, 3, 3)
+    conv(device, x, w, None, stride=(2, 2), padding=(1, 1), groups=16, x_order=CL, out_order=CL)
+
+
+def test_conv2d_1x1_no_bias_two_threads(device):
+    x, w = normals(2, 32, 28, 28), normals(64, 32, 1, 1)
+    conv(device, x, w, None, num_threads=2)
+
+
+def test_conv2d_larger_two_threads(device):
+    x, w, b = normals(1, 16, 24, 24), normals(32, 16, 3, 3), normals(32)
+    conv(device, x, w, b, padding=(1, 1), num_threads=2)
+
+
+# Forward stride-1 f32 convolutions with at least 4 output channels per
+# group run the CPU's own kernel (conv_f32.cpp): output channels in blocks
+# of 16/8/4/2/1, runs of 8 or 16 columns with a partial last one, output
+# rows grouped by which kernel rows fall inside the image (some rows may
+# have none: only the bias), images split over two threads above 2^20
+# multiply-adds.
+@pytest.mark.parametrize("n,cin,cout,hw,k,padding,dilation,groups,threads", [
+    (3, 5, 23, (9, 37), (3, 3), (1, 1), (1, 1), 1, 1),
+    (2, 3, 12, (6, 5), (2, 3), (0, 2), (1, 2), 1, 1),
+    (2, 4, 8, (5, 6), (1, 1), (2, 3), (1, 1), 1, 1),
+    (1, 6, 9, (7, 19), (3, 2), (3, 1), (3, 1), 1, 1),
+    (2, 8, 16, (8, 8), (3, 3), (1, 1), (1, 1), 2, 1),
+    (9, 8, 16, (16, 16), (3, 3), (1, 1), (1, 1), 1, 2),
+    (5, 1, 8, (8, 8), (3, 3), (1, 1), (1, 1), 1, 2),
+])
+def test_conv2d_own_kernel_shapes(device, n, cin, cout, hw, k, padding, dilation, groups,
+                                  threads):
+    x = normals(n, cin, *hw)
+    w, b = normals(cout, cin // groups, *k), normals(cout)
+    conv(device, x, w, b, padding=padding, dilation=dilation, groups=groups, num_threads=threads)
+    conv(device, x, w, None, padding=padding, dilation=dilation, groups=groups, x_order=CL,
+         w_order=CL, out_order=CL, num_threads=threads)
+
+
+def test_conv1d_stride1_own_kernel(device):
+    x, w, b = normals(3, 5, 40), normals(8, 5, 3), normals(8)
+    expected = ref_conv2d(x[:, :, None], w[:, :, None], b, (1, 1), (0, 1), (1, 1), 1)[:, :, 0]
+    check(device, "aten::convolution.out", x, w, b, [1], [1], [1], False, [0], 1,
+          Out(np.float32, expected.shape), expect=expected, tol=(1e-4, 1e-4))
+
+
+@pytest.mark.parametrize("order", [None, (0, 2, 1)])
+def test_conv1d(device, order):
+    x, w, b = normals(2, 5, 17), normals(7, 5, 3), normals(7)
+    expected = ref_conv2d(x[:, :, None], w[:, :, None], b, (1, 2), (0, 1), (1, 2), 1)[:, :, 0]
+    check(device, "aten::convolution.out", T(x, dim_order=order), w, b, [2], [1], [2], False, [0],
+          1, Out(np.float32, expected.shape, dim_order=order), expect=expected, tol=(1e-4, 1e-4))
+
+
+def test_conv1d_depthwise_transposed(device):
+    x, w = normals(1, 4, 6), normals(4, 1, 3)
+    expected = ref_conv_transpose2d(x[:, :, None], w[:, :, None], None, (1, 2), (0, 1), (1, 1), 4,
+                                    (0, 1))[:, :, 0]
+    check(device, "aten::convolution.out", x, w, None, [2], [1], [1], True, [1], 4,
+          Out(np.float32, expected.shape), expect=expected, tol=(1e-4, 1e-4))
+
+
+@pytest.mark.parametrize("stride,padding,dilation,output_padding,groups", [
+    ((2, 2), (0, 0), (1, 1), (0, 0), 1), ((2, 2), (1, 1), (1, 1), (1, 1), 1),
+    ((2, 3), (0, 1), (1, 1), (1, 2), 1), ((1, 1), (1, 1), (2, 2), (1, 1), 2),
+    ((2, 2), (1, 0), (1, 1), (0, 1), 2),
+])
+def test_conv_transpose2d(device, stride, padding, dilation, output_padding, groups):
+    x, w, b = normals(2, 4, 5, 6), normals(4, 3, 3, 3), normals(3 * groups)
+    conv(device, x, w, b, stride, padding, dilation, groups, True, output_padding)
+
+
+def test_conv_transpose2d_channels_last(device):
+    x, w, b = normals(1, 8, 6, 6), normals(8, 4, 2, 2), normals(4)
+    conv(device, x, w, b, (2, 2), transposed=True, x_order=CL, w_order=CL, out_order=CL)
+
+
+def test_conv2d_float64(device):
+    x, w = normals(1, 4, 7, 7, dtype=np.float64), normals(6, 2, 3, 3, dtype=np.float64)
+    b = normals(6).astype(np.float64)
+    conv(device, x, w, b, (2, 1), (1, 1), (1, 2), groups=2, x_order=CL, dtype=np.float64,
+         tol=(1e-10, 1e-10))
+
+
+def test_conv_transpose2d_float64(device):
+    x, w = normals(1, 2, 4, 4, dtype=np.float64), normals(2, 3, 3, 3, dtype=np.float64)
+    conv(device, x, w, None, (2, 2), (1, 1), transposed=True, output_padding=(1, 1),
+         dtype=np.float64, tol=(1e-10, 1e-10))
+
+
+def test_conv2d_float16(device):
+    x, w = normals(1, 4, 8, 8, dtype=np.float16), normals(8, 4, 3, 3, dtype=np.float16)
+    conv(device, x, w, normals(8, dtype=np.float16), padding=(1, 1), dtype=np.float16,
+         tol=(1e-2, 2e-2))
+
+
+def test_conv2d_bfloat16_channels_last(device):
+    x, w, b = bf16(normals(1, 4, 8, 8)), bf16(normals(8, 4, 3, 3)), bf16(normals(8))
+    conv(device, x, w, b, padding=(1, 1), x_order=CL, out_order=CL, as_bf16=True,
+         tol=(2e-2, 6e-2))
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.int64, np.int8])
+def test_conv2d_integers(device, dtype):
+    x, w = normals(1, 3, 6, 6, dtype=dtype), normals(4, 3, 3, 3, dtype=dtype)
+    conv(device, x, w, normals(4, dtype=dtype), padding=(1, 1), dtype=dtype, tol=None)
+
+
+def test_conv2d_empty_batch(device):
+    check(device, "aten::convolution.out", normals(0, 3, 5, 5), normals(4, 3, 3, 3), None, [1, 1],
+          [1, 1], [1, 1], False, [0, 0], 1, Out(np.float32, (0, 4, 5, 5)),
+          expect=np.zeros((0, 4, 5, 5)))
+
+
+def test_conv2d_resizes_dynamic_out(device):
+    x, w = normals(1, 2, 6, 6), normals(3, 2, 3, 3)
+    expected = ref_conv2d(x, w, None, (1, 1), (0, 0), (1, 1), 1)
+    check(device, "aten::convolution.out", x, w, None, [1, 1], [0, 0], [1, 1], False, [0, 0], 1,
+          Out(np.float32, (1, 3, 6, 6), dynamic=True), expect=expected, tol=(1e-5, 1e-5))
+
+
+def conv_error(device, x, w, b=None, stride=(1, 1), padding=(0, 0), dilation=(1, 1),
+               transposed=False, output_padding=(0, 0), groups=1, out_shape=(1, 1, 1, 1),
+               out_dtype=np.float32):
+    check_error(device, "aten::convolution.out", x, w, b, list(stride), list(padding),
+                list(dilation), transposed, list(output_padding), groups,
+                Out(out_dtype, out_shape), exc=ValueError)
+
+
+def test_conv_errors(device):
+    # channel mismatch
+    conv_error(device, normals(1, 3, 5, 5), normals(4, 2, 3, 3), out_shape=(1, 4, 3, 3))
+    # bias length
+    conv_error(device, normals(1, 3, 5, 5), normals(4, 3, 3, 3), normals(3),
+               out_shape=(1, 4, 3, 3))
+    # rank
+    conv_error(device, normals(3, 5, 5), normals(4, 3, 3, 3), out_shape=(1, 4, 3, 3))
+    # dtype mismatch
+    conv_error(device, normals(1, 3, 5, 5), normals(4, 3, 3, 3, dtype=np.float64),
+               out_shape=(1, 4, 3, 3))
+    # kernel larger than the input
+    conv_error(device, normals(1, 3, 2, 2), normals(4, 3, 3, 3), out_shape=(1, 4, 1, 1))
+    # groups do not divide
+    conv_error(device, normals(1, 4, 5, 5), normals(3, 2, 3, 3), groups=2, out_shape=(1, 3, 3, 3))
+    # output_padding >= stride and dilation
+    conv_error(device, normals(1, 2, 3, 3), normals(2, 2, 3, 3), transposed=True,
+               output_padding=(1, 1), out_shape=(1, 2, 6, 6))
+    # stride 0
+    conv_error(device, normals(1, 3, 5, 5), normals(4, 3, 3, 3), stride=(0, 1),
+               out_shape=(1, 4, 3, 3))
+    # bool
+    conv_error(device, np.ones((1, 1, 3, 3), bool), np.ones((1, 1, 1, 1), bool),
+               out_shape=(1, 1, 3, 3), out_dtype=np.bool_)

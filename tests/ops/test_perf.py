@@ -1,0 +1,139 @@
+"""With --perf on a GPU: times CUDA kernels on cuda:0 and prints achieved
+bandwidth or TFLOP/s, with shares of torch's rates where torch has CUDA
+(the rows conftest.py prints at the end). Without --perf these skip: the
+kernels' correctness is the other files' job."""
+
+import numpy as np
+import pytest
+
+import harness
+from harness import BF16, CL, Out, perf, rand, tensor
+
+pytestmark = [harness.needs_cuda,
+              pytest.mark.skipif("not harness.PERF", reason="--perf only")]
+
+RNG = np.random.default_rng(7)
+MIB64 = 64 << 20
+
+
+def test_perf_conv_pool():
+    x = rand((32, 64, 56, 56))
+    w = rand((64, 64, 3, 3))
+    perf("conv2d f32 32x64x56x56 3x3", "aten::convolution.out", x, w, None, [1], [1], [1], False,
+         [0], 1, Out(np.float32, [32, 64, 56, 56]), flops=2 * 32 * 64 * 56 * 56 * 64 * 9,
+         iterations=5)
+    perf("max_pool2d f32 32x64x56x56 2x2", "aten::max_pool2d_with_indices.out", x, [2, 2], [2, 2],
+         [0, 0], [1, 1], False, Out(np.float32, [32, 64, 28, 28]), Out(np.int64, [32, 64, 28, 28]),
+         nbytes=x.nbytes * 2)
+
+
+def copy_reference(torch, n):
+    src = torch.rand(n, device="cuda")
+    dst = torch.empty_like(src)
+    return lambda: dst.copy_(src)
+
+
+def test_perf_copy():
+    n = (64 << 20) // 4
+    harness.perf_torch_reference("copy", "torch copy_ float32 64 MiB (device to device)",
+                                 lambda torch: copy_reference(torch, n), nbytes=2 * n * 4)
+    x = rand((n,))
+    perf("_to_copy float32 -> float16 64 MiB", "aten::_to_copy.out", x, False, None,
+         Out(np.float16, (n,)), nbytes=n * 4 + n * 2, ref="copy")
+    perf("_to_copy float32 -> bfloat16 64 MiB", "aten::_to_copy.out", x, False, None,
+         Out(BF16, (n,)), nbytes=n * 4 + n * 2, ref="copy")
+    perf("clone float32 64 MiB", "aten::clone.out", x, None, Out(np.float32, (n,)),
+         nbytes=2 * n * 4, ref="copy")
+    y = rand((64, 256, 32, 32))
+    perf("clone float32 64 MiB -> channels last", "aten::clone.out", y, None,
+         Out(np.float32, y.shape, dim_order=CL), nbytes=2 * y.nbytes, ref="copy")
+    perf("full float32 64 MiB", "aten::full.out", [n], 1.5, Out(np.float32, (n,)), nbytes=n * 4,
+         ref="copy")
+
+
+@pytest.mark.parametrize("dtype", [np.float32, BF16])
+def test_perf_elementwise(dtype):
+    elem = 4 if dtype == np.float32 else 2
+    n = MIB64 // elem
+    name = dtype if isinstance(dtype, str) else "float32"
+    a = tensor(rand((n,)), dtype)
+    b = tensor(rand((n,)), dtype)
+    perf(f"add {name} 64 MiB", "aten::add.out", a, b, 1, Out(dtype, (n,)), nbytes=3 * n * elem,
+         ref="copy")
+    perf(f"mul {name} 64 MiB", "aten::mul.out", a, b, Out(dtype, (n,)), nbytes=3 * n * elem,
+         ref="copy")
+    perf(f"relu {name} 64 MiB", "aten::relu.out", a, Out(dtype, (n,)), nbytes=2 * n * elem,
+         ref="copy")
+    perf(f"gelu {name} 64 MiB", "aten::gelu.out", a, "none", Out(dtype, (n,)),
+         nbytes=2 * n * elem, ref="copy")
+    perf(f"x * 2 + 1 {name} 64 MiB, fused", "pterun::mul_add.out", a,
+         tensor(np.float32(2), dtype), tensor(np.float32(1), dtype), 1, Out(dtype, (n,)),
+         nbytes=2 * n * elem, ref="copy")
+    perf(f"add {name} 64 MiB + [4096] bias", "aten::add.out",
+         tensor(rand((n // 4096, 4096)), dtype), tensor(rand((4096,)), dtype), 1,
+         Out(dtype, (n // 4096, 4096)), nbytes=2 * n * elem, ref="copy")
+
+
+def test_perf_gathers():
+    w = rand((32000, 4096), np.float16)  # 250 MiB table
+    idx = RNG.integers(0, 32000, (8, 512))
+    perf("embedding f16 [32000,4096] x 4096 rows", "aten::embedding.out", w, idx, -1, False,
+         False, Out(np.float16, (8, 512, 4096)), nbytes=2 * 8 * 512 * 4096 * 2)
+    x = rand((4096, 4096), np.float32)
+    perf("index_select f32 [4096,4096] dim 0, 4096 rows", "aten::index_select.out", x, 0,
+         RNG.integers(0, 4096, 4096), Out(np.float32, (4096, 4096)), nbytes=2 * x.nbytes)
+
+
+def mm_reference(torch, dtype_name, n):
+    a = torch.rand(n, n, device="cuda", dtype=getattr(torch, dtype_name))
+    b = torch.rand(n, n, device="cuda", dtype=getattr(torch, dtype_name))
+    out = torch.empty_like(a)
+    return lambda: torch.mm(a, b, out=out)
+
+
+def test_perf_matmul_4096():
+    n = 4096
+    for dtype in (np.float16, BF16):
+        a = tensor(rand((n, n)), dtype)
+        b = tensor(rand((n, n)), dtype)
+        name = dtype if isinstance(dtype, str) else np.dtype(dtype).name
+        harness.perf_torch_reference(f"mm {name}", f"torch.mm {name} 4096^3 (cuBLAS)",
+                                     lambda torch: mm_reference(torch, name, n),
+                                     flops=2 * n ** 3, iterations=20)
+        perf(f"mm {name} 4096^3", "aten::mm.out", a, b, Out(dtype, [n, n]), flops=2 * n ** 3,
+             iterations=20, ref=f"mm {name}")
+
+
+def test_perf_softmax_and_layer_norm():
+    x = rand((4096, 4096))
+    perf("softmax float32 [4096, 4096] dim=-1", "aten::_softmax.out", x, -1, False,
+         Out(np.float32, x.shape), nbytes=2 * x.nbytes)
+    perf("layer_norm float32 [4096, 4096]", "aten::native_layer_norm.out", x, [4096],
+         rand((4096,)), rand((4096,)), 1e-5, Out(np.float32, x.shape), Out(np.float32, [4096, 1]),
+         Out(np.float32, [4096, 1]), nbytes=2 * x.nbytes)
+
+
+def test_perf_sum_64mib():
+    x = rand((16 * 1024 * 1024,))
+    perf("sum float32 64 MiB", "aten::sum.out", x, None, Out(np.float32, []), nbytes=x.nbytes)
+    perf("sum float32 [4096, 4096] dim=1", "aten::sum.IntList_out", x.reshape(4096, 4096), [1],
+         False, None, Out(np.float32, [4096]), nbytes=x.nbytes)
+    perf("sum float32 [4096, 4096] dim=0", "aten::sum.IntList_out", x.reshape(4096, 4096), [0],
+         False, None, Out(np.float32, [4096]), nbytes=x.nbytes)
+
+
+def test_perf_copies():
+    a = rand((4096, 4096), np.float32)  # 64 MiB
+    nbytes = 2 * a.nbytes
+    perf("permute_copy f32 [4096,4096] (1,0)", "aten::permute_copy.out", a, [1, 0],
+         Out(np.float32, (4096, 4096)), nbytes=nbytes)
+    perf("alias_copy f32 [4096,4096] contiguous", "aten::alias_copy.out", a,
+         Out(np.float32, (4096, 4096)), nbytes=nbytes)
+    b = rand((64, 256, 32, 32), np.float32)  # 64 MiB
+    perf("alias_copy f32 [64,256,32,32] -> channels last", "aten::alias_copy.out", b,
+         Out(np.float32, b.shape, dim_order=CL), nbytes=2 * b.nbytes)
+    half = rand((4096, 2048), np.float32)
+    perf("cat f32 2x[4096,2048] dim 1", "aten::cat.out", [half, half], 1,
+         Out(np.float32, (4096, 4096)), nbytes=nbytes)
+    perf("slice_copy f32 [4096,4096] -> [4096,2048]", "aten::slice_copy.Tensor_out", a, 1, 0,
+         2048, 1, Out(np.float32, (4096, 2048)), nbytes=a.nbytes)
