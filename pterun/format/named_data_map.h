@@ -12,7 +12,7 @@ namespace pterun::format {
 
 /// The named data a delegate reads by key: the .ptd file's entries merged
 /// with the program's own `named_data`, the .ptd first, as ExecuTorch hands
-/// them to a backend's init (pte-format.md 1.7). Holds views only: the
+/// them to a backend's init (docs/format.md, "Named data"). Holds views only: the
 /// ProgramDesc and ExternalData it was built from must outlive it.
 class NamedDataMap {
  public:

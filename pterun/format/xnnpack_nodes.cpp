@@ -1,7 +1,7 @@
-// Decodes one XNNPACK node (real-world-programs.md 1.5): its ids resolved to
-// value indices, its fields copied, and the fields that index into its
-// values' dims (perm, slice offsets, paddings, concat axis, channel
-// layouts) checked against those values' ranks.
+// Decodes one XNNPACK node (docs/format.md, "XNNPACK payloads"): its ids
+// resolved to value indices, its fields copied, and the fields that index
+// into its values' dims (perm, slice offsets, paddings, concat axis,
+// channel layouts) checked against those values' ranks.
 
 #include <algorithm>
 

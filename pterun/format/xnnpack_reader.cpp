@@ -1,4 +1,4 @@
-// Reads an XNNPACK delegate payload (real-world-programs.md 1.2-1.9): the
+// Reads an XNNPACK delegate payload (docs/format.md, "XNNPACK payloads"): the
 // XH00 header, the verified FlatBuffer, the values with their constants and
 // quantization parameters, then the nodes (xnnpack_nodes.cpp) and the data
 // flow between them. Checks go beyond ExecuTorch's XNNPACK runtime where it
@@ -13,6 +13,7 @@
 
 #include "pterun/core/checked_math.h"
 #include "pterun/core/error.h"
+#include "pterun/core/text.h"
 #include "pterun/format/header.h"
 #include "pterun/format/schema/xnnpack_generated.h"
 #include "pterun/format/xnnpack_nodes.h"
@@ -120,8 +121,8 @@ class ConstantSource {
     std::span<const uint8_t> bytes =
         layout_.has_header ? from_table(index, key, what) : from_inline(index, what);
     PTERUN_CHECK(bytes.size() >= nbytes, ErrorCode::InvalidProgram, what, ": constant ", index,
-                 key.empty() ? std::string() : str_cat(" ('", key, "')"), " has ", bytes.size(),
-                 " bytes, fewer than the ", nbytes, " it needs");
+                 key.empty() ? std::string() : str_cat(" ('", printable(key), "')"), " has ",
+                 bytes.size(), " bytes, fewer than the ", nbytes, " it needs");
     return bytes.first(nbytes);
   }
 
@@ -141,7 +142,7 @@ class ConstantSource {
       key.assign(entry->named_key()->c_str(), entry->named_key()->size());
       auto bytes = named_.find(key);
       PTERUN_CHECK(bytes.has_value(), ErrorCode::InvalidProgram, what, ": constant ", index,
-                   " names key '", key,
+                   " names key '", printable(key),
                    "', which neither the program's named data nor the .ptd file has");
       return *bytes;
     }
@@ -551,7 +552,7 @@ std::optional<size_t> delegate_call_num_args(const MethodDesc& method, size_t de
         continue;
       }
       PTERUN_CHECK(!count || *count == instr.args.size(), ErrorCode::InvalidProgram, "method '",
-                   method.name, "', delegate ", delegate_index, ": called with ", *count,
+                   printable(method.name), "', delegate ", delegate_index, ": called with ", *count,
                    " and with ", instr.args.size(), " arguments");
       count = instr.args.size();
     }
@@ -562,11 +563,11 @@ std::optional<size_t> delegate_call_num_args(const MethodDesc& method, size_t de
 XnnGraphDesc read_xnnpack_delegate(const MethodDesc& method, size_t delegate_index,
                                    const NamedDataMap& named_data) {
   PTERUN_CHECK(delegate_index < method.delegates.size(), ErrorCode::InvalidArgument, "method '",
-               method.name, "': no delegate ", delegate_index, " (it has ", method.delegates.size(),
-               ")");
+               printable(method.name), "': no delegate ", delegate_index, " (it has ",
+               method.delegates.size(), ")");
   const DelegateDesc& d = method.delegates[delegate_index];
-  std::string context =
-      str_cat("method '", method.name, "', delegate ", delegate_index, " (", d.id, ")");
+  std::string context = str_cat("method '", printable(method.name), "', delegate ", delegate_index,
+                                " (", printable(d.id), ")");
   PTERUN_CHECK(d.id == kXnnpackBackendId, ErrorCode::InvalidArgument, context,
                ": not an XNNPACK delegate");
   auto num_args = delegate_call_num_args(method, delegate_index);

@@ -1,6 +1,6 @@
 #pragma once
 
-// The XNNPACK delegate payload (real-world-programs.md section 1), decoded
+// The XNNPACK delegate payload (docs/format.md, "XNNPACK payloads"), decoded
 // and checked: a plain description that the delegate executor builds its
 // steps from, with every id resolved to a value index, every constant's
 // bytes located and sized, and nothing left that refers back into the

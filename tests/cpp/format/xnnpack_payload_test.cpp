@@ -208,6 +208,8 @@ TEST_F(XnnpackPayload, EachDefectIsNamed) {
        "value 0 (id 0, fp32[2, 3]): flags 5 has unknown bits"},
       {"missing named key", with([](Spec& s) { s.w_key = "nope"; }), 2,
        "value 1 (id 1, fp32[2, 3]): constant 1 names key 'nope', which neither"},
+      {"missing named key that is not text", with([](Spec& s) { s.w_key = "w\xff\n"; }), 2,
+       "constant 1 names key 'w\\xff\\x0a', which neither"},
       {"constant shorter than dims x element size", with([](Spec& s) {
          s.w_dims = {4, 3};
        }),
