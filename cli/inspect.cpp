@@ -5,6 +5,8 @@
 
 #include "cli/commands.h"
 #include "pterun/backend/device_info.h"
+#include "pterun/core/error.h"
+#include "pterun/format/xnnpack_reader.h"
 #include "pterun/program/program.h"
 #include "pterun/program/support.h"
 
@@ -40,6 +42,34 @@ ordered_json describe_io(const format::MethodDesc& m, int32_t value_index) {
   return j;
 }
 
+// Each XNNPACK delegate of `m`: its graph's size and node counts by type,
+// or why its payload cannot be read.
+ordered_json describe_xnnpack(const format::MethodDesc& m, const format::NamedDataMap& named) {
+  ordered_json list = ordered_json::array();
+  for (size_t i = 0; i < m.delegates.size(); ++i) {
+    if (m.delegates[i].id != format::kXnnpackBackendId) continue;
+    ordered_json d;
+    d["delegate"] = i;
+    try {
+      format::XnnGraphDesc g = format::read_xnnpack_delegate(m, i, named);
+      d["payload_bytes"] = m.delegates[i].payload.size();
+      d["num_nodes"] = g.nodes.size();
+      d["num_values"] = g.values.size();
+      d["num_constants"] = g.num_constants();
+      d["constant_bytes"] = g.constant_bytes();
+      d["num_inputs"] = g.inputs.size();
+      d["num_outputs"] = g.outputs.size();
+      std::map<std::string, size_t> counts;
+      for (const auto& n : g.nodes) ++counts[std::string(format::xnn_node_type_name(n.type))];
+      d["nodes"] = counts;
+    } catch (const Error& e) {
+      d["error"] = e.what();
+    }
+    list.push_back(d);
+  }
+  return list;
+}
+
 ordered_json describe(const Program& program) {
   const auto& d = program.desc();
   ordered_json j;
@@ -53,6 +83,7 @@ ordered_json describe(const Program& program) {
                  {"inline_constant_buffer", d.uses_inline_constant_buffer},
                  {"named_data", d.named_data.size()}};
   j["methods"] = ordered_json::array();
+  format::NamedDataMap named(d, program.external_data());
   for (const auto& m : d.methods) {
     ordered_json mj;
     mj["name"] = m.name;
@@ -71,6 +102,16 @@ ordered_json describe(const Program& program) {
     mj["operators"] = op_counts;
     MethodMeta meta = program.method_meta(m.name);
     mj["delegates"] = meta.backends();
+    ordered_json xnnpack = describe_xnnpack(m, named);
+    if (!xnnpack.empty()) {
+      std::map<std::string, size_t> totals;
+      for (const auto& x : xnnpack) {
+        if (!x.contains("nodes")) continue;
+        for (const auto& [name, count] : x["nodes"].items()) totals[name] += count.get<size_t>();
+      }
+      mj["xnnpack"] = xnnpack;
+      mj["xnnpack_nodes"] = totals;
+    }
     mj["memory_planned_buffer_sizes"] = m.buffer_sizes;
     mj["num_instructions"] = m.num_instructions();
     mj["num_values"] = m.values.size();
@@ -127,6 +168,31 @@ void print_io(const char* title, const ordered_json& list) {
   }
 }
 
+void print_node_counts(const ordered_json& counts) {
+  for (const auto& [name, count] : counts.items()) {
+    std::cout << "    " << std::left << std::setw(48) << name << " x" << count.dump() << "\n";
+  }
+}
+
+void print_xnnpack(const ordered_json& list, const ordered_json& totals) {
+  for (const auto& d : list) {
+    std::cout << "  XNNPACK delegate " << d["delegate"].dump() << ": ";
+    if (d.contains("error")) {
+      std::cout << "unreadable payload: " << d["error"].get<std::string>() << "\n";
+      continue;
+    }
+    std::cout << d["num_nodes"].dump() << " nodes, " << d["num_values"].dump() << " values ("
+              << d["num_constants"].dump() << " constants, " << d["constant_bytes"].dump()
+              << " bytes), " << d["num_inputs"].dump() << " inputs, " << d["num_outputs"].dump()
+              << " outputs\n";
+    print_node_counts(d["nodes"]);
+  }
+  if (list.size() > 1) {
+    std::cout << "  XNNPACK nodes over all " << list.size() << " delegates:\n";
+    print_node_counts(totals);
+  }
+}
+
 void print_text(const std::string& file, const ordered_json& j) {
   const auto& f = j["format"];
   std::cout << file << ": ExecuTorch program (ET12, schema version " << f["version"].dump() << "), "
@@ -151,7 +217,9 @@ void print_text(const std::string& file, const ordered_json& j) {
     }
     std::cout << "  delegates: " << (m["delegates"].empty() ? "(none)" : "");
     for (const auto& d : m["delegates"]) std::cout << d.get<std::string>() << " ";
-    std::cout << "\n  memory-planned buffers (bytes): " << m["memory_planned_buffer_sizes"].dump()
+    std::cout << "\n";
+    if (m.contains("xnnpack")) print_xnnpack(m["xnnpack"], m["xnnpack_nodes"]);
+    std::cout << "  memory-planned buffers (bytes): " << m["memory_planned_buffer_sizes"].dump()
               << "\n";
     if (!m["attributes"].empty()) std::cout << "  attributes: " << m["attributes"].dump() << "\n";
     if (!m["external_keys_missing"].empty()) {

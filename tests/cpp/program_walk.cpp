@@ -1,5 +1,6 @@
 #include "tests/cpp/program_walk.h"
 
+#include "pterun/format/xnnpack_reader.h"
 #include "pterun/program/support.h"
 
 namespace pterun::test {
@@ -9,10 +10,28 @@ uint64_t touch(std::span<const uint8_t> bytes) {
   return bytes.empty() ? 0 : uint64_t{bytes.front()} + bytes.back();
 }
 
+// Reads every XNNPACK payload of `m` as the delegate executor will; a
+// payload that does not read is an expected outcome of damage.
+uint64_t walk_xnnpack(const format::MethodDesc& m, const format::NamedDataMap& named) {
+  uint64_t sum = 0;
+  for (size_t i = 0; i < m.delegates.size(); ++i) {
+    if (m.delegates[i].id != format::kXnnpackBackendId) continue;
+    try {
+      format::XnnGraphDesc g = format::read_xnnpack_delegate(m, i, named);
+      for (const auto& v : g.values) sum += touch(v.data) + touch(v.quant.scale_data);
+      sum += g.nodes.size();
+    } catch (const Error&) {
+      ++sum;
+    }
+  }
+  return sum;
+}
+
 }  // namespace
 
 uint64_t walk_program(const Program& p) {
   uint64_t sum = 0;
+  format::NamedDataMap named(p.desc(), p.external_data());
   for (const auto& m : p.desc().methods) {
     MethodMeta meta = p.method_meta(m.name);
     for (size_t i = 0; i < meta.num_inputs(); ++i) {
@@ -29,6 +48,7 @@ uint64_t walk_program(const Program& p) {
       sum += touch(d.payload);
       for (const auto& cs : d.compile_specs) sum += touch(cs.value);
     }
+    sum += walk_xnnpack(m, named);
     sum += check_support(m, Device::CPU).missing_operators.size();
     sum += p.missing_external_keys(m.name).size();
   }

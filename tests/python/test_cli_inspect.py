@@ -79,3 +79,39 @@ def test_inspect_errors_exit_nonzero(tmp_path):
     bad.write_bytes(b"not a program at all")
     result = inspect(bad)
     assert result.returncode == 1 and "InvalidProgram" in result.stderr
+
+
+XNNPACK_FIXTURES = FIXTURES / "xnnpack"
+
+
+def xnnpack_fixture_names():
+    with open(XNNPACK_FIXTURES / "manifest.json") as f:
+        return sorted(json.load(f)["fixtures"])
+
+
+@pytest.mark.parametrize("name", xnnpack_fixture_names())
+def test_inspect_counts_xnnpack_nodes_by_type(name):
+    with open(XNNPACK_FIXTURES / "manifest.json") as f:
+        entry = json.load(f)["fixtures"][name]
+    result = inspect(XNNPACK_FIXTURES / entry["files"]["pte"], "--json")
+    assert result.returncode == 0, result.stderr
+    (method,) = json.loads(result.stdout)["methods"]
+    expected = entry["xnnpack"]["forward"]
+    assert [d["delegate"] for d in method["xnnpack"]] == [d["delegate"] for d in expected]
+    totals = {}
+    for got, e in zip(method["xnnpack"], expected):
+        assert "error" not in got, got["error"]
+        assert got["nodes"] == e["node_counts"]
+        assert got["num_nodes"] == e["num_nodes"]
+        assert got["num_values"] == e["num_values"]
+        assert got["num_constants"] == e["num_constants"]
+        assert got["payload_bytes"] == e["payload_size"]
+        for kind, n in e["node_counts"].items():
+            totals[kind] = totals.get(kind, 0) + n
+    assert method["xnnpack_nodes"] == totals
+
+    text = inspect(XNNPACK_FIXTURES / entry["files"]["pte"]).stdout
+    first = expected[0]
+    assert f"XNNPACK delegate {first['delegate']}: {first['num_nodes']} nodes" in text
+    for kind in first["node_counts"]:
+        assert kind in text
