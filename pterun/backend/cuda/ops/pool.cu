@@ -12,6 +12,8 @@
 
 #include "pterun/backend/cuda/cuda_context.h"
 #include "pterun/backend/cuda/device/nn_device.cuh"
+#include "pterun/backend/cuda/ops/launch_util.cuh"
+#include "pterun/backend/cuda/ops/nn_launch.h"
 #include "pterun/backend/cuda/ops/ops.h"
 #include "pterun/ops/pool.h"
 
