@@ -12,6 +12,7 @@ namespace pterun::ops {
 namespace {
 
 void convert_into(const KernelContext& ctx, Tensor& out, const Tensor& src, const char* op) {
+  check_broadcasts_to(src, out.sizes(), op);  // here, so that every backend says the same
   backend(ctx).copy->convert_copy(ctx, out, src, op);
 }
 

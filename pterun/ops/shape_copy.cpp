@@ -14,21 +14,14 @@ namespace {
 
 using kernels::Shape;
 
-/// Strides that read `src` broadcast to `sizes` (0 where it repeats).
+/// Strides that read `src` broadcast to `sizes` (0 where it repeats);
+/// check_broadcasts_to has passed.
 Shape broadcast_strides(const Tensor& src, std::span<const int64_t> sizes, const char* op) {
-  PTERUN_CHECK(src.dim() <= sizes.size(), ErrorCode::InvalidArgument, op, ": ", describe(src),
-               " has more dimensions than the target shape");
+  check_broadcasts_to(src, sizes, op);
   Shape strides;
   const size_t lead = sizes.size() - src.dim();
   for (size_t d = 0; d < sizes.size(); ++d) {
-    if (d < lead) {
-      strides.push_back(0);
-      continue;
-    }
-    int64_t s = src.size(d - lead);
-    PTERUN_CHECK(s == sizes[d] || s == 1, ErrorCode::InvalidArgument, op, ": ", describe(src),
-                 " does not broadcast to size ", sizes[d], " in dimension ", d);
-    strides.push_back(s == 1 ? 0 : src.stride(d - lead));
+    strides.push_back(d < lead || src.size(d - lead) == 1 ? 0 : src.stride(d - lead));
   }
   return strides;
 }
@@ -70,6 +63,17 @@ T scalar_as(const Scalar& s) {
 }
 
 }  // namespace
+
+void check_broadcasts_to(const Tensor& src, std::span<const int64_t> sizes, const char* op) {
+  PTERUN_CHECK(src.dim() <= sizes.size(), ErrorCode::InvalidArgument, op, ": ", describe(src),
+               " has more dimensions than the target shape");
+  const size_t lead = sizes.size() - src.dim();
+  for (size_t d = lead; d < sizes.size(); ++d) {
+    const int64_t s = src.size(d - lead);
+    PTERUN_CHECK(s == sizes[d] || s == 1, ErrorCode::InvalidArgument, op, ": ", describe(src),
+                 " does not broadcast to size ", sizes[d], " in dimension ", d);
+  }
+}
 
 void copy_dense(const Mover& m, const KernelContext& ctx, void* dst, const void* src, int64_t n,
                 size_t element_size) {

@@ -50,6 +50,10 @@ void copy_view_into(const kernels::KernelContext& ctx, Tensor& out, const Tensor
 void copy_into_region(kernels::KernelContext& ctx, void* dst, std::span<const int64_t> dst_strides,
                       DType dst_dtype, const Tensor& src, const char* op, const Mover& m);
 
+/// Error InvalidArgument naming `op` unless `src` broadcasts to `sizes`
+/// (NumPy's rule, src's dimensions aligned at the end).
+void check_broadcasts_to(const Tensor& src, std::span<const int64_t> sizes, const char* op);
+
 /// out = src broadcast to out's shape, converted to out's dtype, in out's
 /// dim order. A plain strided copy when the dtypes agree.
 void convert_copy(const kernels::KernelContext& ctx, Tensor& out, const Tensor& src, const char* op,

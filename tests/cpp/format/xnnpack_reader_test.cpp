@@ -195,18 +195,18 @@ TEST(XnnpackFixtures, EveryValueAndNodeMatchesExecuTorchsReading) {
       std::string where = name + ", delegate " + std::to_string(index);
       XnnGraphDesc g = read_xnnpack_delegate(method, index, *f.named);
       EXPECT_EQ(g.has_header, !d["header"].is_null()) << where;
-      EXPECT_EQ(g.identifier, d["identifier"]) << where;
-      EXPECT_EQ(g.version, d["version"]) << where;
-      EXPECT_EQ(g.num_externs, d["num_externs"]) << where;
+      EXPECT_EQ(g.identifier, d["identifier"].get<std::string>()) << where;
+      EXPECT_EQ(g.version, d["version"].get<std::string>()) << where;
+      EXPECT_EQ(g.num_externs, d["num_externs"].get<uint32_t>()) << where;
       EXPECT_EQ(delegate_call_num_args(method, index), d["num_args"].get<size_t>()) << where;
-      EXPECT_EQ(g.num_constants(), d["num_constants"]) << where;
+      EXPECT_EQ(g.num_constants(), d["num_constants"].get<size_t>()) << where;
 
       ASSERT_EQ(g.values.size(), d["values"].size()) << where;
       for (size_t i = 0; i < g.values.size(); ++i) {
         const XnnValueDesc& v = g.values[i];
         const json& e = d["values"][i];
         std::string at = where + ", value " + std::to_string(i);
-        EXPECT_EQ(v.id, e["id"]) << at;
+        EXPECT_EQ(v.id, e["id"].get<uint32_t>()) << at;
         EXPECT_EQ(xnn_datatype_name(v.datatype), e["datatype"].get<std::string>()) << at;
         EXPECT_EQ(json(v.dims), e["dims"]) << at;
         EXPECT_EQ(v.external_id,
@@ -233,7 +233,7 @@ TEST(XnnpackFixtures, EveryValueAndNodeMatchesExecuTorchsReading) {
         std::string at = where + ", node " + std::to_string(i);
         ++counts[std::string(xnn_node_type_name(n.type))];
         EXPECT_EQ(xnn_node_type_name(n.type), e["type"].get<std::string>()) << at;
-        EXPECT_EQ(n.debug_handle, e["debug_handle"]) << at;
+        EXPECT_EQ(n.debug_handle, e["debug_handle"].get<uint32_t>()) << at;
         EXPECT_EQ(n.output_min_max.has_value(), !e["output_min_max"].is_null()) << at;
         if (n.output_min_max && !e["output_min_max"].is_null()) {
           expect_same(n.output_min_max->min, e["output_min_max"][0], at + " output_min");
