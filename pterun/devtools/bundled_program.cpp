@@ -1,9 +1,9 @@
 #include "pterun/devtools/bundled_program.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstring>
-#include <sstream>
 
 #include "pterun/backend/device.h"
 #include "pterun/core/error.h"
@@ -42,32 +42,35 @@ double load_floating(const uint8_t* p, DType d) {
 }
 
 /// An element for a message: its value for numbers, its bytes otherwise.
+/// No iostreams: number formatting through them has crashed inside some
+/// Python processes (core/str_cat.h), and this runs inside Python's verify().
 std::string element_text(const uint8_t* p, DType d) {
-  std::ostringstream out;
   if (is_floating(d)) {
-    out.precision(9);
-    out << load_floating(p, d);
-    return out.str();
+    char digits[32];
+    auto [end, ec] = std::to_chars(digits, digits + sizeof digits, load_floating(p, d),
+                                   std::chars_format::general, 9);
+    return std::string(digits, ec == std::errc() ? end : digits);
   }
   auto as = [&](auto v) {
     std::memcpy(&v, p, sizeof v);
-    out << +v;
+    return str_cat(+v);
   };
   switch (d) {
-    case DType::Bool: out << (*p != 0 ? "true" : "false"); break;
-    case DType::UInt8: as(uint8_t{}); break;
-    case DType::Int8: as(int8_t{}); break;
-    case DType::Int16: as(int16_t{}); break;
-    case DType::Int32: as(int32_t{}); break;
-    case DType::Int64: as(int64_t{}); break;
-    default:
-      out << "0x";
-      for (size_t i = element_size(d); i-- > 0;) {
-        static const char* digits = "0123456789abcdef";
-        out << digits[p[i] >> 4] << digits[p[i] & 15];
-      }
+    case DType::Bool: return *p != 0 ? "true" : "false";
+    case DType::UInt8: return as(uint8_t{});
+    case DType::Int8: return as(int8_t{});
+    case DType::Int16: return as(int16_t{});
+    case DType::Int32: return as(int32_t{});
+    case DType::Int64: return as(int64_t{});
+    default: break;
   }
-  return out.str();
+  static const char* hex = "0123456789abcdef";
+  std::string out = "0x";
+  for (size_t i = element_size(d); i-- > 0;) {
+    out += hex[p[i] >> 4];
+    out += hex[p[i] & 15];
+  }
+  return out;
 }
 
 std::string list_text(std::span<const int64_t> v) {
