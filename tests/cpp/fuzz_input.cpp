@@ -11,6 +11,7 @@
 
 #include "pterun/core/error.h"
 #include "pterun/core/host_buffer.h"
+#include "pterun/devtools/bundled_program.h"
 #include "pterun/executor/runner.h"
 #include "pterun/kernels/common/dtype_util.h"
 #include "tests/cpp/program_walk.h"
@@ -196,6 +197,41 @@ uint64_t load_and_run_methods(const std::shared_ptr<const Program>& program, Inp
   return sum;
 }
 
+uint64_t verify_bundled_cases(std::span<const uint8_t> bytes, const RunLimits& limits) {
+  std::shared_ptr<const BundledProgram> bundle;
+  try {
+    bundle = BundledProgram::load(format::DataBuffer::copy_of(bytes));
+  } catch (const Error&) {
+    return 0;  // not a bundle, or a damaged one
+  }
+  const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                           std::chrono::duration<double>(limits.max_seconds));
+  uint64_t sum = 0;
+  for (const auto& suite : bundle->suites()) {
+    if (Clock::now() > deadline) break;
+    const format::MethodDesc* desc = nullptr;
+    for (const auto& m : bundle->program()->desc().methods) {
+      if (m.name == suite.method_name) desc = &m;
+    }
+    if (desc == nullptr || !fits(*desc, limits)) continue;
+    std::unique_ptr<Method> method;
+    try {
+      method = Method::load(bundle->program(), suite.method_name);
+    } catch (const Error&) {
+      continue;
+    }
+    for (size_t i = 0; i < suite.cases.size() && Clock::now() <= deadline; ++i) {
+      try {
+        CaseResult r = run_case(*method, suite.cases[i], i, kBundledRtol, kBundledAtol);
+        sum += r.passed + 2 * r.compared + r.message.size();
+      } catch (const Error&) {
+        sum += 1;
+      }
+    }
+  }
+  return sum;
+}
+
 uint64_t run_fuzz_input(std::span<const uint8_t> data) {
   if (data.empty()) return 0;
   std::span<const uint8_t> body = data.subspan(1);
@@ -210,6 +246,7 @@ uint64_t run_fuzz_input(std::span<const uint8_t> data) {
     }
     sum += walk_program(*program);
     sum += load_and_run_methods(program, InputRecipe::from_byte(data[0] >> 1));
+    if (data[0] % 2 == 0) sum += verify_bundled_cases(body, RunLimits{});
   } catch (const Error&) {
   }
   return sum;

@@ -39,11 +39,17 @@ struct InputRecipe {
 uint64_t load_and_run_methods(const std::shared_ptr<const Program>& program, InputRecipe recipe,
                               const RunLimits& limits = {});
 
+/// When `bytes` are a bundled program (.bpte), loads each method that has
+/// test cases and fits `limits`, runs every case and compares its outputs
+/// (ExecuTorch's tolerances). Anything else returns 0. Returns a checksum.
+uint64_t verify_bundled_cases(std::span<const uint8_t> bytes, const RunLimits& limits = {});
+
 /// One input of the libFuzzer target (tests/fuzz/load_fuzzer.cpp), also
 /// replayed by the C++ suite: byte 0 picks what the rest is (bit 0 clear, a
 /// .pte program; set, a .ptd data file for the fixture
 /// external_weights.pte) and, in bits 1-5, the InputRecipe. The program is
-/// loaded, walked (program_walk.h), and its methods loaded and run.
+/// loaded, walked (program_walk.h), and its methods loaded and run; a bundled
+/// program's test cases are run and verified too.
 /// Returns a checksum; throws nothing but std::bad_alloc.
 uint64_t run_fuzz_input(std::span<const uint8_t> data);
 

@@ -62,5 +62,19 @@ TEST(FuzzReplay, FixturesRunWithEveryInputRecipe) {
   }
 }
 
+// The bundled fixtures through the fuzz target's bundle path: every case
+// runs and is compared (bundled_wrong.bpte's failing case included), and a
+// program that is not a bundle is left alone.
+TEST(FuzzReplay, BundledCasesRunThroughTheFuzzPath) {
+  for (const char* name :
+       {"bundled_add.bpte", "bundled_multi.bpte", "bundled_scalars.bpte", "bundled_wrong.bpte"}) {
+    SCOPED_TRACE(name);
+    auto bytes = test::read_file(test::source_dir() + "/tests/fixtures/" + name);
+    EXPECT_GT(test::verify_bundled_cases(bytes), 0u);
+  }
+  auto plain = test::read_file(test::source_dir() + "/tests/fixtures/add.pte");
+  EXPECT_EQ(test::verify_bundled_cases(plain), 0u);
+}
+
 }  // namespace
 }  // namespace pterun
