@@ -87,7 +87,17 @@ void Method::Loader::fill(void* dst, const void* src, size_t bytes) {
 // Constant bytes as the method's kernels read them: in place on the CPU,
 // the program's shared upload on a GPU.
 void* Method::Loader::constant_address(const uint8_t* host, size_t bytes) {
-  if (m.options_.device == Device::CPU) return const_cast<uint8_t*>(host);
+  if (m.options_.device == Device::CPU) {
+    // Valid files align every constant (segments and inline buffers to 16
+    // bytes or more); a damaged offset can leave one misaligned, which
+    // kernels must not read in place: such bytes get an aligned copy.
+    if (reinterpret_cast<uintptr_t>(host) % kConstantAlignment == 0 || bytes == 0) {
+      return const_cast<uint8_t*>(host);
+    }
+    m.owned_.push_back(m.allocate(bytes));
+    std::memcpy(m.owned_.back().data(), host, bytes);
+    return m.owned_.back().data();
+  }
   if (!m.constants_) m.constants_ = m.program_->device_constants(m.options_.device_index);
   return m.constants_->get(host, bytes);
 }

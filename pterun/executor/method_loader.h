@@ -52,8 +52,10 @@ struct Method::Loader {
   void allocate_buffers();
   // `bytes` from the host at `dst` in the method's memory (load time).
   void fill(void* dst, const void* src, size_t bytes);
-  // Constant bytes as the method's kernels read them: in place on the CPU,
-  // the program's shared upload on a GPU.
+  // Constant bytes as the method's kernels read them: in place on the CPU
+  // (copied when not aligned to kConstantAlignment), the program's shared
+  // upload on a GPU.
+  static constexpr uintptr_t kConstantAlignment = 16;
   void* constant_address(const uint8_t* host, size_t bytes);
   uint8_t* planned_address(const format::TensorDesc& t, bool& fresh_shared);
   void build_tensors();
