@@ -273,6 +273,12 @@ class MethodReader {
       PTERUN_CHECK(end && *end <= buffer_size, ErrorCode::InvalidProgram, what, ": ", d.nbytes,
                    " bytes at offset ", d.memory_offset, " run past the end of planned buffer ",
                    d.memory_id, " (", buffer_size, " bytes)");
+      // Kernels read and write elements in place: an element may not
+      // straddle its alignment (ExecuTorch's planner aligns to 16 bytes).
+      size_t elem = element_size(d.dtype);
+      PTERUN_CHECK(elem == 0 || d.memory_offset % elem == 0, ErrorCode::InvalidProgram, what,
+                   ": planned at offset ", d.memory_offset, " of buffer ", d.memory_id,
+                   ", which is not a multiple of its element size (", elem, " bytes)");
     }
 
     if (external) {
