@@ -271,3 +271,13 @@ def test_runners_in_two_threads():
     for t in threads:
         t.join()
     assert results[0] == results[1] == expected("kv", "short")
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_half_precision_logits_are_read_as_float32(device):
+    x = np.array([[1.5, -2.25, 3.0, 0.0078125]], np.float32)  # exact in bfloat16 and float16
+    bits = (x.view(np.uint32) >> 16).astype(np.uint16)
+    bf16 = pterun.Tensor.from_host(bits, device, dtype="bfloat16")
+    np.testing.assert_array_equal(Decoder._logits(bf16), x[0])
+    f16 = pterun.Tensor.from_host(x.astype(np.float16)[None], device)  # [1, 1, V]: the last row
+    np.testing.assert_array_equal(Decoder._logits(f16), x[0])

@@ -35,8 +35,8 @@ def test_prompt_encoding_matches_the_exporters():
 
 
 @pytest.mark.parametrize("name", PROGRAMS)
-def test_greedy_text_is_executorchs_tokens_decoded(name, device="cpu"):
-    r = runner(name, device)
+def test_greedy_text_is_executorchs_tokens_decoded(name):
+    r = runner(name)
     text = r.generate(PROMPT, **GREEDY)
     assert text == hf_decode(expected(name, "short"))
     assert r.context[-20:] == expected(name, "short")
