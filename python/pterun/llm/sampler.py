@@ -30,18 +30,31 @@ class Sampler:
         p = np.exp(x - top)
         p /= p.sum()
         if self.top_p < 1.0:
-            # Only tokens with p >= (1 - top_p) / (n - 1) can be in the
-            # nucleus (the rest together hold less than 1 - top_p), so sort
-            # those alone instead of the whole vocabulary.
-            floor = (1.0 - self.top_p) / max(p.size - 1, 1)
-            candidates = np.flatnonzero(p >= floor)
-            order = candidates[np.argsort(-p[candidates], kind="stable")]
-            cumulative = np.cumsum(p[order])
-            keep = min(int(np.searchsorted(cumulative, self.top_p)) + 1, order.size)
-            order, weights = order[:keep], p[order[:keep]]
+            order, weights = self._nucleus(p)
         else:
             order, weights = None, p
         cumulative = np.cumsum(weights)
         pick = int(np.searchsorted(cumulative, self._rng.random() * cumulative[-1], side="right"))
         pick = min(pick, cumulative.size - 1)
         return int(order[pick]) if order is not None else pick
+
+    def _nucleus(self, p: np.ndarray):
+        """The smallest set of most likely tokens whose probabilities reach
+        top_p (ties by lower id first), and their probabilities. Sorting a
+        whole vocabulary costs milliseconds, so: only tokens with p >= (1 -
+        top_p) / (n - 1) can belong to the set (the others together hold
+        less than 1 - top_p); of those, it sorts the k most likely (found in
+        linear time) and widens k until they reach top_p."""
+        candidates = np.flatnonzero(p >= (1.0 - self.top_p) / max(p.size - 1, 1))
+        q = p[candidates]
+        k = min(q.size, 64)
+        while True:
+            top = np.argpartition(-q, k - 1)[:k] if k < q.size else np.arange(q.size)
+            order = top[np.lexsort((top, -q[top]))]  # candidates are in id order
+            cumulative = np.cumsum(q[order])
+            if cumulative[-1] >= self.top_p or k == q.size:
+                break
+            k = min(q.size, k * 8)
+        keep = min(int(np.searchsorted(cumulative, self.top_p)) + 1, order.size)
+        chosen = candidates[order[:keep]]
+        return chosen, p[chosen]
