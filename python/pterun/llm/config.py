@@ -118,7 +118,9 @@ class Stats:
     """New tokens, the first (from the prefill) and an EOS included."""
     num_prefill_calls: int = 0
     stop_reason: str = ""
-    """Why generation ended: "eos", "stop_string", "max_new_tokens", "context" or "stopped"."""
+    """Why generation ended: "eos", "stop_string", "max_new_tokens", "context" (the
+    context or seq_len is full), "stopped" (stop()), "closed" (the iterator was
+    closed early) or "error"."""
 
     @property
     def prefill_tokens_per_second(self) -> float:

@@ -303,6 +303,7 @@ class TextLLMRunner:
             raise
         except BaseException:
             self.reset()  # a failed call may have left the cache half-written
+            reason = "error"
             raise
         finally:
             self.stats.inference_end_ms = _now_ms()
