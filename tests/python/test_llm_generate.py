@@ -281,3 +281,20 @@ def test_half_precision_logits_are_read_as_float32(device):
     np.testing.assert_array_equal(Decoder._logits(bf16), x[0])
     f16 = pterun.Tensor.from_host(x.astype(np.float16)[None], device)  # [1, 1, V]: the last row
     np.testing.assert_array_equal(Decoder._logits(f16), x[0])
+
+
+def test_a_failing_call_resets_and_the_runner_recovers(monkeypatch):
+    r = TextLLMRunner(pte("kv"))
+    real, calls = r._decoder.forward, []
+
+    def failing(tokens, pos):
+        calls.append(pos)
+        if len(calls) == 4:
+            raise RuntimeError("injected device error")
+        return real(tokens, pos)
+
+    monkeypatch.setattr(r._decoder, "forward", failing)
+    with pytest.raises(RuntimeError, match="injected"):
+        list(r.generate_tokens(prompt_ids("short"), **GREEDY))
+    assert r.context == [] and r.stats.stop_reason == "error"
+    assert list(r.generate_tokens(prompt_ids("short"), **GREEDY)) == expected("kv", "short")
