@@ -80,3 +80,14 @@ def test_command_says_when_python_cannot_start(tmp_path):
     result = subprocess.run([pterun_command(), "generate", "--help"], capture_output=True,
                             text=True, env=env, timeout=60)
     assert result.returncode == 1 and "PTERUN_PYTHON" in result.stderr
+
+
+def test_command_finds_its_python_by_itself():
+    """Without PTERUN_PYTHON: the python3 of the environment the command is
+    installed in (the wheel's venv under scripts/test-wheel), else PATH's."""
+    env = {k: v for k, v in os.environ.items() if k != "PTERUN_PYTHON"}
+    result = subprocess.run([pterun_command(), "generate", str(pte("kv")), "--tokenizer",
+                             str(TOKENIZER_JSON), "--prompt", PROMPT, *GREEDY, "--no-echo"],
+                            capture_output=True, text=True, env=env, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == hf_decode(expected("kv", "short")) + "\n"
