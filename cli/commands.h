@@ -55,4 +55,10 @@ int run_bench(const RunOptions& options);
 /// result; 0 when none failed.
 int run_verify(const VerifyOptions& options);
 
+/// `pterun generate ARGS`: replaces this process with `python -m pterun.llm
+/// ARGS` (argv[2..]); returns 1 only when no interpreter could be started.
+/// The interpreter is $PTERUN_PYTHON, else the python3 of the environment
+/// the command is installed in, else python3 from PATH.
+int run_generate(int argc, char** argv);
+
 }  // namespace pterun::cli

@@ -1,7 +1,8 @@
-// The pterun command: inspect, run, bench, verify.
+// The pterun command: inspect, run, bench, verify, generate.
 
 #include <CLI/CLI.hpp>
 #include <iostream>
+#include <string_view>
 
 #include "cli/commands.h"
 #include "pterun/core/error.h"
@@ -47,6 +48,16 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   verify_cmd->add_option("--rtol", verify.rtol, "Relative tolerance")->capture_default_str();
   verify_cmd->add_option("--atol", verify.atol, "Absolute tolerance")->capture_default_str();
+
+  // Its options are Python's (pterun/llm/cli.py): everything after the
+  // word goes there unparsed, --help included.
+  app.add_subcommand("generate",
+                     "Generate text with an LLM program (runs python -m pterun.llm; "
+                     "`pterun generate --help` lists its options)")
+      ->allow_extras();
+  if (argc >= 2 && std::string_view(argv[1]) == "generate") {
+    return pterun::cli::run_generate(argc, argv);
+  }
 
   CLI11_PARSE(app, argc, argv);
   try {
