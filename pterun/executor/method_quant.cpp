@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <array>
 #include <map>
+#include <span>
 
 #include "pterun/backend/device.h"
 #include "pterun/core/error.h"
@@ -19,6 +20,9 @@ namespace pterun {
 using namespace loader_detail;  // NOLINT: the loader's own helpers
 
 namespace {
+
+// Copies a tensor into its out's dim order (ops/copy.h).
+constexpr const char* kChannelsLastCopy = "dim_order_ops::_clone_dim_order.out";
 
 /// The tensor values instruction `instr` writes.
 template <typename F>
@@ -60,8 +64,31 @@ void Method::Loader::fuse_quantized() {
   if (gpu) backend::activate(m.context_);
   const kernels::KernelInfo* sums_kernel =
       registry.info(kernels::kQuantizedWeightSumsKernel, device);
-  std::map<int32_t, Value*> sums_of;  // int8 weight value -> its sums
-  std::set<int32_t> own_memory;       // values moved out of the plan
+  const kernels::KernelInfo* copy_kernel = registry.info(kChannelsLastCopy, device);
+  std::map<int32_t, Value*> sums_of;           // int8 weight value -> its sums
+  std::map<int32_t, Value*> channels_last_of;  // int8 weight value -> a channels-last copy
+  // A tensor of `dtype` and `sizes` (dim order `order`) computed from
+  // weight value w by `kernel` once, now: (w, out) or, for the copy,
+  // (w, non_blocking, dim_order, out) with both None; nullptr if it fails.
+  auto derive = [&](int32_t w, DType dtype, std::span<const int64_t> sizes,
+                    std::span<const uint8_t> order, const kernels::KernelInfo* kernel,
+                    bool copy) -> Value* {
+    Tensor& t = m.extra_tensors_.emplace_back(dtype, sizes, order);
+    backend::Allocation own = m.allocate(std::max<size_t>(t.nbytes(), 4));
+    t.set_data(own.data(), own.size());
+    Value& tv = m.extra_values_.emplace_back(Value::from_tensor(&t));
+    Value& none = m.extra_values_.emplace_back(Value::none());
+    std::array<Value*, 4> args = {&m.values_[w], &tv, nullptr, nullptr};
+    if (copy) args = {&m.values_[w], &none, &none, &tv};
+    try {
+      kernel->fn(m.context_, std::span<Value* const>(args.data(), copy ? 4 : 2));
+    } catch (const Error&) {
+      return nullptr;
+    }
+    m.owned_.push_back(std::move(own));
+    return &tv;
+  };
+  std::set<int32_t> own_memory;  // values moved out of the plan
   bool queued = false;
 
   for (const QuantFusion& f : fusions) {
@@ -76,16 +103,19 @@ void Method::Loader::fuse_quantized() {
     const int32_t first = f.args[0].value;
     if (!info->dtypes.contains(d.values[first].tensor->dtype)) continue;
     std::vector<ValueKind> kinds;
-    bool needs_sums = false;
+    bool needs_sums = false, needs_copy = false;
     for (const FusedArg& a : f.args) {
       switch (a.kind) {
         case FusedArg::Kind::Value: kinds.push_back(d.values[a.value].kind); break;
         case FusedArg::Kind::Int: kinds.push_back(ValueKind::Int); break;
         case FusedArg::Kind::WeightSums: needs_sums = true; [[fallthrough]];
+        case FusedArg::Kind::WeightChannelsLast:
+          needs_copy = needs_copy || a.kind == FusedArg::Kind::WeightChannelsLast;
+          [[fallthrough]];
         case FusedArg::Kind::Scale: kinds.push_back(ValueKind::Tensor); break;
       }
     }
-    if (needs_sums && sums_kernel == nullptr) continue;
+    if ((needs_sums && sums_kernel == nullptr) || (needs_copy && copy_kernel == nullptr)) continue;
     try {
       kernels::check_call(*info, name, kinds, "");
     } catch (const Error&) {
@@ -134,26 +164,24 @@ void Method::Loader::fuse_quantized() {
       if (!own_memory.count(s)) move.push_back(s);
     }
 
-    // Weight sums (once per weight), run now like a folded constant.
+    // Tensors derived from constant weights (once per weight), made now
+    // like folded constants.
     bool failed = false;
     for (const FusedArg& a : f.args) {
-      if (a.kind != FusedArg::Kind::WeightSums || sums_of.count(a.value)) continue;
-      const Tensor& w = m.tensors_[tensor_of_value[a.value]];
-      const std::array<int64_t, 1> n = {w.dim() > 0 ? w.size(0) : 0};
-      Tensor& sums = m.extra_tensors_.emplace_back(DType::Int32, n);
-      backend::Allocation own = m.allocate(std::max<size_t>(sums.nbytes(), 4));
-      sums.set_data(own.data(), own.size());
-      Value& sv = m.extra_values_.emplace_back(Value::from_tensor(&sums));
-      std::array<Value*, 2> args = {&m.values_[a.value], &sv};
-      try {
-        sums_kernel->fn(m.context_, args);
-      } catch (const Error&) {
-        failed = true;
-        break;
+      if (a.kind == FusedArg::Kind::WeightSums && !sums_of.count(a.value)) {
+        const Tensor& w = m.tensors_[tensor_of_value[a.value]];
+        const std::array<int64_t, 1> n = {w.dim() > 0 ? w.size(0) : 0};
+        Value* v = derive(a.value, DType::Int32, n, {}, sums_kernel, false);
+        if (v == nullptr) failed = true;
+        sums_of[a.value] = v;
+      } else if (a.kind == FusedArg::Kind::WeightChannelsLast && !channels_last_of.count(a.value)) {
+        const Tensor& w = m.tensors_[tensor_of_value[a.value]];
+        const std::array<uint8_t, 4> order = {0, 2, 3, 1};
+        Value* v = derive(a.value, DType::Int8, w.sizes(), order, copy_kernel, true);
+        if (v == nullptr) failed = true;
+        channels_last_of[a.value] = v;
       }
       queued = queued || gpu;
-      m.owned_.push_back(std::move(own));
-      sums_of[a.value] = &sv;
     }
     if (failed) continue;
 
@@ -172,6 +200,9 @@ void Method::Loader::fuse_quantized() {
           m.arg_pool_.push_back(&m.extra_values_.emplace_back(Value::from_int(a.int_value)));
           break;
         case FusedArg::Kind::WeightSums: m.arg_pool_.push_back(sums_of[a.value]); break;
+        case FusedArg::Kind::WeightChannelsLast:
+          m.arg_pool_.push_back(channels_last_of[a.value]);
+          break;
         case FusedArg::Kind::Scale: {
           const std::array<int64_t, 1> one = {1};
           Tensor& s = m.extra_tensors_.emplace_back(DType::Float32, one);

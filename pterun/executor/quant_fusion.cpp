@@ -311,11 +311,16 @@ class Finder {
       take_weight(*w);
       drop(a[0]);
       f.kernel = kernels::kQuantizedConv2dKernel;
-      f.args = {val(x->x), val(x->scale), val(x->zero_point),
-                val(w->w), w->scales,     FusedArg{FusedArg::Kind::WeightSums, w->w},
-                val(a[2]), val(a[3]),     val(a[4]),
-                val(a[5]), val(a[8]),     out_scale,
-                out_zp,    out_min,       out_max,
+      // The kernel reads a [OC, KH, KW, C] weight in runs of input
+      // channels: a contiguous one is copied so once, at load.
+      const bool relayout = contiguous(wt) && wt.sizes[2] * wt.sizes[3] > 1;
+      const FusedArg weight_arg =
+          relayout ? FusedArg{FusedArg::Kind::WeightChannelsLast, w->w} : val(w->w);
+      f.args = {val(x->x),  val(x->scale), val(x->zero_point),
+                weight_arg, w->scales,     FusedArg{FusedArg::Kind::WeightSums, w->w},
+                val(a[2]),  val(a[3]),     val(a[4]),
+                val(a[5]),  val(a[8]),     out_scale,
+                out_zp,     out_min,       out_max,
                 out_arg};
       return f;
     }

@@ -13,10 +13,11 @@ namespace pterun {
 /// the loader makes.
 struct FusedArg {
   enum class Kind : uint8_t {
-    Value,       // the method's value `value`
-    Int,         // a new Int value `int_value`
-    WeightSums,  // int32 [N]: the sums of int8 weight `value`'s rows (made once at load)
-    Scale,       // a float32 [1] constant tensor holding `scale`
+    Value,               // the method's value `value`
+    Int,                 // a new Int value `int_value`
+    WeightSums,          // int32 [N]: the sums of int8 weight `value`'s rows (made once at load)
+    WeightChannelsLast,  // int8 weight `value` copied channels-last (made once at load)
+    Scale,               // a float32 [1] constant tensor holding `scale`
   };
   Kind kind = Kind::Value;
   int32_t value = -1;

@@ -295,7 +295,35 @@ void add_run(const ops::QuantizedAddArgs& a, int64_t begin, int64_t end) {
   T* out = a.out.data_as<T>();
   const float inv = 1.0f / a.out_q.scale;
   const auto zp = static_cast<float>(a.out_q.zero_point);
-  for (int64_t i = begin; i < end; ++i) {
+  int64_t i = begin;
+#if defined(__AVX512F__) && defined(__AVX512BW__)
+  if constexpr (std::is_same_v<T, int8_t> || std::is_same_v<T, uint8_t>) {
+    // The scalar loop's operations, 16 lanes at a time.
+    auto widen = [](const T* p) {
+      const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+      return std::is_same_v<T, int8_t> ? _mm512_cvtepi8_epi32(b) : _mm512_cvtepu8_epi32(b);
+    };
+    const __m512i za = _mm512_set1_epi32(a.a_q.zero_point),
+                  zb = _mm512_set1_epi32(a.b_q.zero_point);
+    const __m512 sa = _mm512_set1_ps(a.a_q.scale), sb = _mm512_set1_ps(a.b_q.scale);
+    const __m512 vinv = _mm512_set1_ps(inv), vzp = _mm512_set1_ps(zp);
+    const __m512 lo = _mm512_set1_ps(static_cast<float>(a.out_min));
+    const __m512 hi = _mm512_set1_ps(static_cast<float>(a.out_max));
+    for (; i + 16 <= end; i += 16) {
+      const __m512 fx = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(widen(x + i), za)), sa);
+      const __m512 fy = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(widen(y + i), zb)), sb);
+      __m512 s = _mm512_mul_ps(vinv, _mm512_add_ps(fx, fy));
+      s = _mm512_add_ps(vzp,
+                        _mm512_roundscale_ps(s, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+      s = _mm512_min_ps(_mm512_max_ps(s, lo), hi);
+      const __m512i q = _mm512_cvtps_epi32(s);
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i), std::is_same_v<T, int8_t>
+                                                                ? _mm512_cvtsepi32_epi8(q)
+                                                                : _mm512_cvtusepi32_epi8(q));
+    }
+  }
+#endif
+  for (; i < end; ++i) {
     const float fx =
         static_cast<float>(static_cast<int64_t>(x[i]) - a.a_q.zero_point) * a.a_q.scale;
     const float fy =

@@ -1,10 +1,16 @@
 // The quantized linear, 2-D convolution and mean on the CPU (ops/quant.h):
 // integer accumulation (quant_gemm.cpp for the products), then one
-// requantization per output in float32 as ExecuTorch rounds.
+// requantization per output in float32 as ExecuTorch rounds (a multiply,
+// an add, a multiply, round to nearest even, the zero point; this file is
+// built without fused multiply-adds).
+//
+// Convolution works on a channels-last copy of each image (made once per
+// call when the input is NCHW), so that the im2col row of an output pixel
+// is a few contiguous runs of input channels; a 1x1, stride-1, unpadded
+// convolution reads those pixels in place.
 
 #include <algorithm>
 #include <cstring>
-#include <vector>
 
 #include "pterun/backend/cpu/engine/parallel.h"
 #include "pterun/backend/cpu/ops/ops.h"
@@ -14,47 +20,79 @@
 #include "pterun/ops/quant.h"
 #include "pterun/ops/quant_checks.h"
 
+#if defined(__AVX512F__) && defined(__AVX512BW__)
+// GCC 12's AVX-512 headers warn about their own placeholder operands
+// (GCC bug 105593): silence that for the header only.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include <immintrin.h>
+#pragma GCC diagnostic pop
+#endif
+
 namespace pterun::cpu {
 namespace {
 
 using kernels::KernelContext;
 
+constexpr size_t kAlign = 64;
+
+size_t aligned(size_t bytes) {
+  return (bytes + kAlign - 1) / kAlign * kAlign;
+}
+
 /// Per output channel: the multiplier input_scale * weight_scale and the
-/// bias, as float32.
-struct ChannelTerms {
-  float* mult;
-  float* bias;
+/// bias, as float32; and the output's reciprocal scale and zero point.
+struct Requant {
+  const float* mult;
+  const float* bias;
+  float inv;
+  float zero_point;
+  int32_t lo;
+  int32_t hi;
 };
 
-ChannelTerms channel_terms(const ops::Requantize& rq, int64_t n, void* memory) {
-  ChannelTerms t{static_cast<float*>(memory), static_cast<float*>(memory) + n};
+Requant requant_terms(const ops::Requantize& rq, int64_t n, void* memory) {
+  auto* mult = static_cast<float*>(memory);
+  float* bias = mult + n;
   const Tensor& s = rq.weight_scales;
   ops::check_scales(s.data(), s.dtype(), s.numel(), "quantized weight");
   for (int64_t j = 0; j < n; ++j) {
     const int64_t at = s.numel() == 1 ? 0 : j;
     const float ws = s.dtype() == DType::Float64 ? static_cast<float>(s.data_as<const double>()[at])
                                                  : s.data_as<const float>()[at];
-    t.mult[j] = rq.in_q.scale * ws;
-    t.bias[j] = rq.bias != nullptr ? rq.bias->data_as<const float>()[j] : 0.0f;
+    mult[j] = rq.in_q.scale * ws;
+    bias[j] = rq.bias != nullptr ? rq.bias->data_as<const float>()[j] : 0.0f;
   }
-  return t;
+  return {mult,       bias,      1.0f / rq.out_q.scale, static_cast<float>(rq.out_q.zero_point),
+          rq.out_min, rq.out_max};
 }
 
-/// Requantizes `rows` x `n` accumulators (row stride ldc) and stores
-/// output (r, j) at out + out_offset(r) + j * channel_stride.
-template <typename Out, typename Offset>
-void store_rows(const int32_t* acc, int64_t ldc, int64_t rows, int64_t n, int64_t channel0,
-                const ChannelTerms& t, const ops::Requantize& rq, Out* out, Offset&& out_offset,
-                int64_t channel_stride) {
-  const float inv = 1.0f / rq.out_q.scale;
-  const auto zp = static_cast<float>(rq.out_q.zero_point);
-  for (int64_t r = 0; r < rows; ++r) {
-    Out* o = out + out_offset(r);
-    for (int64_t j = 0; j < n; ++j) {
-      const int64_t ch = channel0 + j;
-      const float y = static_cast<float>(acc[r * ldc + j]) * t.mult[ch] + t.bias[ch];
-      o[j * channel_stride] = static_cast<Out>(requantize(y, inv, zp, rq.out_min, rq.out_max));
-    }
+/// out[j] = quantize(float(acc[j]) * mult[j] + bias[j]) for n channels
+/// from channel0 on, in one contiguous run.
+template <typename Out>
+void requantize_run(const int32_t* acc, int64_t n, const Requant& t, int64_t channel0, Out* out) {
+  const float* mult = t.mult + channel0;
+  const float* bias = t.bias + channel0;
+  int64_t j = 0;
+#if defined(__AVX512F__) && defined(__AVX512BW__)
+  const __m512 inv = _mm512_set1_ps(t.inv), zp = _mm512_set1_ps(t.zero_point);
+  const __m512 lo = _mm512_set1_ps(static_cast<float>(t.lo));
+  const __m512 hi = _mm512_set1_ps(static_cast<float>(t.hi));
+  for (; j + 16 <= n; j += 16) {
+    __m512 y = _mm512_cvtepi32_ps(_mm512_loadu_si512(acc + j));
+    y = _mm512_add_ps(_mm512_mul_ps(y, _mm512_loadu_ps(mult + j)), _mm512_loadu_ps(bias + j));
+    y = _mm512_roundscale_ps(_mm512_mul_ps(y, inv), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    y = _mm512_min_ps(_mm512_max_ps(_mm512_add_ps(zp, y), lo), hi);  // max(NaN, lo) is lo
+    const __m512i q = _mm512_cvtps_epi32(y);
+    const __m128i b =
+        std::is_same_v<Out, int8_t> ? _mm512_cvtsepi32_epi8(q) : _mm512_cvtusepi32_epi8(q);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + j), b);
+  }
+#endif
+  for (; j < n; ++j) {
+    const float y = static_cast<float>(acc[j]) * mult[j] + bias[j];
+    out[j] = static_cast<Out>(requantize(y, t.inv, t.zero_point, t.lo, t.hi));
   }
 }
 
@@ -67,46 +105,46 @@ void visit_q8(DType d, F&& f) {
   }
 }
 
-// ---- linear -------------------------------------------------------------------
-
 constexpr int64_t kRowBlock = 64;
 
 }  // namespace
+
+// ---- linear -------------------------------------------------------------------
 
 void quantized_linear(KernelContext& ctx, const ops::QLinearArgs& a) {
   const int64_t n = a.n;
   const int64_t blocks = (a.m + kRowBlock - 1) / kRowBlock;
   const int threads = std::max(1, ctx.num_threads);
   // Scratch: the channel terms, then one accumulator block per thread.
-  const size_t terms_bytes = static_cast<size_t>(2 * n) * sizeof(float);
-  const size_t acc_bytes = static_cast<size_t>(kRowBlock * n) * sizeof(int32_t);
-  auto* scratch = static_cast<char*>(ctx.scratch(terms_bytes + acc_bytes * threads + 64));
-  const ChannelTerms terms = channel_terms(a.rq, n, scratch);
-  char* acc_base = scratch + (terms_bytes + 63) / 64 * 64;
+  const size_t terms_bytes = aligned(static_cast<size_t>(2 * n) * sizeof(float));
+  const size_t acc_bytes = aligned(static_cast<size_t>(kRowBlock * n) * sizeof(int32_t));
+  auto* scratch = static_cast<char*>(ctx.scratch(terms_bytes + acc_bytes * threads));
+  const Requant terms = requant_terms(a.rq, n, scratch);
   visit_q8(a.out.dtype(), [&]<typename Out>() {
     Out* out = a.out.data_as<Out>();
-    parallel_for(
-        ctx, blocks, std::max<int64_t>(1, kRowBlock * n * a.k / 16),
-        [&](int64_t begin, int64_t end) {
-          auto* acc = reinterpret_cast<int32_t*>(acc_base + acc_bytes * parallel_thread_index());
-          for (int64_t b = begin; b < end; ++b) {
-            const int64_t i0 = b * kRowBlock;
-            const int64_t rows = std::min(kRowBlock, a.m - i0);
-            QGemm g{a.in.data_as<const uint8_t>() + i0 * a.k,
-                    a.k,
-                    a.in.dtype() == DType::UInt8,
-                    a.rq.in_q.zero_point,
-                    a.weight.data_as<const int8_t>(),
-                    a.k,
-                    a.weight_sums.data_as<const int32_t>(),
-                    rows,
-                    n,
-                    a.k};
-            qgemm(g, acc, n);
-            store_rows(
-                acc, n, rows, n, 0, terms, a.rq, out + i0 * n, [n](int64_t r) { return r * n; }, 1);
-          }
-        });
+    parallel_for(ctx, blocks, std::max<int64_t>(1, kRowBlock * n * a.k / 16),
+                 [&](int64_t begin, int64_t end) {
+                   auto* acc = reinterpret_cast<int32_t*>(scratch + terms_bytes +
+                                                          acc_bytes * parallel_thread_index());
+                   for (int64_t b = begin; b < end; ++b) {
+                     const int64_t i0 = b * kRowBlock;
+                     const int64_t rows = std::min(kRowBlock, a.m - i0);
+                     const QGemm g{a.in.data_as<const uint8_t>() + i0 * a.k,
+                                   a.k,
+                                   a.in.dtype() == DType::UInt8,
+                                   a.rq.in_q.zero_point,
+                                   a.weight.data_as<const int8_t>(),
+                                   a.k,
+                                   a.weight_sums.data_as<const int32_t>(),
+                                   rows,
+                                   n,
+                                   a.k};
+                     qgemm(g, acc, n);
+                     for (int64_t r = 0; r < rows; ++r) {
+                       requantize_run(acc + r * n, n, terms, 0, out + (i0 + r) * n);
+                     }
+                   }
+                 });
   });
 }
 
@@ -114,7 +152,9 @@ void quantized_linear(KernelContext& ctx, const ops::QLinearArgs& a) {
 
 namespace {
 
-/// The geometry of one convolution, in elements.
+/// The geometry of one convolution, in elements; the image is read
+/// channels-last: pixel (y, x) of image b at image + b * image_stride +
+/// (y * width + x) * pixel_stride, its channels contiguous.
 struct ConvGeometry {
   int64_t batch, channels, height, width;
   int64_t out_channels, out_height, out_width;
@@ -122,44 +162,54 @@ struct ConvGeometry {
   int64_t sh, sw, ph, pw, dh, dw;
   int64_t k;                  // cg * kh * kw
   bool weight_channels_last;  // weight rows are [kh][kw][cg], else [cg][kh][kw]
+  const uint8_t* image;       // channels-last bytes (int8 or uint8)
+  int64_t image_stride;
+  int64_t pixel_stride;
 };
 
-/// Builds the im2col rows of output pixels [p0, p0 + rows) of image b,
-/// group g, in the weight's order along K; positions in the padding hold
-/// the input's zero point.
-template <typename In>
-void im2col(const Tensor& in, const ConvGeometry& c, int64_t b, int64_t g, int64_t p0, int64_t rows,
-            In pad, In* dst) {
-  const In* x = in.data_as<const In>();
-  const int64_t s0 = in.stride(0), s1 = in.stride(1), s2 = in.stride(2), s3 = in.stride(3);
-  const In* base = x + b * s0 + g * c.cg * s1;
+/// The im2col rows of output pixels [p0, p0 + rows) of image b, group g, in
+/// the weight's order along K; positions in the padding hold the input's
+/// zero point (a real 0).
+void im2col(const ConvGeometry& c, int64_t b, int64_t g, int64_t p0, int64_t rows, uint8_t pad,
+            uint8_t* dst) {
+  const uint8_t* image = c.image + b * c.image_stride + g * c.cg;
+  const int64_t taps = c.kh * c.kw;
   for (int64_t r = 0; r < rows; ++r) {
     const int64_t p = p0 + r;
     const int64_t oh = p / c.out_width, ow = p % c.out_width;
-    In* row = dst + r * c.k;
+    uint8_t* row = dst + r * c.k;
     for (int64_t i = 0; i < c.kh; ++i) {
       const int64_t ih = oh * c.sh - c.ph + i * c.dh;
+      const bool row_inside = ih >= 0 && ih < c.height;
       for (int64_t j = 0; j < c.kw; ++j) {
         const int64_t iw = ow * c.sw - c.pw + j * c.dw;
-        const bool inside = ih >= 0 && ih < c.height && iw >= 0 && iw < c.width;
-        const In* src = base + ih * s2 + iw * s3;
+        const bool inside = row_inside && iw >= 0 && iw < c.width;
+        const uint8_t* src = inside ? image + (ih * c.width + iw) * c.pixel_stride : nullptr;
+        const int64_t tap = i * c.kw + j;
         if (c.weight_channels_last) {
-          In* d = row + (i * c.kw + j) * c.cg;
-          if (!inside) {
-            std::fill(d, d + c.cg, pad);
-          } else if (s1 == 1) {
-            std::memcpy(d, src, static_cast<size_t>(c.cg) * sizeof(In));
+          uint8_t* d = row + tap * c.cg;
+          if (inside) {
+            std::memcpy(d, src, static_cast<size_t>(c.cg));
           } else {
-            for (int64_t ic = 0; ic < c.cg; ++ic) d[ic] = src[ic * s1];
+            std::memset(d, pad, static_cast<size_t>(c.cg));
           }
         } else {
-          In* d = row + i * c.kw + j;
-          const int64_t step = c.kh * c.kw;
-          for (int64_t ic = 0; ic < c.cg; ++ic) d[ic * step] = inside ? src[ic * s1] : pad;
+          uint8_t* d = row + tap;
+          if (inside) {
+            for (int64_t ic = 0; ic < c.cg; ++ic) d[ic * taps] = src[ic];
+          } else {
+            for (int64_t ic = 0; ic < c.cg; ++ic) d[ic * taps] = pad;
+          }
         }
       }
     }
   }
+}
+
+/// True when the im2col row of every pixel is the input pixel itself.
+bool pointwise(const ConvGeometry& c) {
+  return c.kh == 1 && c.kw == 1 && c.sh == 1 && c.sw == 1 && c.ph == 0 && c.pw == 0 &&
+         c.groups == 1;
 }
 
 constexpr int64_t kPixelBlock = 32;
@@ -190,56 +240,105 @@ void quantized_conv2d(KernelContext& ctx, const ops::QConv2dArgs& a) {
   const int64_t pixel_blocks = (pixels + kPixelBlock - 1) / kPixelBlock;
   const int64_t tasks = c.batch * c.groups * pixel_blocks;
   const int threads = std::max(1, ctx.num_threads);
-  const size_t terms_bytes =
-      (static_cast<size_t>(2 * c.out_channels) * sizeof(float) + 63) / 64 * 64;
-  const size_t cols_bytes = (static_cast<size_t>(kPixelBlock * c.k) + 63) / 64 * 64;
-  const size_t acc_bytes = static_cast<size_t>(kPixelBlock * c.og) * sizeof(int32_t);
-  const size_t slot = cols_bytes + (acc_bytes + 63) / 64 * 64;
-  auto* scratch = static_cast<char*>(ctx.scratch(terms_bytes + slot * threads));
-  const ChannelTerms terms = channel_terms(a.rq, c.out_channels, scratch);
+  const bool staged = !a.in.is_channels_last_order();
+  const size_t image_bytes = static_cast<size_t>(a.in.numel());
+  const size_t terms_bytes = aligned(static_cast<size_t>(2 * c.out_channels) * sizeof(float));
+  const size_t stage_bytes = staged ? aligned(image_bytes) : 0;
+  const size_t cols_bytes = aligned(static_cast<size_t>(kPixelBlock * c.k));
+  const size_t acc_bytes = aligned(static_cast<size_t>(kPixelBlock * c.og) * sizeof(int32_t));
+  const size_t out_bytes = aligned(static_cast<size_t>(kPixelBlock * c.og));
+  const size_t slot = cols_bytes + acc_bytes + out_bytes;
+  auto* scratch = static_cast<char*>(ctx.scratch(terms_bytes + stage_bytes + slot * threads));
+  const Requant terms = requant_terms(a.rq, c.out_channels, scratch);
+
+  // The image channels-last: in place, or an NCHW input copied over.
+  const auto* in = a.in.data_as<const uint8_t>();
+  const int64_t hw = c.height * c.width;
+  if (staged) {
+    auto* stage = reinterpret_cast<uint8_t*>(scratch + terms_bytes);
+    const int64_t s0 = a.in.stride(0), s1 = a.in.stride(1);
+    // Blocks of pixels, channel by channel: runs of reads and of writes.
+    constexpr int64_t kRun = 64;
+    const int64_t runs = (hw + kRun - 1) / kRun;
+    parallel_for(ctx, c.batch * runs, kRun * c.channels, [&](int64_t begin, int64_t end) {
+      for (int64_t e = begin; e < end; ++e) {
+        const int64_t b = e / runs, p0 = e % runs * kRun;
+        const int64_t n = std::min(kRun, hw - p0);
+        const uint8_t* src = in + b * s0 + p0;
+        uint8_t* dst = stage + (b * hw + p0) * c.channels;
+        for (int64_t ch = 0; ch < c.channels; ++ch) {
+          for (int64_t p = 0; p < n; ++p) dst[p * c.channels + ch] = src[ch * s1 + p];
+        }
+      }
+    });
+    c.image = stage;
+  } else {
+    c.image = in;
+  }
+  c.image_stride = hw * c.channels;
+  c.pixel_stride = c.channels;
+
   const bool in_unsigned = a.in.dtype() == DType::UInt8;
+  const auto pad = static_cast<uint8_t>(a.rq.in_q.zero_point);
   const int64_t o0 = a.out.stride(0), o1 = a.out.stride(1), o2 = a.out.stride(2),
                 o3 = a.out.stride(3);
+  const bool direct = pointwise(c);
   visit_q8(a.out.dtype(), [&]<typename Out>() {
     Out* out = a.out.data_as<Out>();
     parallel_for(ctx, tasks, std::max<int64_t>(1, kPixelBlock * c.og * c.k / 8),
                  [&](int64_t begin, int64_t end) {
-                   char* mine = scratch + terms_bytes + slot * parallel_thread_index();
+                   char* mine =
+                       scratch + terms_bytes + stage_bytes + slot * parallel_thread_index();
                    auto* cols = reinterpret_cast<uint8_t*>(mine);
                    auto* acc = reinterpret_cast<int32_t*>(mine + cols_bytes);
+                   auto* tile = reinterpret_cast<Out*>(mine + cols_bytes + acc_bytes);
                    for (int64_t t = begin; t < end; ++t) {
                      const int64_t pb = t % pixel_blocks;
                      const int64_t g = t / pixel_blocks % c.groups;
                      const int64_t b = t / pixel_blocks / c.groups;
                      const int64_t p0 = pb * kPixelBlock;
                      const int64_t rows = std::min(kPixelBlock, pixels - p0);
-                     if (in_unsigned) {
-                       im2col<uint8_t>(a.in, c, b, g, p0, rows,
-                                       static_cast<uint8_t>(a.rq.in_q.zero_point), cols);
+                     const uint8_t* a_rows = cols;
+                     if (direct) {
+                       a_rows = c.image + b * c.image_stride + p0 * c.pixel_stride;
                      } else {
-                       im2col<int8_t>(a.in, c, b, g, p0, rows,
-                                      static_cast<int8_t>(a.rq.in_q.zero_point),
-                                      reinterpret_cast<int8_t*>(cols));
+                       im2col(c, b, g, p0, rows, pad, cols);
                      }
-                     QGemm gemm{cols,
-                                c.k,
-                                in_unsigned,
-                                a.rq.in_q.zero_point,
-                                a.weight.data_as<const int8_t>() + g * c.og * c.k,
-                                c.k,
-                                a.weight_sums.data_as<const int32_t>() + g * c.og,
-                                rows,
-                                c.og,
-                                c.k};
+                     const QGemm gemm{a_rows,
+                                      c.k,
+                                      in_unsigned,
+                                      a.rq.in_q.zero_point,
+                                      a.weight.data_as<const int8_t>() + g * c.og * c.k,
+                                      c.k,
+                                      a.weight_sums.data_as<const int32_t>() + g * c.og,
+                                      rows,
+                                      c.og,
+                                      c.k};
                      qgemm(gemm, acc, c.og);
                      Out* image = out + b * o0 + g * c.og * o1;
-                     store_rows(
-                         acc, c.og, rows, c.og, g * c.og, terms, a.rq, image,
-                         [&](int64_t r) {
+                     if (o1 == 1) {  // channels innermost: each pixel's run in place
+                       for (int64_t r = 0; r < rows; ++r) {
+                         const int64_t p = p0 + r;
+                         requantize_run(acc + r * c.og, c.og, terms, g * c.og,
+                                        image + (p / c.out_width) * o2 + (p % c.out_width) * o3);
+                       }
+                     } else {
+                       for (int64_t r = 0; r < rows; ++r) {
+                         requantize_run(acc + r * c.og, c.og, terms, g * c.og, tile + r * c.og);
+                       }
+                       if (o3 == 1 && o2 == c.out_width) {  // NCHW: pixels run per channel
+                         for (int64_t j = 0; j < c.og; ++j) {
+                           Out* o = image + j * o1 + p0;
+                           for (int64_t r = 0; r < rows; ++r) o[r] = tile[r * c.og + j];
+                         }
+                       } else {
+                         for (int64_t r = 0; r < rows; ++r) {
                            const int64_t p = p0 + r;
-                           return (p / c.out_width) * o2 + (p % c.out_width) * o3;
-                         },
-                         o1);
+                           Out* o = image + (p / c.out_width) * o2 + (p % c.out_width) * o3;
+                           for (int64_t j = 0; j < c.og; ++j) o[j * o1] = tile[r * c.og + j];
+                         }
+                       }
+                     }
                    }
                  });
   });
