@@ -153,3 +153,54 @@ def test_damaged_quant_range_is_refused_at_load():
     data, _ = damaged("mlp_static", "<q", 127, 300)
     with pytest.raises(pterun.ProgramError, match=r"quant range \[-\d+, 300\] exceeds int8"):
         load(data)
+
+
+MUTANT_CHILD = r"""
+import random, struct, sys
+import numpy as np
+import pterun
+
+pte = open(sys.argv[1], "rb").read()
+x = np.load(sys.argv[2])["c0_in0"]
+rng = random.Random(int(sys.argv[3]))
+loaded = 0
+for _ in range(int(sys.argv[4])):
+    data = bytearray(pte)
+    for _ in range(rng.randint(1, 4)):
+        at = rng.randrange(0, len(data) - 8)
+        kind = rng.random()
+        if kind < 0.4:
+            data[at] ^= 1 << rng.randrange(8)
+        elif kind < 0.7:  # a word: a small int, a zero point, a range bound
+            struct.pack_into("<q", data, at, rng.choice([0, -1, 127, 128, 255, 300, -129, 2**40]))
+        else:  # a scale
+            struct.pack_into("<d", data, at, rng.choice([0.0, -1.0, float("nan"), float("inf"), 1e-300]))
+    try:
+        method = pterun.load_program(bytes(data)).load_method("forward")
+    except (pterun.ProgramError, NotImplementedError, MemoryError):
+        continue
+    except ValueError as exc:  # a damaged method name
+        assert "no method named" in str(exc), exc
+        continue
+    loaded += 1
+    try:
+        method([x])
+    except (ValueError, IndexError, TypeError, RuntimeError, MemoryError):
+        pass
+print("loaded", loaded)
+"""
+
+
+@pytest.mark.parametrize("name", ["cnn_static", "mlp_static", "mlp_dynamic_per_tensor"])
+def test_damaged_quantized_programs_never_crash(name):
+    # Mutants in a child process: a crash fails this test, not the session.
+    import subprocess
+    import sys
+
+    entry = manifest()[name]
+    result = subprocess.run(
+        [sys.executable, "-c", MUTANT_CHILD, str(QUANT / entry["files"]["pte"]),
+         str(QUANT / entry["files"]["npz"]), "7", "150"],
+        capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.startswith("loaded"), result.stdout
