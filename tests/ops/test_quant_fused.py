@@ -114,12 +114,14 @@ def test_quantized_linear(device, m, k, n, in_dt):
           255, QOut(np.uint8, (1, m, n)))
 
 
-def test_quantized_linear_threads(device):
-    x = rand((300, 96), np.int8, -128, 128)
-    w, sums = weights(40, (96,))
-    ws = rand((40,), F32, 0.001, 0.01)
-    check(device, LINEAR, x, 0.02, 0, w, ws, sums, None, 0.1, 0, -128, 127,
-          QOut(np.int8, (300, 40)), num_threads=2)
+@pytest.mark.parametrize("m,n", [(300, 40), (3, 600)])  # split by rows; by channels
+def test_quantized_linear_threads(device, m, n):
+    x = rand((m, 96), np.int8, -128, 128)
+    w, sums = weights(n, (96,))
+    ws = rand((n,), F32, 0.001, 0.01)
+    bias = normal((n,), F32)
+    check(device, LINEAR, x, 0.02, 0, w, ws, sums, bias, 0.1, 0, -128, 127,
+          QOut(np.int8, (m, n)), num_threads=2)
 
 
 def test_weight_sums(device):

@@ -106,42 +106,49 @@ void visit_q8(DType d, F&& f) {
 }
 
 constexpr int64_t kRowBlock = 64;
+constexpr int64_t kColBlock = 256;
 
 }  // namespace
 
 // ---- linear -------------------------------------------------------------------
 
 void quantized_linear(KernelContext& ctx, const ops::QLinearArgs& a) {
+  // Tasks of up to kRowBlock rows x kColBlock output channels, so that a
+  // few rows (a small batch) still spread over threads.
   const int64_t n = a.n;
-  const int64_t blocks = (a.m + kRowBlock - 1) / kRowBlock;
+  const int64_t row_blocks = (a.m + kRowBlock - 1) / kRowBlock;
+  const int64_t col_blocks = (n + kColBlock - 1) / kColBlock;
+  const int64_t cols = std::min(n, kColBlock);
   const int threads = std::max(1, ctx.num_threads);
   // Scratch: the channel terms, then one accumulator block per thread.
   const size_t terms_bytes = aligned(static_cast<size_t>(2 * n) * sizeof(float));
-  const size_t acc_bytes = aligned(static_cast<size_t>(kRowBlock * n) * sizeof(int32_t));
+  const size_t acc_bytes = aligned(static_cast<size_t>(kRowBlock * cols) * sizeof(int32_t));
   auto* scratch = static_cast<char*>(ctx.scratch(terms_bytes + acc_bytes * threads));
   const Requant terms = requant_terms(a.rq, n, scratch);
   visit_q8(a.out.dtype(), [&]<typename Out>() {
     Out* out = a.out.data_as<Out>();
-    parallel_for(ctx, blocks, std::max<int64_t>(1, kRowBlock * n * a.k / 16),
+    parallel_for(ctx, row_blocks * col_blocks, std::max<int64_t>(1, kRowBlock * cols * a.k / 16),
                  [&](int64_t begin, int64_t end) {
                    auto* acc = reinterpret_cast<int32_t*>(scratch + terms_bytes +
                                                           acc_bytes * parallel_thread_index());
-                   for (int64_t b = begin; b < end; ++b) {
-                     const int64_t i0 = b * kRowBlock;
+                   for (int64_t t = begin; t < end; ++t) {
+                     const int64_t i0 = t / col_blocks * kRowBlock;
+                     const int64_t j0 = t % col_blocks * kColBlock;
                      const int64_t rows = std::min(kRowBlock, a.m - i0);
+                     const int64_t width = std::min(kColBlock, n - j0);
                      const QGemm g{a.in.data_as<const uint8_t>() + i0 * a.k,
                                    a.k,
                                    a.in.dtype() == DType::UInt8,
                                    a.rq.in_q.zero_point,
-                                   a.weight.data_as<const int8_t>(),
+                                   a.weight.data_as<const int8_t>() + j0 * a.k,
                                    a.k,
-                                   a.weight_sums.data_as<const int32_t>(),
+                                   a.weight_sums.data_as<const int32_t>() + j0,
                                    rows,
-                                   n,
+                                   width,
                                    a.k};
-                     qgemm(g, acc, n);
+                     qgemm(g, acc, width);
                      for (int64_t r = 0; r < rows; ++r) {
-                       requantize_run(acc + r * n, n, terms, 0, out + (i0 + r) * n);
+                       requantize_run(acc + r * width, width, terms, j0, out + (i0 + r) * n + j0);
                      }
                    }
                  });
