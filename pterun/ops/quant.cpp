@@ -140,6 +140,7 @@ void quantize_per_tensor_out(KernelContext& ctx, const Tensor& in, double scale,
   QParams q;
   q.scale = scale;
   q.zero_point = zero_point;
+  q.inner = std::max<int64_t>(in.numel(), 1);  // one block: the whole tensor
   run_quantize(ctx, in, out, q, quant_min, quant_max, QRounding::ExecuTorch);
 }
 
@@ -170,6 +171,7 @@ void dequantize_per_tensor_out(KernelContext& ctx, const Tensor& in, double scal
   QParams q;
   q.scale = scale;
   q.zero_point = zero_point;
+  q.inner = std::max<int64_t>(in.numel(), 1);  // one block: the whole tensor
   run_dequantize(ctx, in, out, q);
 }
 

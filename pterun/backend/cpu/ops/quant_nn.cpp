@@ -195,10 +195,14 @@ void im2col(const ConvGeometry& c, int64_t b, int64_t g, int64_t p0, int64_t row
         const int64_t tap = i * c.kw + j;
         if (c.weight_channels_last) {
           uint8_t* d = row + tap * c.cg;
-          if (inside) {
-            std::memcpy(d, src, static_cast<size_t>(c.cg));
-          } else {
-            std::memset(d, pad, static_cast<size_t>(c.cg));
+          if (c.cg >= 32) {
+            if (inside) {
+              std::memcpy(d, src, static_cast<size_t>(c.cg));
+            } else {
+              std::memset(d, pad, static_cast<size_t>(c.cg));
+            }
+          } else {  // a few channels: no call per tap
+            for (int64_t ic = 0; ic < c.cg; ++ic) d[ic] = inside ? src[ic] : pad;
           }
         } else {
           uint8_t* d = row + tap;
@@ -220,6 +224,35 @@ bool pointwise(const ConvGeometry& c) {
 }
 
 constexpr int64_t kPixelBlock = 32;
+
+/// Depthwise accumulators acc[r][ch] = sum over the window of
+/// (x - zero_point) * w[ch, tap] for output pixels [p0, p0 + rows) of image
+/// b; taps in the padding add nothing. `tap_weights` is [tap][channel].
+template <typename In>
+void depthwise_rows(const ConvGeometry& c, int64_t b, int64_t p0, int64_t rows, int32_t zero_point,
+                    const int8_t* tap_weights, int32_t* acc) {
+  const int64_t channels = c.out_channels;
+  const uint8_t* image = c.image + b * c.image_stride;
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t p = p0 + r;
+    const int64_t oh = p / c.out_width, ow = p % c.out_width;
+    int32_t* a = acc + r * channels;
+    std::fill(a, a + channels, 0);
+    for (int64_t i = 0; i < c.kh; ++i) {
+      const int64_t ih = oh * c.sh - c.ph + i * c.dh;
+      if (ih < 0 || ih >= c.height) continue;
+      for (int64_t j = 0; j < c.kw; ++j) {
+        const int64_t iw = ow * c.sw - c.pw + j * c.dw;
+        if (iw < 0 || iw >= c.width) continue;
+        const auto* x = reinterpret_cast<const In*>(image + (ih * c.width + iw) * c.pixel_stride);
+        const int8_t* w = tap_weights + (i * c.kw + j) * channels;
+        for (int64_t ch = 0; ch < channels; ++ch) {
+          a[ch] += (int32_t{x[ch]} - zero_point) * int32_t{w[ch]};
+        }
+      }
+    }
+  }
+}
 
 }  // namespace
 
@@ -245,18 +278,34 @@ void quantized_conv2d(KernelContext& ctx, const ops::QConv2dArgs& a) {
 
   const int64_t pixels = c.out_height * c.out_width;
   const int64_t pixel_blocks = (pixels + kPixelBlock - 1) / kPixelBlock;
-  const int64_t tasks = c.batch * c.groups * pixel_blocks;
+  // Depthwise (one input and one output channel per group) runs directly
+  // over every channel at once; the rest as a product per group.
+  const bool depthwise = c.cg == 1 && c.og == 1 && c.groups > 1;
+  const int64_t task_groups = depthwise ? 1 : c.groups;
+  const int64_t width = depthwise ? c.out_channels : c.og;  // channels a task computes
+  const int64_t taps = c.kh * c.kw;
+  const int64_t tasks = c.batch * task_groups * pixel_blocks;
   const int threads = std::max(1, ctx.num_threads);
   const bool staged = !a.in.is_channels_last_order();
   const size_t image_bytes = static_cast<size_t>(a.in.numel());
   const size_t terms_bytes = aligned(static_cast<size_t>(2 * c.out_channels) * sizeof(float));
   const size_t stage_bytes = staged ? aligned(image_bytes) : 0;
   const size_t cols_bytes = aligned(static_cast<size_t>(kPixelBlock * c.k));
-  const size_t acc_bytes = aligned(static_cast<size_t>(kPixelBlock * c.og) * sizeof(int32_t));
-  const size_t out_bytes = aligned(static_cast<size_t>(kPixelBlock * c.og));
+  const size_t acc_bytes = aligned(static_cast<size_t>(kPixelBlock * width) * sizeof(int32_t));
+  const size_t out_bytes = aligned(static_cast<size_t>(kPixelBlock * width));
+  const size_t taps_bytes = depthwise ? aligned(static_cast<size_t>(taps * c.out_channels)) : 0;
   const size_t slot = cols_bytes + acc_bytes + out_bytes;
-  auto* scratch = static_cast<char*>(ctx.scratch(terms_bytes + stage_bytes + slot * threads));
+  auto* scratch =
+      static_cast<char*>(ctx.scratch(terms_bytes + stage_bytes + taps_bytes + slot * threads));
   const Requant terms = requant_terms(a.rq, c.out_channels, scratch);
+  // Depthwise weights tap-major ([tap][channel]), for runs of channels.
+  auto* tap_weights = reinterpret_cast<int8_t*>(scratch + terms_bytes + stage_bytes);
+  if (depthwise) {
+    const int8_t* w = a.weight.data_as<const int8_t>();  // [C][KH][KW] in either order
+    for (int64_t ch = 0; ch < c.out_channels; ++ch) {
+      for (int64_t t = 0; t < taps; ++t) tap_weights[t * c.out_channels + ch] = w[ch * taps + t];
+    }
+  }
 
   // The image channels-last: in place, or an NCHW input copied over.
   const auto* in = a.in.data_as<const uint8_t>();
@@ -292,62 +341,71 @@ void quantized_conv2d(KernelContext& ctx, const ops::QConv2dArgs& a) {
   const bool direct = pointwise(c);
   visit_q8(a.out.dtype(), [&]<typename Out>() {
     Out* out = a.out.data_as<Out>();
-    parallel_for(ctx, tasks, std::max<int64_t>(1, kPixelBlock * c.og * c.k / 8),
-                 [&](int64_t begin, int64_t end) {
-                   char* mine =
-                       scratch + terms_bytes + stage_bytes + slot * parallel_thread_index();
-                   auto* cols = reinterpret_cast<uint8_t*>(mine);
-                   auto* acc = reinterpret_cast<int32_t*>(mine + cols_bytes);
-                   auto* tile = reinterpret_cast<Out*>(mine + cols_bytes + acc_bytes);
-                   for (int64_t t = begin; t < end; ++t) {
-                     const int64_t pb = t % pixel_blocks;
-                     const int64_t g = t / pixel_blocks % c.groups;
-                     const int64_t b = t / pixel_blocks / c.groups;
-                     const int64_t p0 = pb * kPixelBlock;
-                     const int64_t rows = std::min(kPixelBlock, pixels - p0);
-                     const uint8_t* a_rows = cols;
-                     if (direct) {
-                       a_rows = c.image + b * c.image_stride + p0 * c.pixel_stride;
-                     } else {
-                       im2col(c, b, g, p0, rows, pad, cols);
-                     }
-                     const QGemm gemm{a_rows,
-                                      c.k,
-                                      in_unsigned,
-                                      a.rq.in_q.zero_point,
-                                      a.weight.data_as<const int8_t>() + g * c.og * c.k,
-                                      c.k,
-                                      a.weight_sums.data_as<const int32_t>() + g * c.og,
-                                      rows,
-                                      c.og,
-                                      c.k};
-                     qgemm(gemm, acc, c.og);
-                     Out* image = out + b * o0 + g * c.og * o1;
-                     if (o1 == 1) {  // channels innermost: each pixel's run in place
-                       for (int64_t r = 0; r < rows; ++r) {
-                         const int64_t p = p0 + r;
-                         requantize_run(acc + r * c.og, c.og, terms, g * c.og,
-                                        image + (p / c.out_width) * o2 + (p % c.out_width) * o3);
-                       }
-                     } else {
-                       for (int64_t r = 0; r < rows; ++r) {
-                         requantize_run(acc + r * c.og, c.og, terms, g * c.og, tile + r * c.og);
-                       }
-                       if (o3 == 1 && o2 == c.out_width) {  // NCHW: pixels run per channel
-                         for (int64_t j = 0; j < c.og; ++j) {
-                           Out* o = image + j * o1 + p0;
-                           for (int64_t r = 0; r < rows; ++r) o[r] = tile[r * c.og + j];
-                         }
-                       } else {
-                         for (int64_t r = 0; r < rows; ++r) {
-                           const int64_t p = p0 + r;
-                           Out* o = image + (p / c.out_width) * o2 + (p % c.out_width) * o3;
-                           for (int64_t j = 0; j < c.og; ++j) o[j * o1] = tile[r * c.og + j];
-                         }
-                       }
-                     }
-                   }
-                 });
+    parallel_for(
+        ctx, tasks, std::max<int64_t>(1, kPixelBlock * c.og * c.k / 8),
+        [&](int64_t begin, int64_t end) {
+          char* mine =
+              scratch + terms_bytes + stage_bytes + taps_bytes + slot * parallel_thread_index();
+          auto* cols = reinterpret_cast<uint8_t*>(mine);
+          auto* acc = reinterpret_cast<int32_t*>(mine + cols_bytes);
+          auto* tile = reinterpret_cast<Out*>(mine + cols_bytes + acc_bytes);
+          for (int64_t t = begin; t < end; ++t) {
+            const int64_t pb = t % pixel_blocks;
+            const int64_t g = t / pixel_blocks % task_groups;
+            const int64_t b = t / pixel_blocks / task_groups;
+            const int64_t p0 = pb * kPixelBlock;
+            const int64_t rows = std::min(kPixelBlock, pixels - p0);
+            if (depthwise) {
+              if (in_unsigned) {
+                depthwise_rows<uint8_t>(c, b, p0, rows, a.rq.in_q.zero_point, tap_weights, acc);
+              } else {
+                depthwise_rows<int8_t>(c, b, p0, rows, a.rq.in_q.zero_point, tap_weights, acc);
+              }
+            } else {
+              const uint8_t* a_rows = cols;
+              if (direct) {
+                a_rows = c.image + b * c.image_stride + p0 * c.pixel_stride;
+              } else {
+                im2col(c, b, g, p0, rows, pad, cols);
+              }
+              const QGemm gemm{a_rows,
+                               c.k,
+                               in_unsigned,
+                               a.rq.in_q.zero_point,
+                               a.weight.data_as<const int8_t>() + g * c.og * c.k,
+                               c.k,
+                               a.weight_sums.data_as<const int32_t>() + g * c.og,
+                               rows,
+                               c.og,
+                               c.k};
+              qgemm(gemm, acc, c.og);
+            }
+            Out* image = out + b * o0 + g * width * o1;
+            if (o1 == 1) {  // channels innermost: each pixel's run in place
+              for (int64_t r = 0; r < rows; ++r) {
+                const int64_t p = p0 + r;
+                requantize_run(acc + r * width, width, terms, g * width,
+                               image + (p / c.out_width) * o2 + (p % c.out_width) * o3);
+              }
+            } else {
+              for (int64_t r = 0; r < rows; ++r) {
+                requantize_run(acc + r * width, width, terms, g * width, tile + r * width);
+              }
+              if (o3 == 1 && o2 == c.out_width) {  // NCHW: pixels run per channel
+                for (int64_t j = 0; j < width; ++j) {
+                  Out* o = image + j * o1 + p0;
+                  for (int64_t r = 0; r < rows; ++r) o[r] = tile[r * width + j];
+                }
+              } else {
+                for (int64_t r = 0; r < rows; ++r) {
+                  const int64_t p = p0 + r;
+                  Out* o = image + (p / c.out_width) * o2 + (p % c.out_width) * o3;
+                  for (int64_t j = 0; j < width; ++j) o[j * o1] = tile[r * width + j];
+                }
+              }
+            }
+          }
+        });
   });
 }
 
