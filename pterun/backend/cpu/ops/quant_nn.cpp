@@ -4,10 +4,11 @@
 // an add, a multiply, round to nearest even, the zero point; this file is
 // built without fused multiply-adds).
 //
-// Convolution works on a channels-last copy of each image (made once per
-// call when the input is NCHW), so that the im2col row of an output pixel
-// is a few contiguous runs of input channels; a 1x1, stride-1, unpadded
-// convolution reads those pixels in place.
+// Convolution works on a channels-last copy of each image with its padding
+// (made once per call unless the input is channels-last and unpadded), so
+// that the im2col row of an output pixel is a few contiguous runs of input
+// channels, with no bounds to test; a 1x1, stride-1, unpadded convolution
+// of a channels-last image reads its pixels in place.
 
 #include <algorithm>
 #include <cstring>
@@ -88,6 +89,19 @@ void requantize_run(const int32_t* acc, int64_t n, const Requant& t, int64_t cha
     const __m128i b =
         std::is_same_v<Out, int8_t> ? _mm512_cvtsepi32_epi8(q) : _mm512_cvtusepi32_epi8(q);
     _mm_storeu_si128(reinterpret_cast<__m128i*>(out + j), b);
+  }
+  if (j < n) {  // the last few channels, masked
+    const __mmask16 m = static_cast<__mmask16>((1u << (n - j)) - 1);
+    __m512 y = _mm512_cvtepi32_ps(_mm512_maskz_loadu_epi32(m, acc + j));
+    y = _mm512_add_ps(_mm512_mul_ps(y, _mm512_maskz_loadu_ps(m, mult + j)),
+                      _mm512_maskz_loadu_ps(m, bias + j));
+    y = _mm512_roundscale_ps(_mm512_mul_ps(y, inv), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    y = _mm512_min_ps(_mm512_max_ps(_mm512_add_ps(zp, y), lo), hi);
+    const __m512i q = _mm512_cvtps_epi32(y);
+    const __m128i b =
+        std::is_same_v<Out, int8_t> ? _mm512_cvtsepi32_epi8(q) : _mm512_cvtusepi32_epi8(q);
+    _mm_mask_storeu_epi8(out + j, m, b);
+    j = n;
   }
 #endif
   for (; j < n; ++j) {
@@ -174,43 +188,45 @@ struct ConvGeometry {
   int64_t pixel_stride;
 };
 
+/// dst[0, n) = src[0, n): masked vector moves up to 64 bytes (no call, no
+/// byte past either end touched), memcpy beyond.
+inline void copy_run(uint8_t* dst, const uint8_t* src, int64_t n) {
+#if defined(__AVX512F__) && defined(__AVX512BW__)
+  if (n <= 64) {
+    const __mmask64 m = n == 64 ? ~__mmask64{0} : (__mmask64{1} << n) - 1;
+    _mm512_mask_storeu_epi8(dst, m, _mm512_maskz_loadu_epi8(m, src));
+    return;
+  }
+#endif
+  std::memcpy(dst, src, static_cast<size_t>(n));
+}
+
 /// The im2col rows of output pixels [p0, p0 + rows) of image b, group g, in
-/// the weight's order along K; positions in the padding hold the input's
-/// zero point (a real 0).
-void im2col(const ConvGeometry& c, int64_t b, int64_t g, int64_t p0, int64_t rows, uint8_t pad,
-            uint8_t* dst) {
+/// the weight's order along K, from the padded image (its border holds the
+/// input's zero point, a real 0).
+void im2col(const ConvGeometry& c, int64_t b, int64_t g, int64_t p0, int64_t rows, uint8_t* dst) {
   const uint8_t* image = c.image + b * c.image_stride + g * c.cg;
   const int64_t taps = c.kh * c.kw;
+  const int64_t run = c.kw * c.cg;  // one kernel row, when its taps are adjacent
+  const bool adjacent = c.weight_channels_last && c.dw == 1 && c.cg == c.pixel_stride;
   for (int64_t r = 0; r < rows; ++r) {
     const int64_t p = p0 + r;
     const int64_t oh = p / c.out_width, ow = p % c.out_width;
     uint8_t* row = dst + r * c.k;
     for (int64_t i = 0; i < c.kh; ++i) {
-      const int64_t ih = oh * c.sh - c.ph + i * c.dh;
-      const bool row_inside = ih >= 0 && ih < c.height;
+      const uint8_t* src = image + ((oh * c.sh + i * c.dh) * c.width + ow * c.sw) * c.pixel_stride;
+      if (adjacent) {
+        copy_run(row + i * run, src, run);
+        continue;
+      }
       for (int64_t j = 0; j < c.kw; ++j) {
-        const int64_t iw = ow * c.sw - c.pw + j * c.dw;
-        const bool inside = row_inside && iw >= 0 && iw < c.width;
-        const uint8_t* src = inside ? image + (ih * c.width + iw) * c.pixel_stride : nullptr;
+        const uint8_t* tap_src = src + j * c.dw * c.pixel_stride;
         const int64_t tap = i * c.kw + j;
         if (c.weight_channels_last) {
-          uint8_t* d = row + tap * c.cg;
-          if (c.cg >= 32) {
-            if (inside) {
-              std::memcpy(d, src, static_cast<size_t>(c.cg));
-            } else {
-              std::memset(d, pad, static_cast<size_t>(c.cg));
-            }
-          } else {  // a few channels: no call per tap
-            for (int64_t ic = 0; ic < c.cg; ++ic) d[ic] = inside ? src[ic] : pad;
-          }
+          copy_run(row + tap * c.cg, tap_src, c.cg);
         } else {
           uint8_t* d = row + tap;
-          if (inside) {
-            for (int64_t ic = 0; ic < c.cg; ++ic) d[ic * taps] = src[ic];
-          } else {
-            for (int64_t ic = 0; ic < c.cg; ++ic) d[ic * taps] = pad;
-          }
+          for (int64_t ic = 0; ic < c.cg; ++ic) d[ic * taps] = tap_src[ic];
         }
       }
     }
@@ -227,7 +243,8 @@ constexpr int64_t kPixelBlock = 32;
 
 /// Depthwise accumulators acc[r][ch] = sum over the window of
 /// (x - zero_point) * w[ch, tap] for output pixels [p0, p0 + rows) of image
-/// b; taps in the padding add nothing. `tap_weights` is [tap][channel].
+/// b of the padded image (taps in the border add nothing). `tap_weights` is
+/// [tap][channel].
 template <typename In>
 void depthwise_rows(const ConvGeometry& c, int64_t b, int64_t p0, int64_t rows, int32_t zero_point,
                     const int8_t* tap_weights, int32_t* acc) {
@@ -239,11 +256,8 @@ void depthwise_rows(const ConvGeometry& c, int64_t b, int64_t p0, int64_t rows, 
     int32_t* a = acc + r * channels;
     std::fill(a, a + channels, 0);
     for (int64_t i = 0; i < c.kh; ++i) {
-      const int64_t ih = oh * c.sh - c.ph + i * c.dh;
-      if (ih < 0 || ih >= c.height) continue;
       for (int64_t j = 0; j < c.kw; ++j) {
-        const int64_t iw = ow * c.sw - c.pw + j * c.dw;
-        if (iw < 0 || iw >= c.width) continue;
+        const int64_t ih = oh * c.sh + i * c.dh, iw = ow * c.sw + j * c.dw;
         const auto* x = reinterpret_cast<const In*>(image + (ih * c.width + iw) * c.pixel_stride);
         const int8_t* w = tap_weights + (i * c.kw + j) * channels;
         for (int64_t ch = 0; ch < channels; ++ch) {
@@ -286,8 +300,9 @@ void quantized_conv2d(KernelContext& ctx, const ops::QConv2dArgs& a) {
   const int64_t taps = c.kh * c.kw;
   const int64_t tasks = c.batch * task_groups * pixel_blocks;
   const int threads = std::max(1, ctx.num_threads);
-  const bool staged = !a.in.is_channels_last_order();
-  const size_t image_bytes = static_cast<size_t>(a.in.numel());
+  const bool staged = !a.in.is_channels_last_order() || c.ph > 0 || c.pw > 0;
+  const size_t image_bytes =
+      static_cast<size_t>(c.batch * (c.height + 2 * c.ph) * (c.width + 2 * c.pw) * c.channels);
   const size_t terms_bytes = aligned(static_cast<size_t>(2 * c.out_channels) * sizeof(float));
   const size_t stage_bytes = staged ? aligned(image_bytes) : 0;
   const size_t cols_bytes = aligned(static_cast<size_t>(kPixelBlock * c.k));
@@ -307,35 +322,50 @@ void quantized_conv2d(KernelContext& ctx, const ops::QConv2dArgs& a) {
     }
   }
 
-  // The image channels-last: in place, or an NCHW input copied over.
+  // The image channels-last with its padding: in place, or copied over
+  // (from NCHW, or into a border of zero points).
   const auto* in = a.in.data_as<const uint8_t>();
-  const int64_t hw = c.height * c.width;
   if (staged) {
     auto* stage = reinterpret_cast<uint8_t*>(scratch + terms_bytes);
-    const int64_t s0 = a.in.stride(0), s1 = a.in.stride(1);
-    // Blocks of pixels, channel by channel: runs of reads and of writes.
-    constexpr int64_t kRun = 64;
-    const int64_t runs = (hw + kRun - 1) / kRun;
-    parallel_for(ctx, c.batch * runs, kRun * c.channels, [&](int64_t begin, int64_t end) {
+    const int64_t ph = c.ph, pw = c.pw, hp = c.height + 2 * ph, wp = c.width + 2 * pw;
+    const auto pad = static_cast<uint8_t>(a.rq.in_q.zero_point);
+    const int64_t s0 = a.in.stride(0), s1 = a.in.stride(1), s2 = a.in.stride(2),
+                  s3 = a.in.stride(3);
+    const bool nchw = a.in.is_contiguous_order();
+    // One task per padded row: its border, then its pixels (NCHW: channel
+    // by channel, runs of reads; channels-last: one run).
+    parallel_for(ctx, c.batch * hp, wp * c.channels, [&](int64_t begin, int64_t end) {
       for (int64_t e = begin; e < end; ++e) {
-        const int64_t b = e / runs, p0 = e % runs * kRun;
-        const int64_t n = std::min(kRun, hw - p0);
-        const uint8_t* src = in + b * s0 + p0;
-        uint8_t* dst = stage + (b * hw + p0) * c.channels;
-        for (int64_t ch = 0; ch < c.channels; ++ch) {
-          for (int64_t p = 0; p < n; ++p) dst[p * c.channels + ch] = src[ch * s1 + p];
+        const int64_t b = e / hp, y = e % hp - ph;
+        uint8_t* dst = stage + e * wp * c.channels;
+        if (y < 0 || y >= c.height) {
+          std::memset(dst, pad, static_cast<size_t>(wp * c.channels));
+          continue;
+        }
+        std::memset(dst, pad, static_cast<size_t>(pw * c.channels));
+        std::memset(dst + (pw + c.width) * c.channels, pad, static_cast<size_t>(pw * c.channels));
+        uint8_t* px = dst + pw * c.channels;
+        const uint8_t* src = in + b * s0 + y * s2;
+        if (nchw) {
+          for (int64_t ch = 0; ch < c.channels; ++ch) {
+            for (int64_t x = 0; x < c.width; ++x) px[x * c.channels + ch] = src[ch * s1 + x * s3];
+          }
+        } else {
+          std::memcpy(px, src, static_cast<size_t>(c.width * c.channels));
         }
       }
     });
     c.image = stage;
+    c.height = hp;
+    c.width = wp;
+    c.ph = c.pw = 0;
   } else {
     c.image = in;
   }
-  c.image_stride = hw * c.channels;
+  c.image_stride = c.height * c.width * c.channels;
   c.pixel_stride = c.channels;
 
   const bool in_unsigned = a.in.dtype() == DType::UInt8;
-  const auto pad = static_cast<uint8_t>(a.rq.in_q.zero_point);
   const int64_t o0 = a.out.stride(0), o1 = a.out.stride(1), o2 = a.out.stride(2),
                 o3 = a.out.stride(3);
   const bool direct = pointwise(c);
@@ -366,7 +396,7 @@ void quantized_conv2d(KernelContext& ctx, const ops::QConv2dArgs& a) {
               if (direct) {
                 a_rows = c.image + b * c.image_stride + p0 * c.pixel_stride;
               } else {
-                im2col(c, b, g, p0, rows, pad, cols);
+                im2col(c, b, g, p0, rows, cols);
               }
               const QGemm gemm{a_rows,
                                c.k,
