@@ -57,9 +57,15 @@ __device__ inline Out clamp_to(double s, int64_t lo, int64_t hi) {
   return static_cast<Out>(static_cast<int64_t>(s));
 }
 
-__device__ inline float to_float(float v) { return v; }
-__device__ inline float to_float(__half v) { return __half2float(v); }
-__device__ inline float to_float(__nv_bfloat16 v) { return __bfloat162float(v); }
+__device__ inline float to_float(float v) {
+  return v;
+}
+__device__ inline float to_float(__half v) {
+  return __half2float(v);
+}
+__device__ inline float to_float(__nv_bfloat16 v) {
+  return __bfloat162float(v);
+}
 
 // ---- quantize -------------------------------------------------------------------
 
@@ -112,9 +118,9 @@ __global__ void dequantize_kernel(DequantizeLaunch l) {
     const int64_t d = static_cast<int64_t>(in[i]) - param_zero_point(l.q, c);
     if (l.wide) {
       const double v = __dmul_rn(static_cast<double>(d), param_scale(l.q, c));
-      out[i] = l.round_to == DType::Float32 ? convert<Out>(v)
-                                            : convert<Out>(round_to(static_cast<float>(v),
-                                                                    l.round_to));
+      out[i] = l.round_to == DType::Float32
+                   ? convert<Out>(v)
+                   : convert<Out>(round_to(static_cast<float>(v), l.round_to));
     } else {
       const float v = __fmul_rn(static_cast<float>(d), static_cast<float>(param_scale(l.q, c)));
       out[i] = convert<Out>(round_to(v, l.round_to));
@@ -178,10 +184,10 @@ __global__ void add_kernel(AddLaunch l) {
   const auto zp = static_cast<float>(l.out_q.zero_point);
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < l.n;
        i += int64_t{gridDim.x} * blockDim.x) {
-    const float fa = __fmul_rn(static_cast<float>(static_cast<int64_t>(a[i]) - l.a_q.zero_point),
-                               l.a_q.scale);
-    const float fb = __fmul_rn(static_cast<float>(static_cast<int64_t>(b[i]) - l.b_q.zero_point),
-                               l.b_q.scale);
+    const float fa =
+        __fmul_rn(static_cast<float>(static_cast<int64_t>(a[i]) - l.a_q.zero_point), l.a_q.scale);
+    const float fb =
+        __fmul_rn(static_cast<float>(static_cast<int64_t>(b[i]) - l.b_q.zero_point), l.b_q.scale);
     const float s = __fadd_rn(zp, rintf(__fmul_rn(inv, __fadd_rn(fa, fb))));
     out[i] = clamp_to<T>(s, l.out_min, l.out_max);
   }
@@ -211,9 +217,9 @@ __global__ void mean_kernel(MeanLaunch l) {
     const In* src = in + o * l.reduce * l.inner + i;
     int64_t sum = 0;
     for (int64_t r = 0; r < l.reduce; ++r) sum += src[r * l.inner];
-    const float y = __fdiv_rn(__fmul_rn(static_cast<float>(sum - l.reduce * l.in_q.zero_point),
-                                        l.in_q.scale),
-                              static_cast<float>(l.reduce));
+    const float y =
+        __fdiv_rn(__fmul_rn(static_cast<float>(sum - l.reduce * l.in_q.zero_point), l.in_q.scale),
+                  static_cast<float>(l.reduce));
     const float s = __fadd_rn(zp, rintf(__fmul_rn(y, inv)));
     out[e] = clamp_to<Out>(s, l.out_min, l.out_max);
   }
@@ -263,7 +269,7 @@ constexpr unsigned kThreads = 256;
 namespace pterun::kernels::cuda_ops {
 namespace {
 
-using namespace pterun::cuda;        // NOLINT: stream, check_launch, blocks_for
+using namespace pterun::cuda;         // NOLINT: stream, check_launch, blocks_for
 using namespace pterun::cuda::quant;  // NOLINT: this file's kernels
 
 QParamsLaunch params_of(const ops::QParams& q) {
@@ -281,11 +287,16 @@ QParamsLaunch params_of(const ops::QParams& q) {
 
 void quantize(KernelContext& ctx, const ops::QuantizeArgs& a) {
   const char* op = "quantize";
-  QuantizeLaunch l{a.in.data(), a.out.data(), a.in.numel(), params_of(a.q), a.quant_min,
-                   a.quant_max, a.rounding == ops::QRounding::ZeroPointFirst, false};
-  l.wide = l.zero_point_first &&
-           (a.in.dtype() == DType::Float64 ||
-            (a.q.scales != nullptr && a.q.scales->dtype() == DType::Float64));
+  QuantizeLaunch l{a.in.data(),
+                   a.out.data(),
+                   a.in.numel(),
+                   params_of(a.q),
+                   a.quant_min,
+                   a.quant_max,
+                   a.rounding == ops::QRounding::ZeroPointFirst,
+                   false};
+  l.wide = l.zero_point_first && (a.in.dtype() == DType::Float64 ||
+                                  (a.q.scales != nullptr && a.q.scales->dtype() == DType::Float64));
   visit_float(a.in.dtype(), op, [&]<typename In>() {
     visit_int(a.out.dtype(), op, [&]<typename Out>() {
       quantize_kernel<In, Out><<<blocks_for(l.n, kThreads), kThreads, 0, stream(ctx)>>>(l);
@@ -296,8 +307,7 @@ void quantize(KernelContext& ctx, const ops::QuantizeArgs& a) {
 
 void dequantize(KernelContext& ctx, const ops::DequantizeArgs& a) {
   const char* op = "dequantize";
-  DequantizeLaunch l{a.in.data(), a.out.data(), a.in.numel(), params_of(a.q), a.wide,
-                     a.round_to};
+  DequantizeLaunch l{a.in.data(), a.out.data(), a.in.numel(), params_of(a.q), a.wide, a.round_to};
   visit_int(a.in.dtype(), op, [&]<typename In>() {
     visit_float(a.out.dtype(), op, [&]<typename Out>() {
       dequantize_kernel<In, Out><<<blocks_for(l.n, kThreads), kThreads, 0, stream(ctx)>>>(l);
@@ -307,16 +317,20 @@ void dequantize(KernelContext& ctx, const ops::DequantizeArgs& a) {
 }
 
 void choose_qparams(KernelContext& ctx, const ops::ChooseQParamsArgs& a) {
-  ChooseLaunch l{a.in.data_as<const float>(), a.rows,           a.row_size,
-                 a.quant_min,                 a.quant_max,      a.scale_out.data_as<double>(),
+  ChooseLaunch l{a.in.data_as<const float>(),
+                 a.rows,
+                 a.row_size,
+                 a.quant_min,
+                 a.quant_max,
+                 a.scale_out.data_as<double>(),
                  a.zero_point_out.data_as<int64_t>()};
   choose_qparams_kernel<<<blocks_for(a.rows, 1), nn::kBlock, 0, stream(ctx)>>>(l);
   check_launch("choose_qparams");
 }
 
 void quantized_add(KernelContext& ctx, const ops::QuantizedAddArgs& a) {
-  AddLaunch l{a.a.data(), a.b.data(), a.out.data(), a.a.numel(), a.a_q, a.b_q, a.out_q,
-              a.out_min, a.out_max};
+  AddLaunch l{a.a.data(), a.b.data(), a.out.data(), a.a.numel(), a.a_q,
+              a.b_q,      a.out_q,    a.out_min,    a.out_max};
   visit_int(a.a.dtype(), "quantized add", [&]<typename T>() {
     add_kernel<T><<<blocks_for(l.n, kThreads), kThreads, 0, stream(ctx)>>>(l);
   });
@@ -330,13 +344,12 @@ void weight_sums(KernelContext& ctx, const Tensor& weight, int64_t n, int64_t k,
 }
 
 void quantized_mean(KernelContext& ctx, const ops::QMeanArgs& a) {
-  MeanLaunch l{a.in.data(), a.out.data(), a.outer,   a.reduce,
-               a.inner,     a.in_q,       a.out_q,   a.out_min,
-               a.out_max};
+  MeanLaunch l{a.in.data(), a.out.data(), a.outer,   a.reduce, a.inner,
+               a.in_q,      a.out_q,      a.out_min, a.out_max};
   visit_q8(a.in.dtype(), [&]<typename In>() {
     visit_q8(a.out.dtype(), [&]<typename Out>() {
-      mean_kernel<In, Out><<<blocks_for(a.outer * a.inner, kThreads), kThreads, 0, stream(ctx)>>>(
-          l);
+      mean_kernel<In, Out>
+          <<<blocks_for(a.outer * a.inner, kThreads), kThreads, 0, stream(ctx)>>>(l);
     });
   });
   check_launch("quantized mean");
@@ -345,8 +358,8 @@ void quantized_mean(KernelContext& ctx, const ops::QMeanArgs& a) {
 }  // namespace
 
 const ops::QuantBackend& quant_backend() {
-  static constexpr ops::QuantBackend kQuant{&quantize,     &dequantize,      &choose_qparams,
-                                            &quantized_add, &weight_sums,    &quantized_linear,
+  static constexpr ops::QuantBackend kQuant{&quantize,         &dequantize,    &choose_qparams,
+                                            &quantized_add,    &weight_sums,   &quantized_linear,
                                             &quantized_conv2d, &quantized_mean};
   return kQuant;
 }
