@@ -19,6 +19,15 @@ For each model (a fixture in tests/fixtures, input `c0_in*` of its .npz):
   (cached under build/bench-onnx/), CPU provider, sequential execution,
   intra-op threads = --threads and 1, `sess.run(None, feed)` (NumPy in and out).
 
+With --quant, quantized models instead (benchmarks/quant_export.py: the two
+static PT2E fixtures of tests/fixtures/quant and two larger models, int8
+programs without a delegate and their float twins, exported on first use
+into build/bench-quant/): pterun with its integer kernels, pterun running
+the program's instructions as written (PTERUN_INTEGER_QUANTIZED=0:
+dequantize, float op, quantize), ExecuTorch on the int8 program (its
+portable and quantized kernels), and pterun and ExecuTorch on the float
+twin. Ratios are peer / pterun int8.
+
 Every peer's outputs are checked against pterun's (and pterun's against the
 fixture's torch outputs) before timing. Each round times one batch of calls
 per peer, in a shuffled order; the figure is the median over rounds of the
@@ -29,6 +38,7 @@ Ratios are peer / pterun: above 1 means pterun is faster.
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import sys
 import tempfile
@@ -39,6 +49,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 
 import _common as C  # noqa: E402
+import numpy as np  # noqa: E402
 
 MODELS = ["mlp", "cnn", "gpt", "llama_block", "digits_cnn"]
 RTOL, ATOL = 1e-4, 1e-4  # peer vs pterun, and pterun vs torch eager
@@ -137,6 +148,107 @@ def make_ort_peer(label, onnx_path, threads, ins, ref) -> C.Peer:
     return check_peer(C.Peer(label, batch), outs, ref)
 
 
+def make_quant_peers(pterun, name: str, log) -> list[C.Peer]:
+    """The peers of one quantized model (see --quant)."""
+    import quant_export
+
+    int8, fp32, npz = quant_export.ensure(name, log=log)
+    d = np.load(npz)
+    ins = [d["x"]]
+    step = float(d["step"])
+    want = {tag: [d[k] for k in sorted(d.files) if k.startswith(f"{tag}_out")]
+            for tag in ("int8", "fp32")}
+
+    def pterun_peer(label, path, tag, integer=True) -> C.Peer:
+        old = os.environ.get("PTERUN_INTEGER_QUANTIZED")
+        if not integer:
+            os.environ["PTERUN_INTEGER_QUANTIZED"] = "0"
+        try:
+            m = pterun.load_program(str(path)).load_method("forward")
+        finally:
+            if integer or old is None:
+                os.environ.pop("PTERUN_INTEGER_QUANTIZED", None)
+            else:
+                os.environ["PTERUN_INTEGER_QUANTIZED"] = old
+        outs = [o.numpy() for o in m(ins)]
+        if tag == "int8":
+            diff = max(float(np.abs(a - b).max()) for a, b in zip(outs, want[tag]))
+            steps = diff / step if step else math.inf
+            p = C.Peer(label, None, "wrong result", f"{steps:.2f} steps from ExecuTorch")
+            if steps <= 2:
+                p.status = "ok"
+        else:
+            ok, diff, why = C.compare(outs, want[tag], RTOL, ATOL)
+            p = C.Peer(label, None, "ok" if ok else "wrong result",
+                       f"max |diff| vs ExecuTorch {diff:.2g}" if ok else why)
+
+        def batch(n: int) -> int:
+            t0 = time.perf_counter_ns()
+            for _ in range(n):
+                [o.numpy() for o in m(ins)]
+            return time.perf_counter_ns() - t0
+
+        p.batch = batch
+        return p
+
+    def et_peer(label, path, tag) -> C.Peer:
+        import torch
+        from executorch.runtime import Runtime
+
+        m = Runtime.get().load_program(str(path)).load_method("forward")
+        tin = [torch.from_numpy(a) for a in ins]
+
+        def batch(n: int) -> int:
+            t0 = time.perf_counter_ns()
+            for _ in range(n):
+                [o.numpy() for o in m.execute(tin)]
+            return time.perf_counter_ns() - t0
+
+        return C.Peer(label, batch, detail="the expected outputs")
+
+    return [pterun_peer("pterun int8", int8, "int8"),
+            pterun_peer("pterun as written", int8, "int8", integer=False),
+            et_peer("ExecuTorch int8", int8, "int8"),
+            pterun_peer("pterun fp32", fp32, "fp32"),
+            et_peer("ExecuTorch fp32", fp32, "fp32")]
+
+
+def main_quant(args, pterun) -> int:
+    import executorch.kernels.quantized  # noqa: F401  (ExecuTorch's quantized kernels)
+
+    N = args.threads
+    et_threads = C.et_set_threads(N)
+    print(f"# threads: pterun {pterun.get_num_threads()}, ExecuTorch threadpool {et_threads}; "
+          f"{args.repeat} rounds, ~{args.batch_ms:g} ms batches")
+    print("# load average at start: " + " ".join(f"{x:.2f}" for x in os.getloadavg()))
+    results = {}
+    import quant_export
+
+    for name in (args.quant_models or ",".join(quant_export.MODELS)).split(","):
+        log(f"== {name}")
+        peers = make_quant_peers(pterun, name, log)
+        for p in peers:
+            log(f"  {p.name:18s} {p.status:14s} {p.detail[:200]}")
+        C.run_interleaved(peers, args.repeat, target_s=args.batch_ms / 1000, max_n=100_000)
+        results[name] = peers
+    names = [p.name for p in next(iter(results.values()))]
+    headers = ["model"] + [f"{n} µs" for n in names] + [f"{n}/int8" for n in names[1:]]
+    for title, stat in (("Median per-call latency (µs)", C.Peer.median_ns),
+                        ("Best batch (µs)", C.Peer.min_ns)):
+        rows = []
+        for model, peers in results.items():
+            pt = peers[0]
+            cells = [model] + [C.fmt_us(stat(p)) if p.ok else p.status for p in peers]
+            cells += [C.fmt_ratio(stat(p), stat(pt)) if (p.ok and pt.ok) else "-" for p in peers[1:]]
+            rows.append(cells)
+        print()
+        print(f"{title}, threads={N}; ratio = peer time / pterun int8 time (>1: int8 faster)")
+        C.print_table(headers, rows, args.markdown)
+    print()
+    print("# load average at end: " + " ".join(f"{x:.2f}" for x in os.getloadavg()))
+    return 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--threads", type=int, default=2,
@@ -148,9 +260,16 @@ def main() -> int:
     ap.add_argument("--enr-python", default=None,
                     help="Python that has executorch-numpy-runtime (default build/bench-enr-venv/bin/python; '' to skip)")
     ap.add_argument("--markdown", action="store_true", help="print the tables as Markdown")
+    ap.add_argument("--quant", action="store_true",
+                    help="time the quantized models instead (benchmarks/quant_export.py)")
+    ap.add_argument("--quant-models", default=None,
+                    help="comma-separated quantized models (default: all of quant_export.MODELS)")
     args = ap.parse_args()
 
     pterun = C.import_pterun()
+    if args.quant:
+        pterun.set_num_threads(args.threads)
+        return main_quant(args, pterun)
     torch = C.optional_torch()
 
     N = args.threads

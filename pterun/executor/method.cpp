@@ -5,18 +5,30 @@
 #include "pterun/executor/method.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <set>
 
 #include "pterun/core/error.h"
 #include "pterun/core/text.h"
 #include "pterun/executor/method_loader.h"
+#include "pterun/executor/quant_check.h"
 #include "pterun/kernels/registry.h"
 #include "pterun/program/support.h"
 
 namespace pterun {
 
 using namespace loader_detail;  // NOLINT: the loader's own helpers
+
+namespace {
+
+// PTERUN_INTEGER_QUANTIZED=0 turns integer compute of quantized chains off.
+bool integer_quantized_disabled() {
+  const char* env = std::getenv("PTERUN_INTEGER_QUANTIZED");
+  return env != nullptr && std::strcmp(env, "0") == 0;
+}
+
+}  // namespace
 
 void Method::Loader::analyse_instructions() {
   for (const auto& chain : d.chains) {
@@ -48,6 +60,7 @@ void Method::Loader::check_support() {
   auto device = m.options_.device;
   SupportReport report = pterun::check_support(d, device);
   if (!report.ok()) throw_error(ErrorCode::NotImplemented, report.describe(d.name, device));
+  check_quant_params(d);
   std::vector<std::string> missing = m.program_->missing_external_keys(d.name);
   if (!missing.empty()) {
     std::string keys;
@@ -378,6 +391,7 @@ std::unique_ptr<Method> Method::load(std::shared_ptr<const Program> program,
     loader.allocate_unplanned_outputs(m->owned_);
     loader.build_values();
     loader.build_steps();
+    if (options.integer_quantized && !integer_quantized_disabled()) loader.fuse_quantized();
     loader.fold_constants();
     loader.fuse_elementwise();
     loader.apply_rewrites();

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <optional>
 #include <span>
@@ -28,6 +29,11 @@ struct MethodOptions {
   /// CUDA: capture the steps as a CUDA graph and replay it, for methods
   /// with static shapes and no control flow (method_graph.cpp).
   bool cuda_graphs = true;
+  /// Run dequantize -> op -> quantize chains of quantized programs on
+  /// integer kernels (executor/quant_fusion.h); false runs the program's
+  /// instructions as written. The environment variable
+  /// PTERUN_INTEGER_QUANTIZED=0 sets it false for every method.
+  bool integer_quantized = true;
 };
 
 /// A loaded method: its values, planned memory and a flat instruction list
@@ -142,6 +148,10 @@ class Method {
   /// The named tensor `name` (a mutable buffer or constant), or nullptr.
   Tensor* attribute(std::string_view name);
 
+  /// How many quantized chains run on integer kernels (MethodOptions::
+  /// integer_quantized).
+  size_t quantized_chains() const { return quantized_chains_; }
+
   /// True when some tensor in this method is state shared with other
   /// methods or kept across calls.
   bool has_state() const { return has_state_; }
@@ -192,7 +202,11 @@ class Method {
   std::vector<backend::Allocation> owned_;    // memory for unplanned tensors kernels write
   std::vector<Tensor> tensors_;               // one per tensor value (stable addresses)
   std::vector<Value> values_;                 // the value table
-  std::vector<Value*> arg_pool_;              // kernel arguments, flattened
+  // Tensors and values the load passes add (weight sums, output clamps of
+  // fused quantized kernels); deques keep their addresses stable.
+  std::deque<Tensor> extra_tensors_;
+  std::deque<Value> extra_values_;
+  std::vector<Value*> arg_pool_;  // kernel arguments, flattened
   std::vector<std::vector<Value*>> boxed_lists_;
   std::vector<std::vector<Tensor*>> tensor_lists_;
   std::vector<std::vector<Step>> chains_;
@@ -223,6 +237,7 @@ class Method {
   std::vector<std::vector<std::pair<Tensor*, size_t>>> output_followers_;
 
   bool has_state_ = false;
+  size_t quantized_chains_ = 0;
 
   // CUDA graphs, keyed by the data pointers of every tensor (inputs used
   // in place and outputs that take turns move between calls).

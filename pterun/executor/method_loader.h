@@ -98,6 +98,14 @@ struct Method::Loader {
   void fuse_elementwise();
   // Load-time kernel rewrites (rewrite.h), where the device has the kernel.
   void apply_rewrites();
+  // Integer compute for quantized chains (quant_fusion.h, method_quant.cpp):
+  // each chain's quantize runs one integer kernel where the device has it
+  // and memory allows; before constant folding, so that int8 weights stay
+  // int8.
+  void fuse_quantized();
+  // Moves tensor value `vi` (and the views planned inside it) into memory
+  // of its own.
+  void give_own_memory(int32_t vi);
   // Inputs: planned inputs whose region other tensors reuse get a private
   // home, so a second execute() reads the same inputs (B11).
   void plan_inputs();

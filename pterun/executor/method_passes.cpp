@@ -128,6 +128,7 @@ void Method::Loader::fold_constants() {
   bool folded = false;
   for (auto [c, k] : find_constant_instructions(d, kept_values(), m.options_.device)) {
     Step& step = m.chains_[c][k];
+    if (step.kind != InstructionKind::KernelCall) continue;  // fused away (fuse_quantized)
     const int32_t ret = d.chains[c].instructions[k].args.back();
     Tensor& t = m.tensors_[tensor_of_value[ret]];
     auto views = followers(ret, last_writer(ret));

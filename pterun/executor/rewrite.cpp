@@ -10,12 +10,8 @@
 
 namespace pterun {
 
-namespace {
-
 using format::InstructionKind;
 
-// How many instructions mention each value (arguments, items of list
-// arguments, moves, jump conditions), each instruction counted once.
 std::vector<int> count_uses(const format::MethodDesc& d) {
   std::vector<int> uses(d.values.size(), 0);
   std::vector<int64_t> seen;
@@ -49,8 +45,6 @@ std::vector<int> count_uses(const format::MethodDesc& d) {
   }
   return uses;
 }
-
-}  // namespace
 
 std::vector<KernelRewrite> find_kernel_rewrites(const format::MethodDesc& d,
                                                 const std::vector<bool>& keep) {

@@ -9,6 +9,11 @@
 
 namespace pterun {
 
+/// How many instructions mention each value (arguments, items of list
+/// arguments, moves, jump conditions), each instruction counted once: a
+/// value one kernel writes and one other reads counts 2.
+std::vector<int> count_uses(const format::MethodDesc& d);
+
 /// Instruction `index` of chain `chain` may run the internal kernel named
 /// `kernel` (kernels/internal_ops.h) with its own arguments: same results
 /// for everything the method reads afterwards, less work.

@@ -19,4 +19,11 @@ inline constexpr const char* kMaxPoolValuesKernel = "pterun::max_pool2d_values.o
 inline constexpr const char* kMulAddKernel = "pterun::mul_add.out";
 inline constexpr const char* kMulSubKernel = "pterun::mul_sub.out";
 
+/// The integer kernels that replace dequantize -> op -> quantize chains
+/// (executor/quant_fusion.h; signatures in ops/quant.h).
+inline constexpr const char* kQuantizedWeightSumsKernel = "pterun::quantized_weight_sums.out";
+inline constexpr const char* kQuantizedLinearKernel = "pterun::quantized_linear.out";
+inline constexpr const char* kQuantizedConv2dKernel = "pterun::quantized_conv2d.out";
+inline constexpr const char* kQuantizedMeanKernel = "pterun::quantized_mean.out";
+
 }  // namespace pterun::kernels

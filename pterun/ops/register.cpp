@@ -19,6 +19,7 @@
 #include "pterun/ops/norm.h"
 #include "pterun/ops/pool.h"
 #include "pterun/ops/prim.h"
+#include "pterun/ops/quant.h"
 #include "pterun/ops/reduce.h"
 #include "pterun/ops/shape.h"
 #include "pterun/ops/softmax.h"
@@ -291,6 +292,34 @@ constexpr OpDef kOps[] = {
     def<&arange_out>("aten::arange.out", F::Creation, kFold),
     def<&arange_start_out>("aten::arange.start_out", F::Creation, kFold),
     def<&linspace_out>("aten::linspace.out", F::Creation),
+
+    // ---- quant: quantized_decomposed, and the loader's integer kernels ----------
+    def<&quantize_per_tensor_out>("quantized_decomposed::quantize_per_tensor.out", F::Quant, kFold),
+    def<&quantize_per_tensor_tensor_out>("quantized_decomposed::quantize_per_tensor.Tensor_out",
+                                         F::Quant, kFold),
+    def<&dequantize_per_tensor_out>("quantized_decomposed::dequantize_per_tensor.out", F::Quant,
+                                    kFold),
+    def<&dequantize_per_tensor_tensor_out>("quantized_decomposed::dequantize_per_tensor.Tensor_out",
+                                           F::Quant, kFold),
+    def<&quantize_per_channel_out>("quantized_decomposed::quantize_per_channel.out", F::Quant,
+                                   kFold),
+    def<&dequantize_per_channel_out>("quantized_decomposed::dequantize_per_channel.out", F::Quant,
+                                     kFold),
+    def<&quantize_per_token_out>("quantized_decomposed::quantize_per_token.out", F::Quant, kFold),
+    def<&dequantize_per_token_out>("quantized_decomposed::dequantize_per_token.out", F::Quant,
+                                   kFold),
+    def<&quantize_per_channel_group_out>("quantized_decomposed::quantize_per_channel_group.out",
+                                         F::Quant, kFold),
+    def<&dequantize_per_channel_group_out>("quantized_decomposed::dequantize_per_channel_group.out",
+                                           F::Quant, kFold),
+    def<&choose_qparams_tensor_out>("quantized_decomposed::choose_qparams.Tensor_out", F::Quant),
+    def<&choose_qparams_per_token_asymmetric_out>(
+        "quantized_decomposed::choose_qparams_per_token_asymmetric.out", F::Quant),
+    def<&quantized_add_out>("quantized_decomposed::add.out", F::Quant, kFold),
+    def<&quantized_weight_sums_out>(kernels::kQuantizedWeightSumsKernel, F::Quant, kFold),
+    def<&quantized_linear_out>(kernels::kQuantizedLinearKernel, F::Quant),
+    def<&quantized_conv2d_out>(kernels::kQuantizedConv2dKernel, F::Quant),
+    def<&quantized_mean_out>(kernels::kQuantizedMeanKernel, F::Quant),
 };
 
 }  // namespace

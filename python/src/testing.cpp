@@ -22,7 +22,9 @@
 #include "pterun/core/error.h"
 #include "pterun/core/logging.h"
 #include "pterun/core/value.h"
+#include "pterun/executor/method.h"
 #include "pterun/kernels/registry.h"
+#include "pterun/program/program.h"
 #include "python/src/convert.h"
 
 namespace nb = nanobind;
@@ -252,6 +254,13 @@ void init_testing(nb::module_& m) {
   m.def("_testing_time_kernel", &time_kernel, nb::arg("name"), nb::arg("args"),
         nb::arg("num_threads") = 1, nb::arg("device") = "cuda:0", nb::arg("iterations") = 50,
         "Test hook: median seconds per run of one kernel (see pterun._testing).");
+  m.def(
+      "_testing_quantized_chains",
+      [](const std::string& path, const std::string& name) {
+        return Method::load(Program::load_file(path, ""), name)->quantized_chains();
+      },
+      nb::arg("path"), nb::arg("method") = "forward",
+      "Test hook: how many quantized chains of a method (CPU) run on integer kernels.");
   m.def(
       "_testing_log",
       [](int level, const std::string& message) { log(static_cast<LogLevel>(level), message); },

@@ -15,6 +15,7 @@ void register_cpu_kernels(KernelRegistry& r) {
     b.reduce = &cpu::reduce_backend();
     b.index = &cpu::index_backend();
     b.nonzero = &cpu::nonzero_backend();
+    b.quant = &cpu::quant_backend();
     b.matmul = &cpu::matmul_backend();
     b.conv = &cpu::conv_backend();
     b.pool = &cpu::pool_backend();

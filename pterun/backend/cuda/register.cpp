@@ -15,6 +15,7 @@ void register_cuda_kernels(KernelRegistry& r) {
     b.reduce = &cuda_ops::reduce_backend();
     b.index = &cuda_ops::index_backend();
     b.nonzero = &cuda_ops::nonzero_backend();
+    b.quant = &cuda_ops::quant_backend();
     b.matmul = &cuda_ops::matmul_backend();
     b.conv = &cuda_ops::conv_backend();
     b.pool = &cuda_ops::pool_backend();

@@ -17,6 +17,7 @@ const ops::ElementwiseBackend& elementwise_backend();
 const ops::ReduceBackend& reduce_backend();    // reduce.cpp
 const ops::IndexBackend& index_backend();      // index.cpp
 const ops::NonzeroBackend& nonzero_backend();  // nonzero.cpp
+const ops::QuantBackend& quant_backend();      // quant.cpp (+ quant_nn.cpp, quant_gemm.cpp)
 
 const ops::MatmulBackend& matmul_backend();      // matmul.cpp
 const ops::ConvBackend& conv_backend();          // conv.cpp

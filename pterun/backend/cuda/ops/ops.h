@@ -17,6 +17,7 @@ const ops::ElementwiseBackend& elementwise_backend();
 const ops::ReduceBackend& reduce_backend();    // reduce_host.cpp
 const ops::IndexBackend& index_backend();      // index.cu
 const ops::NonzeroBackend& nonzero_backend();  // nonzero.cu
+const ops::QuantBackend& quant_backend();      // quant.cu (+ quant_gemm.cu)
 
 const ops::MatmulBackend& matmul_backend();      // matmul.cu
 const ops::ConvBackend& conv_backend();          // conv.cu (+ conv_gemm.cu)

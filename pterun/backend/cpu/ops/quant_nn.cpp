@@ -1,0 +1,467 @@
+// The quantized linear, 2-D convolution and mean on the CPU (ops/quant.h):
+// integer accumulation (quant_gemm.cpp for the products), then one
+// requantization per output in float32 as ExecuTorch rounds (a multiply,
+// an add, a multiply, round to nearest even, the zero point; this file is
+// built without fused multiply-adds).
+//
+// Convolution works on a channels-last copy of each image with its padding
+// (made once per call unless the input is channels-last and unpadded), so
+// that the im2col row of an output pixel is a few contiguous runs of input
+// channels, with no bounds to test; a 1x1, stride-1, unpadded convolution
+// of a channels-last image reads its pixels in place.
+
+#include <algorithm>
+#include <cstring>
+
+#include "pterun/backend/cpu/engine/parallel.h"
+#include "pterun/backend/cpu/ops/ops.h"
+#include "pterun/backend/cpu/ops/quant_gemm.h"
+#include "pterun/backend/cpu/ops/quant_util.h"
+#include "pterun/core/error.h"
+#include "pterun/ops/quant.h"
+#include "pterun/ops/quant_checks.h"
+
+#if defined(__AVX512F__) && defined(__AVX512BW__)
+// GCC 12's AVX-512 headers warn about their own placeholder operands
+// (GCC bug 105593): silence that for the header only.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include <immintrin.h>
+#pragma GCC diagnostic pop
+#endif
+
+namespace pterun::cpu {
+namespace {
+
+using kernels::KernelContext;
+
+constexpr size_t kAlign = 64;
+
+size_t aligned(size_t bytes) {
+  return (bytes + kAlign - 1) / kAlign * kAlign;
+}
+
+/// Per output channel: the multiplier input_scale * weight_scale and the
+/// bias, as float32; and the output's reciprocal scale and zero point.
+struct Requant {
+  const float* mult;
+  const float* bias;
+  float inv;
+  float zero_point;
+  int32_t lo;
+  int32_t hi;
+};
+
+Requant requant_terms(const ops::Requantize& rq, int64_t n, void* memory) {
+  auto* mult = static_cast<float*>(memory);
+  float* bias = mult + n;
+  const Tensor& s = rq.weight_scales;
+  ops::check_scales(s.data(), s.dtype(), s.numel(), "quantized weight");
+  for (int64_t j = 0; j < n; ++j) {
+    const int64_t at = s.numel() == 1 ? 0 : j;
+    const float ws = s.dtype() == DType::Float64 ? static_cast<float>(s.data_as<const double>()[at])
+                                                 : s.data_as<const float>()[at];
+    mult[j] = rq.in_q.scale * ws;
+    bias[j] = rq.bias != nullptr ? rq.bias->data_as<const float>()[j] : 0.0f;
+  }
+  return {mult,       bias,      1.0f / rq.out_q.scale, static_cast<float>(rq.out_q.zero_point),
+          rq.out_min, rq.out_max};
+}
+
+/// out[j] = quantize(float(acc[j]) * mult[j] + bias[j]) for n channels
+/// from channel0 on, in one contiguous run.
+template <typename Out>
+void requantize_run(const int32_t* acc, int64_t n, const Requant& t, int64_t channel0, Out* out) {
+  const float* mult = t.mult + channel0;
+  const float* bias = t.bias + channel0;
+  int64_t j = 0;
+#if defined(__AVX512F__) && defined(__AVX512BW__)
+  const __m512 inv = _mm512_set1_ps(t.inv), zp = _mm512_set1_ps(t.zero_point);
+  const __m512 lo = _mm512_set1_ps(static_cast<float>(t.lo));
+  const __m512 hi = _mm512_set1_ps(static_cast<float>(t.hi));
+  for (; j + 16 <= n; j += 16) {
+    __m512 y = _mm512_cvtepi32_ps(_mm512_loadu_si512(acc + j));
+    y = _mm512_add_ps(_mm512_mul_ps(y, _mm512_loadu_ps(mult + j)), _mm512_loadu_ps(bias + j));
+    y = _mm512_roundscale_ps(_mm512_mul_ps(y, inv), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    y = _mm512_min_ps(_mm512_max_ps(_mm512_add_ps(zp, y), lo), hi);  // max(NaN, lo) is lo
+    const __m512i q = _mm512_cvtps_epi32(y);
+    const __m128i b =
+        std::is_same_v<Out, int8_t> ? _mm512_cvtsepi32_epi8(q) : _mm512_cvtusepi32_epi8(q);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + j), b);
+  }
+  if (j < n) {  // the last few channels, masked
+    const __mmask16 m = static_cast<__mmask16>((1u << (n - j)) - 1);
+    __m512 y = _mm512_cvtepi32_ps(_mm512_maskz_loadu_epi32(m, acc + j));
+    y = _mm512_add_ps(_mm512_mul_ps(y, _mm512_maskz_loadu_ps(m, mult + j)),
+                      _mm512_maskz_loadu_ps(m, bias + j));
+    y = _mm512_roundscale_ps(_mm512_mul_ps(y, inv), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    y = _mm512_min_ps(_mm512_max_ps(_mm512_add_ps(zp, y), lo), hi);
+    const __m512i q = _mm512_cvtps_epi32(y);
+    const __m128i b =
+        std::is_same_v<Out, int8_t> ? _mm512_cvtsepi32_epi8(q) : _mm512_cvtusepi32_epi8(q);
+    _mm_mask_storeu_epi8(out + j, m, b);
+    j = n;
+  }
+#endif
+  for (; j < n; ++j) {
+    const float y = static_cast<float>(acc[j]) * mult[j] + bias[j];
+    out[j] = static_cast<Out>(requantize(y, t.inv, t.zero_point, t.lo, t.hi));
+  }
+}
+
+template <typename F>
+void visit_q8(DType d, F&& f) {
+  if (d == DType::UInt8) {
+    f.template operator()<uint8_t>();
+  } else {
+    f.template operator()<int8_t>();
+  }
+}
+
+constexpr int64_t kRowBlock = 64;
+constexpr int64_t kColBlock = 256;
+
+}  // namespace
+
+// ---- linear -------------------------------------------------------------------
+
+void quantized_linear(KernelContext& ctx, const ops::QLinearArgs& a) {
+  // Tasks of up to kRowBlock rows x kColBlock output channels, so that a
+  // few rows (a small batch) still spread over threads.
+  const int64_t n = a.n;
+  const int64_t row_blocks = (a.m + kRowBlock - 1) / kRowBlock;
+  const int64_t col_blocks = (n + kColBlock - 1) / kColBlock;
+  const int64_t cols = std::min(n, kColBlock);
+  const int threads = std::max(1, ctx.num_threads);
+  // Scratch: the channel terms, then one accumulator block per thread.
+  const size_t terms_bytes = aligned(static_cast<size_t>(2 * n) * sizeof(float));
+  const size_t acc_bytes = aligned(static_cast<size_t>(kRowBlock * cols) * sizeof(int32_t));
+  auto* scratch = static_cast<char*>(ctx.scratch(terms_bytes + acc_bytes * threads));
+  const Requant terms = requant_terms(a.rq, n, scratch);
+  visit_q8(a.out.dtype(), [&]<typename Out>() {
+    Out* out = a.out.data_as<Out>();
+    parallel_for(ctx, row_blocks * col_blocks, std::max<int64_t>(1, kRowBlock * cols * a.k / 16),
+                 [&](int64_t begin, int64_t end) {
+                   auto* acc = reinterpret_cast<int32_t*>(scratch + terms_bytes +
+                                                          acc_bytes * parallel_thread_index());
+                   for (int64_t t = begin; t < end; ++t) {
+                     const int64_t i0 = t / col_blocks * kRowBlock;
+                     const int64_t j0 = t % col_blocks * kColBlock;
+                     const int64_t rows = std::min(kRowBlock, a.m - i0);
+                     const int64_t width = std::min(kColBlock, n - j0);
+                     const QGemm g{a.in.data_as<const uint8_t>() + i0 * a.k,
+                                   a.k,
+                                   a.in.dtype() == DType::UInt8,
+                                   a.rq.in_q.zero_point,
+                                   a.weight.data_as<const int8_t>() + j0 * a.k,
+                                   a.k,
+                                   a.weight_sums.data_as<const int32_t>() + j0,
+                                   rows,
+                                   width,
+                                   a.k};
+                     qgemm(g, acc, width);
+                     for (int64_t r = 0; r < rows; ++r) {
+                       requantize_run(acc + r * width, width, terms, j0, out + (i0 + r) * n + j0);
+                     }
+                   }
+                 });
+  });
+}
+
+// ---- convolution --------------------------------------------------------------
+
+namespace {
+
+/// The geometry of one convolution, in elements; the image is read
+/// channels-last: pixel (y, x) of image b at image + b * image_stride +
+/// (y * width + x) * pixel_stride, its channels contiguous.
+struct ConvGeometry {
+  int64_t batch, channels, height, width;
+  int64_t out_channels, out_height, out_width;
+  int64_t kh, kw, groups, cg, og;  // cg / og: input / output channels per group
+  int64_t sh, sw, ph, pw, dh, dw;
+  int64_t k;                  // cg * kh * kw
+  bool weight_channels_last;  // weight rows are [kh][kw][cg], else [cg][kh][kw]
+  const uint8_t* image;       // channels-last bytes (int8 or uint8)
+  int64_t image_stride;
+  int64_t pixel_stride;
+};
+
+/// dst[0, n) = src[0, n): masked vector moves up to 64 bytes (no call, no
+/// byte past either end touched), memcpy beyond.
+inline void copy_run(uint8_t* dst, const uint8_t* src, int64_t n) {
+#if defined(__AVX512F__) && defined(__AVX512BW__)
+  if (n <= 64) {
+    const __mmask64 m = n == 64 ? ~__mmask64{0} : (__mmask64{1} << n) - 1;
+    _mm512_mask_storeu_epi8(dst, m, _mm512_maskz_loadu_epi8(m, src));
+    return;
+  }
+#endif
+  std::memcpy(dst, src, static_cast<size_t>(n));
+}
+
+/// The im2col rows of output pixels [p0, p0 + rows) of image b, group g, in
+/// the weight's order along K, from the padded image (its border holds the
+/// input's zero point, a real 0).
+void im2col(const ConvGeometry& c, int64_t b, int64_t g, int64_t p0, int64_t rows, uint8_t* dst) {
+  const uint8_t* image = c.image + b * c.image_stride + g * c.cg;
+  const int64_t taps = c.kh * c.kw;
+  const int64_t run = c.kw * c.cg;  // one kernel row, when its taps are adjacent
+  const bool adjacent = c.weight_channels_last && c.dw == 1 && c.cg == c.pixel_stride;
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t p = p0 + r;
+    const int64_t oh = p / c.out_width, ow = p % c.out_width;
+    uint8_t* row = dst + r * c.k;
+    for (int64_t i = 0; i < c.kh; ++i) {
+      const uint8_t* src = image + ((oh * c.sh + i * c.dh) * c.width + ow * c.sw) * c.pixel_stride;
+      if (adjacent) {
+        copy_run(row + i * run, src, run);
+        continue;
+      }
+      for (int64_t j = 0; j < c.kw; ++j) {
+        const uint8_t* tap_src = src + j * c.dw * c.pixel_stride;
+        const int64_t tap = i * c.kw + j;
+        if (c.weight_channels_last) {
+          copy_run(row + tap * c.cg, tap_src, c.cg);
+        } else {
+          uint8_t* d = row + tap;
+          for (int64_t ic = 0; ic < c.cg; ++ic) d[ic * taps] = tap_src[ic];
+        }
+      }
+    }
+  }
+}
+
+/// True when the im2col row of every pixel is the input pixel itself.
+bool pointwise(const ConvGeometry& c) {
+  return c.kh == 1 && c.kw == 1 && c.sh == 1 && c.sw == 1 && c.ph == 0 && c.pw == 0 &&
+         c.groups == 1;
+}
+
+constexpr int64_t kPixelBlock = 32;
+
+/// Depthwise accumulators acc[r][ch] = sum over the window of
+/// (x - zero_point) * w[ch, tap] for output pixels [p0, p0 + rows) of image
+/// b of the padded image (taps in the border add nothing). `tap_weights` is
+/// [tap][channel].
+template <typename In>
+void depthwise_rows(const ConvGeometry& c, int64_t b, int64_t p0, int64_t rows, int32_t zero_point,
+                    const int8_t* tap_weights, int32_t* acc) {
+  const int64_t channels = c.out_channels;
+  const uint8_t* image = c.image + b * c.image_stride;
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t p = p0 + r;
+    const int64_t oh = p / c.out_width, ow = p % c.out_width;
+    int32_t* a = acc + r * channels;
+    std::fill(a, a + channels, 0);
+    for (int64_t i = 0; i < c.kh; ++i) {
+      for (int64_t j = 0; j < c.kw; ++j) {
+        const int64_t ih = oh * c.sh + i * c.dh, iw = ow * c.sw + j * c.dw;
+        const auto* x = reinterpret_cast<const In*>(image + (ih * c.width + iw) * c.pixel_stride);
+        const int8_t* w = tap_weights + (i * c.kw + j) * channels;
+        for (int64_t ch = 0; ch < channels; ++ch) {
+          a[ch] += (int32_t{x[ch]} - zero_point) * int32_t{w[ch]};
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+
+void quantized_conv2d(KernelContext& ctx, const ops::QConv2dArgs& a) {
+  ConvGeometry c{};
+  c.batch = a.in.size(0);
+  c.channels = a.in.size(1);
+  c.height = a.in.size(2);
+  c.width = a.in.size(3);
+  c.out_channels = a.out.size(1);
+  c.out_height = a.out.size(2);
+  c.out_width = a.out.size(3);
+  c.kh = a.weight.size(2);
+  c.kw = a.weight.size(3);
+  c.groups = a.groups;
+  c.cg = c.channels / c.groups;
+  c.og = c.out_channels / c.groups;
+  c.sh = a.stride[0], c.sw = a.stride[1];
+  c.ph = a.padding[0], c.pw = a.padding[1];
+  c.dh = a.dilation[0], c.dw = a.dilation[1];
+  c.k = c.cg * c.kh * c.kw;
+  c.weight_channels_last = !a.weight.is_contiguous_order();
+
+  const int64_t pixels = c.out_height * c.out_width;
+  const int64_t pixel_blocks = (pixels + kPixelBlock - 1) / kPixelBlock;
+  // Depthwise (one input and one output channel per group) runs directly
+  // over every channel at once; the rest as a product per group.
+  const bool depthwise = c.cg == 1 && c.og == 1 && c.groups > 1;
+  const int64_t task_groups = depthwise ? 1 : c.groups;
+  const int64_t width = depthwise ? c.out_channels : c.og;  // channels a task computes
+  const int64_t taps = c.kh * c.kw;
+  const int64_t tasks = c.batch * task_groups * pixel_blocks;
+  const int threads = std::max(1, ctx.num_threads);
+  const bool staged = !a.in.is_channels_last_order() || c.ph > 0 || c.pw > 0;
+  const size_t image_bytes =
+      static_cast<size_t>(c.batch * (c.height + 2 * c.ph) * (c.width + 2 * c.pw) * c.channels);
+  const size_t terms_bytes = aligned(static_cast<size_t>(2 * c.out_channels) * sizeof(float));
+  const size_t stage_bytes = staged ? aligned(image_bytes) : 0;
+  const size_t cols_bytes = aligned(static_cast<size_t>(kPixelBlock * c.k));
+  const size_t acc_bytes = aligned(static_cast<size_t>(kPixelBlock * width) * sizeof(int32_t));
+  const size_t out_bytes = aligned(static_cast<size_t>(kPixelBlock * width));
+  const size_t taps_bytes = depthwise ? aligned(static_cast<size_t>(taps * c.out_channels)) : 0;
+  const size_t slot = cols_bytes + acc_bytes + out_bytes;
+  auto* scratch =
+      static_cast<char*>(ctx.scratch(terms_bytes + stage_bytes + taps_bytes + slot * threads));
+  const Requant terms = requant_terms(a.rq, c.out_channels, scratch);
+  // Depthwise weights tap-major ([tap][channel]), for runs of channels.
+  auto* tap_weights = reinterpret_cast<int8_t*>(scratch + terms_bytes + stage_bytes);
+  if (depthwise) {
+    const int8_t* w = a.weight.data_as<const int8_t>();  // [C][KH][KW] in either order
+    for (int64_t ch = 0; ch < c.out_channels; ++ch) {
+      for (int64_t t = 0; t < taps; ++t) tap_weights[t * c.out_channels + ch] = w[ch * taps + t];
+    }
+  }
+
+  // The image channels-last with its padding: in place, or copied over
+  // (from NCHW, or into a border of zero points).
+  const auto* in = a.in.data_as<const uint8_t>();
+  if (staged) {
+    auto* stage = reinterpret_cast<uint8_t*>(scratch + terms_bytes);
+    const int64_t ph = c.ph, pw = c.pw, hp = c.height + 2 * ph, wp = c.width + 2 * pw;
+    const auto pad = static_cast<uint8_t>(a.rq.in_q.zero_point);
+    const int64_t s0 = a.in.stride(0), s1 = a.in.stride(1), s2 = a.in.stride(2),
+                  s3 = a.in.stride(3);
+    const bool nchw = a.in.is_contiguous_order();
+    // One task per padded row: its border, then its pixels (NCHW: channel
+    // by channel, runs of reads; channels-last: one run).
+    parallel_for(ctx, c.batch * hp, wp * c.channels, [&](int64_t begin, int64_t end) {
+      for (int64_t e = begin; e < end; ++e) {
+        const int64_t b = e / hp, y = e % hp - ph;
+        uint8_t* dst = stage + e * wp * c.channels;
+        if (y < 0 || y >= c.height) {
+          std::memset(dst, pad, static_cast<size_t>(wp * c.channels));
+          continue;
+        }
+        std::memset(dst, pad, static_cast<size_t>(pw * c.channels));
+        std::memset(dst + (pw + c.width) * c.channels, pad, static_cast<size_t>(pw * c.channels));
+        uint8_t* px = dst + pw * c.channels;
+        const uint8_t* src = in + b * s0 + y * s2;
+        if (nchw) {
+          for (int64_t ch = 0; ch < c.channels; ++ch) {
+            for (int64_t x = 0; x < c.width; ++x) px[x * c.channels + ch] = src[ch * s1 + x * s3];
+          }
+        } else {
+          std::memcpy(px, src, static_cast<size_t>(c.width * c.channels));
+        }
+      }
+    });
+    c.image = stage;
+    c.height = hp;
+    c.width = wp;
+    c.ph = c.pw = 0;
+  } else {
+    c.image = in;
+  }
+  c.image_stride = c.height * c.width * c.channels;
+  c.pixel_stride = c.channels;
+
+  const bool in_unsigned = a.in.dtype() == DType::UInt8;
+  const int64_t o0 = a.out.stride(0), o1 = a.out.stride(1), o2 = a.out.stride(2),
+                o3 = a.out.stride(3);
+  const bool direct = pointwise(c);
+  visit_q8(a.out.dtype(), [&]<typename Out>() {
+    Out* out = a.out.data_as<Out>();
+    parallel_for(
+        ctx, tasks, std::max<int64_t>(1, kPixelBlock * c.og * c.k / 8),
+        [&](int64_t begin, int64_t end) {
+          char* mine =
+              scratch + terms_bytes + stage_bytes + taps_bytes + slot * parallel_thread_index();
+          auto* cols = reinterpret_cast<uint8_t*>(mine);
+          auto* acc = reinterpret_cast<int32_t*>(mine + cols_bytes);
+          auto* tile = reinterpret_cast<Out*>(mine + cols_bytes + acc_bytes);
+          for (int64_t t = begin; t < end; ++t) {
+            const int64_t pb = t % pixel_blocks;
+            const int64_t g = t / pixel_blocks % task_groups;
+            const int64_t b = t / pixel_blocks / task_groups;
+            const int64_t p0 = pb * kPixelBlock;
+            const int64_t rows = std::min(kPixelBlock, pixels - p0);
+            if (depthwise) {
+              if (in_unsigned) {
+                depthwise_rows<uint8_t>(c, b, p0, rows, a.rq.in_q.zero_point, tap_weights, acc);
+              } else {
+                depthwise_rows<int8_t>(c, b, p0, rows, a.rq.in_q.zero_point, tap_weights, acc);
+              }
+            } else {
+              const uint8_t* a_rows = cols;
+              if (direct) {
+                a_rows = c.image + b * c.image_stride + p0 * c.pixel_stride;
+              } else {
+                im2col(c, b, g, p0, rows, cols);
+              }
+              const QGemm gemm{a_rows,
+                               c.k,
+                               in_unsigned,
+                               a.rq.in_q.zero_point,
+                               a.weight.data_as<const int8_t>() + g * c.og * c.k,
+                               c.k,
+                               a.weight_sums.data_as<const int32_t>() + g * c.og,
+                               rows,
+                               c.og,
+                               c.k};
+              qgemm(gemm, acc, c.og);
+            }
+            Out* image = out + b * o0 + g * width * o1;
+            if (o1 == 1) {  // channels innermost: each pixel's run in place
+              for (int64_t r = 0; r < rows; ++r) {
+                const int64_t p = p0 + r;
+                requantize_run(acc + r * width, width, terms, g * width,
+                               image + (p / c.out_width) * o2 + (p % c.out_width) * o3);
+              }
+            } else {
+              for (int64_t r = 0; r < rows; ++r) {
+                requantize_run(acc + r * width, width, terms, g * width, tile + r * width);
+              }
+              if (o3 == 1 && o2 == c.out_width) {  // NCHW: pixels run per channel
+                for (int64_t j = 0; j < width; ++j) {
+                  Out* o = image + j * o1 + p0;
+                  for (int64_t r = 0; r < rows; ++r) o[r] = tile[r * width + j];
+                }
+              } else {
+                for (int64_t r = 0; r < rows; ++r) {
+                  const int64_t p = p0 + r;
+                  Out* o = image + (p / c.out_width) * o2 + (p % c.out_width) * o3;
+                  for (int64_t j = 0; j < width; ++j) o[j * o1] = tile[r * width + j];
+                }
+              }
+            }
+          }
+        });
+  });
+}
+
+// ---- mean ---------------------------------------------------------------------
+
+void quantized_mean(KernelContext& ctx, const ops::QMeanArgs& a) {
+  const float inv = 1.0f / a.out_q.scale;
+  const auto zp = static_cast<float>(a.out_q.zero_point);
+  const int64_t zero_total = a.reduce * a.in_q.zero_point;
+  const auto count = static_cast<float>(a.reduce);
+  visit_q8(a.in.dtype(), [&]<typename In>() {
+    visit_q8(a.out.dtype(), [&]<typename Out>() {
+      const In* in = a.in.data_as<const In>();
+      Out* out = a.out.data_as<Out>();
+      parallel_for(ctx, a.outer * a.inner, a.reduce, [&](int64_t begin, int64_t end) {
+        for (int64_t e = begin; e < end; ++e) {
+          const int64_t o = e / a.inner, i = e % a.inner;
+          const In* src = in + o * a.reduce * a.inner + i;
+          int64_t sum = 0;
+          for (int64_t r = 0; r < a.reduce; ++r) sum += src[r * a.inner];
+          const float y = static_cast<float>(sum - zero_total) * a.in_q.scale / count;
+          out[e] = static_cast<Out>(requantize(y, inv, zp, a.out_min, a.out_max));
+        }
+      });
+    });
+  });
+}
+
+}  // namespace pterun::cpu

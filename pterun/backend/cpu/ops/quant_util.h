@@ -1,0 +1,67 @@
+#pragma once
+
+// Helpers of the CPU quantization kernels (quant.cpp, quant_gemm.cpp):
+// reading a QParams entry, rounding to a 16-bit float, and ExecuTorch's
+// requantization of one value.
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+
+#include "pterun/core/half.h"
+#include "pterun/kernels/common/quant_math.h"
+#include "pterun/ops/quant.h"
+
+namespace pterun::cpu {
+
+// The integer kernels of quant_nn.cpp, in the table of quant.cpp.
+void quantized_linear(kernels::KernelContext& ctx, const ops::QLinearArgs& a);
+void quantized_conv2d(kernels::KernelContext& ctx, const ops::QConv2dArgs& a);
+void quantized_mean(kernels::KernelContext& ctx, const ops::QMeanArgs& a);
+
+using kernels::choose_scale_and_zero_point;
+using kernels::ChosenQParams;
+
+/// Reads entry c of a QParams: the host number or the tensor's value.
+class QParamReader {
+ public:
+  explicit QParamReader(const ops::QParams& q) : q_(q) {}
+
+  double scale(int64_t c) const {
+    if (q_.scales == nullptr) return q_.scale;
+    const void* p = q_.scales->data();
+    switch (q_.scales->dtype()) {
+      case DType::Float64: return static_cast<const double*>(p)[c];
+      case DType::Float32: return static_cast<const float*>(p)[c];
+      case DType::Float16: return static_cast<float>(static_cast<const Half*>(p)[c]);
+      default: return static_cast<float>(static_cast<const BFloat16*>(p)[c]);
+    }
+  }
+  int64_t zero_point(int64_t c) const {
+    if (q_.zero_points == nullptr) return q_.zero_point;
+    const void* p = q_.zero_points->data();
+    return q_.zero_points->dtype() == DType::Int32 ? static_cast<const int32_t*>(p)[c]
+                                                   : static_cast<const int64_t*>(p)[c];
+  }
+
+ private:
+  const ops::QParams& q_;
+};
+
+/// v rounded to float16 or bfloat16 (any other dtype: v).
+inline float round_to_dtype(float v, DType d) {
+  if (d == DType::Float16) return static_cast<float>(Half(v));
+  if (d == DType::BFloat16) return static_cast<float>(BFloat16(v));
+  return v;
+}
+
+/// ExecuTorch's quantization of y: zero_point + nearbyint(y * inv) in
+/// float32, clamped to [lo, hi] (NaN gives lo).
+inline int32_t requantize(float y, float inv, float zero_point, int32_t lo, int32_t hi) {
+  const float s = zero_point + std::nearbyint(y * inv);
+  if (!(s >= static_cast<float>(lo))) return lo;
+  if (s > static_cast<float>(hi)) return hi;
+  return static_cast<int32_t>(s);
+}
+
+}  // namespace pterun::cpu

@@ -1,0 +1,72 @@
+#pragma once
+
+// ExecuTorch's choice of quantization parameters (fbgemm's
+// ChooseQuantizationParams, as kernels/quantized/cpu/op_choose_qparams.cpp
+// computes it), written once for the CPU and the CUDA backend: standard
+// headers only, and host-and-device functions under nvcc.
+
+#include <cmath>
+#include <cstdint>
+
+#if defined(__CUDACC__)
+#define PTERUN_HOST_DEVICE __host__ __device__
+#else
+#define PTERUN_HOST_DEVICE
+#endif
+
+namespace pterun::kernels {
+
+struct ChosenQParams {
+  double scale;
+  int32_t zero_point;
+};
+
+/// Scales below this are raised to it, and the range widened to match.
+inline constexpr float kSmallScale = 6.1e-5f;
+
+/// The scale and zero point for values in [lo, hi] (finite) quantized to
+/// [qmin, qmax] (qmin < qmax): the range is widened to hold 0, the scale
+/// is (hi - lo) / (qmax - qmin) in double (0.1 when it would be 0 or have
+/// an infinite float32 reciprocal, at least kSmallScale), and the zero
+/// point is taken from whichever end gives the smaller error, clamped and
+/// rounded to nearest even in float32. Every operation in ExecuTorch's
+/// order and precision.
+PTERUN_HOST_DEVICE inline ChosenQParams choose_scale_and_zero_point(float lo, float hi,
+                                                                    int32_t qmin, int32_t qmax) {
+  lo = lo < 0.f ? lo : 0.f;
+  hi = hi > 0.f ? hi : 0.f;
+  double scale = (static_cast<double>(hi) - lo) / (qmax - qmin);
+  // A float32 reciprocal above FLT_MAX is infinite.
+  if (static_cast<float>(scale) == 0.0f || 1.0f / static_cast<float>(scale) > 3.40282347e+38f) {
+    scale = 0.1;
+  }
+  if (scale < kSmallScale) {
+    const auto org_scale = static_cast<float>(scale);
+    scale = kSmallScale;
+    if (lo == 0.0f) {
+      hi = kSmallScale * (qmax - qmin);
+    } else if (hi == 0.0f) {
+      lo = -kSmallScale * (qmax - qmin);
+    } else {
+      const float amplifier = kSmallScale / org_scale;
+      lo *= amplifier;
+      hi *= amplifier;
+    }
+  }
+  const double from_min = qmin - lo / scale;
+  const double from_max = qmax - hi / scale;
+  const double from_min_error = (qmin < 0 ? -qmin : qmin) - ::fabs(lo / scale);
+  const double from_max_error = (qmax < 0 ? -qmax : qmax) - ::fabs(hi / scale);
+  const double initial = from_min_error < from_max_error ? from_min : from_max;
+  int32_t zero_point;
+  if (initial < qmin) {
+    zero_point = qmin;
+  } else if (initial > qmax) {
+    zero_point = qmax;
+  } else {
+    zero_point = static_cast<int32_t>(::nearbyintf(static_cast<float>(initial)));
+  }
+  return {scale, zero_point};
+}
+
+}  // namespace pterun::kernels
