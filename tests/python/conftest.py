@@ -47,3 +47,27 @@ def fixture_paths(entry):
     files = entry["files"]
     ptd = files.get("ptd")
     return FIXTURES / files["pte"], (FIXTURES / ptd if ptd else None)
+
+
+@pytest.fixture(scope="session")
+def ray_cluster():
+    """A local Ray cluster of 2 CPUs for the pterun.ray tests, started once.
+
+    Without Ray (pterun installed without its [ray] extra) the tests that
+    use it skip; scripts/test-wheel sets PTERUN_REQUIRE_RAY=1, so in CI a
+    missing Ray fails them instead.
+    """
+    try:
+        import ray
+        import ray.data  # noqa: F401
+        from ray import serve  # noqa: F401
+    except ImportError as error:
+        if os.environ.get("PTERUN_REQUIRE_RAY") == "1":
+            pytest.fail(f"PTERUN_REQUIRE_RAY=1 but Ray cannot be imported: {error}")
+        pytest.skip(f"Ray is not installed (pip install 'pterun[ray]'): {error}")
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")  # no reports from tests
+    ray.init(num_cpus=2, include_dashboard=False, object_store_memory=256 * 2**20,
+             log_to_driver=False)
+    ray.data.DataContext.get_current().enable_progress_bars = False
+    yield ray
+    ray.shutdown()
