@@ -369,6 +369,7 @@ std::unique_ptr<Method> Method::load(std::shared_ptr<const Program> program,
     loader.build_values();
     loader.build_steps();
     loader.fold_constants();
+    loader.fuse_convolutions();
     loader.fuse_elementwise();
     loader.apply_rewrites();
     loader.plan_inputs();

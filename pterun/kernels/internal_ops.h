@@ -19,4 +19,13 @@ inline constexpr const char* kMaxPoolValuesKernel = "pterun::max_pool2d_values.o
 inline constexpr const char* kMulAddKernel = "pterun::mul_add.out";
 inline constexpr const char* kMulSubKernel = "pterun::mul_sub.out";
 
+/// convolution.out followed by relu.out / hardtanh.out / hardswish (as
+/// torch decomposes it: add, clamp, clamp, mul, div) of its result, in one
+/// pass: convolution.out's arguments (then hardtanh's min_val and
+/// max_val), *, out. The load-time fusion (executor/rewrite.h) also folds a
+/// batch norm in between into the weights and bias it passes.
+inline constexpr const char* kConvReluKernel = "pterun::convolution_relu.out";
+inline constexpr const char* kConvHardtanhKernel = "pterun::convolution_hardtanh.out";
+inline constexpr const char* kConvHardswishKernel = "pterun::convolution_hardswish.out";
+
 }  // namespace pterun::kernels

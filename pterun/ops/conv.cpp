@@ -4,6 +4,7 @@
 #include "pterun/ops/conv.h"
 
 #include <array>
+#include <limits>
 #include <span>
 
 #include "pterun/core/error.h"
@@ -30,14 +31,20 @@ void check_param(const char* op, const char* name, IntList list, size_t n, int64
 
 }  // namespace
 
-void convolution_out(KernelContext& ctx, const Tensor& in, const Tensor& weight, const Tensor* bias,
-                     IntList stride, IntList padding, IntList dilation, bool transposed,
-                     IntList output_padding, int64_t groups, Tensor& out) {
-  const char* op = "aten::convolution.out";
+namespace {
+
+/// The checks and the problem of every convolution front-end, with the
+/// fused activation `act` (clamped to `bounds`).
+void convolution(KernelContext& ctx, const char* op, const Tensor& in, const Tensor& weight,
+                 const Tensor* bias, IntList stride, IntList padding, IntList dilation,
+                 bool transposed, IntList output_padding, int64_t groups, Tensor& out,
+                 ConvActivation act, std::array<double, 2> bounds = {}) {
   const Tensor& w = weight;
   const DType dtype = in.dtype();
-  PTERUN_CHECK(kernels::in_family(dtype, kernels::Family::RealHBF16), ErrorCode::InvalidArgument,
-               op, ": dtype ", dtype_name(dtype), " is not supported");
+  const auto family =
+      act == ConvActivation::None ? kernels::Family::RealHBF16 : kernels::Family::FloatHBF16;
+  PTERUN_CHECK(kernels::in_family(dtype, family), ErrorCode::InvalidArgument, op, ": dtype ",
+               dtype_name(dtype), " is not supported");
   PTERUN_CHECK(
       w.dtype() == dtype && out.dtype() == dtype && (bias == nullptr || bias->dtype() == dtype),
       ErrorCode::InvalidArgument, op, ": input, weight, bias and out must share a dtype, got ",
@@ -129,7 +136,53 @@ void convolution_out(KernelContext& ctx, const Tensor& in, const Tensor& weight,
 
   // No input channels (or an empty kernel): every output is its bias.
   if (in.numel() == 0 || w.numel() == 0) p.ic = 0;
-  backend(ctx).conv->convolution(ctx, p);
+  if (act == ConvActivation::None) {
+    backend(ctx).conv->convolution(ctx, p);
+    return;
+  }
+  PTERUN_CHECK(backend(ctx).conv->convolution_fused != nullptr, ErrorCode::NotImplemented, op,
+               ": not available on this device");
+  p.activation = act;
+  p.clamp_min = bounds[0];
+  p.clamp_max = bounds[1];
+  backend(ctx).conv->convolution_fused(ctx, p);
+}
+
+}  // namespace
+
+void convolution_out(KernelContext& ctx, const Tensor& in, const Tensor& weight, const Tensor* bias,
+                     IntList stride, IntList padding, IntList dilation, bool transposed,
+                     IntList output_padding, int64_t groups, Tensor& out) {
+  convolution(ctx, "aten::convolution.out", in, weight, bias, stride, padding, dilation, transposed,
+              output_padding, groups, out, ConvActivation::None);
+}
+
+void convolution_relu_out(KernelContext& ctx, const Tensor& in, const Tensor& weight,
+                          const Tensor* bias, IntList stride, IntList padding, IntList dilation,
+                          bool transposed, IntList output_padding, int64_t groups, Tensor& out) {
+  convolution(ctx, "pterun::convolution_relu.out", in, weight, bias, stride, padding, dilation,
+              transposed, output_padding, groups, out, ConvActivation::Clamp,
+              {0.0, std::numeric_limits<double>::infinity()});
+}
+
+void convolution_hardtanh_out(KernelContext& ctx, const Tensor& in, const Tensor& weight,
+                              const Tensor* bias, IntList stride, IntList padding, IntList dilation,
+                              bool transposed, IntList output_padding, int64_t groups,
+                              Scalar min_val, Scalar max_val, Tensor& out) {
+  const char* op = "pterun::convolution_hardtanh.out";
+  const std::array<double, 2> bounds{min_val.to_double(), max_val.to_double()};
+  PTERUN_CHECK(bounds[0] <= bounds[1], ErrorCode::InvalidArgument, op, ": min_val ", bounds[0],
+               " is above max_val ", bounds[1]);
+  convolution(ctx, op, in, weight, bias, stride, padding, dilation, transposed, output_padding,
+              groups, out, ConvActivation::Clamp, bounds);
+}
+
+void convolution_hardswish_out(KernelContext& ctx, const Tensor& in, const Tensor& weight,
+                               const Tensor* bias, IntList stride, IntList padding,
+                               IntList dilation, bool transposed, IntList output_padding,
+                               int64_t groups, Tensor& out) {
+  convolution(ctx, "pterun::convolution_hardswish.out", in, weight, bias, stride, padding, dilation,
+              transposed, output_padding, groups, out, ConvActivation::Hardswish);
 }
 
 }  // namespace pterun::ops
