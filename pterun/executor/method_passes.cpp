@@ -254,6 +254,17 @@ void Method::Loader::fuse_convolutions() {
                      own.dim_order != out.dim_order || own.dynamism != ShapeDynamism::Static)) {
       continue;
     }
+    if (f.residual >= 0) {
+      // The kernel reads each residual element just before it writes the
+      // output element in its place: the two may coincide, not overlap
+      // otherwise.
+      const TensorDesc& r = *d.values[f.residual].tensor;
+      const TensorDesc& written = in_place ? own : out;
+      const bool same = r.memory_id == written.memory_id &&
+                        r.memory_offset == written.memory_offset && r.sizes == written.sizes &&
+                        r.dim_order == written.dim_order;
+      if (is_planned(r) && is_planned(written) && overlaps(r, written) && !same) continue;
+    }
     fold_batch_norm(f);
     std::vector<int32_t> args = f.args;
     if (in_place) args.back() = conv_out;

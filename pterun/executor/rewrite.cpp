@@ -240,6 +240,35 @@ std::vector<ConvFusion> find_conv_fusions(const format::MethodDesc& d,
       f.scalars = {{add[1], 3.0}, {div[1], 6.0}};
       f.out = div[2];
     };
+    // A residual connection: add.out(y, other, 1) (or other + y) -> sum,
+    // where other is a float32 tensor of y's shape and layout, then
+    // optionally relu.out(sum) -> out that alone reads the sum.
+    auto residual = [&](ConvFusion& f, int32_t y, size_t l) {
+      const auto& add = instrs[l].args;
+      if (!is_kernel(instrs[l], "aten::add.out", 5) || !number_is(add[2], 1) ||
+          (add[0] == y) == (add[1] == y) || f32(add[3]) == nullptr) {
+        return;
+      }
+      const int32_t other = add[0] == y ? add[1] : add[0];
+      const format::TensorDesc* o = f32(other);
+      const format::TensorDesc* yt = f32(y);
+      if (o == nullptr || o->sizes != yt->sizes || o->dim_order != yt->dim_order) return;
+      f.kernel = kernels::kConvAddKernel;
+      f.idle.push_back(l);
+      f.dropped.emplace_back(y, f.idle.front());
+      f.args.push_back(other);
+      f.residual = other;
+      f.out = add[3];
+      const size_t l2 = next_running(l);
+      if (l2 < instrs.size() && is_kernel(instrs[l2], "aten::relu.out", 3) &&
+          instrs[l2].args[0] == add[3] && !keep[add[3]] && uses[add[3]] == 2 &&
+          f32(instrs[l2].args[1]) != nullptr) {
+        f.kernel = kernels::kConvAddReluKernel;
+        f.idle.push_back(l2);
+        f.dropped.emplace_back(add[3], l);
+        f.out = instrs[l2].args[1];
+      }
+    };
     for (size_t k = 0; k < instrs.size(); ++k) {
       if (k < idle[c].size() && idle[c][k]) continue;
       // convolution.out(input, weight, bias, stride, padding, dilation,
@@ -314,6 +343,8 @@ std::vector<ConvFusion> find_conv_fusions(const format::MethodDesc& d,
           f.dropped.emplace_back(y, j);
         } else if (uses[y] == 3) {
           hardswish(f, y, l);
+        } else if (alone) {
+          residual(f, y, l);
         }
       }
       f.args.push_back(f.out);

@@ -69,6 +69,7 @@ struct ConvFusion {
   int32_t weight = 0, conv_bias = -1, bn_weight = -1, bn_bias = -1, mean = 0, var = 0;
   double eps = 0;
   std::vector<std::pair<int32_t, size_t>> dropped;  // values nothing reads now, and their writer
+  int32_t residual = -1;  // the tensor added to the result (kConvAdd*), or -1
   // One-element float32 tensors the fusion assumes hold these values (the
   // hardswish's 3 and 6: constants, or results of folded instructions).
   std::vector<std::pair<int32_t, double>> scalars;
@@ -78,10 +79,13 @@ struct ConvFusion {
 /// result only a _native_batch_norm_legit_no_training.out with float32
 /// constant statistics reads (its other outputs unread), optionally then a
 /// relu.out or hardtanh.out (min <= max), or torch's hardswish
-/// decomposition, that alone reads the normalised result; none of the dropped values in `keep`,
+/// decomposition, or an add.out of a residual (alpha 1, the same shape and
+/// layout) optionally then a relu.out, that alone reads the normalised
+/// result; none of the dropped values in `keep`,
 /// every instruction between them marked in `idle`, no jumps or moves in the method. The caller
 /// checks memory: that no view reads the dropped values' bytes and that
-/// the fused output does not overlap the input.
+/// the fused output does not overlap the input, and overlaps the residual
+/// exactly or not at all.
 std::vector<ConvFusion> find_conv_fusions(const format::MethodDesc& d,
                                           const std::vector<bool>& keep,
                                           const std::vector<std::vector<bool>>& idle);

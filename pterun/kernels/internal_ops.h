@@ -27,5 +27,9 @@ inline constexpr const char* kMulSubKernel = "pterun::mul_sub.out";
 inline constexpr const char* kConvReluKernel = "pterun::convolution_relu.out";
 inline constexpr const char* kConvHardtanhKernel = "pterun::convolution_hardtanh.out";
 inline constexpr const char* kConvHardswishKernel = "pterun::convolution_hardswish.out";
+/// convolution.out then add.out of a residual (alpha 1; then relu.out of
+/// the sum): convolution.out's arguments, the residual, *, out.
+inline constexpr const char* kConvAddKernel = "pterun::convolution_add.out";
+inline constexpr const char* kConvAddReluKernel = "pterun::convolution_add_relu.out";
 
 }  // namespace pterun::kernels

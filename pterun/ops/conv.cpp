@@ -3,6 +3,7 @@
 
 #include "pterun/ops/conv.h"
 
+#include <algorithm>
 #include <array>
 #include <limits>
 #include <span>
@@ -38,11 +39,12 @@ namespace {
 void convolution(KernelContext& ctx, const char* op, const Tensor& in, const Tensor& weight,
                  const Tensor* bias, IntList stride, IntList padding, IntList dilation,
                  bool transposed, IntList output_padding, int64_t groups, Tensor& out,
-                 ConvActivation act, std::array<double, 2> bounds = {}) {
+                 ConvActivation act, std::array<double, 2> bounds = {},
+                 const Tensor* residual = nullptr) {
   const Tensor& w = weight;
   const DType dtype = in.dtype();
-  const auto family =
-      act == ConvActivation::None ? kernels::Family::RealHBF16 : kernels::Family::FloatHBF16;
+  const bool fused = act != ConvActivation::None || residual != nullptr;
+  const auto family = fused ? kernels::Family::FloatHBF16 : kernels::Family::RealHBF16;
   PTERUN_CHECK(kernels::in_family(dtype, family), ErrorCode::InvalidArgument, op, ": dtype ",
                dtype_name(dtype), " is not supported");
   PTERUN_CHECK(
@@ -113,6 +115,11 @@ void convolution(KernelContext& ctx, const char* op, const Tensor& in, const Ten
     out_sizes[2 + i] = o;
   }
   kernels::resize_output(out, {out_sizes.data(), in.dim()}, op);
+  if (residual != nullptr) {
+    PTERUN_CHECK(residual->dtype() == dtype && std::ranges::equal(residual->sizes(), out.sizes()),
+                 ErrorCode::InvalidArgument, op, ": the residual ", describe(*residual),
+                 " must have out's dtype and shape, ", describe(out));
+  }
   p.oh = one_d ? 1 : out_sizes[2];
   p.ow = out_sizes[in.dim() - 1];
   if (out.numel() == 0) return;
@@ -136,7 +143,7 @@ void convolution(KernelContext& ctx, const char* op, const Tensor& in, const Ten
 
   // No input channels (or an empty kernel): every output is its bias.
   if (in.numel() == 0 || w.numel() == 0) p.ic = 0;
-  if (act == ConvActivation::None) {
+  if (!fused) {
     backend(ctx).conv->convolution(ctx, p);
     return;
   }
@@ -145,6 +152,10 @@ void convolution(KernelContext& ctx, const char* op, const Tensor& in, const Ten
   p.activation = act;
   p.clamp_min = bounds[0];
   p.clamp_max = bounds[1];
+  if (residual != nullptr) {
+    p.residual = residual->data();
+    strides4(*residual, p.residual_strides);
+  }
   backend(ctx).conv->convolution_fused(ctx, p);
 }
 
@@ -183,6 +194,23 @@ void convolution_hardswish_out(KernelContext& ctx, const Tensor& in, const Tenso
                                int64_t groups, Tensor& out) {
   convolution(ctx, "pterun::convolution_hardswish.out", in, weight, bias, stride, padding, dilation,
               transposed, output_padding, groups, out, ConvActivation::Hardswish);
+}
+
+void convolution_add_out(KernelContext& ctx, const Tensor& in, const Tensor& weight,
+                         const Tensor* bias, IntList stride, IntList padding, IntList dilation,
+                         bool transposed, IntList output_padding, int64_t groups,
+                         const Tensor& residual, Tensor& out) {
+  convolution(ctx, "pterun::convolution_add.out", in, weight, bias, stride, padding, dilation,
+              transposed, output_padding, groups, out, ConvActivation::None, {}, &residual);
+}
+
+void convolution_add_relu_out(KernelContext& ctx, const Tensor& in, const Tensor& weight,
+                              const Tensor* bias, IntList stride, IntList padding, IntList dilation,
+                              bool transposed, IntList output_padding, int64_t groups,
+                              const Tensor& residual, Tensor& out) {
+  convolution(ctx, "pterun::convolution_add_relu.out", in, weight, bias, stride, padding, dilation,
+              transposed, output_padding, groups, out, ConvActivation::Clamp,
+              {0.0, std::numeric_limits<double>::infinity()}, &residual);
 }
 
 }  // namespace pterun::ops

@@ -42,6 +42,10 @@ struct ConvProblem {
   const void* bias = nullptr;  // oc contiguous elements, or null
   void* out = nullptr;
   int64_t out_strides[4] = {};
+  // A tensor of out's shape added to the result before the activation
+  // (strides over N, C, H, W), or null; it may be out itself.
+  const void* residual = nullptr;
+  int64_t residual_strides[4] = {};
   // The fused activation and its bounds.
   ConvActivation activation = ConvActivation::None;
   double clamp_min = 0, clamp_max = 0;
@@ -77,5 +81,16 @@ void convolution_hardswish_out(KernelContext& ctx, const Tensor& in, const Tenso
                                const Tensor* bias, IntList stride, IntList padding,
                                IntList dilation, bool transposed, IntList output_padding,
                                int64_t groups, Tensor& out);
+// pterun::convolution_add.out and pterun::convolution_add_relu.out: the
+// convolution plus `residual` (out's shape and dtype; it may be out
+// itself), then relu for the second.
+void convolution_add_out(KernelContext& ctx, const Tensor& in, const Tensor& weight,
+                         const Tensor* bias, IntList stride, IntList padding, IntList dilation,
+                         bool transposed, IntList output_padding, int64_t groups,
+                         const Tensor& residual, Tensor& out);
+void convolution_add_relu_out(KernelContext& ctx, const Tensor& in, const Tensor& weight,
+                              const Tensor* bias, IntList stride, IntList padding, IntList dilation,
+                              bool transposed, IntList output_padding, int64_t groups,
+                              const Tensor& residual, Tensor& out);
 
 }  // namespace pterun::ops

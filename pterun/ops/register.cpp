@@ -266,6 +266,9 @@ constexpr OpDef kOps[] = {
                &has_conv_fused),
     only_where(def<&convolution_hardswish_out>(kernels::kConvHardswishKernel, F::Conv),
                &has_conv_fused),
+    only_where(def<&convolution_add_out>(kernels::kConvAddKernel, F::Conv), &has_conv_fused),
+    only_where(def<&convolution_add_relu_out>(kernels::kConvAddReluKernel, F::Conv),
+               &has_conv_fused),
 
     // ---- pool -------------------------------------------------------------------
     def<&max_pool2d_with_indices_out>("aten::max_pool2d_with_indices.out", F::Pool),

@@ -137,6 +137,18 @@ def conv_hardswish_model(x, w, b, stride, padding, dilation, transposed, output_
     return hardswish_f32(r)
 
 
+@reference("pterun::convolution_add.out")
+def conv_add_model(x, w, b, stride, padding, dilation, transposed, output_padding, groups,
+                   residual, out):
+    r = conv_model(x, w, b, stride, padding, dilation, transposed, output_padding, groups, out)
+    return (np.asarray(r, np.float64) + value(residual)).astype(np.asarray(r).dtype)
+
+
+@reference("pterun::convolution_add_relu.out")
+def conv_add_relu_model(*args):
+    return np.maximum(conv_add_model(*args), 0)
+
+
 def conv(device, x, w, b, stride=(1, 1), padding=(0, 0), dilation=(1, 1), groups=1,
          transposed=False, output_padding=(0, 0), x_order=None, w_order=None, out_order=None,
          dtype=np.float32, num_threads=1, as_bf16=False, tol=(1e-4, 1e-4)):
@@ -506,6 +518,46 @@ def test_conv_fused_hardswish(device, order):
         check(device, "pterun::convolution_hardswish.out", T(x, dim_order=order), w, None,
               list(stride), list(padding), [1, 1], False, [0, 0], groups,
               Out(np.float32, expected.shape, dim_order=order), expect=expected, tol=(1e-4, 1e-4))
+
+
+# A residual connection added in the convolution's stores (then relu):
+# the own kernel with whole and partial runs, channels-last outputs and
+# residuals, the wide-row 1x1 path, and float16 through oneDNN.
+@pytest.mark.parametrize("kernel", ["pterun::convolution_add.out",
+                                    "pterun::convolution_add_relu.out"])
+@pytest.mark.parametrize("dtype,tol", [(np.float32, (1e-4, 1e-4)), (np.float16, (1e-2, 2e-2))])
+@pytest.mark.parametrize("orders", [(None, None, None), (CL, CL, CL), (None, CL, None),
+                                    (CL, None, CL)])
+def test_conv_fused_residual(device, kernel, dtype, tol, orders):
+    xo, ro, oo = orders
+    x = normals(2, 8, 10, 9)
+    for w, stride, padding, groups in [(normals(16, 8, 3, 3), (1, 1), (1, 1), 1),
+                                       (normals(8, 1, 3, 3), (2, 2), (1, 1), 8),
+                                       (normals(12, 8, 1, 1), (1, 1), (0, 0), 1)]:
+        expected = ref_conv2d(x, w, None, stride, padding, (1, 1), groups)
+        res = normals(*expected.shape)
+        expected = expected + res
+        if kernel.endswith("relu.out"):
+            expected = np.maximum(expected, 0)
+        check(device, kernel, tensor(x, dtype, xo), tensor(w, dtype), None, list(stride),
+              list(padding), [1, 1], False, [0, 0], groups, tensor(res, dtype, ro),
+              Out(dtype, expected.shape, dim_order=oo), expect=expected, tol=tol)
+    x = normals(1, 16, 16, 16)
+    w = normals(24, 16, 1, 1)
+    expected = ref_conv2d(x, w, None, (1, 1), (0, 0), (1, 1), 1)
+    res = normals(*expected.shape)
+    expected = expected + res
+    if kernel.endswith("relu.out"):
+        expected = np.maximum(expected, 0)
+    check(device, kernel, tensor(x, dtype, xo), tensor(w, dtype), None, [1, 1], [0, 0], [1, 1],
+          False, [0, 0], 1, tensor(res, dtype, ro), Out(dtype, expected.shape, dim_order=oo),
+          expect=expected, tol=tol)
+
+
+def test_conv_fused_residual_shape_error(device):
+    check_error(device, "pterun::convolution_add.out", normals(1, 4, 6, 6), normals(8, 4, 3, 3),
+                None, [1, 1], [1, 1], [1, 1], False, [0, 0], 1, normals(1, 8, 5, 5),
+                Out(np.float32, (1, 8, 6, 6)), exc=ValueError, cpu_only="a CPU kernel")
 
 
 def test_conv_fused_hardtanh_keeps_nan_and_two_threads(device):

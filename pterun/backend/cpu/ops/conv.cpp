@@ -113,21 +113,32 @@ void conv_own(const KernelContext& ctx, const ConvProblem& p) {
 /// The fused activation of `p` (ops/conv.h) over its output, for the
 /// paths that do not apply it themselves.
 void activate_output(const KernelContext& ctx, const ConvProblem& p) {
-  if (p.activation == ops::ConvActivation::None) return;
+  if (p.activation == ops::ConvActivation::None && p.residual == nullptr) return;
   kernels::visit(p.dtype, kernels::Family::FloatHBF16, "aten::convolution.out", [&]<typename S>() {
     using C = kernels::ComputeOf<S>;
     const C lo = static_cast<C>(p.clamp_min), hi = static_cast<C>(p.clamp_max);
     const bool hardswish = p.activation == ops::ConvActivation::Hardswish;
     const int64_t* os = p.out_strides;
+    const int64_t* rs = p.residual_strides;
     S* out = static_cast<S*>(p.out);
+    const S* residual = static_cast<const S*>(p.residual);
     cpu::parallel_for(ctx, p.n * p.oc, p.oh * p.ow, [&](int64_t b, int64_t e) {
       for (int64_t i = b; i < e; ++i) {
         S* plane = out + i / p.oc * os[0] + i % p.oc * os[1];
+        const S* res =
+            residual != nullptr ? residual + i / p.oc * rs[0] + i % p.oc * rs[1] : nullptr;
         for (int64_t y = 0; y < p.oh; ++y) {
           for (int64_t x = 0; x < p.ow; ++x) {
             S& v = plane[y * os[2] + x * os[3]];
-            const C c = kernels::convert<C>(v);
-            if (hardswish) {
+            C c = kernels::convert<C>(v);
+            if (residual != nullptr) {
+              // The sum rounded to S first, as add.out would.
+              c = kernels::convert<C>(
+                  kernels::convert<S>(c + kernels::convert<C>(res[y * rs[2] + x * rs[3]])));
+            }
+            if (p.activation == ops::ConvActivation::None) {
+              v = kernels::convert<S>(c);
+            } else if (hardswish) {
               C t = c + C(3);
               t = t < C(0) ? C(0) : t;  // NaN stays NaN
               t = t > C(6) ? C(6) : t;

@@ -93,9 +93,14 @@ struct Block {
   float* dst[kMaxRuns];
   int64_t lanes[kMaxRuns];
   int64_t dst_offset, dst_rs, dst_cs;  // channel r at dst[j] + dst_offset + r * dst_rs
-  bool whole;                          // every run has L columns, and dst_cs is 1
-  bool hardswish;                      // else clamped to [lo, hi]
-  float lo, hi;                        // (-inf, inf without an activation)
+  // The residual added before the activation (or null): channel r of run j
+  // at res[j] + res_offset + r * res_rs, columns res_cs apart.
+  const float* res[kMaxRuns];
+  int64_t res_offset, res_rs, res_cs;
+  bool residual;
+  bool whole;      // every run has L columns, and dst_cs (and res_cs) is 1
+  bool hardswish;  // else clamped to [lo, hi]
+  float lo, hi;    // (-inf, inf without an activation)
 };
 
 /// v clamped to [lo, hi]; NaN stays NaN (both comparisons are false).
@@ -132,6 +137,19 @@ void block_impl(const Block& b, std::index_sequence<I...>) {
     V in[N];
     for (int j = 0; j < N; ++j) in[j] = load<V>(b.src[j] + offset);
     ((acc[I] += wt[I / N] * in[I % N]), ...);
+  }
+  if (b.residual) {
+    if (b.whole) {
+      ((acc[I] += load<V>(b.res[I % N] + b.res_offset + (I / N) * b.res_rs)), ...);
+    } else {
+      auto gather = [&](size_t i) {
+        float lanes[L] = {};
+        const float* r = b.res[i % N] + b.res_offset + (i / N) * b.res_rs;
+        for (int64_t l = 0; l < b.lanes[i % N]; ++l) lanes[l] = r[l * b.res_cs];
+        return load<V>(lanes);
+      };
+      ((acc[I] += gather(I)), ...);
+    }
   }
   if (b.hardswish) {
     ((acc[I] = hardswish(acc[I])), ...);
@@ -328,6 +346,10 @@ void run_band(const Plan& pl, int64_t ni, int64_t count, int64_t y0, int64_t y1,
   Block b{};
   b.dst_rs = os[1];
   b.dst_cs = os[3];
+  const int64_t* rs = p.residual_strides;
+  b.residual = p.residual != nullptr;
+  b.res_rs = rs[1];
+  b.res_cs = rs[3];
   b.hardswish = pl.hardswish;
   b.lo = pl.lo;
   b.hi = pl.hi;
@@ -345,8 +367,12 @@ void run_band(const Plan& pl, int64_t ni, int64_t count, int64_t y0, int64_t y1,
       int64_t i = 0, y = first_row, x0 = 0;
       for (int64_t r0 = 0; r0 < total;) {
         const int runs = runs_per_block(total - r0);
-        b.whole = os[3] == 1;
+        b.whole = os[3] == 1 && (!b.residual || rs[3] == 1);
         for (int j = 0; j < runs; ++j) {
+          if (b.residual) {
+            b.res[j] = static_cast<const float*>(p.residual) + (ni + i) * rs[0] +
+                       g * pl.ocg * rs[1] + y * rs[2] + x0 * rs[3];
+          }
           b.src[j] =
               buf + i * image_stride + g * pl.icg * pl.plane + (y - y0 + band_base) * row_step + x0;
           b.dst[j] = static_cast<float*>(p.out) + (ni + i) * os[0] + g * pl.ocg * os[1] +
@@ -367,6 +393,7 @@ void run_band(const Plan& pl, int64_t ni, int64_t count, int64_t y0, int64_t y1,
           b.w = group_w + o0;
           b.bias = bias != nullptr ? bias + g * pl.ocg + o0 : nullptr;
           b.dst_offset = o0 * os[1];
+          b.res_offset = o0 * rs[1];
           block_any<V>(b, rows, runs);
           o0 += rows;
         }
@@ -485,7 +512,8 @@ void refresh_weights(const Plan& pl, Prepared& prep) {
 bool as_wide_rows(ConvProblem& q, int64_t lanes) {
   if (q.kh != 1 || q.kw != 1 || q.stride[0] != 1 || q.stride[1] != 1 || q.pad[0] != 0 ||
       q.pad[1] != 0 || q.in_strides[3] != 1 || q.in_strides[2] != q.iw ||
-      q.out_strides[2] != q.ow * q.out_strides[3]) {
+      q.out_strides[2] != q.ow * q.out_strides[3] ||
+      (q.residual != nullptr && q.residual_strides[2] != q.ow * q.residual_strides[3])) {
     return false;
   }
   const int64_t hw = q.ih * q.iw;
@@ -498,6 +526,7 @@ bool as_wide_rows(ConvProblem& q, int64_t lanes) {
   q.ih = q.oh = hw / width;
   q.in_strides[2] = width;
   q.out_strides[2] = width * q.out_strides[3];
+  q.residual_strides[2] = width * q.residual_strides[3];
   return true;
 }
 
