@@ -469,6 +469,8 @@ def test_conv_errors(device):
     (1, 64, 64, (40, 40), (3, 3), (1, 1), (1, 1), (1, 1), 64, 2),
     (3, 32, 48, (24, 24), (1, 1), (1, 1), (0, 0), (1, 1), 1, 2),
     (1, 8, 16, (20, 20), (3, 3), (2, 2), (1, 1), (1, 1), 2, 2),
+    (1, 64, 128, (16, 16), (1, 1), (1, 1), (0, 0), (1, 1), 1, 2),  # output channels split
+    (1, 64, 72, (2, 40), (3, 3), (1, 1), (1, 1), (1, 1), 1, 2),
 ])
 def test_conv2d_own_kernel_strides_depthwise_bands(device, n, cin, cout, hw, k, stride, padding,
                                                     dilation, groups, threads):

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "pterun/executor/constant_fold.h"
 #include "pterun/executor/rewrite.h"
 #include "pterun/kernels/internal_ops.h"
 #include "tests/cpp/executor/fixture_calls.h"
@@ -26,6 +27,22 @@ std::vector<std::vector<bool>> none_idle(const format::MethodDesc& d) {
   std::vector<std::vector<bool>> idle;
   for (const auto& chain : d.chains) idle.emplace_back(chain.instructions.size(), false);
   return idle;
+}
+
+// The instructions constant folding takes out (the hardswish's constant
+// 3 and 6 are copies of program constants).
+std::vector<std::vector<bool>> folded(const format::MethodDesc& d) {
+  auto idle = none_idle(d);
+  for (auto [c, k] : find_constant_instructions(d, inputs_and_outputs(d), Device::CPU)) {
+    idle[c][k] = true;
+  }
+  return idle;
+}
+
+std::vector<std::string> kernels_of(const std::vector<ConvFusion>& found) {
+  std::vector<std::string> names;
+  for (const ConvFusion& f : found) names.push_back(f.kernel != nullptr ? f.kernel : "batch norm");
+  return names;
 }
 
 std::string op_at(const format::MethodDesc& d, size_t chain, size_t k) {
@@ -75,6 +92,35 @@ TEST(ConvFusion, KeptIntermediatesAreNotFused) {
   found = find_conv_fusions(d, keep, none_idle(d));
   ASSERT_EQ(found.size(), 1u);
   EXPECT_STREQ(found[0].kernel, kernels::kConvHardtanhKernel);
+}
+
+TEST(ConvFusion, MobileNetAndResNetBlocks) {
+  // mobilenet_like: stem, four inverted residual blocks (relu6, then
+  // hardswish), head; two blocks add their input back. resnet_like: stem,
+  // two basic blocks whose second batch norm feeds the residual add and
+  // relu; the second block's strided 1x1 downsample adds the main path.
+  const std::string relu6 = kernels::kConvHardtanhKernel, hswish = kernels::kConvHardswishKernel,
+                    add = kernels::kConvAddKernel, bn = "batch norm";
+  const std::vector<std::string> mobilenet = {relu6,  relu6, add,    relu6,  relu6, bn,    hswish,
+                                              hswish, add,   hswish, hswish, bn,    hswish};
+  const std::string relu = kernels::kConvReluKernel, add_relu = kernels::kConvAddReluKernel;
+  const std::vector<std::string> resnet = {relu, relu, add_relu, relu, bn, add_relu};
+  for (auto [name, want] :
+       {std::pair{"mobilenet_like", mobilenet}, std::pair{"resnet_like", resnet},
+        std::pair{"resnet_like_channels_last", resnet}}) {
+    SCOPED_TRACE(name);
+    auto program = test::load_fixture(test::manifest()["fixtures"][name]);
+    const auto& d = program->method("forward");
+    auto found = find_conv_fusions(d, inputs_and_outputs(d), folded(d));
+    EXPECT_EQ(kernels_of(found), want);
+    for (const ConvFusion& f : found) {
+      if (f.kernel == kernels::kConvHardswishKernel) {
+        EXPECT_EQ(f.idle.size(), 6u);  // batch norm, add, clamp, clamp, mul, div
+        EXPECT_EQ(f.scalars.size(), 2u);
+      }
+      if (f.residual >= 0) EXPECT_EQ(f.args[9], f.residual);
+    }
+  }
 }
 
 TEST(ConvFusion, NoConvolutionNoFusion) {

@@ -226,7 +226,8 @@ struct Plan {
   const int64_t* class_taps_begin;
   const int32_t* taps;
   const float* w;
-  int64_t batch;  // images padded and run together
+  int64_t batch;    // images padded and run together
+  int64_t oc_part;  // output channels (of a group) per work item
   bool hardswish;
   float lo, hi;
 };
@@ -335,7 +336,8 @@ void pad_band(const Plan& pl, int64_t ni, int64_t y0, float* buf) {
 /// in all of them form one sequence of blocks, so that classes of a row or
 /// two (next to the padding) still fill wide blocks.
 template <typename V>
-void run_band(const Plan& pl, int64_t ni, int64_t count, int64_t y0, int64_t y1, const float* buf) {
+void run_band(const Plan& pl, int64_t ni, int64_t count, int64_t y0, int64_t y1, const float* buf,
+              int64_t o_begin, int64_t o_end) {
   const ConvProblem& p = *pl.p;
   const int64_t L = pl.lanes;
   const int64_t* os = p.out_strides;
@@ -388,8 +390,8 @@ void run_band(const Plan& pl, int64_t ni, int64_t count, int64_t y0, int64_t y1,
             }
           }
         }
-        for (int64_t o0 = 0; o0 < pl.ocg;) {
-          const int rows = rows_per_block(runs, pl.ocg - o0);
+        for (int64_t o0 = o_begin; o0 < o_end;) {
+          const int rows = rows_per_block(runs, o_end - o0);
           b.w = group_w + o0;
           b.bias = bias != nullptr ? bias + g * pl.ocg + o0 : nullptr;
           b.dst_offset = o0 * os[1];
@@ -418,28 +420,34 @@ void prefetch_image(const Plan& pl, int64_t ni) {
   }
 }
 
-/// Work items [begin, end): item i is image batch i / bands, output rows
-/// of band i % bands; `buf` has room for pl.batch band buffers.
+/// Work items [begin, end): item i is image batch i / parts / bands, output
+/// rows of band i / parts % bands, output channels of part i % parts (of
+/// pl.oc_part each); `buf` has room for pl.batch band buffers.
 template <typename V>
-void run_items(const Plan& pl, int64_t bands, int64_t begin, int64_t end, float* buf) {
+void run_items(const Plan& pl, int64_t bands, int64_t parts, int64_t begin, int64_t end,
+               float* buf) {
   const ConvProblem& p = *pl.p;
-  if (pl.in_place) {
-    for (int64_t item = begin; item < end; ++item) {
-      const int64_t ni = item / bands * pl.batch, y0 = item % bands * pl.band;
-      run_band<V>(pl, ni, std::min(pl.batch, p.n - ni), y0, std::min(p.oh, y0 + pl.band),
-                  static_cast<const float*>(p.in) + ni * p.in_strides[0]);
-    }
-    return;
-  }
-  zero_borders(pl, buf, pl.batch);
+  if (!pl.in_place) zero_borders(pl, buf, pl.batch);
+  int64_t padded = -1;  // the item whose band buf holds
   for (int64_t item = begin; item < end; ++item) {
-    const int64_t ni = item / bands * pl.batch, y0 = item % bands * pl.band;
+    const int64_t base = item / parts, part = item % parts;
+    const int64_t ni = base / bands * pl.batch, y0 = base % bands * pl.band;
     const int64_t count = std::min(pl.batch, p.n - ni);
-    for (int64_t i = 0; i < count; ++i) pad_band(pl, ni + i, y0, buf + i * pl.image_floats);
-    if (bands == 1) {
-      for (int64_t i = ni + count; i < std::min(ni + 2 * count, p.n); ++i) prefetch_image(pl, i);
+    const int64_t o_begin = part * pl.oc_part, o_end = std::min(pl.ocg, o_begin + pl.oc_part);
+    const int64_t y1 = std::min(p.oh, y0 + pl.band);
+    if (pl.in_place) {
+      run_band<V>(pl, ni, count, y0, y1, static_cast<const float*>(p.in) + ni * p.in_strides[0],
+                  o_begin, o_end);
+      continue;
     }
-    run_band<V>(pl, ni, count, y0, std::min(p.oh, y0 + pl.band), buf);
+    if (padded != base) {
+      for (int64_t i = 0; i < count; ++i) pad_band(pl, ni + i, y0, buf + i * pl.image_floats);
+      if (bands == 1 && parts == 1) {
+        for (int64_t i = ni + count; i < std::min(ni + 2 * count, p.n); ++i) prefetch_image(pl, i);
+      }
+      padded = base;
+    }
+    run_band<V>(pl, ni, count, y0, y1, buf, o_begin, o_end);
   }
 }
 
@@ -571,8 +579,8 @@ bool conv_f32(KernelContext& ctx, const ConvProblem& problem) {
     while (pl.band > 1 && floats_for(pl.band) > kMaxBand) pl.band = (pl.band + 1) / 2;
   }
   if (parallel) {
-    const int64_t want = 2 * static_cast<int64_t>(ctx.num_threads);
-    if (p.n < want) pl.band = std::min(pl.band, std::max<int64_t>(1, p.oh * p.n / want));
+    const int64_t wanted = 2 * static_cast<int64_t>(ctx.num_threads);
+    if (p.n < wanted) pl.band = std::min(pl.band, std::max<int64_t>(1, p.oh * p.n / wanted));
   }
   pl.band_rows = rows_for(pl.band);
   pl.plane = pl.in_place ? p.in_strides[1] : pl.band_rows * pl.row_pitch;
@@ -606,8 +614,19 @@ bool conv_f32(KernelContext& ctx, const ConvProblem& problem) {
   pl.class_taps_begin = prep.class_taps_begin.data();
   pl.taps = prep.taps.data();
 
+  // Work items: image batches x bands, and when those are too few for the
+  // threads, parts of the output channels (each part pads its band again).
+  int64_t items = (p.n + pl.batch - 1) / pl.batch * bands;
+  int64_t parts = 1;
+  pl.oc_part = pl.ocg;
+  const int64_t want = 2 * static_cast<int64_t>(ctx.num_threads);
+  if (parallel && items < want && p.groups == 1 && pl.ocg >= 32) {
+    parts = std::min((want + items - 1) / items, pl.ocg / 16);
+    pl.oc_part = ((pl.ocg + parts - 1) / parts + 7) / 8 * 8;
+    parts = (pl.ocg + pl.oc_part - 1) / pl.oc_part;
+  }
+  items *= parts;
   // Scratch: a batch of band buffers per thread (slot parallel_thread_index()).
-  const int64_t items = (p.n + pl.batch - 1) / pl.batch * bands;
   const bool split = parallel && items > 1;
   const size_t buf_bytes =
       pl.in_place ? 0 : static_cast<size_t>(pl.batch * pl.image_floats) * sizeof(float);
@@ -617,9 +636,9 @@ bool conv_f32(KernelContext& ctx, const ConvProblem& problem) {
     const int slot = split ? cpu::parallel_thread_index() : 0;
     float* buf = reinterpret_cast<float*>(bufs + slot * buf_bytes);
     if (kWide && pl.lanes == 16) {
-      run_items<V16>(pl, bands, begin, end, buf);
+      run_items<V16>(pl, bands, parts, begin, end, buf);
     } else {
-      run_items<V8>(pl, bands, begin, end, buf);
+      run_items<V8>(pl, bands, parts, begin, end, buf);
     }
   };
   if (split) {
