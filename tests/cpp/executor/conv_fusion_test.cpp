@@ -118,7 +118,9 @@ TEST(ConvFusion, MobileNetAndResNetBlocks) {
         EXPECT_EQ(f.idle.size(), 6u);  // batch norm, add, clamp, clamp, mul, div
         EXPECT_EQ(f.scalars.size(), 2u);
       }
-      if (f.residual >= 0) EXPECT_EQ(f.args[9], f.residual);
+      if (f.residual >= 0) {
+        EXPECT_EQ(f.args[9], f.residual);
+      }
     }
   }
 }

@@ -273,30 +273,10 @@ std::pair<int64_t, int64_t> interior(const Plan& pl, int64_t q) {
   return {lo, std::max(lo, hi)};
 }
 
-/// Zeroes the positions of every row of `count` band buffers that hold no
-/// input column (they are read, as padding); the others are written by
-/// pad_band for each band.
-void zero_borders(const Plan& pl, float* buf, int64_t count) {
-  const ConvProblem& p = *pl.p;
-  const int64_t s = p.stride[1];
-  for (int64_t i = 0; i < count; ++i) {
-    for (int64_t c = 0; c < p.ic; ++c) {
-      float* plane = buf + i * pl.image_floats + c * pl.plane;
-      for (int64_t r = 0; r < pl.band_rows; ++r) {
-        for (int64_t q = 0; q < s; ++q) {
-          float* phase = plane + r * pl.row_pitch + q * pl.phase_width;
-          const auto [lo, hi] = interior(pl, q);
-          std::fill(phase, phase + lo, 0.0f);
-          std::fill(phase + hi, phase + pl.phase_width, 0.0f);
-        }
-      }
-    }
-  }
-}
-
 /// Copies the input rows of image `ni` that output rows from y0 on read
 /// into `buf` (band row r = padded row y0 * stride + r), each row split
-/// into its phases.
+/// into its phases, with zeros where a row holds no input column. Band
+/// rows outside the image are left as they are: no tap reads them.
 void pad_band(const Plan& pl, int64_t ni, int64_t y0, float* buf) {
   const ConvProblem& p = *pl.p;
   const float* img = static_cast<const float*>(p.in) + ni * p.in_strides[0];
@@ -305,12 +285,26 @@ void pad_band(const Plan& pl, int64_t ni, int64_t y0, float* buf) {
   const int64_t first = y0 * p.stride[0];  // padded row of band row 0
   const int64_t r0 = std::max<int64_t>(0, p.pad[0] - first);
   const int64_t r1 = std::min(pl.band_rows, p.pad[0] + p.ih - first);
+  const V8 zero{};
+  // Stride 2 from contiguous rows: eight input pairs at a time, from the
+  // first column whose padded column is even, while both phases have room.
+  const int64_t x_even = pw % 2;            // first input column at phase 0
+  const int64_t start = (x_even + pw) / 2;  // its position, and its right neighbour's
+  const int64_t pairs = s == 2 && col_s == 1 ? std::max<int64_t>(0, (p.iw - x_even) / 2) : 0;
+  int64_t vector_pairs = 0;
+  if (pairs > 0) {
+    const int64_t room = std::min(interior(pl, 0).second, interior(pl, 1).second) - start;
+    vector_pairs = std::min(pairs, room) / 8 * 8;
+  }
   for (int64_t c = 0; c < p.ic; ++c) {
     const float* src_plane = img + c * p.in_strides[1];
     float* plane = buf + c * pl.plane;
     for (int64_t r = r0; r < r1; ++r) {
       const float* src = src_plane + (first + r - p.pad[0]) * row_s;
       float* dst = plane + r * pl.row_pitch;
+      // Zeros first (the buffer has room past the last row for a vector),
+      // then the input columns over them.
+      for (int64_t x = 0; x < pl.row_pitch; x += 8) store(dst + x, zero);
       if (s == 1 && col_s == 1) {
         // Eight floats at a time: rows are short, and a memcpy call or a
         // vectorised loop's checks per row would cost more than the copy.
@@ -320,12 +314,31 @@ void pad_band(const Plan& pl, int64_t ni, int64_t y0, float* buf) {
         for (; x < p.iw; ++x) d[x] = src[x];
         continue;
       }
+      // Positions [start, start + vector_pairs) of both phases in vectors,
+      // the rest one by one.
+      if (vector_pairs > 0) {
+        const float* from = src + x_even;
+        for (int64_t k = 0; k < vector_pairs; k += 8, from += 16) {
+          const V8 a = load<V8>(from), b = load<V8>(from + 8);
+          store(dst + start + k, __builtin_shufflevector(a, b, 0, 2, 4, 6, 8, 10, 12, 14));
+          store(dst + pl.phase_width + start + k,
+                __builtin_shufflevector(a, b, 1, 3, 5, 7, 9, 11, 13, 15));
+        }
+      }
       for (int64_t q = 0; q < s; ++q) {
         const auto [lo, hi] = interior(pl, q);
         float* d = dst + q * pl.phase_width;
-        const float* from = src + (lo * s + q - pw) * col_s;
         const int64_t step = s * col_s;
-        for (int64_t pos = lo; pos < hi; ++pos, from += step) d[pos] = *from;
+        auto copy = [&](int64_t from_pos, int64_t to_pos) {
+          const float* from = src + (from_pos * s + q - pw) * col_s;
+          for (int64_t pos = from_pos; pos < to_pos; ++pos, from += step) d[pos] = *from;
+        };
+        if (vector_pairs == 0) {
+          copy(lo, hi);
+        } else {
+          copy(lo, std::min(hi, start));
+          copy(std::max(lo, start + vector_pairs), hi);
+        }
       }
     }
   }
@@ -427,7 +440,6 @@ template <typename V>
 void run_items(const Plan& pl, int64_t bands, int64_t parts, int64_t begin, int64_t end,
                float* buf) {
   const ConvProblem& p = *pl.p;
-  if (!pl.in_place) zero_borders(pl, buf, pl.batch);
   int64_t padded = -1;  // the item whose band buf holds
   for (int64_t item = begin; item < end; ++item) {
     const int64_t base = item / parts, part = item % parts;
@@ -584,7 +596,8 @@ bool conv_f32(KernelContext& ctx, const ConvProblem& problem) {
   }
   pl.band_rows = rows_for(pl.band);
   pl.plane = pl.in_place ? p.in_strides[1] : pl.band_rows * pl.row_pitch;
-  pl.image_floats = (p.ic * pl.plane + 15) / 16 * 16;
+  // Room past the last row for pad_band's vector of zeros.
+  pl.image_floats = (p.ic * pl.plane + 8 + 15) / 16 * 16;
   const int64_t bands = (p.oh + pl.band - 1) / pl.band;
   pl.batch = 1;
   if (bands == 1 && !pl.in_place) {
