@@ -18,6 +18,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -77,8 +78,9 @@ constexpr int64_t kMaxBatch = 6;
 constexpr int64_t kBatchFloats = 4096;
 
 /// Multiply-adds from which a convolution is split over the threads
-/// (about 10 us of work: less does not pay for waking a helper).
-constexpr double kParallelWork = 1 << 19;
+/// (about 20 us of work: less does not pay for waking a helper and the
+/// halo rows copied twice).
+constexpr double kParallelWork = 1 << 20;
 
 /// One block: R output channels (channel r's weight of tap t at
 /// w[t * w_stride + r]; bias[r]) over N runs, run j reading the padded
@@ -289,6 +291,9 @@ std::pair<int64_t, int64_t> interior(const Plan& pl, int64_t q) {
   return {lo, std::max(lo, hi)};
 }
 
+/// Strides whose phases' interiors pad_band works out once per band.
+constexpr int64_t kMaxPhases = 4;
+
 /// Copies the input rows of image `ni` that output rows from y0 on read
 /// into `buf` (band row r = padded row y0 * stride + r), each row split
 /// into its phases, with zeros where a row holds no input column. Band
@@ -311,6 +316,10 @@ void pad_band(const Plan& pl, int64_t ni, int64_t y0, float* buf) {
   if (pairs > 0) {
     const int64_t room = std::min(interior(pl, 0).second, interior(pl, 1).second) - start;
     vector_pairs = std::min(pairs, room) / 8 * 8;
+  }
+  int64_t phase_lo[kMaxPhases] = {}, phase_hi[kMaxPhases] = {};
+  for (int64_t q = 0; q < std::min(s, kMaxPhases); ++q) {
+    std::tie(phase_lo[q], phase_hi[q]) = interior(pl, q);
   }
   for (int64_t c = 0; c < p.ic; ++c) {
     const float* src_plane = img + c * p.in_strides[1];
@@ -342,7 +351,8 @@ void pad_band(const Plan& pl, int64_t ni, int64_t y0, float* buf) {
         }
       }
       for (int64_t q = 0; q < s; ++q) {
-        const auto [lo, hi] = interior(pl, q);
+        const int64_t lo = q < kMaxPhases ? phase_lo[q] : interior(pl, q).first;
+        const int64_t hi = q < kMaxPhases ? phase_hi[q] : interior(pl, q).second;
         float* d = dst + q * pl.phase_width;
         const int64_t step = s * col_s;
         auto copy = [&](int64_t from_pos, int64_t to_pos) {
@@ -634,6 +644,9 @@ bool conv_f32(KernelContext& ctx, const ConvProblem& problem) {
            pl.in_place ? 1 : 0});
   if (pl.in_place) key.add({p.in_strides[1], p.in_strides[2]});
   for (int64_t st : p.w_strides) key.add(st);
+  // Layers of one geometry (a network's repeated blocks) keep their packed
+  // weights apart: with one plan between them, each call repacked.
+  key.add(static_cast<int64_t>(reinterpret_cast<uintptr_t>(p.weight)));
   thread_local dnnl_util::PlanCache<Prepared> cache(64);
   Prepared& prep = cache.get(key, [&] { return prepare(pl); });
   refresh_weights(pl, prep);
