@@ -100,9 +100,10 @@ struct Block {
   const float* res[kMaxRuns];
   int64_t res_offset, res_rs, res_cs;
   bool residual;
-  bool whole;      // every run has L columns, and dst_cs (and res_cs) is 1
-  bool hardswish;  // else clamped to [lo, hi]
-  float lo, hi;    // (-inf, inf without an activation)
+  bool whole;                // every run_whole
+  bool run_whole[kMaxRuns];  // run j has L columns, and dst_cs (and res_cs) is 1
+  bool hardswish;            // else clamped to [lo, hi]
+  float lo, hi;              // (-inf, inf without an activation)
 };
 
 /// v clamped to [lo, hi]; NaN stays NaN (both comparisons are false).
@@ -161,8 +162,9 @@ void block_impl(const Block& b, std::index_sequence<I...>) {
       ((acc[I] += load<V>(b.res[I % N] + b.res_offset + (I / N) * b.res_rs)), ...);
     } else {
       auto gather = [&](size_t i) {
-        float lanes[L] = {};
         const float* r = b.res[i % N] + b.res_offset + (i / N) * b.res_rs;
+        if (b.run_whole[i % N]) return load<V>(r);
+        float lanes[L] = {};
         for (int64_t l = 0; l < b.lanes[i % N]; ++l) lanes[l] = r[l * b.res_cs];
         return load<V>(lanes);
       };
@@ -179,12 +181,19 @@ void block_impl(const Block& b, std::index_sequence<I...>) {
     (store(b.dst[I % N] + b.dst_offset + (I / N) * b.dst_rs, acc[I]), ...);
     return;
   }
-  float lanes[R * N][L];
-  (store(lanes[I], acc[I]), ...);
-  for (size_t i = 0; i < R * N; ++i) {
+  // Whole runs still as vectors (a row's last, partial run must not make
+  // its block's other runs go lane by lane), the rest lane by lane.
+  auto put = [&](size_t i, V v) {
     float* d = b.dst[i % N] + b.dst_offset + (i / N) * b.dst_rs;
-    for (int64_t l = 0; l < b.lanes[i % N]; ++l) d[l * b.dst_cs] = lanes[i][l];
-  }
+    if (b.run_whole[i % N]) {
+      store(d, v);
+      return;
+    }
+    float lanes[L];
+    store(lanes, v);
+    for (int64_t l = 0; l < b.lanes[i % N]; ++l) d[l * b.dst_cs] = lanes[l];
+  };
+  (put(I, acc[I]), ...);
 }
 
 template <typename V, int R, int N>
@@ -408,7 +417,8 @@ void run_band(const Plan& pl, int64_t ni, int64_t count, int64_t y0, int64_t y1,
       int64_t i = 0, y = first_row, x0 = 0;
       for (int64_t r0 = 0; r0 < total;) {
         const int runs = runs_per_block(total - r0);
-        b.whole = os[3] == 1 && (!b.residual || rs[3] == 1);
+        const bool unit = os[3] == 1 && (!b.residual || rs[3] == 1);
+        b.whole = unit;
         for (int j = 0; j < runs; ++j) {
           if (b.residual) {
             b.res[j] = static_cast<const float*>(p.residual) + (ni + i) * rs[0] +
@@ -419,7 +429,8 @@ void run_band(const Plan& pl, int64_t ni, int64_t count, int64_t y0, int64_t y1,
           b.dst[j] = static_cast<float*>(p.out) + (ni + i) * os[0] + g * pl.ocg * os[1] +
                      y * os[2] + x0 * os[3];
           b.lanes[j] = std::min(L, p.ow - x0);
-          b.whole = b.whole && b.lanes[j] == L;
+          b.run_whole[j] = unit && b.lanes[j] == L;
+          b.whole = b.whole && b.run_whole[j];
           x0 += L;
           if (x0 >= p.ow) {
             x0 = 0;
