@@ -265,7 +265,7 @@ void Method::Loader::fuse_convolutions() {
                         r.dim_order == written.dim_order;
       if (is_planned(r) && is_planned(written) && overlaps(r, written) && !same) continue;
     }
-    fold_batch_norm(f);
+    if (f.mean >= 0) fold_batch_norm(f);
     std::vector<int32_t> args = f.args;
     if (in_place) args.back() = conv_out;
     conv.fn = fn;

@@ -199,7 +199,7 @@ std::vector<ConvFusion> find_conv_fusions(const format::MethodDesc& d,
     // mul.out(y, c) -> e (either order), div.out(e, six) -> out; each
     // result read by the next alone. The applier checks that `three` and
     // `six` hold 3 and 6.
-    auto hardswish = [&](ConvFusion& f, int32_t y, size_t l) {
+    auto hardswish = [&](ConvFusion& f, int32_t y, size_t after, size_t l) {
       const auto& add = instrs[l].args;
       if (!is_kernel(instrs[l], "aten::add.out", 5) || add[0] != y || !scalar_tensor(add[1]) ||
           !number_is(add[2], 1)) {
@@ -236,14 +236,14 @@ std::vector<ConvFusion> find_conv_fusions(const format::MethodDesc& d,
       f.kernel = kernels::kConvHardswishKernel;
       f.idle.insert(f.idle.end(), {l, l2, l3, l4, l5});
       f.dropped.insert(f.dropped.end(),
-                       {{y, f.idle.front()}, {add[3], l}, {lo[3], l2}, {hi[3], l3}, {mul[2], l4}});
+                       {{y, after}, {add[3], l}, {lo[3], l2}, {hi[3], l3}, {mul[2], l4}});
       f.scalars = {{add[1], 3.0}, {div[1], 6.0}};
       f.out = div[2];
     };
     // A residual connection: add.out(y, other, 1) (or other + y) -> sum,
     // where other is a float32 tensor of y's shape and layout, then
     // optionally relu.out(sum) -> out that alone reads the sum.
-    auto residual = [&](ConvFusion& f, int32_t y, size_t l) {
+    auto residual = [&](ConvFusion& f, int32_t y, size_t after, size_t l) {
       const auto& add = instrs[l].args;
       if (!is_kernel(instrs[l], "aten::add.out", 5) || !number_is(add[2], 1) ||
           (add[0] == y) == (add[1] == y) || f32(add[3]) == nullptr) {
@@ -255,7 +255,7 @@ std::vector<ConvFusion> find_conv_fusions(const format::MethodDesc& d,
       if (o == nullptr || o->sizes != yt->sizes || o->dim_order != yt->dim_order) return;
       f.kernel = kernels::kConvAddKernel;
       f.idle.push_back(l);
-      f.dropped.emplace_back(y, f.idle.front());
+      f.dropped.emplace_back(y, after);
       f.args.push_back(other);
       f.residual = other;
       f.out = add[3];
@@ -281,7 +281,7 @@ std::vector<ConvFusion> find_conv_fusions(const format::MethodDesc& d,
       const format::TensorDesc* out = f32(t);
       if (transposed.kind != ValueKind::Bool || transposed.bool_value || w == nullptr ||
           !w->is_constant() || w->sizes.size() < 3 || uses[a[1]] != 1 || keep[a[1]] ||
-          out == nullptr || a[10] != t || keep[t] || uses[t] != 2 || f32(a[0]) == nullptr) {
+          out == nullptr || a[10] != t || keep[t] || f32(a[0]) == nullptr) {
         continue;
       }
       const int64_t oc = w->sizes[0];
@@ -292,31 +292,39 @@ std::vector<ConvFusion> find_conv_fusions(const format::MethodDesc& d,
       if (!constant_vector(a[2], oc, true, f.conv_bias)) continue;
       // _native_batch_norm_legit_no_training.out(input, weight, bias,
       //   running_mean, running_var, momentum, eps, *, out0, out1, out2)
-      const size_t j = next_running(k);
-      if (j >= instrs.size() ||
-          !is_kernel(instrs[j], "aten::_native_batch_norm_legit_no_training.out", 11)) {
-        continue;
-      }
-      const auto& b = instrs[j].args;
-      if (b[0] != t || !constant_vector(b[1], oc, true, f.bn_weight) ||
-          !constant_vector(b[2], oc, true, f.bn_bias) ||
-          !constant_vector(b[3], oc, false, f.mean) || !constant_vector(b[4], oc, false, f.var) ||
-          uses[f.mean] != 1 || keep[f.mean] || d.values[b[6]].kind != ValueKind::Double) {
-        continue;
-      }
-      f.eps = d.values[b[6]].double_value;
-      const int32_t y = b[7];
-      if (f32(y) == nullptr || !unread(b[8]) || !unread(b[9]) || uses[b[8]] != 1 ||
-          uses[b[9]] != 1 || f.eps < 0) {
-        continue;
-      }
-      f.idle.push_back(j);
-      f.dropped.emplace_back(t, k);
       f.input = a[0];
-      f.args = {a[0], a[1], f.mean, a[3], a[4], a[5], a[6], a[7], a[8]};
+      // y, the value an activation may follow: the batch norm's result
+      // (written at `after`), or the convolution's when no batch norm
+      // follows it.
+      int32_t y = t;
+      size_t after = k;
+      const size_t j = next_running(k);
+      if (j < instrs.size() &&
+          is_kernel(instrs[j], "aten::_native_batch_norm_legit_no_training.out", 11)) {
+        const auto& b = instrs[j].args;
+        if (b[0] != t || uses[t] != 2 || !constant_vector(b[1], oc, true, f.bn_weight) ||
+            !constant_vector(b[2], oc, true, f.bn_bias) ||
+            !constant_vector(b[3], oc, false, f.mean) || !constant_vector(b[4], oc, false, f.var) ||
+            uses[f.mean] != 1 || keep[f.mean] || d.values[b[6]].kind != ValueKind::Double) {
+          continue;
+        }
+        f.eps = d.values[b[6]].double_value;
+        y = b[7];
+        if (f32(y) == nullptr || !unread(b[8]) || !unread(b[9]) || uses[b[8]] != 1 ||
+            uses[b[9]] != 1 || f.eps < 0) {
+          continue;
+        }
+        f.idle.push_back(j);
+        f.dropped.emplace_back(t, k);
+        f.args = {a[0], a[1], f.mean, a[3], a[4], a[5], a[6], a[7], a[8]};
+        after = j;
+      } else {
+        f.mean = -1;  // nothing to fold: the convolution's own bias
+        f.args = {a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8]};
+      }
       f.out = y;
       // relu.out(self, *, out) or hardtanh.out(self, min_val, max_val, *, out)
-      const size_t l = next_running(j);
+      const size_t l = next_running(after);
       if (l < instrs.size() && !keep[y]) {
         const auto& r = instrs[l].args;
         auto number = [&](int32_t v, double& x) {
@@ -340,13 +348,14 @@ std::vector<ConvFusion> find_conv_fusions(const format::MethodDesc& d,
         }
         if (f.kernel != nullptr) {
           f.idle.push_back(l);
-          f.dropped.emplace_back(y, j);
+          f.dropped.emplace_back(y, after);
         } else if (uses[y] == 3) {
-          hardswish(f, y, l);
+          hardswish(f, y, after, l);
         } else if (alone) {
-          residual(f, y, l);
+          residual(f, y, after, l);
         }
       }
+      if (f.idle.empty()) continue;  // a convolution alone
       f.args.push_back(f.out);
       k = f.idle.back();  // on after the fused instructions
       found.push_back(std::move(f));

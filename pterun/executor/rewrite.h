@@ -65,7 +65,8 @@ struct ConvFusion {
   // Folding: weight' = weight * scale, bias' = (conv_bias - mean) * scale
   // + bn_bias, scale = bn_weight / sqrt(var + eps), per output channel.
   // The folded weights replace `weight`'s data and the folded bias
-  // `mean`'s (both used by these instructions only); -1 for a None.
+  // `mean`'s (both used by these instructions only); -1 for a None, and
+  // `mean` -1 when no batch norm follows the convolution (nothing folded).
   int32_t weight = 0, conv_bias = -1, bn_weight = -1, bn_bias = -1, mean = 0, var = 0;
   double eps = 0;
   std::vector<std::pair<int32_t, size_t>> dropped;  // values nothing reads now, and their writer
@@ -77,7 +78,8 @@ struct ConvFusion {
 
 /// convolution.out (forward, float32 constant weights and bias) whose
 /// result only a _native_batch_norm_legit_no_training.out with float32
-/// constant statistics reads (its other outputs unread), optionally then a
+/// constant statistics reads (its other outputs unread), or no batch norm
+/// (then one of the following must come), optionally then a
 /// relu.out or hardtanh.out (min <= max), or torch's hardswish
 /// decomposition, or an add.out of a residual (alpha 1, the same shape and
 /// layout) optionally then a relu.out, that alone reads the normalised

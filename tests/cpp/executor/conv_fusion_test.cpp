@@ -125,6 +125,20 @@ TEST(ConvFusion, MobileNetAndResNetBlocks) {
   }
 }
 
+TEST(ConvFusion, ActivationWithoutBatchNorm) {
+  // digits_cnn: conv -> relu twice, nothing to fold.
+  auto program = test::load_fixture(test::manifest()["fixtures"]["digits_cnn"]);
+  const auto& d = program->method("forward");
+  auto found = find_conv_fusions(d, inputs_and_outputs(d), folded(d));
+  ASSERT_EQ(found.size(), 2u);
+  for (const ConvFusion& f : found) {
+    EXPECT_STREQ(f.kernel, kernels::kConvReluKernel);
+    EXPECT_EQ(f.mean, -1);
+    EXPECT_EQ(f.idle.size(), 1u);
+    EXPECT_EQ(f.args[2], d.chains[f.chain].instructions[f.conv].args[2]);  // its own bias
+  }
+}
+
 TEST(ConvFusion, NoConvolutionNoFusion) {
   for (const char* name : {"mlp", "gpt", "affine"}) {
     auto program = test::load_fixture(test::manifest()["fixtures"][name]);
