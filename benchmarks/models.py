@@ -1,8 +1,17 @@
 """Model latency: pterun against ExecuTorch's runtime, executorch-numpy-runtime
 and ONNX Runtime, side by side in one run.
 
-    PYTHONPATH=build/bench/python_pkg /work/.venv-export/bin/python benchmarks/models.py \
+    PYTHONPATH=build/bench/python_pkg /work/venvs/export/bin/python benchmarks/models.py \
         [--threads 2] [--models mlp,cnn,gpt,llama_block,digits_cnn] [--repeat 40]
+    PYTHONPATH=build/bench/python_pkg /work/venvs/export/bin/python benchmarks/models.py \
+        --suite networks [--threads 1,2] [--models mobilenet_64,resnet_32,...]
+
+The `networks` suite (_networks.py) runs the MobileNet-like and ResNet-like
+CNNs (1x3x64x64 and 1x3x224x224; 2x3x32x32 and 4x3x128x128), the
+transformer encoder, the MLP and the LSTM of tests/fixtures/models.py,
+exported at benchmark time (export_models.py), beside ExecuTorch + XNNPACK
+and ONNX Runtime, at every thread count of --threads in one run. What
+follows describes the default `fixtures` suite.
 
 For each model (a fixture in tests/fixtures, input `c0_in*` of its .npz):
 
@@ -251,9 +260,13 @@ def main_quant(args, pterun) -> int:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--threads", type=int, default=2,
-                    help="pterun.set_num_threads, ORT intra-op threads, torch and ExecuTorch threadpool (default 2)")
-    ap.add_argument("--models", default=",".join(MODELS), help="comma-separated fixture names")
+    ap.add_argument("--suite", choices=["fixtures", "networks"], default="fixtures",
+                    help="the fixtures (default), or the CNN / encoder / LSTM / MLP networks beside "
+                         "ExecuTorch + XNNPACK (_networks.py)")
+    ap.add_argument("--threads", default=None,
+                    help="pterun.set_num_threads, ORT intra-op threads, torch and ExecuTorch threadpool "
+                         "(default 2; the networks suite takes a list, default 1,2)")
+    ap.add_argument("--models", default=None, help="comma-separated fixture (or network) names")
     ap.add_argument("--repeat", type=int, default=40, help="timed rounds per model (default 40)")
     ap.add_argument("--batch-ms", type=float, default=5.0,
                     help="target time of one batch (default 5 ms; a call slower than that is a batch of 1)")
@@ -265,6 +278,13 @@ def main() -> int:
     ap.add_argument("--quant-models", default=None,
                     help="comma-separated quantized models (default: all of quant_export.MODELS)")
     args = ap.parse_args()
+    if args.suite == "networks":
+        import _networks
+
+        args.threads = args.threads or "1,2"
+        return _networks.run(args, log)
+    args.threads = int(args.threads or 2)
+    args.models = args.models or ",".join(MODELS)
 
     pterun = C.import_pterun()
     if args.quant:

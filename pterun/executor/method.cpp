@@ -393,6 +393,7 @@ std::unique_ptr<Method> Method::load(std::shared_ptr<const Program> program,
     loader.build_steps();
     if (options.integer_quantized && !integer_quantized_disabled()) loader.fuse_quantized();
     loader.fold_constants();
+    loader.fuse_convolutions();
     loader.fuse_elementwise();
     loader.apply_rewrites();
     loader.plan_inputs();

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "pterun/executor/method.h"
+#include "pterun/executor/rewrite.h"
 #include "pterun/format/program_desc.h"
 #include "pterun/kernels/registry.h"
 
@@ -96,6 +97,10 @@ struct Method::Loader {
   // element for element (static shapes, same place and order) or not at
   // all.
   void fuse_elementwise();
+  // Convolution fusion (rewrite.h): batch norm folded into the weights, a
+  // relu or hardtanh into the convolution's clamp (CPU methods).
+  void fuse_convolutions();
+  void fold_batch_norm(const ConvFusion& f);
   // Load-time kernel rewrites (rewrite.h), where the device has the kernel.
   void apply_rewrites();
   // Integer compute for quantized chains (quant_fusion.h, method_quant.cpp):

@@ -4,6 +4,7 @@
 // share: views that follow a tensor, values to keep.
 
 #include <algorithm>
+#include <cmath>
 
 #include "pterun/backend/device.h"
 #include "pterun/core/error.h"
@@ -197,6 +198,136 @@ void Method::Loader::fuse_elementwise() {
     first.kind = InstructionKind::FreeCall;  // a no-op from now on
     first.fn = nullptr;
   }
+}
+
+// Convolution fusion (rewrite.h): a batch norm with constant statistics is
+// folded into the weights and bias of the convolution before it, and a
+// relu, hardtanh or hardswish after it becomes the convolution's
+// activation, so three (seven for hardswish) passes over the activations
+// become one. CPU methods only (the weights
+// are folded on the host); where memory allows: no view reads a dropped
+// value's bytes, and the fused output does not overlap the input (the
+// convolution cannot run in place, and the input's memory may have been
+// given to the batch norm's or the activation's result).
+void Method::Loader::fuse_convolutions() {
+  if (m.options_.device != Device::CPU) return;
+  const auto& registry = kernels::KernelRegistry::global();
+  std::vector<std::vector<bool>> idle(m.chains_.size());
+  std::vector<int64_t> chain_start(m.chains_.size(), 0);
+  int64_t position = 0;
+  for (size_t c = 0; c < m.chains_.size(); ++c) {
+    chain_start[c] = position;
+    position += static_cast<int64_t>(m.chains_[c].size());
+    for (const Step& s : m.chains_[c]) idle[c].push_back(s.kind == InstructionKind::FreeCall);
+  }
+  for (const ConvFusion& f : find_conv_fusions(d, kept_values(), idle)) {
+    Step& conv = m.chains_[f.chain][f.conv];
+    kernels::KernelFn fn = conv.fn;
+    if (f.kernel != nullptr) {
+      const kernels::KernelInfo* info = registry.info(f.kernel, m.options_.device);
+      if (info == nullptr) continue;
+      fn = info->fn;
+    }
+    if (fn == nullptr || conv.kind != InstructionKind::KernelCall) continue;
+    bool viewed = false;
+    for (auto [value, writer] : f.dropped) {
+      viewed =
+          viewed || !followers(value, chain_start[f.chain] + static_cast<int64_t>(writer)).empty();
+    }
+    bool scalars_hold = true;
+    for (auto [value, want] : f.scalars) {
+      const Tensor& t = m.tensors_[tensor_of_value[value]];
+      scalars_hold = scalars_hold && t.data() != nullptr && t.numel() == 1 &&
+                     t.dtype() == DType::Float32 && *t.data_as<const float>() == want;
+    }
+    const TensorDesc& in = *d.values[f.input].tensor;
+    const TensorDesc& out = *d.values[f.out].tensor;
+    if (viewed || !scalars_hold || in.dynamism != ShapeDynamism::Static) continue;
+    // The memory plan may give the fused output the input's bytes (the input
+    // dies at the convolution): then the convolution writes its own
+    // result's memory, and the last fused instruction copies it over.
+    const int32_t conv_out = f.dropped.front().first;
+    const TensorDesc& own = *d.values[conv_out].tensor;
+    const bool in_place = is_planned(in) && is_planned(out) && overlaps(in, out);
+    const kernels::KernelInfo* copy = registry.info("aten::alias_copy.out", m.options_.device);
+    if (in_place && (copy == nullptr || (is_planned(own) && overlaps(own, in)) ||
+                     (is_planned(own) && overlaps(own, out)) || own.sizes != out.sizes ||
+                     own.dim_order != out.dim_order || own.dynamism != ShapeDynamism::Static)) {
+      continue;
+    }
+    if (f.residual >= 0) {
+      // The kernel reads each residual element just before it writes the
+      // output element in its place: the two may coincide, not overlap
+      // otherwise.
+      const TensorDesc& r = *d.values[f.residual].tensor;
+      const TensorDesc& written = in_place ? own : out;
+      const bool same = r.memory_id == written.memory_id &&
+                        r.memory_offset == written.memory_offset && r.sizes == written.sizes &&
+                        r.dim_order == written.dim_order;
+      if (is_planned(r) && is_planned(written) && overlaps(r, written) && !same) continue;
+    }
+    if (f.mean >= 0) fold_batch_norm(f);
+    std::vector<int32_t> args = f.args;
+    if (in_place) args.back() = conv_out;
+    conv.fn = fn;
+    conv.args_begin = static_cast<uint32_t>(m.arg_pool_.size());
+    conv.args_count = static_cast<uint32_t>(args.size());
+    for (int32_t v : args) m.arg_pool_.push_back(&m.values_[v]);
+    for (size_t k : f.idle) {
+      Step& step = m.chains_[f.chain][k];
+      step.kind = InstructionKind::FreeCall;  // a no-op from now on
+      step.fn = nullptr;
+    }
+    if (in_place) {
+      // alias_copy.out(self, *, out)
+      Step& last = m.chains_[f.chain][f.idle.back()];
+      last.kind = InstructionKind::KernelCall;
+      last.fn = copy->fn;
+      last.args_begin = static_cast<uint32_t>(m.arg_pool_.size());
+      last.args_count = 2;
+      m.arg_pool_.push_back(&m.values_[conv_out]);
+      m.arg_pool_.push_back(&m.values_[f.out]);
+    }
+  }
+}
+
+// The folded weights and bias of `f`, in memory of the method's own that
+// f.weight's and f.mean's tensors then point at (same layout, float32):
+// scale = bn_weight / sqrt(var + eps), weight * scale, (conv_bias - mean)
+// * scale + bn_bias; in double, rounded once.
+void Method::Loader::fold_batch_norm(const ConvFusion& f) {
+  auto host = [&](int32_t v) -> const float* {
+    return v < 0 ? nullptr : static_cast<const float*>(m.tensors_[tensor_of_value[v]].data());
+  };
+  Tensor& weight = m.tensors_[tensor_of_value[f.weight]];
+  Tensor& bias = m.tensors_[tensor_of_value[f.mean]];
+  const int64_t oc = weight.size(0);
+  const float *gamma = host(f.bn_weight), *beta = host(f.bn_bias), *mean = host(f.mean),
+              *var = host(f.var), *conv_bias = host(f.conv_bias), *w_old = host(f.weight);
+  backend::Allocation w_own = m.allocate(weight.nbytes());
+  backend::Allocation b_own = m.allocate(bias.nbytes());
+  float* w_new = reinterpret_cast<float*>(w_own.data());
+  float* b_new = reinterpret_cast<float*>(b_own.data());
+  const int64_t per_channel = weight.numel() / oc;
+  const auto strides = weight.strides();
+  for (int64_t o = 0; o < oc; ++o) {
+    const double scale = (gamma != nullptr ? gamma[o] : 1.0) / std::sqrt(double{var[o]} + f.eps);
+    b_new[o] = static_cast<float>(((conv_bias != nullptr ? conv_bias[o] : 0.0) - mean[o]) * scale +
+                                  (beta != nullptr ? beta[o] : 0.0));
+    // Every element of output channel o, at its own offset.
+    for (int64_t i = 0; i < per_channel; ++i) {
+      int64_t offset = o * strides[0], rest = i;
+      for (size_t dim = weight.dim(); dim-- > 1;) {
+        offset += rest % weight.size(dim) * strides[dim];
+        rest /= weight.size(dim);
+      }
+      w_new[offset] = static_cast<float>(w_old[offset] * scale);
+    }
+  }
+  weight.set_data(w_new, weight.nbytes());
+  bias.set_data(b_new, bias.nbytes());
+  m.owned_.push_back(std::move(w_own));
+  m.owned_.push_back(std::move(b_own));
 }
 
 // Load-time kernel rewrites (rewrite.h), where the device has the kernel.

@@ -46,6 +46,21 @@ std::vector<int> count_uses(const format::MethodDesc& d) {
   return uses;
 }
 
+namespace {
+
+bool straight_line(const format::MethodDesc& d) {
+  for (const auto& chain : d.chains) {
+    for (const auto& instr : chain.instructions) {
+      if (instr.kind == InstructionKind::JumpFalseCall || instr.kind == InstructionKind::MoveCall) {
+        return false;
+      }
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
 std::vector<KernelRewrite> find_kernel_rewrites(const format::MethodDesc& d,
                                                 const std::vector<bool>& keep) {
   std::vector<KernelRewrite> found;
@@ -75,13 +90,7 @@ std::vector<KernelFusion> find_mul_add_fusions(const format::MethodDesc& d,
   std::vector<KernelFusion> found;
   // Straight-line programs only: a jump could enter between the two, and a
   // move could give the product another name.
-  for (const auto& chain : d.chains) {
-    for (const auto& instr : chain.instructions) {
-      if (instr.kind == InstructionKind::JumpFalseCall || instr.kind == InstructionKind::MoveCall) {
-        return found;
-      }
-    }
-  }
+  if (!straight_line(d)) return found;
   const std::vector<int> uses = count_uses(d);
   auto is_kernel = [&](const format::InstructionDesc& instr, const char* name, size_t args) {
     return instr.kind == InstructionKind::KernelCall && instr.args.size() == args &&
@@ -122,6 +131,232 @@ std::vector<KernelFusion> find_mul_add_fusions(const format::MethodDesc& d,
                        {a[0], a[1], b[1], b[2], b[3]},
                        t});
       k = j;  // on after the add
+    }
+  }
+  return found;
+}
+
+}  // namespace pterun
+
+namespace pterun {
+
+std::vector<ConvFusion> find_conv_fusions(const format::MethodDesc& d,
+                                          const std::vector<bool>& keep,
+                                          const std::vector<std::vector<bool>>& idle) {
+  std::vector<ConvFusion> found;
+  if (!straight_line(d)) return found;
+  const std::vector<int> uses = count_uses(d);
+  auto is_kernel = [&](const format::InstructionDesc& instr, const char* name, size_t args) {
+    return instr.kind == InstructionKind::KernelCall && instr.args.size() == args &&
+           d.operators[instr.index].full_name() == name;
+  };
+  auto f32 = [&](int32_t v) -> const format::TensorDesc* {
+    const auto& value = d.values[v];
+    if (value.kind != ValueKind::Tensor || value.tensor->dtype != DType::Float32) return nullptr;
+    return value.tensor.get();
+  };
+  // A float32 constant [n] vector, or None (-1) when `none_ok`.
+  auto constant_vector = [&](int32_t v, int64_t n, bool none_ok, int32_t& index) {
+    if (d.values[v].kind == ValueKind::None) {
+      index = -1;
+      return none_ok;
+    }
+    const format::TensorDesc* t = f32(v);
+    index = v;
+    return t != nullptr && t->is_constant() && t->sizes.size() == 1 && t->sizes[0] == n;
+  };
+  auto unread = [&](int32_t v) { return !keep[v]; };
+  for (size_t c = 0; c < d.chains.size(); ++c) {
+    const auto& instrs = d.chains[c].instructions;
+    auto next_running = [&](size_t k) {
+      size_t j = k + 1;
+      while (j < instrs.size() && j < idle[c].size() && idle[c][j]) ++j;
+      return j;
+    };
+    // A value that is a float32 constant of one element, or the result of
+    // an instruction folded at load (marked idle).
+    auto scalar_tensor = [&](int32_t v) {
+      const format::TensorDesc* t = f32(v);
+      if (t == nullptr || t->numel != 1) return false;
+      if (t->is_constant()) return true;
+      for (size_t i = 0; i < instrs.size(); ++i) {
+        if (instrs[i].kind == InstructionKind::KernelCall && !instrs[i].args.empty() &&
+            instrs[i].args.back() == v) {
+          return i < idle[c].size() && idle[c][i];
+        }
+      }
+      return false;
+    };
+    auto number_is = [&](int32_t v, double want) {
+      const auto& value = d.values[v];
+      return (value.kind == ValueKind::Int && static_cast<double>(value.int_value) == want) ||
+             (value.kind == ValueKind::Double && value.double_value == want);
+    };
+    // torch's hardswish of y from instruction l on: add.out(y, three, 1)
+    // -> a, clamp.out(a, 0, None) -> b, clamp.out(b, None, 6) -> c,
+    // mul.out(y, c) -> e (either order), div.out(e, six) -> out; each
+    // result read by the next alone. The applier checks that `three` and
+    // `six` hold 3 and 6.
+    auto hardswish = [&](ConvFusion& f, int32_t y, size_t after, size_t l) {
+      const auto& add = instrs[l].args;
+      if (!is_kernel(instrs[l], "aten::add.out", 5) || add[0] != y || !scalar_tensor(add[1]) ||
+          !number_is(add[2], 1)) {
+        return;
+      }
+      std::vector<size_t> steps{l};
+      auto single = [&](int32_t v) { return !keep[v] && uses[v] == 2 && f32(v) != nullptr; };
+      int32_t prev = add[3];
+      if (!single(prev)) return;
+      const size_t l2 = next_running(l), l3 = next_running(l2);
+      if (l3 >= instrs.size() || !is_kernel(instrs[l2], "aten::clamp.out", 5) ||
+          !is_kernel(instrs[l3], "aten::clamp.out", 5)) {
+        return;
+      }
+      const auto& lo = instrs[l2].args;
+      const auto& hi = instrs[l3].args;
+      if (lo[0] != prev || !number_is(lo[1], 0) || d.values[lo[2]].kind != ValueKind::None ||
+          !single(lo[3]) || hi[0] != lo[3] || d.values[hi[1]].kind != ValueKind::None ||
+          !number_is(hi[2], 6) || !single(hi[3])) {
+        return;
+      }
+      const size_t l4 = next_running(l3), l5 = next_running(l4);
+      if (l5 >= instrs.size() || !is_kernel(instrs[l4], "aten::mul.out", 4) ||
+          !is_kernel(instrs[l5], "aten::div.out", 4)) {
+        return;
+      }
+      const auto& mul = instrs[l4].args;
+      const auto& div = instrs[l5].args;
+      const int32_t clamped = hi[3];
+      if (!((mul[0] == y && mul[1] == clamped) || (mul[1] == y && mul[0] == clamped)) ||
+          !single(mul[2]) || div[0] != mul[2] || !scalar_tensor(div[1]) || f32(div[2]) == nullptr) {
+        return;
+      }
+      f.kernel = kernels::kConvHardswishKernel;
+      f.idle.insert(f.idle.end(), {l, l2, l3, l4, l5});
+      f.dropped.insert(f.dropped.end(),
+                       {{y, after}, {add[3], l}, {lo[3], l2}, {hi[3], l3}, {mul[2], l4}});
+      f.scalars = {{add[1], 3.0}, {div[1], 6.0}};
+      f.out = div[2];
+    };
+    // A residual connection: add.out(y, other, 1) (or other + y) -> sum,
+    // where other is a float32 tensor of y's shape and layout, then
+    // optionally relu.out(sum) -> out that alone reads the sum.
+    auto residual = [&](ConvFusion& f, int32_t y, size_t after, size_t l) {
+      const auto& add = instrs[l].args;
+      if (!is_kernel(instrs[l], "aten::add.out", 5) || !number_is(add[2], 1) ||
+          (add[0] == y) == (add[1] == y) || f32(add[3]) == nullptr) {
+        return;
+      }
+      const int32_t other = add[0] == y ? add[1] : add[0];
+      const format::TensorDesc* o = f32(other);
+      const format::TensorDesc* yt = f32(y);
+      if (o == nullptr || o->sizes != yt->sizes || o->dim_order != yt->dim_order) return;
+      f.kernel = kernels::kConvAddKernel;
+      f.idle.push_back(l);
+      f.dropped.emplace_back(y, after);
+      f.args.push_back(other);
+      f.residual = other;
+      f.out = add[3];
+      const size_t l2 = next_running(l);
+      if (l2 < instrs.size() && is_kernel(instrs[l2], "aten::relu.out", 3) &&
+          instrs[l2].args[0] == add[3] && !keep[add[3]] && uses[add[3]] == 2 &&
+          f32(instrs[l2].args[1]) != nullptr) {
+        f.kernel = kernels::kConvAddReluKernel;
+        f.idle.push_back(l2);
+        f.dropped.emplace_back(add[3], l);
+        f.out = instrs[l2].args[1];
+      }
+    };
+    for (size_t k = 0; k < instrs.size(); ++k) {
+      if (k < idle[c].size() && idle[c][k]) continue;
+      // convolution.out(input, weight, bias, stride, padding, dilation,
+      //   transposed, output_padding, groups, *, out) -> out
+      if (!is_kernel(instrs[k], "aten::convolution.out", 11)) continue;
+      const auto& a = instrs[k].args;
+      const int32_t t = a[9];
+      const auto& transposed = d.values[a[6]];
+      const format::TensorDesc* w = f32(a[1]);
+      const format::TensorDesc* out = f32(t);
+      if (transposed.kind != ValueKind::Bool || transposed.bool_value || w == nullptr ||
+          !w->is_constant() || w->sizes.size() < 3 || uses[a[1]] != 1 || keep[a[1]] ||
+          out == nullptr || a[10] != t || keep[t] || f32(a[0]) == nullptr) {
+        continue;
+      }
+      const int64_t oc = w->sizes[0];
+      ConvFusion f;
+      f.chain = c;
+      f.conv = k;
+      f.weight = a[1];
+      if (!constant_vector(a[2], oc, true, f.conv_bias)) continue;
+      // _native_batch_norm_legit_no_training.out(input, weight, bias,
+      //   running_mean, running_var, momentum, eps, *, out0, out1, out2)
+      f.input = a[0];
+      // y, the value an activation may follow: the batch norm's result
+      // (written at `after`), or the convolution's when no batch norm
+      // follows it.
+      int32_t y = t;
+      size_t after = k;
+      const size_t j = next_running(k);
+      if (j < instrs.size() &&
+          is_kernel(instrs[j], "aten::_native_batch_norm_legit_no_training.out", 11)) {
+        const auto& b = instrs[j].args;
+        if (b[0] != t || uses[t] != 2 || !constant_vector(b[1], oc, true, f.bn_weight) ||
+            !constant_vector(b[2], oc, true, f.bn_bias) ||
+            !constant_vector(b[3], oc, false, f.mean) || !constant_vector(b[4], oc, false, f.var) ||
+            uses[f.mean] != 1 || keep[f.mean] || d.values[b[6]].kind != ValueKind::Double) {
+          continue;
+        }
+        f.eps = d.values[b[6]].double_value;
+        y = b[7];
+        if (f32(y) == nullptr || !unread(b[8]) || !unread(b[9]) || uses[b[8]] != 1 ||
+            uses[b[9]] != 1 || f.eps < 0) {
+          continue;
+        }
+        f.idle.push_back(j);
+        f.dropped.emplace_back(t, k);
+        f.args = {a[0], a[1], f.mean, a[3], a[4], a[5], a[6], a[7], a[8]};
+        after = j;
+      } else {
+        f.mean = -1;  // nothing to fold: the convolution's own bias
+        f.args = {a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8]};
+      }
+      f.out = y;
+      // relu.out(self, *, out) or hardtanh.out(self, min_val, max_val, *, out)
+      const size_t l = next_running(after);
+      if (l < instrs.size() && !keep[y]) {
+        const auto& r = instrs[l].args;
+        auto number = [&](int32_t v, double& x) {
+          const auto& value = d.values[v];
+          if (value.kind == ValueKind::Double) x = value.double_value;
+          if (value.kind == ValueKind::Int) x = static_cast<double>(value.int_value);
+          return value.kind == ValueKind::Double || value.kind == ValueKind::Int;
+        };
+        double lo = 0, hi = 0;
+        const bool alone = uses[y] == 2;
+        if (alone && is_kernel(instrs[l], "aten::relu.out", 3) && r[0] == y &&
+            f32(r[1]) != nullptr) {
+          f.kernel = kernels::kConvReluKernel;
+          f.out = r[1];
+        } else if (alone && is_kernel(instrs[l], "aten::hardtanh.out", 5) && r[0] == y &&
+                   f32(r[3]) != nullptr && number(r[1], lo) && number(r[2], hi) && lo <= hi) {
+          f.kernel = kernels::kConvHardtanhKernel;
+          f.args.push_back(r[1]);
+          f.args.push_back(r[2]);
+          f.out = r[3];
+        }
+        if (f.kernel != nullptr) {
+          f.idle.push_back(l);
+          f.dropped.emplace_back(y, after);
+        } else if (uses[y] == 3) {
+          hardswish(f, y, after, l);
+        } else if (alone) {
+          residual(f, y, after, l);
+        }
+      }
+      if (f.idle.empty()) continue;  // a convolution alone
+      f.args.push_back(f.out);
+      k = f.idle.back();  // on after the fused instructions
+      found.push_back(std::move(f));
     }
   }
   return found;

@@ -3,6 +3,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "pterun/format/program_desc.h"
@@ -54,5 +55,46 @@ struct KernelFusion {
 std::vector<KernelFusion> find_mul_add_fusions(const format::MethodDesc& d,
                                                const std::vector<bool>& keep,
                                                const std::vector<std::vector<bool>>& idle);
+
+/// A convolution whose batch norm (and activation) run inside it: `conv`
+/// runs `kernel` (kernels/internal_ops.h; null: convolution.out itself)
+/// with `args` (value indices), after its weights and the bias are folded
+/// from the batch norm's statistics; the instructions `idle` run nothing.
+struct ConvFusion {
+  size_t chain = 0;
+  size_t conv = 0;
+  std::vector<size_t> idle;
+  const char* kernel = nullptr;
+  std::vector<int32_t> args;
+  int32_t input = 0, out = 0;  // of the fused step
+  // Folding: weight' = weight * scale, bias' = (conv_bias - mean) * scale
+  // + bn_bias, scale = bn_weight / sqrt(var + eps), per output channel.
+  // The folded weights replace `weight`'s data and the folded bias
+  // `mean`'s (both used by these instructions only); -1 for a None, and
+  // `mean` -1 when no batch norm follows the convolution (nothing folded).
+  int32_t weight = 0, conv_bias = -1, bn_weight = -1, bn_bias = -1, mean = 0, var = 0;
+  double eps = 0;
+  std::vector<std::pair<int32_t, size_t>> dropped;  // values nothing reads now, and their writer
+  int32_t residual = -1;  // the tensor added to the result (kConvAdd*), or -1
+  // One-element float32 tensors the fusion assumes hold these values (the
+  // hardswish's 3 and 6: constants, or results of folded instructions).
+  std::vector<std::pair<int32_t, double>> scalars;
+};
+
+/// convolution.out (forward, float32 constant weights and bias) whose
+/// result only a _native_batch_norm_legit_no_training.out with float32
+/// constant statistics reads (its other outputs unread), or no batch norm
+/// (then one of the following must come), optionally then a
+/// relu.out or hardtanh.out (min <= max), or torch's hardswish
+/// decomposition, or an add.out of a residual (alpha 1, the same shape and
+/// layout) optionally then a relu.out, that alone reads the normalised
+/// result; none of the dropped values in `keep`,
+/// every instruction between them marked in `idle`, no jumps or moves in the method. The caller
+/// checks memory: that no view reads the dropped values' bytes and that
+/// the fused output does not overlap the input, and overlaps the residual
+/// exactly or not at all.
+std::vector<ConvFusion> find_conv_fusions(const format::MethodDesc& d,
+                                          const std::vector<bool>& keep,
+                                          const std::vector<std::vector<bool>>& idle);
 
 }  // namespace pterun

@@ -26,4 +26,17 @@ inline constexpr const char* kQuantizedLinearKernel = "pterun::quantized_linear.
 inline constexpr const char* kQuantizedConv2dKernel = "pterun::quantized_conv2d.out";
 inline constexpr const char* kQuantizedMeanKernel = "pterun::quantized_mean.out";
 
+/// convolution.out followed by relu.out / hardtanh.out / hardswish (as
+/// torch decomposes it: add, clamp, clamp, mul, div) of its result, in one
+/// pass: convolution.out's arguments (then hardtanh's min_val and
+/// max_val), *, out. The load-time fusion (executor/rewrite.h) also folds a
+/// batch norm in between into the weights and bias it passes.
+inline constexpr const char* kConvReluKernel = "pterun::convolution_relu.out";
+inline constexpr const char* kConvHardtanhKernel = "pterun::convolution_hardtanh.out";
+inline constexpr const char* kConvHardswishKernel = "pterun::convolution_hardswish.out";
+/// convolution.out then add.out of a residual (alpha 1; then relu.out of
+/// the sum): convolution.out's arguments, the residual, *, out.
+inline constexpr const char* kConvAddKernel = "pterun::convolution_add.out";
+inline constexpr const char* kConvAddReluKernel = "pterun::convolution_add_relu.out";
+
 }  // namespace pterun::kernels

@@ -3,7 +3,9 @@
 
 #include "pterun/ops/conv.h"
 
+#include <algorithm>
 #include <array>
+#include <limits>
 #include <span>
 
 #include "pterun/core/error.h"
@@ -30,14 +32,21 @@ void check_param(const char* op, const char* name, IntList list, size_t n, int64
 
 }  // namespace
 
-void convolution_out(KernelContext& ctx, const Tensor& in, const Tensor& weight, const Tensor* bias,
-                     IntList stride, IntList padding, IntList dilation, bool transposed,
-                     IntList output_padding, int64_t groups, Tensor& out) {
-  const char* op = "aten::convolution.out";
+namespace {
+
+/// The checks and the problem of every convolution front-end, with the
+/// fused activation `act` (clamped to `bounds`).
+void convolution(KernelContext& ctx, const char* op, const Tensor& in, const Tensor& weight,
+                 const Tensor* bias, IntList stride, IntList padding, IntList dilation,
+                 bool transposed, IntList output_padding, int64_t groups, Tensor& out,
+                 ConvActivation act, std::array<double, 2> bounds = {},
+                 const Tensor* residual = nullptr) {
   const Tensor& w = weight;
   const DType dtype = in.dtype();
-  PTERUN_CHECK(kernels::in_family(dtype, kernels::Family::RealHBF16), ErrorCode::InvalidArgument,
-               op, ": dtype ", dtype_name(dtype), " is not supported");
+  const bool fused = act != ConvActivation::None || residual != nullptr;
+  const auto family = fused ? kernels::Family::FloatHBF16 : kernels::Family::RealHBF16;
+  PTERUN_CHECK(kernels::in_family(dtype, family), ErrorCode::InvalidArgument, op, ": dtype ",
+               dtype_name(dtype), " is not supported");
   PTERUN_CHECK(
       w.dtype() == dtype && out.dtype() == dtype && (bias == nullptr || bias->dtype() == dtype),
       ErrorCode::InvalidArgument, op, ": input, weight, bias and out must share a dtype, got ",
@@ -106,6 +115,11 @@ void convolution_out(KernelContext& ctx, const Tensor& in, const Tensor& weight,
     out_sizes[2 + i] = o;
   }
   kernels::resize_output(out, {out_sizes.data(), in.dim()}, op);
+  if (residual != nullptr) {
+    PTERUN_CHECK(residual->dtype() == dtype && std::ranges::equal(residual->sizes(), out.sizes()),
+                 ErrorCode::InvalidArgument, op, ": the residual ", describe(*residual),
+                 " must have out's dtype and shape, ", describe(out));
+  }
   p.oh = one_d ? 1 : out_sizes[2];
   p.ow = out_sizes[in.dim() - 1];
   if (out.numel() == 0) return;
@@ -129,7 +143,74 @@ void convolution_out(KernelContext& ctx, const Tensor& in, const Tensor& weight,
 
   // No input channels (or an empty kernel): every output is its bias.
   if (in.numel() == 0 || w.numel() == 0) p.ic = 0;
-  backend(ctx).conv->convolution(ctx, p);
+  if (!fused) {
+    backend(ctx).conv->convolution(ctx, p);
+    return;
+  }
+  PTERUN_CHECK(backend(ctx).conv->convolution_fused != nullptr, ErrorCode::NotImplemented, op,
+               ": not available on this device");
+  p.activation = act;
+  p.clamp_min = bounds[0];
+  p.clamp_max = bounds[1];
+  if (residual != nullptr) {
+    p.residual = residual->data();
+    strides4(*residual, p.residual_strides);
+  }
+  backend(ctx).conv->convolution_fused(ctx, p);
+}
+
+}  // namespace
+
+void convolution_out(KernelContext& ctx, const Tensor& in, const Tensor& weight, const Tensor* bias,
+                     IntList stride, IntList padding, IntList dilation, bool transposed,
+                     IntList output_padding, int64_t groups, Tensor& out) {
+  convolution(ctx, "aten::convolution.out", in, weight, bias, stride, padding, dilation, transposed,
+              output_padding, groups, out, ConvActivation::None);
+}
+
+void convolution_relu_out(KernelContext& ctx, const Tensor& in, const Tensor& weight,
+                          const Tensor* bias, IntList stride, IntList padding, IntList dilation,
+                          bool transposed, IntList output_padding, int64_t groups, Tensor& out) {
+  convolution(ctx, "pterun::convolution_relu.out", in, weight, bias, stride, padding, dilation,
+              transposed, output_padding, groups, out, ConvActivation::Clamp,
+              {0.0, std::numeric_limits<double>::infinity()});
+}
+
+void convolution_hardtanh_out(KernelContext& ctx, const Tensor& in, const Tensor& weight,
+                              const Tensor* bias, IntList stride, IntList padding, IntList dilation,
+                              bool transposed, IntList output_padding, int64_t groups,
+                              Scalar min_val, Scalar max_val, Tensor& out) {
+  const char* op = "pterun::convolution_hardtanh.out";
+  const std::array<double, 2> bounds{min_val.to_double(), max_val.to_double()};
+  PTERUN_CHECK(bounds[0] <= bounds[1], ErrorCode::InvalidArgument, op, ": min_val ", bounds[0],
+               " is above max_val ", bounds[1]);
+  convolution(ctx, op, in, weight, bias, stride, padding, dilation, transposed, output_padding,
+              groups, out, ConvActivation::Clamp, bounds);
+}
+
+void convolution_hardswish_out(KernelContext& ctx, const Tensor& in, const Tensor& weight,
+                               const Tensor* bias, IntList stride, IntList padding,
+                               IntList dilation, bool transposed, IntList output_padding,
+                               int64_t groups, Tensor& out) {
+  convolution(ctx, "pterun::convolution_hardswish.out", in, weight, bias, stride, padding, dilation,
+              transposed, output_padding, groups, out, ConvActivation::Hardswish);
+}
+
+void convolution_add_out(KernelContext& ctx, const Tensor& in, const Tensor& weight,
+                         const Tensor* bias, IntList stride, IntList padding, IntList dilation,
+                         bool transposed, IntList output_padding, int64_t groups,
+                         const Tensor& residual, Tensor& out) {
+  convolution(ctx, "pterun::convolution_add.out", in, weight, bias, stride, padding, dilation,
+              transposed, output_padding, groups, out, ConvActivation::None, {}, &residual);
+}
+
+void convolution_add_relu_out(KernelContext& ctx, const Tensor& in, const Tensor& weight,
+                              const Tensor* bias, IntList stride, IntList padding, IntList dilation,
+                              bool transposed, IntList output_padding, int64_t groups,
+                              const Tensor& residual, Tensor& out) {
+  convolution(ctx, "pterun::convolution_add_relu.out", in, weight, bias, stride, padding, dilation,
+              transposed, output_padding, groups, out, ConvActivation::Clamp,
+              {0.0, std::numeric_limits<double>::infinity()}, &residual);
 }
 
 }  // namespace pterun::ops

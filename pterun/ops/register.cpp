@@ -34,6 +34,10 @@ bool has_mul_add(const OpBackend& b) {
   return b.elementwise->mul_add != nullptr;
 }
 
+bool has_conv_fused(const OpBackend& b) {
+  return b.conv->convolution_fused != nullptr;
+}
+
 constexpr OpDef kOps[] = {
     // ---- prim: the interpreter's own operators ---------------------------------
     def<&sym_size>("aten::sym_size.int", F::Prim),
@@ -258,6 +262,14 @@ constexpr OpDef kOps[] = {
 
     // ---- conv -------------------------------------------------------------------
     def<&convolution_out>("aten::convolution.out", F::Conv),
+    only_where(def<&convolution_relu_out>(kernels::kConvReluKernel, F::Conv), &has_conv_fused),
+    only_where(def<&convolution_hardtanh_out>(kernels::kConvHardtanhKernel, F::Conv),
+               &has_conv_fused),
+    only_where(def<&convolution_hardswish_out>(kernels::kConvHardswishKernel, F::Conv),
+               &has_conv_fused),
+    only_where(def<&convolution_add_out>(kernels::kConvAddKernel, F::Conv), &has_conv_fused),
+    only_where(def<&convolution_add_relu_out>(kernels::kConvAddReluKernel, F::Conv),
+               &has_conv_fused),
 
     // ---- pool -------------------------------------------------------------------
     def<&max_pool2d_with_indices_out>("aten::max_pool2d_with_indices.out", F::Pool),

@@ -110,6 +110,45 @@ def conv_model(x, w, b, stride, padding, dilation, transposed, output_padding, g
     return cast(r if is_float(od) else np.round(r).astype(np.int64), od)
 
 
+@reference("pterun::convolution_relu.out")
+def conv_relu_model(x, w, b, stride, padding, dilation, transposed, output_padding, groups, out):
+    r = conv_model(x, w, b, stride, padding, dilation, transposed, output_padding, groups, out)
+    return np.maximum(r, 0)
+
+
+@reference("pterun::convolution_hardtanh.out")
+def conv_hardtanh_model(x, w, b, stride, padding, dilation, transposed, output_padding, groups,
+                        lo, hi, out):
+    r = conv_model(x, w, b, stride, padding, dilation, transposed, output_padding, groups, out)
+    return np.minimum(np.maximum(r, lo), hi)
+
+
+def hardswish_f32(r):
+    """torch's decomposition, each step rounded to float32."""
+    r = np.asarray(r, np.float32)
+    t = np.minimum(np.maximum(r + np.float32(3), np.float32(0)), np.float32(6))
+    return (r * t) / np.float32(6)
+
+
+@reference("pterun::convolution_hardswish.out")
+def conv_hardswish_model(x, w, b, stride, padding, dilation, transposed, output_padding, groups,
+                         out):
+    r = conv_model(x, w, b, stride, padding, dilation, transposed, output_padding, groups, out)
+    return hardswish_f32(r)
+
+
+@reference("pterun::convolution_add.out")
+def conv_add_model(x, w, b, stride, padding, dilation, transposed, output_padding, groups,
+                   residual, out):
+    r = conv_model(x, w, b, stride, padding, dilation, transposed, output_padding, groups, out)
+    return (np.asarray(r, np.float64) + value(residual)).astype(np.asarray(r).dtype)
+
+
+@reference("pterun::convolution_add_relu.out")
+def conv_add_relu_model(*args):
+    return np.maximum(conv_add_model(*args), 0)
+
+
 def conv(device, x, w, b, stride=(1, 1), padding=(0, 0), dilation=(1, 1), groups=1,
          transposed=False, output_padding=(0, 0), x_order=None, w_order=None, out_order=None,
          dtype=np.float32, num_threads=1, as_bf16=False, tol=(1e-4, 1e-4)):
@@ -407,3 +446,125 @@ def test_conv_errors(device):
     # bool
     conv_error(device, np.ones((1, 1, 3, 3), bool), np.ones((1, 1, 1, 1), bool),
                out_shape=(1, 1, 3, 3), out_dtype=np.bool_)
+
+
+# ---- the CPU's own f32 kernel: strides, depthwise, bands, in-place 1x1, fused clamps -----------
+
+
+# Any stride (the padded rows split into phases), depthwise and channel
+# multipliers (one input channel per group), images larger than a band of
+# L2 (several bands, and bands over threads for a single image), 1x1
+# convolutions read in place as wide rows, each in NCHW and channels-last.
+@pytest.mark.parametrize("n,cin,cout,hw,k,stride,padding,dilation,groups,threads", [
+    (1, 16, 16, (12, 12), (3, 3), (2, 2), (1, 1), (1, 1), 16, 1),
+    (2, 24, 24, (17, 15), (3, 3), (1, 1), (1, 1), (1, 1), 24, 1),
+    (1, 8, 16, (13, 11), (3, 3), (2, 2), (1, 1), (1, 1), 8, 1),
+    (1, 6, 6, (9, 10), (5, 3), (3, 2), (2, 1), (1, 2), 6, 1),
+    (2, 3, 16, (32, 32), (3, 3), (2, 2), (1, 1), (1, 1), 1, 1),
+    (1, 16, 32, (16, 16), (1, 1), (2, 2), (0, 0), (1, 1), 1, 1),
+    (2, 16, 24, (16, 16), (1, 1), (1, 1), (0, 0), (1, 1), 1, 1),
+    (1, 24, 40, (7, 7), (1, 1), (1, 1), (0, 0), (1, 1), 1, 1),
+    (1, 16, 8, (96, 80), (3, 3), (1, 1), (1, 1), (1, 1), 1, 2),
+    (1, 32, 32, (60, 64), (3, 3), (2, 2), (1, 1), (1, 1), 32, 2),
+    (1, 64, 64, (40, 40), (3, 3), (1, 1), (1, 1), (1, 1), 64, 2),
+    (3, 32, 48, (24, 24), (1, 1), (1, 1), (0, 0), (1, 1), 1, 2),
+    (1, 8, 16, (20, 20), (3, 3), (2, 2), (1, 1), (1, 1), 2, 2),
+    (1, 64, 128, (16, 16), (1, 1), (1, 1), (0, 0), (1, 1), 1, 2),  # output channels split
+    (1, 64, 72, (2, 40), (3, 3), (1, 1), (1, 1), (1, 1), 1, 2),
+])
+def test_conv2d_own_kernel_strides_depthwise_bands(device, n, cin, cout, hw, k, stride, padding,
+                                                    dilation, groups, threads):
+    x = normals(n, cin, *hw)
+    w, b = normals(cout, cin // groups, *k), normals(cout)
+    conv(device, x, w, b, stride, padding, dilation, groups, num_threads=threads)
+    conv(device, x, w, None, stride, padding, dilation, groups, x_order=CL, w_order=CL,
+         out_order=CL, num_threads=threads)
+
+
+def fused(device, kernel, x, w, b, stride, padding, groups, bounds=(), x_order=None,
+          out_order=None, dtype=np.float32, tol=(1e-4, 1e-4), threads=1):
+    expected = ref_conv2d(x, w, b, stride, padding, (1, 1), groups)
+    lo, hi = bounds if bounds else (0.0, np.inf)
+    expected = np.minimum(np.maximum(expected, lo), hi)
+    check(device, kernel, tensor(x, dtype, x_order), tensor(w, dtype),
+          None if b is None else tensor(b, dtype), list(stride), list(padding), [1, 1], False,
+          [0, 0], groups, *bounds, Out(dtype, expected.shape, dim_order=out_order),
+          expect=expected, tol=tol, num_threads=threads)
+
+
+# The kernels a batch norm and relu / hardtanh fold into at load
+# (executor/rewrite.h): the clamp in the own kernel's stores, and after the
+# other paths (oneDNN for float16, the direct loops for float64).
+@pytest.mark.parametrize("dtype,tol", [(np.float32, (1e-4, 1e-4)), (np.float16, (1e-2, 2e-2)),
+                                       (np.float64, (1e-10, 1e-10))])
+@pytest.mark.parametrize("order", [None, CL])
+def test_conv_fused_relu_and_hardtanh(device, dtype, tol, order):
+    x = normals(2, 8, 10, 9)
+    for w, stride, padding, groups in [(normals(16, 8, 3, 3), (1, 1), (1, 1), 1),
+                                       (normals(8, 1, 3, 3), (2, 2), (1, 1), 8),
+                                       (normals(12, 8, 1, 1), (1, 1), (0, 0), 1)]:
+        b = normals(w.shape[0])
+        fused(device, "pterun::convolution_relu.out", x, w, b, stride, padding, groups,
+              x_order=order, out_order=order, dtype=dtype, tol=tol)
+        fused(device, "pterun::convolution_hardtanh.out", x, w, None, stride, padding, groups,
+              bounds=(-0.5, 1.5), x_order=order, out_order=order, dtype=dtype, tol=tol)
+
+
+@pytest.mark.parametrize("order", [None, CL])
+def test_conv_fused_hardswish(device, order):
+    x = normals(2, 8, 10, 9) * 2
+    for w, stride, padding, groups in [(normals(16, 8, 3, 3), (1, 1), (1, 1), 1),
+                                       (normals(8, 1, 3, 3), (2, 2), (1, 1), 8),
+                                       (normals(12, 8, 1, 1), (1, 1), (0, 0), 1)]:
+        expected = hardswish_f32(ref_conv2d(x, w, None, stride, padding, (1, 1), groups))
+        check(device, "pterun::convolution_hardswish.out", T(x, dim_order=order), w, None,
+              list(stride), list(padding), [1, 1], False, [0, 0], groups,
+              Out(np.float32, expected.shape, dim_order=order), expect=expected, tol=(1e-4, 1e-4))
+
+
+# A residual connection added in the convolution's stores (then relu):
+# the own kernel with whole and partial runs, channels-last outputs and
+# residuals, the wide-row 1x1 path, and float16 through oneDNN.
+@pytest.mark.parametrize("kernel", ["pterun::convolution_add.out",
+                                    "pterun::convolution_add_relu.out"])
+@pytest.mark.parametrize("dtype,tol", [(np.float32, (1e-4, 1e-4)), (np.float16, (1e-2, 2e-2))])
+@pytest.mark.parametrize("orders", [(None, None, None), (CL, CL, CL), (None, CL, None),
+                                    (CL, None, CL)])
+def test_conv_fused_residual(device, kernel, dtype, tol, orders):
+    xo, ro, oo = orders
+    x = normals(2, 8, 10, 9)
+    for w, stride, padding, groups in [(normals(16, 8, 3, 3), (1, 1), (1, 1), 1),
+                                       (normals(8, 1, 3, 3), (2, 2), (1, 1), 8),
+                                       (normals(12, 8, 1, 1), (1, 1), (0, 0), 1)]:
+        expected = ref_conv2d(x, w, None, stride, padding, (1, 1), groups)
+        res = normals(*expected.shape)
+        expected = expected + res
+        if kernel.endswith("relu.out"):
+            expected = np.maximum(expected, 0)
+        check(device, kernel, tensor(x, dtype, xo), tensor(w, dtype), None, list(stride),
+              list(padding), [1, 1], False, [0, 0], groups, tensor(res, dtype, ro),
+              Out(dtype, expected.shape, dim_order=oo), expect=expected, tol=tol)
+    x = normals(1, 16, 16, 16)
+    w = normals(24, 16, 1, 1)
+    expected = ref_conv2d(x, w, None, (1, 1), (0, 0), (1, 1), 1)
+    res = normals(*expected.shape)
+    expected = expected + res
+    if kernel.endswith("relu.out"):
+        expected = np.maximum(expected, 0)
+    check(device, kernel, tensor(x, dtype, xo), tensor(w, dtype), None, [1, 1], [0, 0], [1, 1],
+          False, [0, 0], 1, tensor(res, dtype, ro), Out(dtype, expected.shape, dim_order=oo),
+          expect=expected, tol=tol)
+
+
+def test_conv_fused_residual_shape_error(device):
+    check_error(device, "pterun::convolution_add.out", normals(1, 4, 6, 6), normals(8, 4, 3, 3),
+                None, [1, 1], [1, 1], [1, 1], False, [0, 0], 1, normals(1, 8, 5, 5),
+                Out(np.float32, (1, 8, 6, 6)), exc=ValueError, cpu_only="a CPU kernel")
+
+
+def test_conv_fused_hardtanh_keeps_nan_and_two_threads(device):
+    x = normals(1, 16, 32, 32)
+    x[0, 3, 5, 7] = np.nan
+    w = normals(16, 16, 3, 3)
+    fused(device, "pterun::convolution_hardtanh.out", x, w, normals(16), (1, 1), (1, 1), 1,
+          bounds=(0.0, 6.0), threads=2)

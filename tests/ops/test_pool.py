@@ -183,23 +183,28 @@ def test_max_pool_nan_propagates(device):
 
 
 @cpu_only("pterun::max_pool2d_values.out is a CPU kernel")
-@pytest.mark.parametrize("shape,k,s,p,order", [
-    ((359, 16, 8, 8), (2, 2), (2, 2), (0, 0), None),  # digits_cnn: the values-only loop
-    ((2, 3, 9, 37), (2, 2), (2, 2), (0, 0), None),  # odd sizes: vector blocks and a tail
-    ((2, 3, 8, 8), (2, 2), (2, 2), (0, 0), CL),  # channels-last: the full kernel
-    ((1, 2, 7, 7), (3, 3), (2, 2), (1, 1), None),  # not 2x2: the full kernel
+@pytest.mark.parametrize("shape,k,s,p,d,ceil,order,out_order", [
+    ((359, 16, 8, 8), (2, 2), (2, 2), (0, 0), (1, 1), False, None, None),  # digits_cnn: 2x2 loop
+    ((2, 3, 9, 37), (2, 2), (2, 2), (0, 0), (1, 1), False, None, None),  # vector blocks and a tail
+    ((2, 3, 8, 8), (2, 2), (2, 2), (0, 0), (1, 1), False, CL, None),  # the full kernel
+    ((1, 2, 7, 7), (3, 3), (2, 2), (1, 1), (1, 1), False, None, None),  # row by row
+    ((2, 5, 17, 15), (3, 3), (2, 2), (1, 1), (1, 1), True, None, None),  # ceil mode
+    ((1, 3, 12, 11), (3, 2), (1, 2), (1, 1), (2, 1), False, None, None),  # dilation
+    ((2, 16, 16, 16), (3, 3), (2, 2), (1, 1), (1, 1), False, CL, CL),  # channels at once
+    ((1, 5, 9, 8), (2, 3), (2, 1), (1, 1), (1, 2), True, CL, CL),
 ])
-def test_max_pool_values_only_kernel(device, shape, k, s, p, order):
+def test_max_pool_values_only_kernel(device, shape, k, s, p, d, ceil, order, out_order):
     # The kernel the executor runs when nothing reads the indices
     # (executor/rewrite.h): the same values; the indices are not written.
     x = normals(*shape)
     x[random(x.shape) < 0.02] = np.nan
-    ev, _ = ref_max_pool(x, k, s, p, (1, 1), False)
+    ev, _ = ref_max_pool(x, k, s, p, d, ceil)
     check(device, "pterun::max_pool2d_values.out", T(x, dim_order=order), list(k), list(s),
-          list(p), [1, 1], False, Out(np.float32, ev.shape), Out(np.int64, ev.shape),
-          expect=[ev, AnyValues(ev.shape)])
+          list(p), list(d), ceil, Out(np.float32, ev.shape, dim_order=out_order),
+          Out(np.int64, ev.shape), expect=[ev, AnyValues(ev.shape)])
     check(device, "pterun::max_pool2d_values.out", T(x, dim_order=order), list(k), list(s),
-          list(p), [1, 1], False, Out(np.float32, ev.shape), Out(np.int64, ev.shape))
+          list(p), list(d), ceil, Out(np.float32, ev.shape, dim_order=out_order),
+          Out(np.int64, ev.shape), num_threads=2)
 
 
 def test_max_pool_errors(device):

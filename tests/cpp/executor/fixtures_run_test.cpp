@@ -93,7 +93,8 @@ TEST(FixturesRun, SteadyStateCallsDoNotAllocate) {
   const int threads_before = get_num_threads();
   for (int threads : {1, 2}) {
     set_num_threads(threads);
-    for (const char* name : {"mlp", "gpt", "llama_block", "chain8", "cnn", "digits_cnn"}) {
+    for (const char* name : {"mlp", "gpt", "llama_block", "chain8", "cnn", "digits_cnn",
+                             "mobilenet_like", "resnet_like", "resnet_like_channels_last"}) {
       SCOPED_TRACE(std::string(name) + ", " + std::to_string(threads) + " threads");
       const json& entry = test::manifest()["fixtures"][name];
       auto program = load_fixture(entry);

@@ -1,11 +1,13 @@
 // The CPU's convolution (pterun/ops/conv.h: the front-end checks and
 // describes the problem; conv1d/conv2d, grouped and depthwise, transposed
-// with output_padding, any dim order of input, weight and out). Forward stride-1
-// f32 convolutions with a few output channels per group run our own
-// register-blocked kernel (conv_f32.cpp: no per-call allocation, unlike
-// oneDNN's execute); oneDNN runs the other f32 ones (and f16/bf16 through
-// it, see conv_dnnl.cpp); the direct kernel below covers f64, integers
-// (same-dtype wraparound, as torch) and anything oneDNN declines.
+// with output_padding, any dim order of input, weight and out). Forward
+// f32 convolutions run our own register-blocked kernel (conv_f32.cpp: no
+// per-call allocation, unlike oneDNN's execute); oneDNN runs transposed
+// f32 ones and f16/bf16 (see conv_dnnl.cpp); the direct kernel below
+// covers f64, integers (same-dtype wraparound, as torch) and anything
+// oneDNN declines. The fused activation of the convolution_relu /
+// _hardtanh / _hardswish kernels is applied by conv_f32 in its stores,
+// after the others by a pass over the output.
 
 #include <algorithm>
 #include <type_traits>
@@ -108,17 +110,65 @@ void conv_own(const KernelContext& ctx, const ConvProblem& p) {
   });
 }
 
+/// The fused activation of `p` (ops/conv.h) over its output, for the
+/// paths that do not apply it themselves.
+void activate_output(const KernelContext& ctx, const ConvProblem& p) {
+  if (p.activation == ops::ConvActivation::None && p.residual == nullptr) return;
+  kernels::visit(p.dtype, kernels::Family::FloatHBF16, "aten::convolution.out", [&]<typename S>() {
+    using C = kernels::ComputeOf<S>;
+    const C lo = static_cast<C>(p.clamp_min), hi = static_cast<C>(p.clamp_max);
+    const bool hardswish = p.activation == ops::ConvActivation::Hardswish;
+    const int64_t* os = p.out_strides;
+    const int64_t* rs = p.residual_strides;
+    S* out = static_cast<S*>(p.out);
+    const S* residual = static_cast<const S*>(p.residual);
+    cpu::parallel_for(ctx, p.n * p.oc, p.oh * p.ow, [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) {
+        S* plane = out + i / p.oc * os[0] + i % p.oc * os[1];
+        const S* res =
+            residual != nullptr ? residual + i / p.oc * rs[0] + i % p.oc * rs[1] : nullptr;
+        for (int64_t y = 0; y < p.oh; ++y) {
+          for (int64_t x = 0; x < p.ow; ++x) {
+            S& v = plane[y * os[2] + x * os[3]];
+            C c = kernels::convert<C>(v);
+            if (residual != nullptr) {
+              // The sum rounded to S first, as add.out would.
+              c = kernels::convert<C>(
+                  kernels::convert<S>(c + kernels::convert<C>(res[y * rs[2] + x * rs[3]])));
+            }
+            if (p.activation == ops::ConvActivation::None) {
+              v = kernels::convert<S>(c);
+            } else if (hardswish) {
+              C t = c + C(3);
+              t = t < C(0) ? C(0) : t;  // NaN stays NaN
+              t = t > C(6) ? C(6) : t;
+              v = kernels::convert<S>(c * t / C(6));
+            } else {
+              C t = c < lo ? lo : c;
+              t = t > hi ? hi : t;
+              v = kernels::convert<S>(t);
+            }
+          }
+        }
+      }
+    });
+  });
+}
+
 void convolution(KernelContext& ctx, const ConvProblem& p) {
   const char* op = "aten::convolution.out";
-  if (p.ic != 0 && (conv_f32(ctx, p) || conv_dnnl(ctx, p, op))) return;
-  kernels::visit(p.dtype, kernels::Family::RealHBF16, op,
-                 [&]<typename S>() { conv_own<S>(ctx, p); });
+  if (p.ic != 0 && conv_f32(ctx, p)) return;  // applies the activation itself
+  if (p.ic == 0 || !conv_dnnl(ctx, p, op)) {
+    kernels::visit(p.dtype, kernels::Family::RealHBF16, op,
+                   [&]<typename S>() { conv_own<S>(ctx, p); });
+  }
+  activate_output(ctx, p);
 }
 
 }  // namespace
 
 const ops::ConvBackend& conv_backend() {
-  static constexpr ops::ConvBackend kConv{&convolution};
+  static constexpr ops::ConvBackend kConv{&convolution, &convolution};
   return kConv;
 }
 

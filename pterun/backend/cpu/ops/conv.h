@@ -12,9 +12,9 @@ namespace pterun::cpu {
 using ops::ConvProblem;
 
 /// Runs `p` with our own f32 kernel (conv_f32.cpp) when it takes it:
-/// forward, stride 1, at least 4 output channels per group, a padded image
-/// that fits in L2; false otherwise, having done nothing. Allocation-free
-/// once scratch has grown. Uses ctx.scratch().
+/// forward (any stride, padding, dilation, groups), a band of padded input
+/// rows that fits in L2; false otherwise, having done nothing. Applies
+/// p.activation. Allocation-free once scratch has grown. Uses ctx.scratch().
 bool conv_f32(kernels::KernelContext& ctx, const ConvProblem& p);
 
 /// Runs `p` with oneDNN when it has an optimised implementation for it

@@ -313,6 +313,9 @@ bool conv_range(KernelContext& ctx, const ConvProblem& p, const char* op) {
   key.add({p.stride[0], p.stride[1], p.pad[0], p.pad[1], p.dilation[0], p.dilation[1], p.out_pad[0],
            p.out_pad[1]});
   for (int i = 0; i < 4; ++i) key.add({p.in_strides[i], p.w_strides[i], p.out_strides[i]});
+  // One plan per weight tensor: layers of one geometry would otherwise
+  // reorder their weights into a shared plan on every call.
+  key.add(static_cast<int64_t>(reinterpret_cast<uintptr_t>(p.weight)));
 
   thread_local du::PlanCache<ConvPlan> cache(128);
   ConvPlan& plan = cache.get(key, [&] { return make_plan(p); });

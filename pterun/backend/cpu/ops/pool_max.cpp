@@ -65,6 +65,13 @@ inline VecF<L> lanes(const float* p, int odd) {
   }
 }
 
+/// Eight floats from unaligned memory.
+inline V8f lanes_load(const float* p) {
+  V8f v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+
 /// Output columns [ox, ox + L) of 2x2, stride-2 windows without padding on
 /// contiguous rows r0 / r1 (rows y0, y0 + 1 of a plane iw wide). Visits the
 /// candidates in torch's order and keeps the first maximum (or last NaN).
@@ -307,6 +314,119 @@ bool max_pool_2x2_values(KernelContext& ctx, const ops::MaxPoolArgs& a) {
   return true;
 }
 
+/// Takes v over best when it is larger or NaN: a NaN, once taken, stays.
+/// Branch-free (a data-dependent branch here mispredicts on every other
+/// element).
+template <typename V>
+inline V take_max_value(V best, V v) {
+  return (v > best) | (v != v) ? v : best;
+}
+
+/// dst[x] = take_max_value(dst[x], src[x]) for x in [0, n), or a copy when
+/// `first`.
+inline void max_row_into(float* dst, const float* src, int64_t n, bool first) {
+  if (first) {
+    std::copy(src, src + n, dst);
+    return;
+  }
+  int64_t x = 0;
+  for (; x + 8 <= n; x += 8) {
+    const V8f m = take_max_value(lanes_load(dst + x), lanes_load(src + x));
+    std::memcpy(dst + x, &m, sizeof m);
+  }
+  for (; x < n; ++x) {
+    const V4f m = take_max_value(V4f{} + dst[x], V4f{} + src[x]);
+    dst[x] = m[0];
+  }
+}
+
+/// Widest row (padded) max_pool_rows_values handles with its stack buffer.
+constexpr int64_t kMaxPoolRow = 4096;
+
+/// Values of float max pooling (any window, stride, padding, dilation)
+/// over planes with contiguous rows: for each output row, the maximum of
+/// its window rows column by column into a padded row (-inf outside the
+/// input), then the maximum over each window's columns at every padded
+/// column, of which every stride-th is an output. NaN anywhere in a window
+/// gives NaN. False (nothing done) when the layout or the width does not
+/// suit.
+bool max_pool_rows_values(KernelContext& ctx, const ops::MaxPoolArgs& a) {
+  const Window& w = a.w;
+  const Planes& g = a.g;
+  const int64_t starts = (g.ow - 1) * w.s[1] + 1;       // columns where a window may start
+  const int64_t span = starts + (w.k[1] - 1) * w.d[1];  // padded columns read
+  const int64_t width = std::max(span, w.p[1] + g.iw) + 8;
+  if (a.in.dtype() != DType::Float32 || g.channels_inner || g.in[3] != 1 || g.out[3] != 1 ||
+      width > kMaxPoolRow) {
+    return false;
+  }
+  const float* src = a.in.data_as<const float>();
+  float* dst = a.out.data_as<float>();
+  const float lowest = -std::numeric_limits<float>::infinity();
+  const int64_t sw = w.s[1], kw = w.k[1], dw = w.d[1];
+  cpu::parallel_for(ctx, g.n * g.c, w.k[0] * w.k[1] * g.oh * g.ow, [&](int64_t b, int64_t e) {
+    alignas(64) float row[kMaxPoolRow];
+    alignas(64) float window[kMaxPoolRow];
+    std::fill(row, row + width, lowest);
+    float* interior = row + w.p[1];
+    for (int64_t plane = b; plane < e; ++plane) {
+      const int64_t n = plane / g.c, c = plane % g.c;
+      const float* in = src + n * g.in[0] + c * g.in[1];
+      float* o = dst + n * g.out[0] + c * g.out[1];
+      for (int64_t oy = 0; oy < g.oh; ++oy, o += g.out[2]) {
+        bool first = true;
+        for (int64_t ky = 0; ky < w.k[0]; ++ky) {
+          const int64_t y = oy * w.s[0] - w.p[0] + ky * w.d[0];
+          if (y < 0 || y >= g.ih) continue;
+          max_row_into(interior, in + y * g.in[2], g.iw, first);
+          first = false;
+        }
+        if (first) std::fill(interior, interior + g.iw, lowest);
+        // The window starting at every padded column, eight at a time.
+        for (int64_t x = 0; x < starts; x += 8) {
+          V8f best = lanes_load(row + x);
+          for (int64_t kx = 1; kx < kw; ++kx)
+            best = take_max_value(best, lanes_load(row + x + kx * dw));
+          std::memcpy(window + x, &best, sizeof best);
+        }
+        for (int64_t ox = 0; ox < g.ow; ++ox) o[ox] = window[ox * sw];
+      }
+    }
+  });
+  return true;
+}
+
+/// Values of float max pooling of a channels-last input: for each output
+/// pixel, the maximum over its window's pixels of all channels at once.
+bool max_pool_channels_last_values(KernelContext& ctx, const ops::MaxPoolArgs& a) {
+  const Window& w = a.w;
+  const Planes& g = a.g;
+  if (a.in.dtype() != DType::Float32 || !g.channels_inner || g.in[1] != 1 || g.out[1] != 1) {
+    return false;
+  }
+  const float* src = a.in.data_as<const float>();
+  float* dst = a.out.data_as<float>();
+  const float lowest = -std::numeric_limits<float>::infinity();
+  cpu::parallel_for(ctx, g.n * g.oh * g.ow, w.k[0] * w.k[1] * g.c, [&](int64_t b, int64_t e) {
+    for (int64_t item = b; item < e; ++item) {
+      const int64_t ox = item % g.ow, oy = (item / g.ow) % g.oh, n = item / (g.ow * g.oh);
+      float* o = dst + n * g.out[0] + oy * g.out[2] + ox * g.out[3];
+      std::fill(o, o + g.c, lowest);
+      for (int64_t ky = 0; ky < w.k[0]; ++ky) {
+        const int64_t y = oy * w.s[0] - w.p[0] + ky * w.d[0];
+        if (y < 0 || y >= g.ih) continue;
+        for (int64_t kx = 0; kx < w.k[1]; ++kx) {
+          const int64_t x = ox * w.s[1] - w.p[1] + kx * w.d[1];
+          if (x < 0 || x >= g.iw) continue;
+          const float* px = src + n * g.in[0] + y * g.in[2] + x * g.in[3];
+          max_row_into(o, px, g.c, false);
+        }
+      }
+    }
+  });
+  return true;
+}
+
 }  // namespace
 
 void max_pool2d(KernelContext& ctx, const ops::MaxPoolArgs& a) {
@@ -314,9 +434,14 @@ void max_pool2d(KernelContext& ctx, const ops::MaxPoolArgs& a) {
 }
 
 // pterun::max_pool2d_values.out (a load-time rewrite, executor/rewrite.h):
-// float 2x2 windows skip the indices.
+// float pooling skips the indices (2x2 stride-2 windows vectorised; other
+// windows row by row, or channels at once for channels-last input).
 void max_pool2d_values(KernelContext& ctx, const ops::MaxPoolArgs& a) {
-  if (!max_pool_2x2_values(ctx, a)) run_with_indices(ctx, a);
+  if (max_pool_2x2_values(ctx, a) || max_pool_rows_values(ctx, a) ||
+      max_pool_channels_last_values(ctx, a)) {
+    return;
+  }
+  run_with_indices(ctx, a);
 }
 
 }  // namespace pterun::cpu::pool

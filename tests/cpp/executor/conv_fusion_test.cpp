@@ -1,0 +1,151 @@
+// Convolution fusion finds conv -> batch norm -> relu / hardtanh chains with
+// constant weights and statistics, and leaves alone those whose
+// intermediate results something else reads.
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "pterun/executor/constant_fold.h"
+#include "pterun/executor/rewrite.h"
+#include "pterun/kernels/internal_ops.h"
+#include "tests/cpp/executor/fixture_calls.h"
+#include "tests/cpp/test_util.h"
+
+namespace pterun {
+namespace {
+
+std::vector<bool> inputs_and_outputs(const format::MethodDesc& d) {
+  std::vector<bool> keep(d.values.size(), false);
+  for (int32_t v : d.inputs) keep[v] = true;
+  for (int32_t v : d.outputs) keep[v] = true;
+  return keep;
+}
+
+std::vector<std::vector<bool>> none_idle(const format::MethodDesc& d) {
+  std::vector<std::vector<bool>> idle;
+  for (const auto& chain : d.chains) idle.emplace_back(chain.instructions.size(), false);
+  return idle;
+}
+
+// The instructions constant folding takes out (the hardswish's constant
+// 3 and 6 are copies of program constants).
+std::vector<std::vector<bool>> folded(const format::MethodDesc& d) {
+  auto idle = none_idle(d);
+  for (auto [c, k] : find_constant_instructions(d, inputs_and_outputs(d), Device::CPU)) {
+    idle[c][k] = true;
+  }
+  return idle;
+}
+
+std::vector<std::string> kernels_of(const std::vector<ConvFusion>& found) {
+  std::vector<std::string> names;
+  for (const ConvFusion& f : found) names.push_back(f.kernel != nullptr ? f.kernel : "batch norm");
+  return names;
+}
+
+std::string op_at(const format::MethodDesc& d, size_t chain, size_t k) {
+  return d.operators[d.chains[chain].instructions[k].index].full_name();
+}
+
+TEST(ConvFusion, CnnFoldsBothBatchNormsAndActivations) {
+  // cnn: conv -> batch norm -> relu -> max pool, conv -> batch norm -> relu6.
+  for (const char* name : {"cnn", "cnn_channels_last"}) {
+    SCOPED_TRACE(name);
+    auto program = test::load_fixture(test::manifest()["fixtures"][name]);
+    const auto& d = program->method("forward");
+    auto found = find_conv_fusions(d, inputs_and_outputs(d), none_idle(d));
+    ASSERT_EQ(found.size(), 2u);
+    EXPECT_STREQ(found[0].kernel, kernels::kConvReluKernel);
+    EXPECT_STREQ(found[1].kernel, kernels::kConvHardtanhKernel);
+    for (const ConvFusion& f : found) {
+      EXPECT_EQ(op_at(d, f.chain, f.conv), "aten::convolution.out");
+      ASSERT_EQ(f.idle.size(), 2u);
+      EXPECT_EQ(op_at(d, f.chain, f.idle[0]), "aten::_native_batch_norm_legit_no_training.out");
+      EXPECT_GE(f.conv_bias, 0);  // the cnn's convolutions have a bias
+      EXPECT_GE(f.bn_weight, 0);
+      // The fused kernel's arguments: the convolution's, the folded bias in
+      // the running mean's place, hardtanh's bounds, then the activation's
+      // out.
+      EXPECT_EQ(f.args[2], f.mean);
+      EXPECT_EQ(f.args.size(), f.kernel == kernels::kConvHardtanhKernel ? 12u : 10u);
+      EXPECT_EQ(f.args.back(), f.out);
+    }
+  }
+}
+
+TEST(ConvFusion, KeptIntermediatesAreNotFused) {
+  auto program = test::load_fixture(test::manifest()["fixtures"]["cnn"]);
+  const auto& d = program->method("forward");
+  auto first = find_conv_fusions(d, inputs_and_outputs(d), none_idle(d));
+  ASSERT_FALSE(first.empty());
+  // A caller that needs the normalised value keeps the activation out of
+  // the fusion; one that needs the convolution's result keeps it all out.
+  auto keep = inputs_and_outputs(d);
+  keep[first[0].dropped.back().first] = true;
+  auto found = find_conv_fusions(d, keep, none_idle(d));
+  ASSERT_EQ(found.size(), 2u);
+  EXPECT_EQ(found[0].kernel, nullptr);
+  EXPECT_EQ(found[0].idle.size(), 1u);
+  keep[first[0].dropped.front().first] = true;
+  found = find_conv_fusions(d, keep, none_idle(d));
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_STREQ(found[0].kernel, kernels::kConvHardtanhKernel);
+}
+
+TEST(ConvFusion, MobileNetAndResNetBlocks) {
+  // mobilenet_like: stem, four inverted residual blocks (relu6, then
+  // hardswish), head; two blocks add their input back. resnet_like: stem,
+  // two basic blocks whose second batch norm feeds the residual add and
+  // relu; the second block's strided 1x1 downsample adds the main path.
+  const std::string relu6 = kernels::kConvHardtanhKernel, hswish = kernels::kConvHardswishKernel,
+                    add = kernels::kConvAddKernel, bn = "batch norm";
+  const std::vector<std::string> mobilenet = {relu6,  relu6, add,    relu6,  relu6, bn,    hswish,
+                                              hswish, add,   hswish, hswish, bn,    hswish};
+  const std::string relu = kernels::kConvReluKernel, add_relu = kernels::kConvAddReluKernel;
+  const std::vector<std::string> resnet = {relu, relu, add_relu, relu, bn, add_relu};
+  for (auto [name, want] :
+       {std::pair{"mobilenet_like", mobilenet}, std::pair{"resnet_like", resnet},
+        std::pair{"resnet_like_channels_last", resnet}}) {
+    SCOPED_TRACE(name);
+    auto program = test::load_fixture(test::manifest()["fixtures"][name]);
+    const auto& d = program->method("forward");
+    auto found = find_conv_fusions(d, inputs_and_outputs(d), folded(d));
+    EXPECT_EQ(kernels_of(found), want);
+    for (const ConvFusion& f : found) {
+      if (f.kernel == kernels::kConvHardswishKernel) {
+        EXPECT_EQ(f.idle.size(), 6u);  // batch norm, add, clamp, clamp, mul, div
+        EXPECT_EQ(f.scalars.size(), 2u);
+      }
+      if (f.residual >= 0) {
+        EXPECT_EQ(f.args[9], f.residual);
+      }
+    }
+  }
+}
+
+TEST(ConvFusion, ActivationWithoutBatchNorm) {
+  // digits_cnn: conv -> relu twice, nothing to fold.
+  auto program = test::load_fixture(test::manifest()["fixtures"]["digits_cnn"]);
+  const auto& d = program->method("forward");
+  auto found = find_conv_fusions(d, inputs_and_outputs(d), folded(d));
+  ASSERT_EQ(found.size(), 2u);
+  for (const ConvFusion& f : found) {
+    EXPECT_STREQ(f.kernel, kernels::kConvReluKernel);
+    EXPECT_EQ(f.mean, -1);
+    EXPECT_EQ(f.idle.size(), 1u);
+    EXPECT_EQ(f.args[2], d.chains[f.chain].instructions[f.conv].args[2]);  // its own bias
+  }
+}
+
+TEST(ConvFusion, NoConvolutionNoFusion) {
+  for (const char* name : {"mlp", "gpt", "affine"}) {
+    auto program = test::load_fixture(test::manifest()["fixtures"][name]);
+    const auto& d = program->method("forward");
+    EXPECT_TRUE(find_conv_fusions(d, inputs_and_outputs(d), none_idle(d)).empty()) << name;
+  }
+}
+
+}  // namespace
+}  // namespace pterun
