@@ -193,6 +193,7 @@ def test_hf_names_from_tokenizer_config(tmp_path):
     assert (tok.bos_id, tok.eos_id) == (1, 0)
 
 
+@requires("pytorch_tokenizers", "tokenizers")
 def test_unreadable_tokenizers_raise(tmp_path):
     with pytest.raises(FileNotFoundError):
         load_tokenizer(tmp_path / "missing.model")
