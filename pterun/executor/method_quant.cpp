@@ -134,7 +134,10 @@ void Method::Loader::fuse_quantized() {
     };
     std::vector<int32_t> move;
     bool blocked = false;
-    for (auto [x, read_at] : f.reads) {
+    for (const auto& read : f.reads) {
+      // Plain copies, not structured bindings: lambdas below capture them.
+      const int32_t x = read.first;
+      const size_t read_at = read.second;
       const TensorDesc& xt = *d.values[x].tensor;
       if (xt.is_constant() || own_memory.count(x) || !is_planned(xt)) continue;
       bool clash = overlaps(xt, *d.values[f.out].tensor);

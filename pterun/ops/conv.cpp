@@ -8,6 +8,7 @@
 #include <limits>
 #include <span>
 
+#include "pterun/core/checked_math.h"
 #include "pterun/core/error.h"
 #include "pterun/kernels/common/dtype_util.h"
 #include "pterun/kernels/common/shape_util.h"
@@ -95,17 +96,29 @@ void convolution(KernelContext& ctx, const char* op, const Tensor& in, const Ten
     const size_t d = one_d ? 1 : i;  // slot in the 2-D problem
     const int64_t s = param(stride, i), pad = param(padding, i), dil = param(dilation, i);
     const int64_t k = w.size(2 + i), size = in.size(2 + i);
-    int64_t o;
+    int64_t o = 0;
+    // Sizes and parameters come from the program: every step is checked,
+    // so hostile values are an error, never a wrapped size.
+    int64_t padded = 0, span = 0, twice_pad = 0;
+    bool fits =
+        mul_i64(pad, 2, twice_pad) && add_i64(size, twice_pad, padded) && mul_i64(dil, k - 1, span);
     if (!transposed) {
-      o = (size + 2 * pad - dil * (k - 1) - 1) / s + 1;
-      PTERUN_CHECK(size + 2 * pad - dil * (k - 1) - 1 >= 0, ErrorCode::InvalidArgument, op,
-                   ": the kernel (size ", k, ", dilation ", dil,
-                   ") is larger than the padded input (", size + 2 * pad, ")");
+      int64_t room = 0;
+      fits = fits && sub_i64(padded, span, room) && sub_i64(room, 1, room);
+      PTERUN_CHECK(fits, ErrorCode::InvalidArgument, op, ": input size ", size, ", padding ", pad,
+                   ", kernel ", k, " and dilation ", dil, " overflow the output size");
+      PTERUN_CHECK(room >= 0, ErrorCode::InvalidArgument, op, ": the kernel (size ", k,
+                   ", dilation ", dil, ") is larger than the padded input (", padded, ")");
+      o = room / s + 1;
     } else {
       const int64_t op_pad = param(output_padding, i);
       PTERUN_CHECK(op_pad < s || op_pad < dil, ErrorCode::InvalidArgument, op,
                    ": output_padding must be smaller than stride or dilation, got ", op_pad);
-      o = (size - 1) * s - 2 * pad + dil * (k - 1) + op_pad + 1;
+      fits = fits && mul_i64(size - 1, s, o) && sub_i64(o, twice_pad, o) && add_i64(o, span, o) &&
+             add_i64(o, op_pad, o) && add_i64(o, 1, o);
+      PTERUN_CHECK(fits, ErrorCode::InvalidArgument, op, ": input size ", size, ", stride ", s,
+                   ", padding ", pad, ", kernel ", k, " and dilation ", dil,
+                   " overflow the output size");
       p.out_pad[d] = op_pad;
       PTERUN_CHECK(o > 0, ErrorCode::InvalidArgument, op, ": output size ", o, " is not positive");
     }

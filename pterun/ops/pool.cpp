@@ -5,6 +5,7 @@
 
 #include <span>
 
+#include "pterun/core/checked_math.h"
 #include "pterun/core/error.h"
 #include "pterun/core/value.h"
 #include "pterun/kernels/common/dtype_util.h"
@@ -96,10 +97,17 @@ Window make_window(const char* op, IntList kernel, IntList stride, IntList paddi
 /// torch's pooling_output_shape.
 int64_t pooled_size(const char* op, int64_t in, const Window& w, size_t i, bool ceil_mode) {
   const int64_t k = w.k[i], s = w.s[i], p = w.p[i], d = w.d[i];
-  const int64_t num = in + 2 * p - d * (k - 1) - 1 + (ceil_mode ? s - 1 : 0);
+  // Every step checked: sizes and parameters come from the program.
+  int64_t num = 0, twice_p = 0, span = 0, last = 0, reach = 0;
+  bool fits = mul_i64(p, 2, twice_p) && add_i64(in, twice_p, num) && mul_i64(d, k - 1, span) &&
+              sub_i64(num, span, num) && sub_i64(num, 1, num) &&
+              add_i64(num, ceil_mode ? s - 1 : 0, num) && add_i64(in, p, reach);
+  PTERUN_CHECK(fits, ErrorCode::InvalidArgument, op, ": input size ", in,
+               " and the window (kernel ", k, ", stride ", s, ", dilation ", d, ", padding ", p,
+               ") overflow the output size");
   int64_t out = (num >= 0 ? num / s : -((-num + s - 1) / s)) + 1;
   // The last window must start inside the input or its left padding.
-  if (ceil_mode && (out - 1) * s >= in + p) --out;
+  if (ceil_mode && mul_i64(out - 1, s, last) && last >= reach) --out;
   PTERUN_CHECK(out > 0, ErrorCode::InvalidArgument, op, ": input size ", in,
                " is too small for the window (kernel ", k, ", dilation ", d, ", padding ", p, ")");
   return out;

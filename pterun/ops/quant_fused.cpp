@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 
+#include "pterun/core/checked_math.h"
 #include "pterun/core/error.h"
 #include "pterun/kernels/common/shape_util.h"
 #include "pterun/ops/backend.h"
@@ -149,15 +150,18 @@ void quantized_conv2d_out(KernelContext& ctx, const Tensor& in, double in_scale,
                    weight.size(1) * groups == channels,
                ErrorCode::InvalidArgument, op, ": weight ", describe(weight), " and ", groups,
                " groups do not match the input ", describe(in));
-  const int64_t k = weight.size(1) * weight.size(2) * weight.size(3);
-  PTERUN_CHECK(k >= 1 && k <= kMaxDepth, ErrorCode::NotSupported, op, ": a window of ", k,
+  int64_t k = 0;
+  const bool k_fits = mul_i64(weight.size(1), weight.size(2), k) && mul_i64(k, weight.size(3), k);
+  PTERUN_CHECK(k_fits && k >= 1 && k <= kMaxDepth, ErrorCode::NotSupported, op, ": a window of ", k,
                " values (at most ", kMaxDepth, ")");
   std::array<int64_t, 4> shape = {in.size(0), out_channels, 0, 0};
   for (size_t i = 0; i < 2; ++i) {
-    const int64_t span = dilation[i] * (weight.size(2 + i) - 1) + 1;
-    const int64_t padded = in.size(2 + i) + 2 * padding[i];
-    PTERUN_CHECK(padded >= span, ErrorCode::InvalidArgument, op, ": the kernel ", describe(weight),
-                 " is larger than the padded input ", describe(in));
+    int64_t span = 0, padded = 0;
+    const bool fits = mul_i64(dilation[i], weight.size(2 + i) - 1, span) &&
+                      add_i64(span, 1, span) && mul_i64(padding[i], 2, padded) &&
+                      add_i64(padded, in.size(2 + i), padded);
+    PTERUN_CHECK(fits && padded >= span, ErrorCode::InvalidArgument, op, ": the kernel ",
+                 describe(weight), " is larger than the padded input ", describe(in));
     shape[2 + i] = (padded - span) / stride[i] + 1;
   }
   check_weight_terms(weight_scales, weight_sums, bias, out_channels, op);
