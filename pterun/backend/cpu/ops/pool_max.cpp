@@ -104,7 +104,8 @@ inline int64_t max2x2_s2_row(const float* r0, const float* r1, int64_t y0, int64
 
 /// Max pooling of one (n, c) plane. K > 0 means K x K windows without
 /// dilation: those lying fully inside the plane take an unrolled loop.
-template <int K, typename T, typename C>
+/// Without kIdx no index is stored (idx may be null).
+template <bool kIdx, int K, typename T, typename C>
 void max_pool_plane(const Planes& g, const Window& w, const T* src, T* dst, int64_t* idx,
                     const std::array<int64_t, 4>& is, const int64_t* x_first, const int64_t* x_end,
                     C lowest) {
@@ -121,9 +122,9 @@ void max_pool_plane(const Planes& g, const Window& w, const T* src, T* dst, int6
     const int64_t y1 = std::min(y_start + (kh - 1) * dh + 1, ih);
     const bool rows_inside = y_start >= 0 && y_start + K <= ih;
     T* out_row = dst + oy * out_h;
-    int64_t* idx_row = idx + oy * idx_h;
+    int64_t* idx_row = kIdx ? idx + oy * idx_h : nullptr;
     int64_t ox = 0;
-    if constexpr (K == 2 && std::is_same_v<T, float>) {
+    if constexpr (kIdx && K == 2 && std::is_same_v<T, float>) {
       // Stride-2 2x2 windows over contiguous rows, 8 outputs at a time.
       if (sw == 2 && in_w == 1 && out_w == 1 && rows_inside) {
         ox = max2x2_s2_row(src + y0 * in_h, src + (y0 + 1) * in_h, y0, iw, pw, ow, out_row, idx_row,
@@ -162,16 +163,16 @@ void max_pool_plane(const Planes& g, const Window& w, const T* src, T* dst, int6
         }
       }
       out_row[ox * out_w] = kernels::convert<T>(best);
-      idx_row[ox * idx_w] = index;
+      if constexpr (kIdx) idx_row[ox * idx_w] = index;
     }
   }
 }
 
-/// Max pooling with flat H*W indices. Candidates of a window are visited in
-/// torch's order (rows, then columns) and ties keep the first. Two loop
-/// orders: across output columns of one plane row, or, for channels-last
-/// input, across channels of one output pixel.
-template <typename T>
+/// Max pooling with flat H*W indices (stored only with kIdx). Candidates of
+/// a window are visited in torch's order (rows, then columns) and ties keep
+/// the first. Two loop orders: across output columns of one plane row, or,
+/// for channels-last input, across channels of one output pixel.
+template <bool kIdx, typename T>
 void max_pool(KernelContext& ctx, const Planes& g, const Window& w, const T* src, T* dst,
               int64_t* idx, const std::array<int64_t, 4>& is) {
   using C = kernels::ComputeOf<T>;
@@ -210,10 +211,12 @@ void max_pool(KernelContext& ctx, const Planes& g, const Window& w, const T* src
             }
           }
           T* out_px = dst + offset(g.out, n, c0, oy, ox);
-          int64_t* idx_px = idx + offset(is, n, c0, oy, ox);
-          const int64_t out_c = g.out[1], idx_c = is[1];
+          const int64_t out_c = g.out[1];
           for (int64_t c = 0; c < nc; ++c) out_px[c * out_c] = kernels::convert<T>(best[c]);
-          for (int64_t c = 0; c < nc; ++c) idx_px[c * idx_c] = index[c];
+          if constexpr (kIdx) {
+            int64_t* idx_px = idx + offset(is, n, c0, oy, ox);
+            for (int64_t c = 0; c < nc; ++c) idx_px[c * is[1]] = index[c];
+          }
         }
       }
     });
@@ -231,8 +234,9 @@ void max_pool(KernelContext& ctx, const Planes& g, const Window& w, const T* src
     cpu::parallel_for(ctx, g.n * g.c, cost * g.oh * g.ow, [&](int64_t b, int64_t e) {
       for (int64_t plane = b; plane < e; ++plane) {
         const int64_t n = plane / g.c, c = plane % g.c;
-        max_pool_plane<K>(g, w, src + n * g.in[0] + c * g.in[1], dst + offset(g.out, n, c, 0, 0),
-                          idx + offset(is, n, c, 0, 0), is, x_first, x_end, lowest);
+        max_pool_plane<kIdx, K>(
+            g, w, src + n * g.in[0] + c * g.in[1], dst + offset(g.out, n, c, 0, 0),
+            kIdx ? idx + offset(is, n, c, 0, 0) : nullptr, is, x_first, x_end, lowest);
       }
     });
   };
@@ -247,11 +251,12 @@ void max_pool(KernelContext& ctx, const Planes& g, const Window& w, const T* src
   }
 }
 
-void run_with_indices(KernelContext& ctx, const ops::MaxPoolArgs& a) {
+template <bool kIdx>
+void run(KernelContext& ctx, const ops::MaxPoolArgs& a) {
   const char* op = "aten::max_pool2d_with_indices.out";
   kernels::visit(a.in.dtype(), kernels::Family::RealHBF16, op, [&]<typename T>() {
-    max_pool<T>(ctx, a.g, a.w, a.in.data_as<T>(), a.out.data_as<T>(), a.indices.data_as<int64_t>(),
-                a.is);
+    max_pool<kIdx, T>(ctx, a.g, a.w, a.in.data_as<T>(), a.out.data_as<T>(),
+                      a.indices.data_as<int64_t>(), a.is);
   });
 }
 
@@ -309,14 +314,61 @@ bool max_pool_2x2_values(KernelContext& ctx, const ops::MaxPoolArgs& a) {
 
 }  // namespace
 
-void max_pool2d(KernelContext& ctx, const ops::MaxPoolArgs& a) {
-  run_with_indices(ctx, a);
+// XNNPACK's argmax pooling (ops::ArgMaxPoolArgs): border pixels stand in
+// for positions outside the input, windows are read column by column and
+// the first strictly largest value wins.
+void argmax_pool2d(KernelContext& ctx, const ops::ArgMaxPoolArgs& a) {
+  const char* op = "xnnpack::argmax_pooling2d";
+  const Planes& g = a.g;
+  const Window& w = a.w;
+  const bool wide = a.indices.dtype() == DType::Int64;
+  kernels::visit(a.in.dtype(), kernels::Family::FloatHBF16, op, [&]<typename T>() {
+    using C = kernels::ComputeOf<T>;
+    const T* src = a.in.data_as<const T>();
+    T* dst = a.out.data_as<T>();
+    for_each_output(ctx, g, w.k[0] * w.k[1],
+                    [&](int64_t in_plane, int64_t n, int64_t c, int64_t oy, int64_t ox) {
+                      const int64_t y_start = oy * w.k[0] - w.p[0];
+                      const int64_t x_start = ox * w.k[1] - w.p[1];
+                      C best = C(0);
+                      int64_t index = 0;
+                      for (int64_t px = 0; px < w.k[1]; ++px) {
+                        const int64_t x = std::clamp<int64_t>(x_start + px, 0, g.iw - 1);
+                        for (int64_t py = 0; py < w.k[0]; ++py) {
+                          const int64_t y = std::clamp<int64_t>(y_start + py, 0, g.ih - 1);
+                          const C v = static_cast<C>(src[in_plane + y * g.in[2] + x * g.in[3]]);
+                          const int64_t k = px * w.k[0] + py;
+                          if (k == 0 || v > best) {
+                            best = v;
+                            index = k;
+                          }
+                        }
+                      }
+                      dst[offset(g.out, n, c, oy, ox)] = kernels::convert<T>(best);
+                      const int64_t at = offset(a.is, n, c, oy, ox);
+                      if (wide) {
+                        a.indices.data_as<int64_t>()[at] = index;
+                      } else {
+                        a.indices.data_as<int32_t>()[at] = static_cast<int32_t>(index);
+                      }
+                    });
+  });
 }
 
-// pterun::max_pool2d_values.out (a load-time rewrite, executor/rewrite.h):
-// float 2x2 windows skip the indices.
+void max_pool2d(KernelContext& ctx, const ops::MaxPoolArgs& a) {
+  run<true>(ctx, a);
+}
+
+// pterun::max_pool2d_values.out (a load-time rewrite, executor/rewrite.h)
+// and xnnpack::max_pooling2d: float 2x2 windows skip the indices, and an
+// indices tensor without data gets none.
 void max_pool2d_values(KernelContext& ctx, const ops::MaxPoolArgs& a) {
-  if (!max_pool_2x2_values(ctx, a)) run_with_indices(ctx, a);
+  if (max_pool_2x2_values(ctx, a)) return;
+  if (a.indices.data() == nullptr) {
+    run<false>(ctx, a);
+  } else {
+    run<true>(ctx, a);
+  }
 }
 
 }  // namespace pterun::cpu::pool
