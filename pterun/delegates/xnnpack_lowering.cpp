@@ -77,6 +77,26 @@ const char* binary_op(T type) {
   }
 }
 
+float load_float(const uint8_t* p, DType dtype) {
+  if (dtype == DType::Float32) {
+    float f;
+    std::memcpy(&f, p, 4);
+    return f;
+  }
+  uint16_t bits;
+  std::memcpy(&bits, p, 2);
+  return dtype == DType::Float16 ? Half::half_bits_to_float(bits) : BFloat16::bits_to_float(bits);
+}
+
+void store_float(uint8_t* p, DType dtype, float f) {
+  if (dtype == DType::Float32) {
+    std::memcpy(p, &f, 4);
+    return;
+  }
+  const uint16_t bits = dtype == DType::Float16 ? Half(f).bits : BFloat16(f).bits;
+  std::memcpy(p, &bits, 2);
+}
+
 bool is_internal(const XnnValueDesc& v) {
   return !v.is_constant && v.external_id == kXnnInvalidId;
 }
@@ -140,9 +160,9 @@ XnnpackLowering::XnnpackLowering(MethodBuilder& builder, const format::XnnGraphD
 // Constant tensor of graph value `xv` in `dtype`: its own bytes when they
 // are of that dtype and aligned for it, else a converted or aligned copy
 // owned by the description (a bf16 fully-connected node's bias is stored
-// as fp32).
-int32_t XnnpackLowering::constant(int32_t xv, DType dtype) {
-  auto key = std::make_pair(xv, dtype);
+// as fp32). With `transpose`, a 2-D [R, C] value becomes [C, R].
+int32_t XnnpackLowering::constant(int32_t xv, DType dtype, bool transpose) {
+  auto key = std::make_tuple(xv, dtype, transpose);
   auto it = constants_.find(key);
   if (it != constants_.end()) return it->second;
   const XnnValueDesc& v = g_.values[xv];
@@ -150,24 +170,30 @@ int32_t XnnpackLowering::constant(int32_t xv, DType dtype) {
   format::TensorDesc t;
   t.dtype = dtype;
   t.sizes.assign(v.dims.begin(), v.dims.end());
+  if (transpose) std::swap(t.sizes[0], t.sizes[1]);
   t.dim_order.resize(t.sizes.size());
   std::iota(t.dim_order.begin(), t.dim_order.end(), uint8_t{0});
   t.storage = format::TensorStorage::Constant;
   t.numel = v.numel;
   t.nbytes = v.numel * element_size(dtype);
   std::span<const uint8_t> bytes = v.data;
-  const size_t align = element_size(dtype);
-  if (stored != dtype) {
-    // fp32 -> fp16 / bf16 (the only conversion the lowering asks for).
+  const size_t in_size = element_size(stored), out_size = element_size(dtype);
+  if (stored != dtype || transpose) {
+    // Element k of the result is element src(k) of the value; between float
+    // dtypes (xnnpack_unsupported() let no other reach a node).
     std::span<uint8_t> copy = b_.own(t.nbytes);
+    const uint64_t rows = transpose ? v.dims[0] : 1, cols = transpose ? v.dims[1] : v.numel;
     for (uint64_t k = 0; k < v.numel; ++k) {
-      float f;
-      std::memcpy(&f, v.data.data() + k * 4, 4);
-      const uint16_t bits = dtype == DType::Float16 ? Half(f).bits : BFloat16(f).bits;
-      std::memcpy(copy.data() + k * 2, &bits, 2);
+      const uint64_t src = transpose ? (k % rows) * cols + k / rows : k;
+      if (stored == dtype) {
+        std::memcpy(copy.data() + k * out_size, v.data.data() + src * in_size, in_size);
+      } else {
+        const float f = load_float(v.data.data() + src * in_size, stored);
+        store_float(copy.data() + k * out_size, dtype, f);
+      }
     }
     bytes = copy;
-  } else if (reinterpret_cast<uintptr_t>(bytes.data()) % align != 0) {
+  } else if (reinterpret_cast<uintptr_t>(bytes.data()) % out_size != 0) {
     std::span<uint8_t> copy = b_.own(bytes.size());
     std::memcpy(copy.data(), bytes.data(), bytes.size());
     bytes = copy;
@@ -271,16 +297,21 @@ uint64_t XnnpackLowering::lower_call(std::span<const int32_t> args, uint64_t are
     mapped[v] = b_.add_tensor(std::move(t));
   }
 
-  auto tensor = [&](int32_t xv) {
-    if (mapped[xv] < 0) mapped[xv] = constant(xv, dtype_of(g_.values[xv].datatype));
-    return mapped[xv];
-  };
-  auto optional = [&](int32_t xv, DType dtype) {
-    if (xv == kXnnNoValue) return b_.add_none();
-    return g_.values[xv].is_constant ? constant(xv, dtype) : tensor(xv);
-  };
   for (size_t n = 0; n < g_.nodes.size(); ++n) {
     const XnnNodeDesc& node = g_.nodes[n];
+    // A node's constant inputs in the dtype it computes in (its output's):
+    // the exporter keeps weights of fp16 nodes and biases of bf16 ones in
+    // fp32, which XNNPACK converts when it packs them.
+    const DType compute = dtype_of(g_.values[node.outputs[0]].datatype);
+    auto tensor = [&](int32_t xv) {
+      if (xv == kXnnNoValue) return b_.add_none();
+      const XnnValueDesc& v = g_.values[xv];
+      if (v.is_constant) {
+        const bool convert = node.type != T::Convert && compute != DType::Int32;
+        return constant(xv, convert ? compute : dtype_of(v.datatype));
+      }
+      return mapped[xv];
+    };
     const std::vector<int32_t>& in = node.inputs;
     const int32_t o = tensor(node.outputs[0]);
     const std::string what =
@@ -308,12 +339,21 @@ uint64_t XnnpackLowering::lower_call(std::span<const int32_t> args, uint64_t are
         break;
       }
       case T::FullyConnected: {
-        const DType dtype = dtype_of(g_.values[in[0]].datatype);
+        // A constant [N, K] filter is stored transposed, [K, N]: the GEMMs
+        // read a row-major right-hand side in place (as the plain export's
+        // addmm, whose transposed weight constant folding computes).
+        bool transposed = (node.flags & kFlagTransposeWeights) != 0;
+        int32_t filter = tensor(in[1]);
+        const XnnValueDesc& f = g_.values[in[1]];
+        if (f.is_constant && !transposed && f.dims.size() == 2) {
+          filter = constant(in[1], compute, true);
+          transposed = true;
+        }
         out.push_back(Call(b_, "xnnpack::fully_connected")
                           .value(tensor(in[0]))
-                          .value(tensor(in[1]))
-                          .value(optional(in[2], dtype))
-                          .flag((node.flags & kFlagTransposeWeights) != 0)
+                          .value(filter)
+                          .value(tensor(in[2]))
+                          .flag(transposed)
                           .range(node)
                           .done(o));
         break;
@@ -345,13 +385,12 @@ uint64_t XnnpackLowering::lower_call(std::span<const int32_t> args, uint64_t are
                      ErrorCode::InvalidProgram, what,
                      ": the filter's dims do not match the node's "
                      "kernel size, groups and channels");
-        const DType dtype = dtype_of(g_.values[in[0]].datatype);
         Call call(b_, node.type == T::Conv2d            ? "xnnpack::conv2d"
                       : node.type == T::DepthwiseConv2d ? "xnnpack::depthwise_conv2d"
                                                         : "xnnpack::conv_transpose2d");
         call.value(tensor(in[0]))
             .value(tensor(in[1]))
-            .value(optional(in[2], dtype))
+            .value(tensor(in[2]))
             .list({p.padding_top, p.padding_left});
         if (node.type == T::ConvTranspose2d) call.list({p.adjustment_height, p.adjustment_width});
         call.list({p.subsampling_height, p.subsampling_width})

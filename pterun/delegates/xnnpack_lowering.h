@@ -12,6 +12,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -42,15 +43,15 @@ class XnnpackLowering {
                       std::vector<format::InstructionDesc>& out);
 
  private:
-  int32_t constant(int32_t xnn_value, DType dtype);
+  int32_t constant(int32_t xnn_value, DType dtype, bool transpose = false);
   void check_external(const format::XnnValueDesc& v, int32_t arg) const;
 
   MethodBuilder& b_;
   const format::XnnGraphDesc& g_;
   std::string context_;
-  // Constant tensors made so far, by (graph value, dtype): shared by every
-  // call of the delegate.
-  std::map<std::pair<int32_t, DType>, int32_t> constants_;
+  // Constant tensors made so far, by (graph value, dtype, transposed):
+  // shared by every call of the delegate.
+  std::map<std::tuple<int32_t, DType, bool>, int32_t> constants_;
 };
 
 }  // namespace pterun::delegates

@@ -16,15 +16,13 @@ namespace {
 
 using xnn::check_float;
 using xnn::check_list;
-using xnn::memory_view;
+using xnn::In;
+using xnn::Out;
 using xnn::resize_memory;
 
-/// The checked views and output of one convolution node.
-struct ConvViews {
-  Tensor in, filter, out;
-};
-
-ConvViews views(const char* op, const Tensor& in, const Tensor& filter, const Tensor* bias,
+/// Checks the arguments every convolution node shares, then that input and
+/// filter (memory order) are 4-D.
+void check_args(const char* op, const Tensor& in, const Tensor& filter, const Tensor* bias,
                 const Tensor& out, IntList padding, IntList stride, IntList dilation) {
   check_float(in, "input", op);
   check_float(filter, "filter", op, &in);
@@ -33,11 +31,9 @@ ConvViews views(const char* op, const Tensor& in, const Tensor& filter, const Te
   check_list(padding, 2, 0, "padding", op);
   check_list(stride, 2, 1, "stride", op);
   check_list(dilation, 2, 1, "dilation", op);
-  ConvViews v{memory_view(in), memory_view(filter), {}};
-  PTERUN_CHECK(v.in.dim() == 4 && v.filter.dim() == 4, ErrorCode::InvalidArgument, op,
-               ": input and filter must be 4-D (NHWC and [O, KH, KW, I]), got ", describe(v.in),
-               " and ", describe(v.filter));
-  return v;
+  PTERUN_CHECK(in.dim() == 4 && filter.dim() == 4, ErrorCode::InvalidArgument, op,
+               ": input and filter must be 4-D (NHWC and [O, KH, KW, I]), got ", describe(in),
+               " and ", describe(filter));
 }
 
 void check_bias(const char* op, const Tensor* bias, int64_t oc) {
@@ -87,56 +83,63 @@ void xnn_conv2d(KernelContext& ctx, const Tensor& in, const Tensor& filter, cons
                 IntList padding, IntList stride, IntList dilation, int64_t groups, double out_min,
                 double out_max, Tensor& out) {
   const char* op = "xnnpack::conv2d";
-  ConvViews v = views(op, in, filter, bias, out, padding, stride, dilation);
-  const int64_t oc = v.filter.size(0), kh = v.filter.size(1), kw = v.filter.size(2);
-  const int64_t icg = v.filter.size(3);
-  PTERUN_CHECK(groups >= 1 && oc % groups == 0 && v.in.size(3) == groups * icg,
-               ErrorCode::InvalidArgument, op, ": input ", describe(v.in), ", filter ",
-               describe(v.filter), " and ", groups, " groups do not match");
+  check_args(op, in, filter, bias, out, padding, stride, dilation);
+  const In iv(in), fv(filter);
+  const Tensor& vi = *iv;
+  const Tensor& vf = *fv;
+  const int64_t oc = vf.size(0), kh = vf.size(1), kw = vf.size(2);
+  const int64_t icg = vf.size(3);
+  PTERUN_CHECK(groups >= 1 && oc % groups == 0 && vi.size(3) == groups * icg,
+               ErrorCode::InvalidArgument, op, ": input ", describe(vi), ", filter ", describe(vf),
+               " and ", groups, " groups do not match");
   check_bias(op, bias, oc);
   const std::array<int64_t, 4> dims{
-      v.in.size(0), conv_size(op, v.in.size(1), kh, padding[0], stride[0], dilation[0]),
-      conv_size(op, v.in.size(2), kw, padding[1], stride[1], dilation[1]), oc};
-  v.out = resize_memory(out, dims, op);
-  if (v.out.numel() == 0) return;
-  ConvProblem p = nhwc_problem(v.in, v.out, kh, kw, padding, stride, dilation);
+      vi.size(0), conv_size(op, vi.size(1), kh, padding[0], stride[0], dilation[0]),
+      conv_size(op, vi.size(2), kw, padding[1], stride[1], dilation[1]), oc};
+  const Out ov = resize_memory(out, dims, op);
+  Tensor& vo = *ov;
+  if (vo.numel() == 0) return;
+  ConvProblem p = nhwc_problem(vi, vo, kh, kw, padding, stride, dilation);
   p.groups = groups;
   // Filter [OC, KH, KW, IC/g] seen as torch's [OC, IC/g, KH, KW].
   const int64_t ws[4] = {kh * kw * icg, 1, kw * icg, icg};
   std::copy(ws, ws + 4, p.w_strides);
-  p.weight = v.filter.data();
+  p.weight = vf.data();
   p.bias = bias != nullptr ? bias->data() : nullptr;
-  if (v.in.numel() == 0 || v.filter.numel() == 0) p.ic = 0;
+  if (vi.numel() == 0 || vf.numel() == 0) p.ic = 0;
   backend(ctx).conv->convolution(ctx, p);
-  xnn::clamp_output(ctx, v.out, out_min, out_max, op);
+  xnn::clamp_output(ctx, vo, out_min, out_max, op);
 }
 
 void xnn_depthwise_conv2d(KernelContext& ctx, const Tensor& in, const Tensor& filter,
                           const Tensor* bias, IntList padding, IntList stride, IntList dilation,
                           double out_min, double out_max, Tensor& out) {
   const char* op = "xnnpack::depthwise_conv2d";
-  ConvViews v = views(op, in, filter, bias, out, padding, stride, dilation);
-  const int64_t c = v.in.size(3), kh = v.filter.size(1), kw = v.filter.size(2);
-  const int64_t oc = v.filter.size(3);
-  PTERUN_CHECK(v.filter.size(0) == 1 && c > 0 && oc % c == 0, ErrorCode::InvalidArgument, op,
-               ": filter ", describe(v.filter), " must be [1, KH, KW, C * multiplier] for input ",
-               describe(v.in));
+  check_args(op, in, filter, bias, out, padding, stride, dilation);
+  const In iv(in), fv(filter);
+  const Tensor& vi = *iv;
+  const Tensor& vf = *fv;
+  const int64_t c = vi.size(3), kh = vf.size(1), kw = vf.size(2);
+  const int64_t oc = vf.size(3);
+  PTERUN_CHECK(vf.size(0) == 1 && c > 0 && oc % c == 0, ErrorCode::InvalidArgument, op, ": filter ",
+               describe(vf), " must be [1, KH, KW, C * multiplier] for input ", describe(vi));
   check_bias(op, bias, oc);
   const std::array<int64_t, 4> dims{
-      v.in.size(0), conv_size(op, v.in.size(1), kh, padding[0], stride[0], dilation[0]),
-      conv_size(op, v.in.size(2), kw, padding[1], stride[1], dilation[1]), oc};
-  v.out = resize_memory(out, dims, op);
-  if (v.out.numel() == 0) return;
-  ConvProblem p = nhwc_problem(v.in, v.out, kh, kw, padding, stride, dilation);
+      vi.size(0), conv_size(op, vi.size(1), kh, padding[0], stride[0], dilation[0]),
+      conv_size(op, vi.size(2), kw, padding[1], stride[1], dilation[1]), oc};
+  const Out ov = resize_memory(out, dims, op);
+  Tensor& vo = *ov;
+  if (vo.numel() == 0) return;
+  ConvProblem p = nhwc_problem(vi, vo, kh, kw, padding, stride, dilation);
   p.groups = c;
   // Filter [1, KH, KW, OC] seen as torch's [OC, 1, KH, KW].
   const int64_t ws[4] = {1, kh * kw * oc, kw * oc, oc};
   std::copy(ws, ws + 4, p.w_strides);
-  p.weight = v.filter.data();
+  p.weight = vf.data();
   p.bias = bias != nullptr ? bias->data() : nullptr;
-  if (v.in.numel() == 0) p.ic = 0;
+  if (vi.numel() == 0) p.ic = 0;
   backend(ctx).conv->convolution(ctx, p);
-  xnn::clamp_output(ctx, v.out, out_min, out_max, op);
+  xnn::clamp_output(ctx, vo, out_min, out_max, op);
 }
 
 void xnn_conv_transpose2d(KernelContext& ctx, const Tensor& in, const Tensor& filter,
@@ -144,34 +147,38 @@ void xnn_conv_transpose2d(KernelContext& ctx, const Tensor& in, const Tensor& fi
                           IntList dilation, int64_t groups, double out_min, double out_max,
                           Tensor& out) {
   const char* op = "xnnpack::conv_transpose2d";
-  ConvViews v = views(op, in, filter, bias, out, padding, stride, dilation);
+  check_args(op, in, filter, bias, out, padding, stride, dilation);
+  const In iv(in), fv(filter);
+  const Tensor& vi = *iv;
+  const Tensor& vf = *fv;
   check_list(adjustment, 2, 0, "adjustment", op);
-  const int64_t oc = v.filter.size(0), kh = v.filter.size(1), kw = v.filter.size(2);
-  const int64_t icg = v.filter.size(3);
-  PTERUN_CHECK(groups >= 1 && oc % groups == 0 && v.in.size(3) == groups * icg,
-               ErrorCode::InvalidArgument, op, ": input ", describe(v.in), ", filter ",
-               describe(v.filter), " and ", groups, " groups do not match");
+  const int64_t oc = vf.size(0), kh = vf.size(1), kw = vf.size(2);
+  const int64_t icg = vf.size(3);
+  PTERUN_CHECK(groups >= 1 && oc % groups == 0 && vi.size(3) == groups * icg,
+               ErrorCode::InvalidArgument, op, ": input ", describe(vi), ", filter ", describe(vf),
+               " and ", groups, " groups do not match");
   check_bias(op, bias, oc);
-  std::array<int64_t, 4> dims{v.in.size(0), 0, 0, oc};
+  std::array<int64_t, 4> dims{vi.size(0), 0, 0, oc};
   const int64_t k[2] = {kh, kw};
   for (size_t i = 0; i < 2; ++i) {
     PTERUN_CHECK(adjustment[i] < stride[i], ErrorCode::InvalidArgument, op, ": adjustment ",
                  adjustment[i], " must be smaller than the stride ", stride[i]);
-    const int64_t size = v.in.size(1 + i);
+    const int64_t size = vi.size(1 + i);
     dims[1 + i] =
         (size - 1) * stride[i] + dilation[i] * (k[i] - 1) + 1 + adjustment[i] - 2 * padding[i];
     PTERUN_CHECK(size == 0 || dims[1 + i] > 0, ErrorCode::InvalidArgument, op, ": output size ",
                  dims[1 + i], " is not positive");
     if (size == 0) dims[1 + i] = 0;
   }
-  v.out = resize_memory(out, dims, op);
-  if (v.out.numel() == 0) return;
+  const Out ov = resize_memory(out, dims, op);
+  Tensor& vo = *ov;
+  if (vo.numel() == 0) return;
   // One problem per group: the filter of group g is rows [g * OCg, (g + 1) *
   // OCg) of [OC, KH, KW, ICg], seen as torch's transposed [ICg, OCg, KH, KW].
   const int64_t ocg = oc / groups;
   const size_t esize = in.element_size();
   for (int64_t g = 0; g < groups; ++g) {
-    ConvProblem p = nhwc_problem(v.in, v.out, kh, kw, padding, stride, dilation);
+    ConvProblem p = nhwc_problem(vi, vo, kh, kw, padding, stride, dilation);
     p.transposed = true;
     p.groups = 1;
     p.ic = icg;
@@ -180,14 +187,14 @@ void xnn_conv_transpose2d(KernelContext& ctx, const Tensor& in, const Tensor& fi
     p.out_pad[1] = adjustment[1];
     const int64_t ws[4] = {1, kh * kw * icg, kw * icg, icg};
     std::copy(ws, ws + 4, p.w_strides);
-    p.in = static_cast<const char*>(v.in.data()) + g * icg * esize;
-    p.out = static_cast<char*>(v.out.data()) + g * ocg * esize;
-    p.weight = static_cast<const char*>(v.filter.data()) + g * ocg * kh * kw * icg * esize;
+    p.in = static_cast<const char*>(vi.data()) + g * icg * esize;
+    p.out = static_cast<char*>(vo.data()) + g * ocg * esize;
+    p.weight = static_cast<const char*>(vf.data()) + g * ocg * kh * kw * icg * esize;
     p.bias = bias != nullptr ? static_cast<const char*>(bias->data()) + g * ocg * esize : nullptr;
-    if (v.in.numel() == 0) p.ic = 0;
+    if (vi.numel() == 0) p.ic = 0;
     backend(ctx).conv->convolution(ctx, p);
   }
-  xnn::clamp_output(ctx, v.out, out_min, out_max, op);
+  xnn::clamp_output(ctx, vo, out_min, out_max, op);
 }
 
 }  // namespace pterun::ops

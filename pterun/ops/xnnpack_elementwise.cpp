@@ -20,7 +20,8 @@ namespace {
 
 using xnn::check_float;
 using xnn::clamp_output;
-using xnn::memory_view;
+using xnn::In;
+using xnn::Out;
 using xnn::resize_memory;
 
 const ElementwiseBackend& elementwise(const KernelContext& ctx) {
@@ -47,12 +48,15 @@ void broadcast_binary(KernelContext& ctx, BinaryFn fn, const Tensor& a, const Te
   check_float(a, "input 1", op);
   check_float(b, "input 2", op, &a);
   check_float(out, "out", op, &a);
-  const Tensor va = memory_view(a), vb = memory_view(b);
-  const kernels::Shape shape = kernels::broadcast_shapes({va.sizes(), vb.sizes()}, op);
-  Tensor vo = resize_memory(out, shape.span(), op);
-  if (vo.numel() == 0) return;
-  elementwise(ctx).binary(ctx, {fn, a.dtype(), va, vb, Scalar::from_int(1), vo, op});
-  clamp_output(ctx, vo, lo, hi, op);
+  const In va(a), vb(b);
+  // Most nodes take equal shapes: no broadcast to work out.
+  const bool same = kernels::same_dims(va->sizes(), vb->sizes());
+  const kernels::Shape shape =
+      same ? kernels::Shape{} : kernels::broadcast_shapes({va->sizes(), vb->sizes()}, op);
+  const Out vo = resize_memory(out, same ? va->sizes() : shape.span(), op);
+  if (vo->numel() == 0) return;
+  elementwise(ctx).binary(ctx, {fn, a.dtype(), *va, *vb, Scalar::from_int(1), *vo, op});
+  clamp_output(ctx, *vo, lo, hi, op);
 }
 
 constexpr const char* unary_name(XnnUnary fn) {
@@ -96,14 +100,10 @@ constexpr UnaryFn unary_fn(XnnUnary fn) {
   }
 }
 
-/// Checks in and out and returns their memory-order views, out resized to
-/// in's shape; nullopt-like empty result when there is nothing to compute.
-std::array<Tensor, 2> same_shape(const Tensor& in, Tensor& out, const char* op) {
+/// Checks in and out (one float dtype) and resizes out to in's shape.
+void check_same(const Tensor& in, const Tensor& out, const char* op) {
   check_float(in, "input", op);
   check_float(out, "out", op, &in);
-  const Tensor vi = memory_view(in);
-  Tensor vo = resize_memory(out, vi.sizes(), op);
-  return {vi, vo};
 }
 
 }  // namespace
@@ -135,19 +135,21 @@ void xnn_prelu(KernelContext& ctx, const Tensor& in, const Tensor& slope, Tensor
 template <XnnUnary kFn>
 void xnn_unary(KernelContext& ctx, const Tensor& in, Tensor& out) {
   constexpr const char* op = unary_name(kFn);
-  auto [vi, vo] = same_shape(in, out, op);
-  if (vo.numel() == 0) return;
+  check_same(in, out, op);
+  const In vi(in);
+  const Out vo = resize_memory(out, vi->sizes(), op);
+  if (vo->numel() == 0) return;
   if constexpr (kFn == XnnUnary::Square) {
-    elementwise(ctx).binary_scalar(ctx, {ScalarFn::PowSquare, in.dtype(), vi, Scalar::from_int(2),
-                                         Scalar::from_int(1), vo, op});
+    elementwise(ctx).binary_scalar(ctx, {ScalarFn::PowSquare, in.dtype(), *vi, Scalar::from_int(2),
+                                         Scalar::from_int(1), *vo, op});
   } else if constexpr (kFn == XnnUnary::Gelu || kFn == XnnUnary::Hardswish) {
     const ActivationFn fn = kFn == XnnUnary::Gelu ? ActivationFn::Gelu : ActivationFn::Hardswish;
-    elementwise(ctx).activation(ctx, {.fn = fn, .in = vi, .out = vo, .op = op});
+    elementwise(ctx).activation(ctx, {.fn = fn, .in = *vi, .out = *vo, .op = op});
   } else {
     constexpr UnaryFn fn = unary_fn(kFn);
     constexpr bool floating = fn < UnaryFn::Logit;
     const DType compute = floating ? DType::Float32 : in.dtype();
-    elementwise(ctx).unary(ctx, {fn, compute, vi, vo, 0.0, op});
+    elementwise(ctx).unary(ctx, {fn, compute, *vi, *vo, 0.0, op});
   }
 }
 
@@ -170,45 +172,53 @@ template void xnn_unary<XnnUnary::Hardswish>(KernelContext&, const Tensor&, Tens
 void xnn_clamp(KernelContext& ctx, const Tensor& in, double min, double max, Tensor& out) {
   const char* op = "xnnpack::clamp";
   PTERUN_CHECK(!(min > max), ErrorCode::InvalidArgument, op, ": min ", min, " exceeds max ", max);
-  auto [vi, vo] = same_shape(in, out, op);
-  if (vo.numel() == 0) return;
+  check_same(in, out, op);
+  const In vi(in);
+  const Out vo = resize_memory(out, vi->sizes(), op);
+  if (vo->numel() == 0) return;
   const bool has_lo = !(std::isinf(min) && min < 0);
   const bool has_hi = !(std::isinf(max) && max > 0);
   if (!has_lo && !has_hi) {
-    backend(ctx).shape->copy(ctx, vo.data(), vo.strides(), vi.data(), vi.strides(), vi.sizes(),
-                             vi.element_size());
+    backend(ctx).shape->copy(ctx, vo->data(), vo->strides(), vi->data(), vi->strides(), vi->sizes(),
+                             vi->element_size());
     return;
   }
   std::optional<Scalar> lo, hi;
   if (has_lo) lo = Scalar::from_double(min);
   if (has_hi) hi = Scalar::from_double(max);
-  elementwise(ctx).clamp(ctx, {vi, lo, hi, in.dtype(), vo, op});
+  elementwise(ctx).clamp(ctx, {*vi, lo, hi, in.dtype(), *vo, op});
 }
 
 void xnn_leaky_relu(KernelContext& ctx, const Tensor& in, double negative_slope, Tensor& out) {
   const char* op = "xnnpack::leaky_relu";
-  auto [vi, vo] = same_shape(in, out, op);
-  if (vo.numel() == 0) return;
+  check_same(in, out, op);
+  const In vi(in);
+  const Out vo = resize_memory(out, vi->sizes(), op);
+  if (vo->numel() == 0) return;
   elementwise(ctx).activation(ctx, {.fn = ActivationFn::LeakyRelu,
-                                    .in = vi,
-                                    .out = vo,
+                                    .in = *vi,
+                                    .out = *vo,
                                     .negative_slope = Scalar::from_double(negative_slope),
                                     .op = op});
 }
 
 void xnn_elu(KernelContext& ctx, const Tensor& in, double alpha, Tensor& out) {
   const char* op = "xnnpack::elu";
-  auto [vi, vo] = same_shape(in, out, op);
-  if (vo.numel() == 0) return;
+  check_same(in, out, op);
+  const In vi(in);
+  const Out vo = resize_memory(out, vi->sizes(), op);
+  if (vo->numel() == 0) return;
   elementwise(ctx).activation(
-      ctx, {.fn = ActivationFn::Elu, .in = vi, .out = vo, .negative_scale = alpha, .op = op});
+      ctx, {.fn = ActivationFn::Elu, .in = *vi, .out = *vo, .negative_scale = alpha, .op = op});
 }
 
 void xnn_softmax(KernelContext& ctx, const Tensor& in, Tensor& out) {
   const char* op = "xnnpack::softmax";
-  auto [vi, vo] = same_shape(in, out, op);
-  if (vo.numel() == 0) return;
-  backend(ctx).softmax->softmax(ctx, {vi, vi.dim() - 1, false, vo});
+  check_same(in, out, op);
+  const In vi(in);
+  const Out vo = resize_memory(out, vi->sizes(), op);
+  if (vo->numel() == 0) return;
+  backend(ctx).softmax->softmax(ctx, {*vi, vi->dim() - 1, false, *vo});
 }
 
 }  // namespace pterun::ops

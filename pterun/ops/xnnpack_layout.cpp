@@ -6,13 +6,15 @@
 #include <optional>
 
 #include "pterun/core/error.h"
+#include "pterun/core/str_cat.h"
 #include "pterun/kernels/common/shape_util.h"
 #include "pterun/ops/backend.h"
 #include "pterun/ops/elementwise.h"
 
 namespace pterun::ops::xnn {
 
-Tensor memory_view(const Tensor& t) {
+template <bool kMutable>
+void Ordered<kMutable>::init_view(const Tensor& t) {
   std::array<int64_t, kMaxRank> dims{};
   size_t rank = t.dim();
   if (rank == 0) {
@@ -21,32 +23,40 @@ Tensor memory_view(const Tensor& t) {
   } else {
     for (size_t j = 0; j < rank; ++j) dims[j] = t.size(t.dim_order()[j]);
   }
-  Tensor view(t.dtype(), {dims.data(), rank});
-  view.set_data(t.data(), t.capacity());
-  return view;
+  view_.emplace(t.dtype(), std::span<const int64_t>(dims.data(), rank));
+  view_->set_data(t.data(), t.capacity());
 }
 
-Tensor resize_memory(Tensor& t, std::span<const int64_t> dims, const char* op) {
+template class Ordered<false>;
+template class Ordered<true>;
+
+Out resize_memory(Tensor& t, std::span<const int64_t> dims, const char* op) {
   if (t.dim() == 0) {
     PTERUN_CHECK(dims.size() == 1 && dims[0] == 1, ErrorCode::InvalidArgument, op,
                  ": the 0-d output cannot hold a result of shape ", shape_text(dims));
-    return memory_view(t);
+    return Out(t);
   }
   PTERUN_CHECK(dims.size() == t.dim(), ErrorCode::InvalidArgument, op, ": the result has ",
                dims.size(), " dims but the output ", describe(t), " has ", t.dim());
-  std::array<int64_t, kMaxRank> sizes{};
-  for (size_t j = 0; j < dims.size(); ++j) sizes[t.dim_order()[j]] = dims[j];
-  kernels::resize_output(t, {sizes.data(), dims.size()}, op);
-  return memory_view(t);
+  const bool in_order = in_memory_order(t);
+  if (in_order) {
+    kernels::resize_output(t, dims, op);
+  } else {
+    std::array<int64_t, kMaxRank> sizes{};
+    for (size_t j = 0; j < dims.size(); ++j) sizes[t.dim_order()[j]] = dims[j];
+    kernels::resize_output(t, {sizes.data(), dims.size()}, op);
+  }
+  return Out(t, in_order);
 }
 
-void check_float(const Tensor& t, const char* what, const char* op, const Tensor* like) {
+void fail_float(const Tensor& t, const char* what, const char* op, const Tensor* like) {
   const DType d = t.dtype();
   PTERUN_CHECK(d == DType::Float32 || d == DType::Float16 || d == DType::BFloat16,
                ErrorCode::InvalidArgument, op, ": ", what,
                " must be float32, float16 or bfloat16, got ", describe(t));
-  PTERUN_CHECK(like == nullptr || like->dtype() == d, ErrorCode::InvalidArgument, op, ": ", what,
-               " ", describe(t), " must have the input's dtype ", dtype_name(like->dtype()));
+  throw_error(ErrorCode::InvalidArgument, str_cat(op, ": ", what, " ", describe(t),
+                                                  " must have the input's dtype ",
+                                                  dtype_name(like->dtype())));
 }
 
 void clamp_output(kernels::KernelContext& ctx, Tensor& out, double lo, double hi, const char* op) {

@@ -17,7 +17,8 @@
 namespace pterun::ops {
 
 using xnn::check_float;
-using xnn::memory_view;
+using xnn::In;
+using xnn::Out;
 using xnn::resize_memory;
 
 void xnn_fully_connected(KernelContext& ctx, const Tensor& in, const Tensor& filter,
@@ -28,7 +29,9 @@ void xnn_fully_connected(KernelContext& ctx, const Tensor& in, const Tensor& fil
   check_float(filter, "filter", op, &in);
   check_float(out, "out", op, &in);
   if (bias != nullptr) check_float(*bias, "bias", op, &in);
-  const Tensor vi = memory_view(in), vf = memory_view(filter);
+  const In i_vi(in), i_vf(filter);
+  const Tensor& vi = *i_vi;
+  const Tensor& vf = *i_vf;
   PTERUN_CHECK(vf.dim() == 2, ErrorCode::InvalidArgument, op, ": filter must be 2-D, got ",
                describe(vf));
   const int64_t n = transpose_filter ? vf.size(1) : vf.size(0);
@@ -42,7 +45,8 @@ void xnn_fully_connected(KernelContext& ctx, const Tensor& in, const Tensor& fil
   kernels::Shape shape;
   for (size_t d = 0; d + 1 < vi.dim(); ++d) shape.push_back(vi.size(d));
   shape.push_back(n);
-  Tensor vo = resize_memory(out, shape.span(), op);
+  const Out o_vo = resize_memory(out, shape.span(), op);
+  Tensor& vo = *o_vo;
   if (vo.numel() == 0) return;
   GemmProblem p;
   p.dtype = in.dtype();
@@ -58,7 +62,8 @@ void xnn_fully_connected(KernelContext& ctx, const Tensor& in, const Tensor& fil
     // No products: every row is the bias (or zero).
     backend(ctx).shape->fill(ctx, vo, std::array<uint8_t, 8>{}.data());
     if (bias != nullptr) {
-      const Tensor vb = memory_view(*bias);
+      const In i_vb(*bias);
+      const Tensor& vb = *i_vb;
       backend(ctx).elementwise->binary(
           ctx, {BinaryFn::Add, in.dtype(), vo, vb, Scalar::from_int(1), vo, op});
     }
@@ -75,7 +80,9 @@ void xnn_batch_matrix_multiply(KernelContext& ctx, const Tensor& a, const Tensor
   check_float(a, "input 1", op);
   check_float(b, "input 2", op, &a);
   check_float(out, "out", op, &a);
-  const Tensor va = memory_view(a), vb = memory_view(b);
+  const In i_va(a), i_vb(b);
+  const Tensor& va = *i_va;
+  const Tensor& vb = *i_vb;
   PTERUN_CHECK(va.dim() >= 2 && vb.dim() >= 2, ErrorCode::InvalidArgument, op,
                ": both inputs need at least 2 dims, got ", describe(va), " and ", describe(vb));
   const size_t ra = va.dim(), rb = vb.dim();
@@ -89,7 +96,8 @@ void xnn_batch_matrix_multiply(KernelContext& ctx, const Tensor& a, const Tensor
   kernels::Shape shape = batch;
   shape.push_back(m);
   shape.push_back(n);
-  Tensor vo = resize_memory(out, shape.span(), op);
+  const Out o_vo = resize_memory(out, shape.span(), op);
+  Tensor& vo = *o_vo;
   if (vo.numel() == 0) return;
   if (k == 0) {
     backend(ctx).shape->fill(ctx, vo, std::array<uint8_t, 8>{}.data());

@@ -18,7 +18,8 @@ namespace {
 
 using xnn::check_float;
 using xnn::check_list;
-using xnn::memory_view;
+using xnn::In;
+using xnn::Out;
 using xnn::resize_memory;
 
 constexpr std::array<uint8_t, 4> kChannelsLast{0, 2, 3, 1};
@@ -40,7 +41,8 @@ Tensor nchw(const Tensor& t) {
 Tensor nhwc_input(const char* op, const Tensor& in, const Tensor& out) {
   check_float(in, "input", op);
   check_float(out, "out", op, &in);
-  Tensor v = memory_view(in);
+  const In i_v(in);
+  const Tensor& v = *i_v;
   PTERUN_CHECK(v.dim() == 4, ErrorCode::InvalidArgument, op, ": input must be 4-D (NHWC), got ",
                describe(v));
   return v;
@@ -84,7 +86,8 @@ void xnn_avg_pooling2d(KernelContext& ctx, const Tensor& in, IntList padding, In
   const std::array<int64_t, 4> dims{
       vi.size(0), pooled(op, vi.size(1), padding[0], padding[2], pooling[0], stride[0], 1),
       pooled(op, vi.size(2), padding[3], padding[1], pooling[1], stride[1], 1), vi.size(3)};
-  Tensor vo = resize_memory(out, dims, op);
+  const Out o_vo = resize_memory(out, dims, op);
+  Tensor& vo = *o_vo;
   if (vo.numel() == 0) return;
   const Tensor a = nchw(vi);
   Tensor b = nchw(vo);
@@ -111,7 +114,8 @@ void xnn_max_pooling2d(KernelContext& ctx, const Tensor& in, IntList padding, In
       pooled(op, vi.size(1), padding[0], padding[2], pooling[0], stride[0], dilation[0]),
       pooled(op, vi.size(2), padding[3], padding[1], pooling[1], stride[1], dilation[1]),
       vi.size(3)};
-  Tensor vo = resize_memory(out, dims, op);
+  const Out o_vo = resize_memory(out, dims, op);
+  Tensor& vo = *o_vo;
   if (vo.numel() == 0) return;
   const Tensor a = nchw(vi);
   Tensor b = nchw(vo);
@@ -137,8 +141,10 @@ void xnn_argmax_pooling2d(KernelContext& ctx, const Tensor& in, IntList padding,
   const std::array<int64_t, 4> dims{
       vi.size(0), pooled(op, vi.size(1), padding[0], padding[2], pooling[0], pooling[0], 1),
       pooled(op, vi.size(2), padding[3], padding[1], pooling[1], pooling[1], 1), vi.size(3)};
-  Tensor vo = resize_memory(out, dims, op);
-  Tensor vx = resize_memory(indices, dims, op);
+  const Out o_vo = resize_memory(out, dims, op);
+  Tensor& vo = *o_vo;
+  const Out o_vx = resize_memory(indices, dims, op);
+  Tensor& vx = *o_vx;
   if (vo.numel() == 0) return;
   const Tensor a = nchw(vi);
   Tensor b = nchw(vo);
@@ -159,7 +165,8 @@ void xnn_global_avg_pooling2d(KernelContext& ctx, const Tensor& in, bool keep_di
                describe(vi), " has no pixels to average");
   const std::array<int64_t, 4> kept{n, 1, 1, c};
   const std::array<int64_t, 2> flat{n, c};
-  Tensor vo = keep_dims ? resize_memory(out, kept, op) : resize_memory(out, flat, op);
+  const Out o_vo = keep_dims ? resize_memory(out, kept, op) : resize_memory(out, flat, op);
+  Tensor& vo = *o_vo;
   if (vo.numel() == 0) return;
   const Tensor a = nchw(vi);
   Tensor o4(vo.dtype(), kept);
@@ -180,7 +187,8 @@ void xnn_static_resize_bilinear2d(KernelContext& ctx, const Tensor& in, int64_t 
   PTERUN_CHECK(vi.size(1) > 0 && vi.size(2) > 0, ErrorCode::InvalidArgument, op, ": input ",
                describe(vi), " has no pixels");
   const std::array<int64_t, 4> dims{vi.size(0), new_height, new_width, vi.size(3)};
-  Tensor vo = resize_memory(out, dims, op);
+  const Out o_vo = resize_memory(out, dims, op);
+  Tensor& vo = *o_vo;
   if (vo.numel() == 0) return;
   const Tensor a = nchw(vi);
   Tensor b = nchw(vo);

@@ -15,14 +15,14 @@ namespace pterun::ops {
 namespace {
 
 using xnn::check_float;
-using xnn::memory_view;
+using xnn::In;
+using xnn::Out;
 using xnn::resize_memory;
 
-/// Checks in and out (any one float dtype) and returns in's view.
-Tensor input_view(const char* op, const Tensor& in, const Tensor& out) {
+/// Checks in and out: any one float dtype.
+void check_io(const char* op, const Tensor& in, const Tensor& out) {
   check_float(in, "input", op);
   check_float(out, "out", op, &in);
-  return memory_view(in);
 }
 
 void check_rank_list(const char* op, const char* what, IntList list, size_t rank) {
@@ -34,7 +34,9 @@ void check_rank_list(const char* op, const char* what, IntList list, size_t rank
 
 void xnn_static_transpose(KernelContext& ctx, const Tensor& in, IntList perm, Tensor& out) {
   const char* op = "xnnpack::static_transpose";
-  const Tensor vi = input_view(op, in, out);
+  check_io(op, in, out);
+  const In i_vi(in);
+  const Tensor& vi = *i_vi;
   const size_t r = vi.dim();
   check_rank_list(op, "perm", perm, r);
   std::array<bool, kMaxRank> seen{};
@@ -46,7 +48,8 @@ void xnn_static_transpose(KernelContext& ctx, const Tensor& in, IntList perm, Te
     dims.push_back(vi.size(p));
     src_strides.push_back(vi.stride(p));
   }
-  Tensor vo = resize_memory(out, dims.span(), op);
+  const Out o_vo = resize_memory(out, dims.span(), op);
+  Tensor& vo = *o_vo;
   if (vo.numel() == 0) return;
   mover(ctx).copy(ctx, vo.data(), vo.strides(), vi.data(), src_strides.span(), vo.sizes(),
                   vo.element_size());
@@ -54,7 +57,9 @@ void xnn_static_transpose(KernelContext& ctx, const Tensor& in, IntList perm, Te
 
 void xnn_static_reshape(KernelContext& ctx, const Tensor& in, IntList new_shape, Tensor& out) {
   const char* op = "xnnpack::static_reshape";
-  const Tensor vi = input_view(op, in, out);
+  check_io(op, in, out);
+  const In i_vi(in);
+  const Tensor& vi = *i_vi;
   PTERUN_CHECK(new_shape.size() <= kMaxRank, ErrorCode::InvalidArgument, op, ": new_shape has ",
                new_shape.size(), " dims");
   kernels::Shape dims;
@@ -84,7 +89,8 @@ void xnn_static_reshape(KernelContext& ctx, const Tensor& in, IntList new_shape,
                  shape_text(new_shape), " does not hold the ", vi.numel(), " elements of ",
                  describe(vi));
   }
-  Tensor vo = resize_memory(out, dims.span(), op);
+  const Out o_vo = resize_memory(out, dims.span(), op);
+  Tensor& vo = *o_vo;
   // Internal reshapes share their input's bytes (delegates/xnnpack_lowering.cpp).
   if (vo.numel() == 0 || vo.data() == vi.data()) return;
   copy_dense(mover(ctx), ctx, vo.data(), vi.data(), vi.numel(), vi.element_size());
@@ -93,7 +99,9 @@ void xnn_static_reshape(KernelContext& ctx, const Tensor& in, IntList new_shape,
 void xnn_static_slice(KernelContext& ctx, const Tensor& in, IntList offsets, IntList sizes,
                       Tensor& out) {
   const char* op = "xnnpack::static_slice";
-  const Tensor vi = input_view(op, in, out);
+  check_io(op, in, out);
+  const In i_vi(in);
+  const Tensor& vi = *i_vi;
   const size_t r = vi.dim();
   check_rank_list(op, "offsets", offsets, r);
   check_rank_list(op, "sizes", sizes, r);
@@ -107,7 +115,8 @@ void xnn_static_slice(KernelContext& ctx, const Tensor& in, IntList offsets, Int
     dims.push_back(size);
     start += off * vi.stride(d);
   }
-  Tensor vo = resize_memory(out, dims.span(), op);
+  const Out o_vo = resize_memory(out, dims.span(), op);
+  Tensor& vo = *o_vo;
   if (vo.numel() == 0) return;
   mover(ctx).copy(ctx, vo.data(), vo.strides(), element_at(vi, start), vi.strides(), vo.sizes(),
                   vo.element_size());
@@ -116,7 +125,9 @@ void xnn_static_slice(KernelContext& ctx, const Tensor& in, IntList offsets, Int
 void xnn_static_constant_pad(KernelContext& ctx, const Tensor& in, IntList pre, IntList post,
                              double padding_value, Tensor& out) {
   const char* op = "xnnpack::static_constant_pad";
-  const Tensor vi = input_view(op, in, out);
+  check_io(op, in, out);
+  const In i_vi(in);
+  const Tensor& vi = *i_vi;
   const size_t r = vi.dim();
   check_rank_list(op, "pre_paddings", pre, r);
   check_rank_list(op, "post_paddings", post, r);
@@ -127,7 +138,8 @@ void xnn_static_constant_pad(KernelContext& ctx, const Tensor& in, IntList pre, 
                  post[d], ") are out of range");
     dims.push_back(vi.size(d) + pre[d] + post[d]);
   }
-  Tensor vo = resize_memory(out, dims.span(), op);
+  const Out o_vo = resize_memory(out, dims.span(), op);
+  Tensor& vo = *o_vo;
   if (vo.numel() == 0) return;
   const Mover& m = mover(ctx);
   fill_scalar(ctx, vo, Scalar::from_double(padding_value), op, m);
@@ -142,7 +154,9 @@ void xnn_concatenate(KernelContext& ctx, TensorList inputs, int64_t axis, Tensor
   const char* op = "xnnpack::concatenate";
   PTERUN_CHECK(!inputs.empty() && inputs[0] != nullptr, ErrorCode::InvalidArgument, op,
                ": no inputs");
-  const Tensor first = input_view(op, *inputs[0], out);
+  check_io(op, *inputs[0], out);
+  const In i_first(*inputs[0]);
+  const Tensor& first = *i_first;
   const size_t r = first.dim();
   PTERUN_CHECK(axis >= 0 && static_cast<size_t>(axis) < r, ErrorCode::InvalidArgument, op,
                ": axis ", axis, " is not a dim of the ", r, "-d inputs");
@@ -152,7 +166,8 @@ void xnn_concatenate(KernelContext& ctx, TensorList inputs, int64_t axis, Tensor
   for (const Tensor* t : inputs) {
     PTERUN_CHECK(t != nullptr, ErrorCode::InvalidArgument, op, ": an input is missing");
     check_float(*t, "input", op, inputs[0]);
-    const Tensor v = memory_view(*t);
+    const In i_v(*t);
+    const Tensor& v = *i_v;
     PTERUN_CHECK(v.dim() == r, ErrorCode::InvalidArgument, op, ": inputs ", describe(first),
                  " and ", describe(v), " differ in rank");
     for (size_t d = 0; d < r; ++d) {
@@ -161,12 +176,14 @@ void xnn_concatenate(KernelContext& ctx, TensorList inputs, int64_t axis, Tensor
     }
     dims.dims[ax] += v.size(ax);
   }
-  Tensor vo = resize_memory(out, dims.span(), op);
+  const Out o_vo = resize_memory(out, dims.span(), op);
+  Tensor& vo = *o_vo;
   if (vo.numel() == 0) return;
   const Mover& m = mover(ctx);
   int64_t at = 0;
   for (const Tensor* t : inputs) {
-    const Tensor v = memory_view(*t);
+    const In i_v(*t);
+    const Tensor& v = *i_v;
     if (v.numel() > 0) {
       PTERUN_CHECK(v.data() != vo.data(), ErrorCode::InvalidArgument, op,
                    ": an input is the output");
@@ -179,8 +196,11 @@ void xnn_concatenate(KernelContext& ctx, TensorList inputs, int64_t axis, Tensor
 
 void xnn_copy(KernelContext& ctx, const Tensor& in, Tensor& out) {
   const char* op = "xnnpack::copy";
-  const Tensor vi = input_view(op, in, out);
-  Tensor vo = resize_memory(out, vi.sizes(), op);
+  check_io(op, in, out);
+  const In i_vi(in);
+  const Tensor& vi = *i_vi;
+  const Out o_vo = resize_memory(out, vi.sizes(), op);
+  Tensor& vo = *o_vo;
   if (vo.numel() == 0 || vo.data() == vi.data()) return;
   copy_dense(mover(ctx), ctx, vo.data(), vi.data(), vi.numel(), vi.element_size());
 }
@@ -189,8 +209,10 @@ void xnn_convert(KernelContext& ctx, const Tensor& in, Tensor& out) {
   const char* op = "xnnpack::convert";
   check_float(in, "input", op);
   check_float(out, "out", op);
-  const Tensor vi = memory_view(in);
-  Tensor vo = resize_memory(out, vi.sizes(), op);
+  const In i_vi(in);
+  const Tensor& vi = *i_vi;
+  const Out o_vo = resize_memory(out, vi.sizes(), op);
+  Tensor& vo = *o_vo;
   if (vo.numel() == 0) return;
   convert_copy(ctx, vo, vi, op, mover(ctx));
 }
