@@ -452,6 +452,12 @@ uint64_t XnnpackLowering::lower_call(std::span<const int32_t> args, uint64_t are
                           .done(o));
         break;
       case T::StaticReshape:
+        // A reshape between two internal values of static shape that share
+        // their bytes has nothing left to do at run time.
+        if (!dynamic && mapped[in[0]] != mapped[node.outputs[0]] &&
+            request_of[in[0]] >= 0 && request_of[in[0]] == request_of[node.outputs[0]]) {
+          break;
+        }
         out.push_back(Call(b_, "xnnpack::static_reshape")
                           .value(tensor(in[0]))
                           .list(std::get<format::XnnReshapeParams>(node.params).new_shape)

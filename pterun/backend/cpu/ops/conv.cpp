@@ -1,11 +1,12 @@
 // The CPU's convolution (pterun/ops/conv.h: the front-end checks and
 // describes the problem; conv1d/conv2d, grouped and depthwise, transposed
 // with output_padding, any dim order of input, weight and out). Forward stride-1
-// f32 convolutions with a few output channels per group run our own
-// register-blocked kernel (conv_f32.cpp: no per-call allocation, unlike
-// oneDNN's execute); oneDNN runs the other f32 ones (and f16/bf16 through
-// it, see conv_dnnl.cpp); the direct kernel below covers f64, integers
-// (same-dtype wraparound, as torch) and anything oneDNN declines.
+// f32 convolutions with a few output channels per group, into outputs whose
+// rows are contiguous, run our own register-blocked kernel (conv_f32.cpp: no
+// per-call allocation, unlike oneDNN's execute); oneDNN runs the other f32
+// ones (channels-last outputs included, and f16/bf16 through it, see
+// conv_dnnl.cpp); the direct kernel below covers f64, integers (same-dtype
+// wraparound, as torch) and anything oneDNN declines.
 
 #include <algorithm>
 #include <type_traits>

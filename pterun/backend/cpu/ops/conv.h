@@ -13,8 +13,9 @@ using ops::ConvProblem;
 
 /// Runs `p` with our own f32 kernel (conv_f32.cpp) when it takes it:
 /// forward, stride 1, at least 4 output channels per group, a padded image
-/// that fits in L2; false otherwise, having done nothing. Allocation-free
-/// once scratch has grown. Uses ctx.scratch().
+/// that fits in L2, an output whose rows are contiguous (not channels-last);
+/// false otherwise, having done nothing. Allocation-free once scratch has
+/// grown. Uses ctx.scratch().
 bool conv_f32(kernels::KernelContext& ctx, const ConvProblem& p);
 
 /// Runs `p` with oneDNN when it has an optimised implementation for it
