@@ -141,6 +141,13 @@ class ConstantSource {
                    ": constant_data entry ", index, " has an unreadable named key");
       key.assign(entry->named_key()->c_str(), entry->named_key()->size());
       auto bytes = named_.find(key);
+      // Without a .ptd the key may be in the one the program was exported
+      // with (weights kept out of the .pte): say so, as for the program's
+      // own external tensors.
+      PTERUN_CHECK(bytes.has_value() || named_.has_external_data(), ErrorCode::InvalidArgument,
+                   what, ": constant ", index, " names key '", printable(key),
+                   "', which the program's named data lacks: it needs external data (.ptd): "
+                   "pass it with data= when loading the program");
       PTERUN_CHECK(bytes.has_value(), ErrorCode::InvalidProgram, what, ": constant ", index,
                    " names key '", printable(key),
                    "', which neither the program's named data nor the .ptd file has");
