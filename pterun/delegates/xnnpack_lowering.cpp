@@ -199,7 +199,7 @@ int32_t XnnpackLowering::constant(int32_t xv, DType dtype, bool transpose) {
     bytes = copy;
   }
   t.data = bytes;
-  t.name = v.constant_key;
+  // No name: a method's named tensors are its attributes, these are not.
   const int32_t index = b_.add_tensor(std::move(t));
   constants_.emplace(key, index);
   return index;
@@ -454,8 +454,8 @@ uint64_t XnnpackLowering::lower_call(std::span<const int32_t> args, uint64_t are
       case T::StaticReshape:
         // A reshape between two internal values of static shape that share
         // their bytes has nothing left to do at run time.
-        if (!dynamic && mapped[in[0]] != mapped[node.outputs[0]] &&
-            request_of[in[0]] >= 0 && request_of[in[0]] == request_of[node.outputs[0]]) {
+        if (!dynamic && mapped[in[0]] != mapped[node.outputs[0]] && request_of[in[0]] >= 0 &&
+            request_of[in[0]] == request_of[node.outputs[0]]) {
           break;
         }
         out.push_back(Call(b_, "xnnpack::static_reshape")

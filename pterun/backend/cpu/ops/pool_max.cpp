@@ -200,13 +200,23 @@ void max_pool(KernelContext& ctx, const Planes& g, const Window& w, const T* src
         for (int64_t c0 = 0; c0 < g.c; c0 += kBlock) {
           const int64_t nc = std::min(kBlock, g.c - c0);
           std::fill(best, best + nc, lowest);
-          std::fill(index, index + nc, y0 * g.iw + x0);
+          if constexpr (kIdx) std::fill(index, index + nc, y0 * g.iw + x0);
           for (int64_t y = y0; y < y1; y += w.d[0]) {
             for (int64_t x = x0; x < x1; x += w.d[1]) {
               const T* px = src + n * g.in[0] + c0 + y * g.in[2] + x * g.in[3];
               const int64_t i = y * g.iw + x;
-              for (int64_t c = 0; c < nc; ++c) {
-                take_max(static_cast<C>(px[c]), i, best[c], index[c]);
+              if constexpr (kIdx) {
+                for (int64_t c = 0; c < nc; ++c) {
+                  take_max(static_cast<C>(px[c]), i, best[c], index[c]);
+                }
+              } else {
+                // Values only: a select per channel, which vectorises.
+                for (int64_t c = 0; c < nc; ++c) {
+                  const C v = static_cast<C>(px[c]);
+                  bool take = v > best[c];
+                  if constexpr (std::is_floating_point_v<C>) take = take || v != v;
+                  best[c] = take ? v : best[c];
+                }
               }
             }
           }
