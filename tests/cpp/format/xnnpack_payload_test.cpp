@@ -275,14 +275,14 @@ TEST_F(XnnpackPayload, EachDefectIsNamed) {
   }
 }
 
-// A key the named data lacks: with a .ptd given, the payload is damaged;
-// without one, the program needs the .ptd it was exported with (ValueError,
-// as for a plain program's external tensors).
+// A key the named data lacks: InvalidProgram (a damaged key and one in a
+// .ptd that was not given look the same); without a .ptd the message says
+// to pass one.
 TEST_F(XnnpackPayload, MissingNamedKeys) {
   Spec s;
   s.w_key = "nope";
   std::string err = error_of(s);
-  EXPECT_NE(err.find("InvalidArgument: test payload, value 1 (id 1, fp32[2, 3]): constant 1 "
+  EXPECT_NE(err.find("InvalidProgram: test payload, value 1 (id 1, fp32[2, 3]): constant 1 "
                      "names key 'nope', which the program's named data lacks"),
             std::string::npos)
       << err;
