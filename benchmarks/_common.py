@@ -75,10 +75,11 @@ def xnnpack_io(name: str, call: int = 0) -> tuple[list[np.ndarray], list[np.ndar
         return pick("in"), pick("out")
 
 
-def plain_twin(name: str, log=print) -> Path:
+def plain_twin(name: str, log=print, export_if_missing: bool = True) -> Path | None:
     """A plain (not delegated) export of XNNPACK fixture `name` with the same
     weights: `to_edge(export(module)).to_executorch()` of the module
-    tests/fixtures/models.py builds for it. Exported on first use and cached
+    tests/fixtures/models.py builds for it. Exported on first use (needs
+    ExecuTorch; None without it, or without `export_if_missing`) and cached
     under build/bench-xnnpack/, keyed by the hash of models.py."""
     import hashlib
 
@@ -86,6 +87,12 @@ def plain_twin(name: str, log=print) -> Path:
     path = PLAIN_CACHE / f"{name}-plain-{h}.pte"
     if path.exists():
         return path
+    if not export_if_missing:
+        return None
+    try:
+        import executorch  # noqa: F401
+    except ImportError:
+        return None
     import torch
     from executorch.exir import to_edge
     from torch.export import export
