@@ -53,6 +53,63 @@ def fixture_io(name: str, call: int = 0) -> tuple[list[np.ndarray], list[np.ndar
         return pick("in"), pick("out")
 
 
+XNNPACK_FIXTURES = FIXTURES / "xnnpack"
+PLAIN_CACHE = REPO / "build" / "bench-xnnpack"
+
+
+def xnnpack_pte(name: str) -> Path:
+    """The XNNPACK-delegated fixture `name` (tests/fixtures/xnnpack/)."""
+    return XNNPACK_FIXTURES / f"{name}.pte"
+
+
+def xnnpack_io(name: str, call: int = 0) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """Inputs and ExecuTorch + XNNPACK outputs of call `call` of XNNPACK
+    fixture `name`."""
+    with np.load(XNNPACK_FIXTURES / f"{name}.npz") as d:
+        def pick(side: str) -> list[np.ndarray]:
+            pre = f"c{call}_{side}"
+            ks = sorted((k for k in d.keys() if k.startswith(pre) and k[len(pre):].isdigit()),
+                        key=lambda k: int(k[len(pre):]))
+            return [np.ascontiguousarray(d[k]) for k in ks]
+
+        return pick("in"), pick("out")
+
+
+def plain_twin(name: str, log=print, export_if_missing: bool = True) -> Path | None:
+    """A plain (not delegated) export of XNNPACK fixture `name` with the same
+    weights: `to_edge(export(module)).to_executorch()` of the module
+    tests/fixtures/models.py builds for it. Exported on first use (needs
+    ExecuTorch; None without it, or without `export_if_missing`) and cached
+    under build/bench-xnnpack/, keyed by the hash of models.py."""
+    import hashlib
+
+    h = hashlib.sha256((FIXTURES / "models.py").read_bytes()).hexdigest()[:12]
+    path = PLAIN_CACHE / f"{name}-plain-{h}.pte"
+    if path.exists():
+        return path
+    if not export_if_missing:
+        return None
+    try:
+        import executorch  # noqa: F401
+    except ImportError:
+        return None
+    import torch
+    from executorch.exir import to_edge
+    from torch.export import export
+
+    log(f"  exporting the plain twin of {name} ({path.relative_to(REPO)}) ...")
+    models = fixture_models()
+    module, _ = models.build_xnnpack(name)
+    ins, _ = xnnpack_io(name)
+    example = tuple(torch.from_numpy(a.copy()) for a in ins)
+    pte = to_edge(export(module, example, strict=False)).to_executorch().buffer
+    PLAIN_CACHE.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_bytes(pte)
+    tmp.replace(path)
+    return path
+
+
 # --------------------------------------------------------------------------
 # Checking outputs
 # --------------------------------------------------------------------------

@@ -11,6 +11,11 @@ with cuda_graphs=False, kernel by kernel.
   is complete before the next starts (pterun's call waits for the device
   once, B19; torch's is followed by torch.cuda.synchronize()). A second row
   per model gives the full host round trip: NumPy in, NumPy out.
+- xnnpack: the XNNPACK-delegated fixtures (tests/fixtures/xnnpack/, --xnnpack)
+  on the GPU: the delegated file beside its plain twin (the same weights
+  exported without a partitioner: build/bench-xnnpack/, made by
+  benchmarks/models.py or here when ExecuTorch is installed; carry that
+  folder to a machine without it) and torch, device input and output.
 - calls: per-call cost of `out = m([x])[0]` on `chain8` (Method and Module),
   `scale_256` and `scale_2048` with x a torch CUDA tensor (and, as the floor
   of pterun's own cost, a pterun.Tensor on the GPU), the loop of
@@ -39,6 +44,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _common as C  # noqa: E402
 
 MODELS = ["gpt", "llama_block", "cnn"]
+XNNPACK = ["mobilenet", "resnet", "transformer", "lstm", "mlp"]
 CALLS = ["chain8", "scale_256", "scale_2048"]
 
 
@@ -64,11 +70,14 @@ def check(label, got, expected):
         raise RuntimeError(f"{label}: outputs differ from the fixture's: {why}")
 
 
-def torch_module(torch, name):
+def torch_module(torch, name, xnnpack=False):
     """The fixture's torch module on the GPU (chain8/scale from models.py;
-    `scale_*` are Scale at two sizes)."""
+    `scale_*` are Scale at two sizes; `xnnpack`: an XNNPACK fixture's)."""
     models = C.fixture_models()
-    module = models.Scale().eval() if name.startswith("scale_") else models.build(name)
+    if xnnpack:
+        module = models.build_xnnpack(name)[0]
+    else:
+        module = models.Scale().eval() if name.startswith("scale_") else models.build(name)
     return module.to("cuda")
 
 
@@ -109,6 +118,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--models", default=",".join(MODELS))
     ap.add_argument("--calls", default=",".join(CALLS))
+    ap.add_argument("--xnnpack", default=",".join(XNNPACK), help="XNNPACK fixtures ('' to skip)")
     ap.add_argument("--repeat", type=int, default=30, help="timed rounds")
     ap.add_argument("--batch-ms", type=float, default=20.0, help="target time of one batch")
     ap.add_argument("--markdown", action="store_true")
@@ -123,6 +133,35 @@ def main() -> int:
     print(f"GPU: {torch.cuda.get_device_name(0)}; torch {torch.__version__}; "
           f"pterun from {Path(pterun.__file__).parent} (source tree {C.git_revision()})")
     tables = []
+
+    rows = []
+    for name in [n for n in args.xnnpack.split(",") if n]:
+        ins, expected = C.xnnpack_io(name)
+        x_pt = pterun.Tensor.from_host(ins[0], device="cuda:0")
+        peers = []
+        plain = C.plain_twin(name, log=print)
+        files = [("pterun XNN", C.xnnpack_pte(name))] + ([("pterun plain", plain)] if plain else [])
+        for label, path in files:
+            program = pterun.load_program(str(path))
+            for graphs in (True, False):
+                m = program.load_method("forward", device="cuda:0", cuda_graphs=graphs)
+                res = m([x_pt])
+                check(f"{label} {name}", [r.to_host().numpy() for r in res], expected)
+                del res
+                peers.append(C.Peer(label + ("" if graphs else ", no CUDA graph"),
+                                    timed(lambda m=m: m([x_pt])[0])))
+        if plain is None:
+            print(f"{name}: no plain twin (build/bench-xnnpack/; needs ExecuTorch to export)")
+        module = torch_module(torch, name, xnnpack=True)
+        peers += torch_peers(torch, name, module, torch.from_numpy(ins[0].copy()).to("cuda"),
+                             expected)
+        C.run_interleaved(peers, args.repeat, target_s=args.batch_ms / 1e3, max_n=100000)
+        base = peers[0]
+        for p in peers:
+            rows.append([name, p.name, C.fmt_us(p.median_ns()), C.fmt_us(p.min_ns()),
+                         C.fmt_ratio(p.median_ns(), base.median_ns())])
+    if rows:
+        tables.append(("xnnpack (ratio to pterun XNN)", rows))
 
     for section, names in (("models", args.models), ("calls", args.calls)):
         rows = []

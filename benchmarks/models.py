@@ -37,6 +37,19 @@ dequantize, float op, quantize), ExecuTorch on the int8 program (its
 portable and quantized kernels), and pterun and ExecuTorch on the float
 twin. Ratios are peer / pterun int8.
 
+A second table times the XNNPACK-delegated fixtures (tests/fixtures/xnnpack/,
+--xnnpack; input `c0_in*`):
+
+- pterun XNN: the delegated file (its delegates expanded into pterun's kernels).
+- pterun plain: the plain twin, the same module and weights exported without
+  a partitioner (`to_edge(...).to_executorch()`, cached under
+  build/bench-xnnpack/).
+- ET+XNNPACK: ExecuTorch 1.5.1 running the delegated file with XNNPACK (its
+  threadpool sized with --threads).
+- ET plain: ExecuTorch running the plain twin (optimized + portable kernels).
+
+Their outputs are checked against ExecuTorch + XNNPACK's saved outputs.
+
 Every peer's outputs are checked against pterun's (and pterun's against the
 fixture's torch outputs) before timing. Each round times one batch of calls
 per peer, in a shuffled order; the figure is the median over rounds of the
@@ -61,6 +74,7 @@ import _common as C  # noqa: E402
 import numpy as np  # noqa: E402
 
 MODELS = ["mlp", "cnn", "gpt", "llama_block", "digits_cnn"]
+XNNPACK_MODELS = ["mobilenet", "resnet", "transformer", "lstm", "mlp"]
 RTOL, ATOL = 1e-4, 1e-4  # peer vs pterun, and pterun vs torch eager
 
 
@@ -68,22 +82,23 @@ def log(*a):
     print(*a, file=sys.stderr, flush=True)
 
 
-def make_pterun_peer(pterun, name, ins, expected) -> C.Peer:
+def make_pterun_peer(pterun, name, ins, expected, path=None, label="pterun") -> C.Peer:
+    path = path or C.fixture_pte(name)
     try:
-        m = pterun.load_program(str(C.fixture_pte(name))).load_method("forward")
+        m = pterun.load_program(str(path)).load_method("forward")
     except NotImplementedError as exc:
-        return C.Peer("pterun", None, "missing kernel", str(exc))
+        return C.Peer(label, None, "missing kernel", str(exc))
     except Exception as exc:  # noqa: BLE001
-        return C.Peer("pterun", None, "load error", f"{type(exc).__name__}: {exc}")
+        return C.Peer(label, None, "load error", f"{type(exc).__name__}: {exc}")
     try:
         outs = [o.numpy() for o in m(ins)]
     except NotImplementedError as exc:
-        return C.Peer("pterun", None, "missing kernel", str(exc))
+        return C.Peer(label, None, "missing kernel", str(exc))
     except Exception as exc:  # noqa: BLE001
-        return C.Peer("pterun", None, "run error", f"{type(exc).__name__}: {exc}")
+        return C.Peer(label, None, "run error", f"{type(exc).__name__}: {exc}")
     ok, diff, why = C.compare(outs, expected, RTOL, ATOL)
     if not ok:
-        return C.Peer("pterun", None, "wrong result", f"vs torch eager: {why}")
+        return C.Peer(label, None, "wrong result", f"vs the expected outputs: {why}")
 
     def batch(n: int) -> int:
         t0 = time.perf_counter_ns()
@@ -91,7 +106,7 @@ def make_pterun_peer(pterun, name, ins, expected) -> C.Peer:
             [o.numpy() for o in m(ins)]
         return time.perf_counter_ns() - t0
 
-    p = C.Peer("pterun", batch, detail=f"max |diff| vs torch {diff:.2g}")
+    p = C.Peer(label, batch, detail=f"max |diff| vs expected {diff:.2g}")
     p.outputs = outs
     return p
 
@@ -105,18 +120,18 @@ def check_peer(p: C.Peer, outs, ref) -> C.Peer:
     return p
 
 
-def make_et_peer(name, ins, ref) -> C.Peer:
+def make_et_peer(name, ins, ref, path=None, label="ExecuTorch") -> C.Peer:
     try:
         import torch
         from executorch.runtime import Runtime
     except ImportError as exc:
-        return C.Peer("ExecuTorch", None, "n/a", f"not installed ({exc})")
+        return C.Peer(label, None, "n/a", f"not installed ({exc})")
     try:
-        m = Runtime.get().load_program(str(C.fixture_pte(name))).load_method("forward")
+        m = Runtime.get().load_program(str(path or C.fixture_pte(name))).load_method("forward")
         tin = [torch.from_numpy(a) for a in ins]
         outs = [o.numpy() for o in m.execute(tin)]
     except Exception as exc:  # noqa: BLE001
-        return C.Peer("ExecuTorch", None, "error", f"{type(exc).__name__}: {exc}"[:300])
+        return C.Peer(label, None, "error", f"{type(exc).__name__}: {exc}"[:300])
 
     def batch(n: int) -> int:
         t0 = time.perf_counter_ns()
@@ -124,7 +139,7 @@ def make_et_peer(name, ins, ref) -> C.Peer:
             [o.numpy() for o in m.execute(tin)]
         return time.perf_counter_ns() - t0
 
-    return check_peer(C.Peer("ExecuTorch", batch), outs, ref)
+    return check_peer(C.Peer(label, batch), outs, ref)
 
 
 def make_enr_peer(enr, note, name, ins, ref, tmpdir) -> C.Peer:
@@ -267,6 +282,8 @@ def main() -> int:
                     help="pterun.set_num_threads, ORT intra-op threads, torch and ExecuTorch threadpool "
                          "(default 2; the networks suite takes a list, default 1,2)")
     ap.add_argument("--models", default=None, help="comma-separated fixture (or network) names")
+    ap.add_argument("--xnnpack", default=",".join(XNNPACK_MODELS),
+                    help="comma-separated XNNPACK fixtures (tests/fixtures/xnnpack/; '' to skip)")
     ap.add_argument("--repeat", type=int, default=40, help="timed rounds per model (default 40)")
     ap.add_argument("--batch-ms", type=float, default=5.0,
                     help="target time of one batch (default 5 ms; a call slower than that is a batch of 1)")
@@ -330,9 +347,49 @@ def main() -> int:
     if enr is not None:
         enr.close()
 
-    # ---- tables
+    # XNNPACK-delegated fixtures: pterun on the delegated file and on its
+    # plain twin, ExecuTorch on both.
+    xresults = {}
+    for name in [m for m in args.xnnpack.split(",") if m]:
+        log(f"== xnnpack/{name}")
+        ins, expected = C.xnnpack_io(name, 0)
+        try:
+            plain = C.plain_twin(name, log=log)
+        except Exception as exc:  # noqa: BLE001
+            log(f"  plain export failed: {type(exc).__name__}: {exc}")
+            plain = None
+        delegated = C.xnnpack_pte(name)
+        pt = make_pterun_peer(pterun, name, ins, expected, delegated, "pterun XNN")
+        ref = getattr(pt, "outputs", expected)
+        peers = [pt]
+        if plain is not None:
+            peers.append(make_pterun_peer(pterun, name, ins, ref, plain, "pterun plain"))
+        peers.append(make_et_peer(name, ins, ref, delegated, "ET+XNNPACK"))
+        if plain is not None:
+            peers.append(make_et_peer(name, ins, ref, plain, "ET plain"))
+        for p in peers:
+            log(f"  {p.name:12s} {p.status:14s} {p.detail[:200]}")
+        C.run_interleaved(peers, args.repeat, target_s=args.batch_ms / 1000, max_n=100_000)
+        xresults[name] = peers
+
+    report(results, N, args.markdown, "")
+    if xresults:
+        print()
+        print("XNNPACK-delegated fixtures (tests/fixtures/xnnpack/): ratio = peer time / pterun XNN time")
+        report(xresults, N, args.markdown, "pterun XNN")
+    print()
+    print("# load average at end: " + " ".join(f"{x:.2f}" for x in os.getloadavg()))
+    tmp.cleanup()
+    return 0
+
+
+def report(results, N, markdown, first) -> None:
+    """The median, best-batch and spread tables of one set of results (the
+    first peer of each model is the one ratios divide by)."""
+    if not results:
+        return
     names = [p.name for p in next(iter(results.values()))] if results else []
-    headers = ["model"] + [f"{n} µs" for n in names] + [f"{n}/pterun" for n in names[1:]]
+    headers = ["model"] + [f"{n} µs" for n in names] + [f"{n}/{first or 'pterun'}" for n in names[1:]]
 
     def table(stat) -> list[list[str]]:
         rows = []
@@ -347,11 +404,12 @@ def main() -> int:
         return rows
 
     print()
-    print(f"Median per-call latency (µs), threads={N}; ratio = peer time / pterun time (>1: pterun faster)")
-    C.print_table(headers, table(C.Peer.median_ns), args.markdown)
+    print(f"Median per-call latency (µs), threads={N}; ratio = peer time / {first or 'pterun'} time "
+          "(>1: pterun faster)")
+    C.print_table(headers, table(C.Peer.median_ns), markdown)
     print()
     print("Best batch (minimum over rounds of the per-call mean, µs): less sensitive to other jobs on the machine")
-    C.print_table(headers, table(C.Peer.min_ns), args.markdown)
+    C.print_table(headers, table(C.Peer.min_ns), markdown)
 
     print()
     print("Spread over rounds: 25th-75th percentile of the per-batch means (µs per call); calls per batch:")
@@ -365,7 +423,7 @@ def main() -> int:
             else:
                 cells.append("-")
         nrows.append(cells)
-    C.print_table(["model"] + names, nrows, args.markdown)
+    C.print_table(["model"] + names, nrows, markdown)
 
     notes = []
     for model, peers in results.items():
@@ -377,10 +435,6 @@ def main() -> int:
         print("Not timed:")
         for n in notes:
             print("  - " + n)
-    print()
-    print("# load average at end: " + " ".join(f"{x:.2f}" for x in os.getloadavg()))
-    tmp.cleanup()
-    return 0
 
 
 if __name__ == "__main__":

@@ -123,7 +123,15 @@ ordered_json describe(const Program& program) {
     mj["external_keys_missing"] = program.missing_external_keys(m.name);
     ordered_json support;
     for (auto device : {Device::CPU, Device::CUDA}) {
-      SupportReport r = check_support(m, device);
+      // As the method runs (its XNNPACK delegates expanded); a payload that
+      // cannot be read is reported, not fatal.
+      SupportReport r;
+      try {
+        r = check_support(program, m.name, device);
+      } catch (const Error& e) {
+        r = check_support(m, device);
+        r.other.push_back(e.what());
+      }
       if (device == Device::CUDA && !backend::built_with_cuda()) {
         r.other.push_back("this build has no CUDA backend");
       }

@@ -58,7 +58,7 @@ void Method::Loader::analyse_instructions() {
 
 void Method::Loader::check_support() {
   auto device = m.options_.device;
-  SupportReport report = pterun::check_support(d, device);
+  SupportReport report = pterun::check_support(*m.program_, d.name, device);
   if (!report.ok()) throw_error(ErrorCode::NotImplemented, report.describe(d.name, device));
   check_quant_params(d);
   std::vector<std::string> missing = m.program_->missing_external_keys(d.name);
@@ -372,8 +372,10 @@ std::unique_ptr<Method> Method::load(std::shared_ptr<const Program> program,
   if (options.device == Device::CUDA) backend::require_cuda_device(options.device_index);
   std::unique_ptr<Method> m(new Method());
   m->program_ = std::move(program);
-  m->desc_ = &m->program_->method(name);
-  m->meta_.emplace(m->program_, *m->desc_);
+  // The method as it runs (delegate calls expanded); its metadata is the
+  // file's.
+  m->desc_ = &m->program_->runnable_method(name);
+  m->meta_.emplace(m->program_, m->program_->method(name));
   m->options_ = options;
   if (options.device == Device::CPU) m->options_.device_index = 0;
   m->context_.device = options.device;

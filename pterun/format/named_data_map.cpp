@@ -4,6 +4,7 @@ namespace pterun::format {
 
 NamedDataMap::NamedDataMap(const ProgramDesc& program, const ExternalData* external) {
   // emplace keeps the first entry of a key, so the .ptd wins a duplicate.
+  has_external_ = external != nullptr;
   if (external != nullptr) {
     for (const auto& e : external->entries) entries_.emplace(e.key, e.data);
   }

@@ -23,7 +23,11 @@ class NamedDataMap {
 
   size_t size() const { return entries_.size(); }
 
+  /// True when a .ptd file's entries were merged in.
+  bool has_external_data() const { return has_external_; }
+
  private:
+  bool has_external_ = false;
   std::unordered_map<std::string_view, std::span<const uint8_t>> entries_;
 };
 

@@ -141,6 +141,14 @@ class ConstantSource {
                    ": constant_data entry ", index, " has an unreadable named key");
       key.assign(entry->named_key()->c_str(), entry->named_key()->size());
       auto bytes = named_.find(key);
+      // Without a .ptd the key may be in the one the program was exported
+      // with (weights kept out of the .pte): the message says so. A damaged
+      // key looks the same (a flipped hex digit is another hex digit), so
+      // the error stays InvalidProgram.
+      PTERUN_CHECK(bytes.has_value() || named_.has_external_data(), ErrorCode::InvalidProgram,
+                   what, ": constant ", index, " names key '", printable(key),
+                   "', which the program's named data lacks (no .ptd file was given: if the "
+                   "program keeps its weights in one, pass it with data= when loading it)");
       PTERUN_CHECK(bytes.has_value(), ErrorCode::InvalidProgram, what, ": constant ", index,
                    " names key '", printable(key),
                    "', which neither the program's named data nor the .ptd file has");

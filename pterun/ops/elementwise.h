@@ -45,6 +45,7 @@ enum class BinaryFn : uint8_t {
   BitwiseAnd,  // integral or bool compute
   BitwiseOr,
   BitwiseXor,
+  Prelu,  // a < 0 ? a * b : a, floating compute (XNNPACK's PReLU)
 };
 
 /// out = fn(a, b) broadcast, inputs converted to the compute type of

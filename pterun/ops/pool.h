@@ -45,6 +45,21 @@ struct MaxPoolArgs {
   std::array<int64_t, 4> is;
 };
 
+/// XNNPACK's argmax pooling (xnnpack::argmax_pooling2d): windows of w.k at
+/// stride w.k from -w.p (w.s is w.k), positions outside the input reading
+/// the nearest border pixel, visited column by column (x outer, y inner);
+/// out is the first strictly largest value of each window and indices (int32
+/// or int64, strides `is` over (N, C, H, W)) its position x * k_h + y. A
+/// floating dtype; the input's H and W are not empty.
+struct ArgMaxPoolArgs {
+  const Tensor& in;
+  Tensor& out;
+  Tensor& indices;
+  Window w;
+  Planes g;
+  std::array<int64_t, 4> is;
+};
+
 /// Average pooling; in's dtype is floating or int64 (which sums and
 /// divides as int64). `divisor`, when given, is nonzero.
 struct AvgPoolArgs {
@@ -78,12 +93,14 @@ struct ResampleArgs {
 struct PoolBackend {
   void (*max_pool)(KernelContext& ctx, const MaxPoolArgs& a);
   /// max_pool where nothing reads the indices: out must be written, the
-  /// indices may be left as they were.
+  /// indices may be left as they were; an indices tensor without data is
+  /// never written.
   void (*max_pool_values)(KernelContext& ctx, const MaxPoolArgs& a);
   void (*avg_pool)(KernelContext& ctx, const AvgPoolArgs& a);
   void (*adaptive_avg_pool)(KernelContext& ctx, const AdaptiveAvgPoolArgs& a);
   void (*upsample_nearest)(KernelContext& ctx, const ResampleArgs& a);
   void (*upsample_bilinear)(KernelContext& ctx, const ResampleArgs& a);
+  void (*argmax_pool)(KernelContext& ctx, const ArgMaxPoolArgs& a);
 };
 
 // max_pool2d_with_indices.out(Tensor self, int[2] kernel_size, int[2] stride=[],

@@ -23,6 +23,7 @@
 #include "pterun/ops/reduce.h"
 #include "pterun/ops/shape.h"
 #include "pterun/ops/softmax.h"
+#include "pterun/ops/xnnpack.h"
 
 namespace pterun::ops {
 namespace {
@@ -332,6 +333,52 @@ constexpr OpDef kOps[] = {
     def<&quantized_linear_out>(kernels::kQuantizedLinearKernel, F::Quant),
     def<&quantized_conv2d_out>(kernels::kQuantizedConv2dKernel, F::Quant),
     def<&quantized_mean_out>(kernels::kQuantizedMeanKernel, F::Quant),
+
+    // ---- xnnpack: an XNNPACK delegate's nodes (delegates/xnnpack_lowering.cpp) --
+    def<&xnn_binary<BinaryFn::Add>>("xnnpack::add", F::Elementwise),
+    def<&xnn_binary<BinaryFn::Sub>>("xnnpack::subtract", F::Elementwise),
+    def<&xnn_binary<BinaryFn::Mul>>("xnnpack::multiply", F::Elementwise),
+    def<&xnn_binary<BinaryFn::Div>>("xnnpack::divide", F::Elementwise),
+    def<&xnn_binary<BinaryFn::Minimum>>("xnnpack::minimum", F::Elementwise),
+    def<&xnn_binary<BinaryFn::Maximum>>("xnnpack::maximum", F::Elementwise),
+    def<&xnn_prelu>("xnnpack::prelu", F::Elementwise),
+    def<&xnn_unary<XnnUnary::Sigmoid>>("xnnpack::sigmoid", F::Elementwise),
+    def<&xnn_unary<XnnUnary::Floor>>("xnnpack::floor", F::Elementwise),
+    def<&xnn_unary<XnnUnary::Ceiling>>("xnnpack::ceiling", F::Elementwise),
+    def<&xnn_unary<XnnUnary::SquareRoot>>("xnnpack::square_root", F::Elementwise),
+    def<&xnn_unary<XnnUnary::ReciprocalSquareRoot>>("xnnpack::reciprocal_square_root",
+                                                    F::Elementwise),
+    def<&xnn_unary<XnnUnary::Abs>>("xnnpack::abs", F::Elementwise),
+    def<&xnn_unary<XnnUnary::Negate>>("xnnpack::negate", F::Elementwise),
+    def<&xnn_unary<XnnUnary::Square>>("xnnpack::square", F::Elementwise),
+    def<&xnn_unary<XnnUnary::Log>>("xnnpack::log", F::Elementwise),
+    def<&xnn_unary<XnnUnary::Exp>>("xnnpack::exp", F::Elementwise),
+    def<&xnn_unary<XnnUnary::Tanh>>("xnnpack::tanh", F::Elementwise),
+    def<&xnn_unary<XnnUnary::Sin>>("xnnpack::sin", F::Elementwise),
+    def<&xnn_unary<XnnUnary::Cos>>("xnnpack::cos", F::Elementwise),
+    def<&xnn_unary<XnnUnary::Gelu>>("xnnpack::gelu", F::Elementwise),
+    def<&xnn_unary<XnnUnary::Hardswish>>("xnnpack::hardswish", F::Elementwise),
+    def<&xnn_leaky_relu>("xnnpack::leaky_relu", F::Elementwise),
+    def<&xnn_elu>("xnnpack::elu", F::Elementwise),
+    def<&xnn_clamp>("xnnpack::clamp", F::Elementwise),
+    def<&xnn_softmax>("xnnpack::softmax", F::Softmax),
+    def<&xnn_fully_connected>("xnnpack::fully_connected", F::Matmul),
+    def<&xnn_batch_matrix_multiply>("xnnpack::batch_matrix_multiply", F::Matmul),
+    def<&xnn_conv2d>("xnnpack::conv2d", F::Conv),
+    def<&xnn_depthwise_conv2d>("xnnpack::depthwise_conv2d", F::Conv),
+    def<&xnn_conv_transpose2d>("xnnpack::conv_transpose2d", F::Conv),
+    def<&xnn_avg_pooling2d>("xnnpack::avg_pooling2d", F::Pool),
+    def<&xnn_max_pooling2d>("xnnpack::max_pooling2d", F::Pool),
+    def<&xnn_argmax_pooling2d>("xnnpack::argmax_pooling2d", F::Pool),
+    def<&xnn_global_avg_pooling2d>("xnnpack::global_avg_pooling2d", F::Pool),
+    def<&xnn_static_resize_bilinear2d>("xnnpack::static_resize_bilinear2d", F::Pool),
+    def<&xnn_static_transpose>("xnnpack::static_transpose", F::Shape),
+    def<&xnn_static_reshape>("xnnpack::static_reshape", F::Shape),
+    def<&xnn_static_slice>("xnnpack::static_slice", F::Shape),
+    def<&xnn_static_constant_pad>("xnnpack::static_constant_pad", F::Shape),
+    def<&xnn_concatenate>("xnnpack::concatenate", F::Shape),
+    def<&xnn_copy>("xnnpack::copy", F::Shape),
+    def<&xnn_convert>("xnnpack::convert", F::Shape),
 };
 
 }  // namespace

@@ -59,6 +59,41 @@ const format::MethodDesc& Program::method(const std::string& name) const {
   return *m;
 }
 
+const Program::Expansion& Program::expansion(const std::string& name) const {
+  const format::MethodDesc& m = method(name);
+  std::lock_guard lock(expand_mutex_);
+  auto it = expansions_.find(name);
+  if (it != expansions_.end()) return it->second;
+  Expansion& e = expansions_[name];
+  bool delegated = false;
+  for (const auto& chain : m.chains) {
+    for (const auto& instr : chain.instructions) {
+      delegated = delegated || instr.kind == format::InstructionKind::DelegateCall;
+    }
+  }
+  if (!delegated) return e;
+  try {
+    format::NamedDataMap named(desc_, external_data());
+    e.method =
+        std::make_shared<const delegates::ExpandedMethod>(delegates::expand_delegates(m, named));
+  } catch (...) {
+    e.error = std::current_exception();
+  }
+  return e;
+}
+
+const format::MethodDesc& Program::runnable_method(const std::string& name) const {
+  const Expansion& e = expansion(name);
+  if (e.error) std::rethrow_exception(e.error);
+  return e.method ? e.method->desc : method(name);
+}
+
+std::vector<std::string> Program::unsupported_delegates(const std::string& name) const {
+  const Expansion& e = expansion(name);
+  if (e.error) std::rethrow_exception(e.error);
+  return e.method ? e.method->unsupported : std::vector<std::string>{};
+}
+
 MethodMeta Program::method_meta(const std::string& name) const {
   return MethodMeta(shared_from_this(), method(name));
 }

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <exception>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -8,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "pterun/delegates/expand.h"
 #include "pterun/format/data_buffer.h"
 #include "pterun/format/program_desc.h"
 #include "pterun/program/device_constants.h"
@@ -47,6 +49,18 @@ class Program : public std::enable_shared_from_this<Program> {
   /// The decoded method `name`, with the same error as method_meta.
   const format::MethodDesc& method(const std::string& name) const;
 
+  /// Method `name` as it runs: its delegate calls expanded into kernel
+  /// calls where pterun can run them (delegates/expand.h); the method itself
+  /// when it has none. Computed on first use and kept (thread-safe). Errors
+  /// as method(), and InvalidProgram for a damaged delegate payload (again
+  /// on every later call).
+  const format::MethodDesc& runnable_method(const std::string& name) const;
+
+  /// The delegates of method `name` that stay delegate calls because pterun
+  /// cannot run them, each with the reason ("XnnpackBackend (delegate 0:
+  /// ...)"). Errors as runnable_method().
+  std::vector<std::string> unsupported_delegates(const std::string& name) const;
+
   const format::ProgramDesc& desc() const { return desc_; }
   /// The .ptd contents, or nullptr when none was given.
   const format::ExternalData* external_data() const { return external_ ? &*external_ : nullptr; }
@@ -73,6 +87,16 @@ class Program : public std::enable_shared_from_this<Program> {
   mutable std::mutex state_mutex_;
   mutable std::map<std::pair<int, int>, std::shared_ptr<SharedState>> shared_states_;
   mutable std::map<int, std::shared_ptr<DeviceConstants>> device_constants_;  // by GPU index
+
+  // Expanded methods by name (null: the method has no delegate calls), or
+  // the error expanding one gave.
+  struct Expansion {
+    std::shared_ptr<const delegates::ExpandedMethod> method;
+    std::exception_ptr error;
+  };
+  const Expansion& expansion(const std::string& name) const;
+  mutable std::mutex expand_mutex_;
+  mutable std::map<std::string, Expansion, std::less<>> expansions_;
 };
 
 }  // namespace pterun

@@ -5,6 +5,7 @@
 #include "pterun/core/str_cat.h"
 #include "pterun/core/text.h"
 #include "pterun/kernels/registry.h"
+#include "pterun/program/program.h"
 
 namespace pterun {
 namespace {
@@ -63,14 +64,27 @@ SupportReport check_support(const format::MethodDesc& method, Device device) {
       }
     }
   }
-  // pterun has no delegate backends yet: every delegate is missing.
-  for (const auto& d : method.delegates) add_once(report.missing_backends, d.id);
+  // A delegate call left in a method is one pterun cannot run
+  // (Program::runnable_method expands the others).
+  for (const auto& chain : method.chains) {
+    for (const auto& instr : chain.instructions) {
+      if (instr.kind == format::InstructionKind::DelegateCall) {
+        add_once(report.missing_backends, method.delegates[instr.index].id);
+      }
+    }
+  }
   for (const auto& v : method.values) {
     if (v.kind == format::ValueKind::Tensor &&
         v.tensor->dynamism == format::ShapeDynamism::DynamicUnbound) {
       add_once(report.other, "tensors with unbounded dynamic shapes are not supported");
     }
   }
+  return report;
+}
+
+SupportReport check_support(const Program& program, const std::string& name, Device device) {
+  SupportReport report = check_support(program.runnable_method(name), device);
+  report.missing_backends = program.unsupported_delegates(name);
   return report;
 }
 

@@ -19,8 +19,16 @@ struct SupportReport {
   std::string describe(const std::string& method, Device device) const;
 };
 
-/// Checks every operator, delegate and tensor of `method` against this
-/// build's kernels for `device`.
+/// Checks every operator, delegate call and tensor of `method` against this
+/// build's kernels for `device`; every delegate call is a missing backend.
 SupportReport check_support(const format::MethodDesc& method, Device device);
+
+class Program;
+
+/// The same for method `name` of `program` as it runs
+/// (Program::runnable_method): the operators its expanded delegates use
+/// count, and the delegates pterun cannot run are the missing backends,
+/// each with the reason. Errors as Program::runnable_method.
+SupportReport check_support(const Program& program, const std::string& name, Device device);
 
 }  // namespace pterun

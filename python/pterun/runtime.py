@@ -250,12 +250,13 @@ class Program:
 
 
 class BackendRegistry:
-    """Delegate backends this runtime can run. pterun runs programs without
-    delegates; XnnpackBackend methods fail at load_method naming it."""
+    """Delegate backends this runtime can run: XnnpackBackend, whose float
+    graphs pterun expands into its own kernels at load (on any device).
+    Methods using other delegates fail at load_method naming them."""
 
     @property
     def registered_backend_names(self) -> List[str]:
-        return []
+        return ["XnnpackBackend"]
 
     def is_available(self, backend_name: str) -> bool:
         return backend_name in self.registered_backend_names

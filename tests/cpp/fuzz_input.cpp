@@ -177,6 +177,12 @@ uint64_t load_and_run_methods(const std::shared_ptr<const Program>& program, Inp
   for (const format::MethodDesc& m : program->desc().methods) {
     if (Clock::now() > deadline) break;
     if (!fits(m, limits)) continue;
+    // As it runs: expanded delegates add planned memory of their own.
+    try {
+      if (!fits(program->runnable_method(m.name), limits)) continue;
+    } catch (const Error&) {
+      continue;
+    }
     std::shared_ptr<MethodRunner> runner;
     try {
       runner = MethodRunner::create(Method::load(program, m.name));

@@ -1,6 +1,8 @@
 #include "tests/cpp/program_walk.h"
 
+#include "pterun/core/error.h"
 #include "pterun/format/xnnpack_reader.h"
+#include "pterun/program/program.h"
 #include "pterun/program/support.h"
 
 namespace pterun::test {
@@ -50,6 +52,15 @@ uint64_t walk_program(const Program& p) {
     }
     sum += walk_xnnpack(m, named);
     sum += check_support(m, Device::CPU).missing_operators.size();
+    // The method as it runs: its XNNPACK delegates expanded (a damaged
+    // payload is an Error here, and only here).
+    try {
+      const format::MethodDesc& runs = p.runnable_method(m.name);
+      sum += runs.num_instructions() + runs.values.size();
+      sum += check_support(p, m.name, Device::CPU).missing_backends.size();
+    } catch (const Error&) {
+      ++sum;
+    }
     sum += p.missing_external_keys(m.name).size();
   }
   for (const auto& n : p.desc().named_data) sum += touch(n.data);

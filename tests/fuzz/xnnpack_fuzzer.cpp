@@ -1,9 +1,14 @@
-// libFuzzer target for the XNNPACK payload reader. The first input byte is
-// the delegate call's argument count, the rest the payload; constants
-// resolve against the named data of every program in tests/fixtures/xnnpack
+// libFuzzer target for the XNNPACK payload reader, the expansion of a
+// delegate into kernel calls, and running them. The first input byte is the
+// delegate call's argument count, the rest the payload; constants resolve
+// against the named data of every program in tests/fixtures/xnnpack
 // (PTERUN_FUZZ_PTE names one program to use instead), so that each seed
-// reads through to its nodes. Any pterun::Error is an expected outcome; a
-// crash, sanitizer report, other exception or hang is a bug.
+// reads through to its nodes. The payload is then put in place of the
+// delegate of a fixture whose delegate call passes that many arguments (cut
+// or zero-padded to that delegate's size, so the program's layout stays),
+// and that program is loaded, its methods expanded, loaded and run on the
+// CPU. Any pterun::Error is an expected outcome; a crash, sanitizer report,
+// other exception or hang is a bug.
 //
 // Seeds: run once with PTERUN_FUZZ_WRITE_SEEDS=DIR to write every XNNPACK
 // payload of the XNNPACK fixtures into DIR, then fuzz with DIR as corpus
@@ -18,7 +23,10 @@
 #include <vector>
 
 #include "pterun/core/error.h"
+#include "pterun/core/threads.h"
 #include "pterun/format/xnnpack_reader.h"
+#include "pterun/program/program.h"
+#include "tests/cpp/fuzz_input.h"
 
 namespace {
 
@@ -70,6 +78,58 @@ const Companion& companion() {
   return c;
 }
 
+// A fixture with one XNNPACK delegate: its bytes, and where the payload of
+// the delegate its first method calls lies in them.
+struct Host {
+  std::vector<uint8_t> bytes;
+  size_t payload_offset = 0, payload_size = 0;
+  size_t num_args = 0;
+};
+
+const std::vector<Host>& hosts() {
+  static const std::vector<Host> h = [] {
+    std::vector<Host> out;
+    for (const auto& path : fixture_paths()) {
+      Loaded l = load(path);
+      const MethodDesc& m = l.program.methods.at(0);
+      if (m.delegates.size() != 1 || m.delegates[0].id != kXnnpackBackendId) continue;
+      auto args = delegate_call_num_args(m, 0);
+      if (!args) continue;
+      Host host;
+      host.bytes.assign(l.buffer->data(), l.buffer->data() + l.buffer->size());
+      host.payload_offset = static_cast<size_t>(m.delegates[0].payload.data() - l.buffer->data());
+      host.payload_size = m.delegates[0].payload.size();
+      host.num_args = *args;
+      out.push_back(std::move(host));
+    }
+    return out;
+  }();
+  return h;
+}
+
+// Loads the host program carrying `payload` (for a call of `num_args`
+// arguments), expands, loads and runs its methods.
+uint64_t run_in_host(std::span<const uint8_t> payload, size_t num_args) {
+  const Host* best = nullptr;
+  for (const Host& h : hosts()) {
+    if (h.num_args != num_args) continue;
+    // The smallest delegate that holds the payload, else the largest.
+    if (best == nullptr ||
+        (best->payload_size < payload.size() && h.payload_size > best->payload_size) ||
+        (h.payload_size >= payload.size() && h.payload_size < best->payload_size)) {
+      best = &h;
+    }
+  }
+  if (best == nullptr) return 0;
+  std::vector<uint8_t> bytes = best->bytes;
+  std::fill_n(bytes.begin() + static_cast<std::ptrdiff_t>(best->payload_offset), best->payload_size,
+              uint8_t{0});
+  std::copy_n(payload.begin(), std::min(payload.size(), best->payload_size),
+              bytes.begin() + static_cast<std::ptrdiff_t>(best->payload_offset));
+  auto program = pterun::Program::load(DataBuffer::copy_of(bytes));
+  return pterun::test::load_and_run_methods(program, pterun::test::InputRecipe::from_byte(2));
+}
+
 void write_seeds(const std::string& dir) {
   std::filesystem::create_directories(dir);
   for (const auto& path : fixture_paths()) {
@@ -91,6 +151,7 @@ void write_seeds(const std::string& dir) {
 }  // namespace
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
+  pterun::set_num_threads(1);
   if (const char* dir = std::getenv("PTERUN_FUZZ_WRITE_SEEDS")) {
     write_seeds(dir);
     std::exit(0);
@@ -112,6 +173,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       for (int32_t i : n.inputs) sink = sink + (i == kXnnNoValue ? 0 : g.values[i].numel);
       for (int32_t o : n.outputs) sink = sink + g.values[o].numel;
     }
+  } catch (const pterun::Error&) {
+  }
+  try {
+    volatile uint64_t sink = run_in_host({data + 1, size - 1}, data[0]);
+    (void)sink;
   } catch (const pterun::Error&) {
   }
   return 0;

@@ -64,10 +64,14 @@ def test_inspect_text_for_people():
     assert "runs on cpu:" in out
 
 
-def test_inspect_notes_what_cannot_run():
-    out = inspect(FIXTURES / "xnnpack_mlp.pte").stdout
-    assert "XnnpackBackend" in out
+def test_inspect_notes_what_cannot_run(tmp_path):
+    raw = (FIXTURES / "xnnpack_mlp.pte").read_bytes()
+    (tmp_path / "unknown.pte").write_bytes(raw.replace(b"XnnpackBackend", b"UnknownBackend"))
+    out = inspect(tmp_path / "unknown.pte").stdout
+    assert "UnknownBackend" in out
     assert "no delegate backend" in out
+    out = inspect(FIXTURES / "xnnpack_mlp.pte").stdout
+    assert "no delegate backend" not in out
     out = inspect(FIXTURES / "external_weights.pte").stdout
     assert "needs external data (.ptd)" in out
 

@@ -52,7 +52,15 @@ def test_bench_prints_timings():
         assert word in result.stdout
 
 
-def test_run_missing_operator_or_delegate_fails_clearly():
-    result = cli("run", FIXTURES / "xnnpack_mlp.pte")
+def test_run_missing_operator_or_delegate_fails_clearly(tmp_path):
+    raw = (FIXTURES / "xnnpack_mlp.pte").read_bytes()
+    (tmp_path / "unknown.pte").write_bytes(raw.replace(b"XnnpackBackend", b"UnknownBackend"))
+    result = cli("run", tmp_path / "unknown.pte")
     assert result.returncode == 1
-    assert "XnnpackBackend" in result.stderr
+    assert "UnknownBackend" in result.stderr
+
+
+def test_run_an_xnnpack_delegated_program():
+    result = cli("run", FIXTURES / "xnnpack_mlp.pte")
+    assert result.returncode == 0, result.stderr
+    assert "output 0: Tensor float32" in result.stdout

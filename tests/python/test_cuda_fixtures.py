@@ -1,4 +1,4 @@
-"""Every fixture (except the XNNPACK-delegated one) runs on cuda:0 and
+"""Every fixture (the XNNPACK-delegated one included) runs on cuda:0 and
 matches the outputs torch computed at export time, with host inputs
 uploaded (docs/python-api.md, B7) and results on the GPU. Skipped without a GPU; a fixture that
 uses an operator without a CUDA kernel is skipped naming it (B23)."""
@@ -12,7 +12,7 @@ from cuda_util import host, needs_cuda
 
 pytestmark = needs_cuda
 
-SKIP = {"xnnpack_mlp": "needs the XNNPACK delegate"}
+SKIP: dict = {}
 
 # GPU kernels sum in other orders than torch's CPU kernels: float32 gets a
 # little more room than on the CPU.

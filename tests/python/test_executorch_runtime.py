@@ -41,8 +41,9 @@ def test_doc_example_etdump_is_refused_clearly():
 def test_doc_example_backend_and_operator_introspection():
     runtime = Runtime.get()
     backends = runtime.backend_registry.registered_backend_names
-    assert backends == []  # pterun runs programs without delegates
-    assert not runtime.backend_registry.is_available("XnnpackBackend")
+    assert backends == ["XnnpackBackend"]  # expanded into pterun's kernels at load
+    assert runtime.backend_registry.is_available("XnnpackBackend")
+    assert not runtime.backend_registry.is_available("CoreMLBackend")
     operators = runtime.operator_registry.operator_names
     assert "aten::add.out" in operators and "aten::convolution.out" in operators
     assert len(operators) == len(pterun.operator_names("cpu")) > 50

@@ -1,5 +1,5 @@
-"""Every fixture (except the XNNPACK-delegated one) runs on CPU and matches
-the outputs torch computed at export time (tests/fixtures/*.npz)."""
+"""Every fixture runs on CPU and matches the outputs torch computed at
+export time (tests/fixtures/*.npz)."""
 
 import numpy as np
 import pytest
@@ -7,7 +7,7 @@ import pytest
 import pterun
 from conftest import FIXTURES, fixture_names, fixture_paths
 
-SKIP = {"xnnpack_mlp": "needs the XNNPACK delegate (docs/python-api.md, B23 is tested elsewhere)"}
+SKIP: dict = {}
 
 # Relative / absolute tolerances by dtype: float32 within 1e-5 relative;
 # float16 and bfloat16 within their precision; integers and bools exactly.

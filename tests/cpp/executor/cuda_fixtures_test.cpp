@@ -53,7 +53,6 @@ void expect_output(const Method& m, size_t i, const test::Call& call, const std:
 TEST(CudaFixturesRun, EveryFixtureMatchesTheExporter) {
   SKIP_WITHOUT_GPU();
   for (const auto& [name, entry] : test::manifest()["fixtures"].items()) {
-    if (name == "xnnpack_mlp") continue;  // needs a delegate (B23)
     SCOPED_TRACE(name);
     // One fixture's failure (a missing kernel, say) is reported and the
     // others still run.

@@ -12,8 +12,9 @@ namespace pterun::test {
 
 using nlohmann::json;
 
-std::vector<Call> load_calls(const json& entry) {
-  auto arrays = cli::read_npz(fixtures_dir() + "/" + entry["files"]["npz"].get<std::string>());
+std::vector<Call> load_calls(const json& entry, const std::string& dir) {
+  const std::string base = dir.empty() ? fixtures_dir() : dir;
+  auto arrays = cli::read_npz(base + "/" + entry["files"]["npz"].get<std::string>());
   auto find = [&](const std::string& key) {
     for (auto& [k, a] : arrays) {
       if (k == key) return a;
@@ -98,7 +99,7 @@ std::vector<double> values_of(const cli::NpyArray& a, DType as) {
 
 void expect_matches(const Value& got, const std::optional<cli::NpyArray>& expected,
                     const std::string& dtype_name_str, const std::string& where,
-                    const void* host_data) {
+                    const void* host_data, double rtol) {
   if (!expected) {
     EXPECT_TRUE(got.is_none()) << where;
     return;
@@ -120,6 +121,7 @@ void expect_matches(const Value& got, const std::optional<cli::NpyArray>& expect
                : want == DType::BFloat16 ? 1.6e-2
                : want == DType::Float64  ? 1e-9
                                          : 0.0;
+  if (rtol > 0 && tol > 0) tol = rtol;
   double scale = 1;
   for (double x : e) scale = std::max(scale, std::fabs(x));
   for (size_t k = 0; k < e.size(); ++k) {
@@ -127,8 +129,8 @@ void expect_matches(const Value& got, const std::optional<cli::NpyArray>& expect
   }
 }
 
-std::shared_ptr<const Program> load_fixture(const json& entry) {
-  std::string dir = fixtures_dir() + "/";
+std::shared_ptr<const Program> load_fixture(const json& entry, const std::string& from) {
+  std::string dir = (from.empty() ? fixtures_dir() : from) + "/";
   std::string data = entry["files"].contains("ptd") ? dir + entry["files"]["ptd"].get<std::string>()
                                                     : std::string();
   return Program::load_file(dir + entry["files"]["pte"].get<std::string>(), data);

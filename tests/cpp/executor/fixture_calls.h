@@ -24,20 +24,25 @@ struct Call {
   std::vector<std::string> output_dtypes;
 };
 
-/// The calls recorded for one manifest entry.
-std::vector<Call> load_calls(const nlohmann::json& entry);
+/// The calls recorded for one manifest entry whose files are in `dir`
+/// (empty: tests/fixtures).
+std::vector<Call> load_calls(const nlohmann::json& entry, const std::string& dir = {});
 
 /// Host inputs for `call` (views of its arrays).
 std::vector<InputArg> make_inputs(const Call& call);
 
 /// Expects `got` to match the exporter's output. `host_data`, when given,
 /// holds a host copy of a tensor output's bytes (from data() to its last
-/// element) to read instead of data(), for outputs on a GPU.
+/// element) to read instead of data(), for outputs on a GPU. Floats match
+/// within `rtol` times (|expected| + the largest |expected|, at least 1);
+/// rtol 0 picks the dtype's default (float32 1e-5).
 void expect_matches(const Value& got, const std::optional<cli::NpyArray>& expected,
                     const std::string& dtype_name_str, const std::string& where,
-                    const void* host_data = nullptr);
+                    const void* host_data = nullptr, double rtol = 0);
 
-/// The fixture's program (with its .ptd when it has one).
-std::shared_ptr<const Program> load_fixture(const nlohmann::json& entry);
+/// The fixture's program (with its .ptd when it has one), from `dir`
+/// (empty: tests/fixtures).
+std::shared_ptr<const Program> load_fixture(const nlohmann::json& entry,
+                                            const std::string& dir = {});
 
 }  // namespace pterun::test

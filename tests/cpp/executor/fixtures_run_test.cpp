@@ -43,7 +43,6 @@ std::vector<double> values_of(const Tensor& t) {
 
 TEST(FixturesRun, EveryFixtureMatchesTheExporter) {
   for (const auto& [name, entry] : test::manifest()["fixtures"].items()) {
-    if (name == "xnnpack_mlp") continue;  // needs a delegate (docs/python-api.md, B23)
     SCOPED_TRACE(name);
     auto program = load_fixture(entry);
     std::map<std::string, std::unique_ptr<Method>> methods;

@@ -184,7 +184,7 @@ void expect_same(const json& ours, const json& theirs, const std::string& what) 
 
 TEST(XnnpackFixtures, EveryValueAndNodeMatchesExecuTorchsReading) {
   const json& fixtures = xnn_manifest()["fixtures"];
-  ASSERT_EQ(fixtures.size(), 5u);
+  ASSERT_GE(fixtures.size(), 5u);  // the five models, then the op fixtures
   for (const auto& [name, entry] : fixtures.items()) {
     const Fixture& f = fixture(name);
     const MethodDesc& method = f.forward();

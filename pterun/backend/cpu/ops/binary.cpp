@@ -158,6 +158,10 @@ void elementwise::binary(KernelContext& ctx, const ops::BinaryArgs& a) {
     case BinaryFn::Atan2:
       return map_tensors<Family::FloatHBF16>(
           ctx, a, [&]<typename C>() { return [](C y, C x) { return std::atan2(y, x); }; });
+    case BinaryFn::Prelu:
+      return map_tensors<Family::FloatHBF16>(ctx, a, [&]<typename C>() {
+        return [](C x, C slope) { return x < C(0) ? x * slope : x; };
+      });
     case BinaryFn::BitwiseAnd:
       return map_tensors<Family::RealHBBF16>(ctx, a, [&]<typename C>() {
         if constexpr (std::is_integral_v<C>) {

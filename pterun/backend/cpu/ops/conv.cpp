@@ -1,13 +1,14 @@
 // The CPU's convolution (pterun/ops/conv.h: the front-end checks and
 // describes the problem; conv1d/conv2d, grouped and depthwise, transposed
 // with output_padding, any dim order of input, weight and out). Forward
-// f32 convolutions run our own register-blocked kernel (conv_f32.cpp: no
-// per-call allocation, unlike oneDNN's execute); oneDNN runs transposed
-// f32 ones and f16/bf16 (see conv_dnnl.cpp); the direct kernel below
-// covers f64, integers (same-dtype wraparound, as torch) and anything
-// oneDNN declines. The fused activation of the convolution_relu /
-// _hardtanh / _hardswish kernels is applied by conv_f32 in its stores,
-// after the others by a pass over the output.
+// f32 convolutions into outputs whose rows are contiguous run our own
+// register-blocked kernel (conv_f32.cpp: no per-call allocation, unlike
+// oneDNN's execute); oneDNN runs channels-last f32 outputs (an XNNPACK
+// graph's NHWC activations), transposed f32 ones and f16/bf16 (see
+// conv_dnnl.cpp); the direct kernel below covers f64, integers (same-dtype
+// wraparound, as torch) and anything oneDNN declines. The fused activation
+// of the convolution_relu / _hardtanh / _hardswish kernels is applied by
+// conv_f32 in its stores, after the others by a pass over the output.
 
 #include <algorithm>
 #include <type_traits>

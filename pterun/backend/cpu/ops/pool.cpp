@@ -99,8 +99,8 @@ void adaptive_avg_pool(KernelContext& ctx, const ops::AdaptiveAvgPoolArgs& a) {
 
 const ops::PoolBackend& pool_backend() {
   static constexpr ops::PoolBackend kPool{
-      &pool::max_pool2d,  &pool::max_pool2d_values, &avg_pool,
-      &adaptive_avg_pool, &pool::upsample_nearest,  &pool::upsample_bilinear};
+      &pool::max_pool2d,       &pool::max_pool2d_values, &avg_pool,           &adaptive_avg_pool,
+      &pool::upsample_nearest, &pool::upsample_bilinear, &pool::argmax_pool2d};
   return kPool;
 }
 

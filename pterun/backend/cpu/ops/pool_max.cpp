@@ -4,6 +4,7 @@
 #include <cstring>
 #include <limits>
 #include <type_traits>
+#include <vector>
 
 #include "pterun/backend/cpu/ops/pool_util.h"
 #include "pterun/kernels/common/dtype_util.h"
@@ -429,19 +430,75 @@ bool max_pool_channels_last_values(KernelContext& ctx, const ops::MaxPoolArgs& a
 
 }  // namespace
 
+// XNNPACK's argmax pooling (ops::ArgMaxPoolArgs): border pixels stand in
+// for positions outside the input, windows are read column by column and
+// the first strictly largest value wins.
+void argmax_pool2d(KernelContext& ctx, const ops::ArgMaxPoolArgs& a) {
+  const char* op = "xnnpack::argmax_pooling2d";
+  const Planes& g = a.g;
+  const Window& w = a.w;
+  const bool wide = a.indices.dtype() == DType::Int64;
+  kernels::visit(a.in.dtype(), kernels::Family::FloatHBF16, op, [&]<typename T>() {
+    using C = kernels::ComputeOf<T>;
+    const T* src = a.in.data_as<const T>();
+    T* dst = a.out.data_as<T>();
+    for_each_output(ctx, g, w.k[0] * w.k[1],
+                    [&](int64_t in_plane, int64_t n, int64_t c, int64_t oy, int64_t ox) {
+                      const int64_t y_start = oy * w.k[0] - w.p[0];
+                      const int64_t x_start = ox * w.k[1] - w.p[1];
+                      C best = C(0);
+                      int64_t index = 0;
+                      for (int64_t px = 0; px < w.k[1]; ++px) {
+                        const int64_t x = std::clamp<int64_t>(x_start + px, 0, g.iw - 1);
+                        for (int64_t py = 0; py < w.k[0]; ++py) {
+                          const int64_t y = std::clamp<int64_t>(y_start + py, 0, g.ih - 1);
+                          const C v = static_cast<C>(src[in_plane + y * g.in[2] + x * g.in[3]]);
+                          const int64_t k = px * w.k[0] + py;
+                          if (k == 0 || v > best) {
+                            best = v;
+                            index = k;
+                          }
+                        }
+                      }
+                      dst[offset(g.out, n, c, oy, ox)] = kernels::convert<T>(best);
+                      const int64_t at = offset(a.is, n, c, oy, ox);
+                      if (wide) {
+                        a.indices.data_as<int64_t>()[at] = index;
+                      } else {
+                        a.indices.data_as<int32_t>()[at] = static_cast<int32_t>(index);
+                      }
+                    });
+  });
+}
+
 void max_pool2d(KernelContext& ctx, const ops::MaxPoolArgs& a) {
   run_with_indices(ctx, a);
 }
 
-// pterun::max_pool2d_values.out (a load-time rewrite, executor/rewrite.h):
-// float pooling skips the indices (2x2 stride-2 windows vectorised; other
-// windows row by row, or channels at once for channels-last input).
+// pterun::max_pool2d_values.out (a load-time rewrite, executor/rewrite.h)
+// and xnnpack::max_pooling2d: float pooling skips the indices (2x2 stride-2
+// windows vectorised; other windows row by row, or channels at once for
+// channels-last input). Otherwise the general kernel runs, with its indices
+// in scratch memory when the indices tensor has no data of its own (an
+// XNNPACK node has no indices output).
 void max_pool2d_values(KernelContext& ctx, const ops::MaxPoolArgs& a) {
   if (max_pool_2x2_values(ctx, a) || max_pool_rows_values(ctx, a) ||
       max_pool_channels_last_values(ctx, a)) {
     return;
   }
-  run_with_indices(ctx, a);
+  if (a.indices.data() != nullptr) {
+    run_with_indices(ctx, a);
+    return;
+  }
+  // A buffer of this thread's, grown once (steady-state calls allocate
+  // nothing), for indices nobody reads, laid out contiguously.
+  thread_local std::vector<int64_t> discarded;
+  const auto n = static_cast<size_t>(a.out.numel());
+  if (discarded.size() < n) discarded.resize(n);
+  Tensor indices(DType::Int64, a.out.sizes());
+  indices.set_data(discarded.data(), n * sizeof(int64_t));
+  const std::array<int64_t, 4> is = {a.g.c * a.g.oh * a.g.ow, a.g.oh * a.g.ow, a.g.ow, 1};
+  run_with_indices(ctx, ops::MaxPoolArgs{a.in, a.out, indices, a.w, a.g, is});
 }
 
 }  // namespace pterun::cpu::pool

@@ -51,6 +51,7 @@ void for_each_output(const KernelContext& ctx, const Planes& g, int64_t cost, F&
 // and pool_resample.cpp.
 void max_pool2d(KernelContext& ctx, const ops::MaxPoolArgs& a);
 void max_pool2d_values(KernelContext& ctx, const ops::MaxPoolArgs& a);
+void argmax_pool2d(KernelContext& ctx, const ops::ArgMaxPoolArgs& a);
 void upsample_nearest(KernelContext& ctx, const ops::ResampleArgs& a);
 void upsample_bilinear(KernelContext& ctx, const ops::ResampleArgs& a);
 

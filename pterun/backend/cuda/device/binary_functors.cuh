@@ -145,6 +145,12 @@ struct Atan2 {
   __device__ C operator()(C y, C x) const { return dmath::atan2(y, x); }
 };
 
+/// XNNPACK's PReLU: x < 0 ? x * slope : x (NaN passes through).
+template <typename C>
+struct Prelu {
+  __device__ C operator()(C x, C slope) const { return x < C(0) ? x * slope : x; }
+};
+
 /// x ** fixed exponent. Integers: exact power by `n`. Floats: the common
 /// exponents as plain arithmetic (`mode`, chosen on the host like the CPU
 /// kernel does), else pow.

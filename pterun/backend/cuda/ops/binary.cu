@@ -150,6 +150,8 @@ void elementwise::binary(KernelContext& ctx, const ops::BinaryArgs& a) {
       return run_tensors(ctx, a, [&]<typename S, typename C>() { return MinimumF<C>{}; });
     case BinaryFn::Atan2:
       return run_tensors(ctx, a, [&]<typename S, typename C>() { return if_floating<Atan2, C>(); });
+    case BinaryFn::Prelu:
+      return run_tensors(ctx, a, [&]<typename S, typename C>() { return if_floating<Prelu, C>(); });
     case BinaryFn::BitwiseAnd:
       return run_tensors(ctx, a,
                          [&]<typename S, typename C>() { return bitwise<BitOp::And, S>(); });

@@ -168,14 +168,15 @@ struct PoolGeom {
   int64_t k[2] = {1, 1}, s[2] = {1, 1}, p[2] = {0, 0}, d[2] = {1, 1};
 };
 
-enum class PoolKind : int { Max, Avg, AdaptiveAvg, Nearest, Bilinear };
+enum class PoolKind : int { Max, Avg, AdaptiveAvg, Nearest, Bilinear, ArgMax };
 
 struct PoolLaunch {
   PoolKind kind = PoolKind::Max;
   PoolGeom g;
   const void* in = nullptr;
   void* out = nullptr;
-  int64_t* indices = nullptr;  // max pooling
+  int64_t* indices = nullptr;  // max pooling (or null: values only); argmax pooling
+  bool index_is_int64 = true;  // argmax pooling: else the indices are int32
   DType dtype = DType::Float32;
   // avg_pool2d
   bool count_include_pad = false;

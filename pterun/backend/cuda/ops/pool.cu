@@ -83,7 +83,38 @@ __device__ void max_pool_one(const PoolLaunch& l, const Coord& q) {
     }
   }
   static_cast<T*>(l.out)[out_off(g.out, q)] = convert<T>(best);
-  l.indices[out_off(g.idx, q)] = index;
+  if (l.indices != nullptr) l.indices[out_off(g.idx, q)] = index;
+}
+
+/// XNNPACK's argmax pooling: windows of stride k from -p, positions outside
+/// the input reading the nearest border pixel, visited column by column;
+/// the first strictly largest value wins and its index is x * k_h + y.
+template <typename T, typename C>
+__device__ void argmax_pool_one(const PoolLaunch& l, const Coord& q) {
+  const PoolGeom& g = l.g;
+  const T* src = static_cast<const T*>(l.in);
+  const int64_t plane = q.n * g.in[0] + q.c * g.in[1];
+  const int64_t y_start = q.y * g.k[0] - g.p[0], x_start = q.x * g.k[1] - g.p[1];
+  C best = C(0);
+  int64_t index = 0;
+  for (int64_t px = 0; px < g.k[1]; ++px) {
+    const int64_t x = min(max(x_start + px, int64_t{0}), g.iw - 1);
+    for (int64_t py = 0; py < g.k[0]; ++py) {
+      const int64_t y = min(max(y_start + py, int64_t{0}), g.ih - 1);
+      const C v = convert<C>(src[plane + y * g.in[2] + x * g.in[3]]);
+      const int64_t k = px * g.k[0] + py;
+      if (k == 0 || v > best) {
+        best = v;
+        index = k;
+      }
+    }
+  }
+  static_cast<T*>(l.out)[out_off(g.out, q)] = convert<T>(best);
+  if (l.index_is_int64) {
+    l.indices[out_off(g.idx, q)] = index;
+  } else {
+    reinterpret_cast<int32_t*>(l.indices)[out_off(g.idx, q)] = static_cast<int32_t>(index);
+  }
 }
 
 template <typename T, typename C>
@@ -230,6 +261,9 @@ __global__ void pool_kernel(PoolLaunch l, int64_t total) {
       case PoolKind::Max:
         if constexpr (!std::is_same_v<T, bool>) max_pool_one<T, C>(l, q);
         break;
+      case PoolKind::ArgMax:
+        if constexpr (std::is_floating_point_v<C>) argmax_pool_one<T, C>(l, q);
+        break;
       case PoolKind::Avg:
         if constexpr (std::is_floating_point_v<C> || std::is_same_v<C, int64_t>) {
           avg_pool_one<T, C>(l, q);
@@ -294,12 +328,21 @@ PoolLaunch launch_of(PoolKind kind, const ops::Planes& g, const Tensor& in, Tens
   return l;
 }
 
-// Also the values-only form: the indices are written all the same.
+// Also the values-only form: the indices are written unless they have no
+// data.
 void max_pool(KernelContext& ctx, const ops::MaxPoolArgs& a) {
   PoolLaunch l = launch_of(PoolKind::Max, a.g, a.in, a.out, &a.w);
   for (int i = 0; i < 4; ++i) l.g.idx[i] = a.is[i];
   l.indices = a.indices.data_as<int64_t>();
   cuda::nn::launch_pool(ctx, l, "aten::max_pool2d_with_indices.out");
+}
+
+void argmax_pool(KernelContext& ctx, const ops::ArgMaxPoolArgs& a) {
+  PoolLaunch l = launch_of(PoolKind::ArgMax, a.g, a.in, a.out, &a.w);
+  for (int i = 0; i < 4; ++i) l.g.idx[i] = a.is[i];
+  l.indices = static_cast<int64_t*>(a.indices.data());
+  l.index_is_int64 = a.indices.dtype() == DType::Int64;
+  cuda::nn::launch_pool(ctx, l, "xnnpack::argmax_pooling2d");
 }
 
 void avg_pool(KernelContext& ctx, const ops::AvgPoolArgs& a) {
@@ -338,8 +381,9 @@ void upsample_bilinear(KernelContext& ctx, const ops::ResampleArgs& a) {
 }  // namespace
 
 const ops::PoolBackend& pool_backend() {
-  static constexpr ops::PoolBackend kPool{
-      &max_pool, &max_pool, &avg_pool, &adaptive_avg_pool, &upsample_nearest, &upsample_bilinear};
+  static constexpr ops::PoolBackend kPool{&max_pool,          &max_pool,         &avg_pool,
+                                          &adaptive_avg_pool, &upsample_nearest, &upsample_bilinear,
+                                          &argmax_pool};
   return kPool;
 }
 

@@ -1,0 +1,85 @@
+#include "pterun/delegates/method_builder.h"
+
+#include <bit>
+
+namespace pterun::delegates {
+
+int32_t MethodBuilder::push(format::ValueDesc v) {
+  desc_.values.push_back(std::move(v));
+  return static_cast<int32_t>(desc_.values.size() - 1);
+}
+
+int32_t MethodBuilder::add_tensor(format::TensorDesc t) {
+  format::ValueDesc v;
+  v.kind = ValueKind::Tensor;
+  v.tensor = std::make_shared<const format::TensorDesc>(std::move(t));
+  return push(std::move(v));
+}
+
+int32_t MethodBuilder::add_none() {
+  if (none_ < 0) none_ = push(format::ValueDesc{});
+  return none_;
+}
+
+int32_t MethodBuilder::add_int(int64_t value) {
+  auto it = ints_.find(value);
+  if (it != ints_.end()) return it->second;
+  format::ValueDesc v;
+  v.kind = ValueKind::Int;
+  v.int_value = value;
+  return ints_[value] = push(std::move(v));
+}
+
+int32_t MethodBuilder::add_double(double value) {
+  const auto bits = std::bit_cast<uint64_t>(value);
+  auto it = doubles_.find(bits);
+  if (it != doubles_.end()) return it->second;
+  format::ValueDesc v;
+  v.kind = ValueKind::Double;
+  v.double_value = value;
+  return doubles_[bits] = push(std::move(v));
+}
+
+int32_t MethodBuilder::add_bool(bool value) {
+  int32_t& slot = bools_[value ? 1 : 0];
+  if (slot >= 0) return slot;
+  format::ValueDesc v;
+  v.kind = ValueKind::Bool;
+  v.bool_value = value;
+  return slot = push(std::move(v));
+}
+
+int32_t MethodBuilder::add_int_list(std::span<const int64_t> items) {
+  std::vector<int64_t> key(items.begin(), items.end());
+  auto it = int_lists_.find(key);
+  if (it != int_lists_.end()) return it->second;
+  format::ValueDesc v;
+  v.kind = ValueKind::IntList;
+  for (int64_t item : items) v.items.push_back(add_int(item));
+  return int_lists_[std::move(key)] = push(std::move(v));
+}
+
+int32_t MethodBuilder::add_tensor_list(std::span<const int32_t> items) {
+  format::ValueDesc v;
+  v.kind = ValueKind::TensorList;
+  v.items.assign(items.begin(), items.end());
+  return push(std::move(v));
+}
+
+int32_t MethodBuilder::op(std::string_view name) {
+  auto it = ops_.find(name);
+  if (it != ops_.end()) return it->second;
+  format::OperatorDesc d;
+  d.name = std::string(name);
+  desc_.operators.push_back(std::move(d));
+  auto index = static_cast<int32_t>(desc_.operators.size() - 1);
+  ops_.emplace(std::string(name), index);
+  return index;
+}
+
+std::span<uint8_t> MethodBuilder::own(size_t size) {
+  owned_.push_back(std::make_unique<uint8_t[]>(size == 0 ? 1 : size));
+  return {owned_.back().get(), size};
+}
+
+}  // namespace pterun::delegates

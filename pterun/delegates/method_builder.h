@@ -1,0 +1,61 @@
+#pragma once
+
+// Appends to a method description what a delegate's expansion needs: new
+// values (tensors, numbers, lists, each number and list once), operators
+// and bytes the expansion owns. Internal to delegates/.
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "pterun/format/program_desc.h"
+
+namespace pterun::delegates {
+
+/// Bytes made at load (re-laid-out or aligned constants), kept alive with
+/// the method description whose tensors point into them.
+using OwnedBytes = std::vector<std::unique_ptr<uint8_t[]>>;
+
+class MethodBuilder {
+ public:
+  MethodBuilder(format::MethodDesc& desc, OwnedBytes& owned) : desc_(desc), owned_(owned) {}
+
+  /// A new tensor value described by `t`.
+  int32_t add_tensor(format::TensorDesc t);
+  /// The None value (one for the whole method).
+  int32_t add_none();
+  /// Int, Double and Bool values, each distinct number once.
+  int32_t add_int(int64_t v);
+  int32_t add_double(double v);
+  int32_t add_bool(bool v);
+  /// An IntList value over Int values; each distinct list once.
+  int32_t add_int_list(std::span<const int64_t> items);
+  /// A TensorList value over tensor values `items`.
+  int32_t add_tensor_list(std::span<const int32_t> items);
+  /// The index of operator `name` (no overload), added on first use.
+  int32_t op(std::string_view name);
+
+  /// `size` zeroed bytes that live as long as the description, 16-byte
+  /// aligned.
+  std::span<uint8_t> own(size_t size);
+
+  format::MethodDesc& desc() { return desc_; }
+
+ private:
+  int32_t push(format::ValueDesc v);
+
+  format::MethodDesc& desc_;
+  OwnedBytes& owned_;
+  std::map<int64_t, int32_t> ints_;
+  std::map<uint64_t, int32_t> doubles_;  // by bit pattern: -0.0 and NaNs stay distinct
+  int32_t none_ = -1;
+  int32_t bools_[2] = {-1, -1};
+  std::map<std::vector<int64_t>, int32_t> int_lists_;
+  std::map<std::string, int32_t, std::less<>> ops_;
+};
+
+}  // namespace pterun::delegates

@@ -1,0 +1,57 @@
+#pragma once
+
+// One XNNPACK delegate's graph as pterun kernel calls (docs/format.md,
+// "How delegates run"): each node becomes one call of an `xnnpack::`
+// operator (pterun/ops/xnnpack.h) whose tensors keep XNNPACK's dims in
+// memory order. External values are the delegate call's own arguments,
+// constants become constant tensors over the named-data bytes, internal
+// values become tensors in extra planned memory. Internal to delegates/.
+
+#include <cstdint>
+#include <map>
+#include <span>
+#include <string>
+#include <string_view>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "pterun/delegates/method_builder.h"
+#include "pterun/format/xnnpack_reader.h"
+
+namespace pterun::delegates {
+
+/// Why pterun cannot run `graph` (a node type, datatype or flag it does not
+/// implement), naming the first such node; empty when it can.
+std::string xnnpack_unsupported(const format::XnnGraphDesc& graph);
+
+/// Every operator name the lowering emits.
+std::span<const std::string_view> xnnpack_operator_names();
+
+/// Lowers the calls of one delegate whose graph pterun can run.
+class XnnpackLowering {
+ public:
+  /// `context` names the delegate in messages ("method 'forward',
+  /// delegate 0 (XnnpackBackend)").
+  XnnpackLowering(MethodBuilder& builder, const format::XnnGraphDesc& graph, std::string context);
+
+  /// Appends the kernel calls of one DelegateCall with arguments `args` to
+  /// `out`. Its internal values are placed from byte `arena_base` of memory
+  /// id 1; returns the bytes they need from there. Error InvalidProgram
+  /// when an argument does not match the graph's external value.
+  uint64_t lower_call(std::span<const int32_t> args, uint64_t arena_base,
+                      std::vector<format::InstructionDesc>& out);
+
+ private:
+  int32_t constant(int32_t xnn_value, DType dtype, bool transpose = false);
+  void check_external(const format::XnnValueDesc& v, int32_t arg) const;
+
+  MethodBuilder& b_;
+  const format::XnnGraphDesc& g_;
+  std::string context_;
+  // Constant tensors made so far, by (graph value, dtype, transposed):
+  // shared by every call of the delegate.
+  std::map<std::tuple<int32_t, DType, bool>, int32_t> constants_;
+};
+
+}  // namespace pterun::delegates

@@ -1,0 +1,200 @@
+// The convolution xnnpack:: operators (xnnpack.h): NHWC activations and
+// XNNPACK's filter layouts handed to the conv family as one ConvProblem
+// over the same bytes, strided as torch's (N, C, H, W) and weight layouts
+// expect, so nothing is copied or re-laid out.
+
+#include <array>
+
+#include "pterun/core/error.h"
+#include "pterun/ops/backend.h"
+#include "pterun/ops/conv.h"
+#include "pterun/ops/xnnpack.h"
+#include "pterun/ops/xnnpack_layout.h"
+
+namespace pterun::ops {
+namespace {
+
+using xnn::check_float;
+using xnn::check_list;
+using xnn::In;
+using xnn::Out;
+using xnn::resize_memory;
+
+/// Checks the arguments every convolution node shares, then that input and
+/// filter (memory order) are 4-D.
+void check_args(const char* op, const Tensor& in, const Tensor& filter, const Tensor* bias,
+                const Tensor& out, IntList padding, IntList stride, IntList dilation) {
+  check_float(in, "input", op);
+  check_float(filter, "filter", op, &in);
+  check_float(out, "out", op, &in);
+  if (bias != nullptr) check_float(*bias, "bias", op, &in);
+  check_list(padding, 2, 0, "padding", op);
+  check_list(stride, 2, 1, "stride", op);
+  check_list(dilation, 2, 1, "dilation", op);
+  PTERUN_CHECK(in.dim() == 4 && filter.dim() == 4, ErrorCode::InvalidArgument, op,
+               ": input and filter must be 4-D (NHWC and [O, KH, KW, I]), got ", describe(in),
+               " and ", describe(filter));
+}
+
+void check_bias(const char* op, const Tensor* bias, int64_t oc) {
+  PTERUN_CHECK(bias == nullptr || bias->numel() == oc, ErrorCode::InvalidArgument, op, ": bias ",
+               describe(*bias), " must have ", oc, " elements");
+}
+
+/// Output size of a forward convolution along one dim.
+int64_t conv_size(const char* op, int64_t in, int64_t k, int64_t pad, int64_t s, int64_t d) {
+  const int64_t span = in + 2 * pad - d * (k - 1) - 1;
+  PTERUN_CHECK(span >= 0, ErrorCode::InvalidArgument, op, ": the kernel (size ", k, ", dilation ",
+               d, ") is larger than the padded input (", in + 2 * pad, ")");
+  return span / s + 1;
+}
+
+/// The problem's sizes and the NHWC strides of input and output.
+ConvProblem nhwc_problem(const Tensor& in, const Tensor& out, int64_t kh, int64_t kw,
+                         IntList padding, IntList stride, IntList dilation) {
+  ConvProblem p;
+  p.dtype = in.dtype();
+  p.n = in.size(0);
+  p.ih = in.size(1);
+  p.iw = in.size(2);
+  p.ic = in.size(3);
+  p.oh = out.size(1);
+  p.ow = out.size(2);
+  p.oc = out.size(3);
+  p.kh = kh;
+  p.kw = kw;
+  for (size_t i = 0; i < 2; ++i) {
+    p.stride[i] = stride[i];
+    p.pad[i] = padding[i];
+    p.dilation[i] = dilation[i];
+  }
+  const int64_t is[4] = {p.ih * p.iw * p.ic, 1, p.iw * p.ic, p.ic};
+  const int64_t os[4] = {p.oh * p.ow * p.oc, 1, p.ow * p.oc, p.oc};
+  std::copy(is, is + 4, p.in_strides);
+  std::copy(os, os + 4, p.out_strides);
+  p.in = in.data();
+  p.out = out.data();
+  return p;
+}
+
+}  // namespace
+
+void xnn_conv2d(KernelContext& ctx, const Tensor& in, const Tensor& filter, const Tensor* bias,
+                IntList padding, IntList stride, IntList dilation, int64_t groups, double out_min,
+                double out_max, Tensor& out) {
+  const char* op = "xnnpack::conv2d";
+  check_args(op, in, filter, bias, out, padding, stride, dilation);
+  const In iv(in), fv(filter);
+  const Tensor& vi = *iv;
+  const Tensor& vf = *fv;
+  const int64_t oc = vf.size(0), kh = vf.size(1), kw = vf.size(2);
+  const int64_t icg = vf.size(3);
+  PTERUN_CHECK(groups >= 1 && oc % groups == 0 && vi.size(3) == groups * icg,
+               ErrorCode::InvalidArgument, op, ": input ", describe(vi), ", filter ", describe(vf),
+               " and ", groups, " groups do not match");
+  check_bias(op, bias, oc);
+  const std::array<int64_t, 4> dims{
+      vi.size(0), conv_size(op, vi.size(1), kh, padding[0], stride[0], dilation[0]),
+      conv_size(op, vi.size(2), kw, padding[1], stride[1], dilation[1]), oc};
+  const Out ov = resize_memory(out, dims, op);
+  Tensor& vo = *ov;
+  if (vo.numel() == 0) return;
+  ConvProblem p = nhwc_problem(vi, vo, kh, kw, padding, stride, dilation);
+  p.groups = groups;
+  // Filter [OC, KH, KW, IC/g] seen as torch's [OC, IC/g, KH, KW].
+  const int64_t ws[4] = {kh * kw * icg, 1, kw * icg, icg};
+  std::copy(ws, ws + 4, p.w_strides);
+  p.weight = vf.data();
+  p.bias = bias != nullptr ? bias->data() : nullptr;
+  if (vi.numel() == 0 || vf.numel() == 0) p.ic = 0;
+  backend(ctx).conv->convolution(ctx, p);
+  xnn::clamp_output(ctx, vo, out_min, out_max, op);
+}
+
+void xnn_depthwise_conv2d(KernelContext& ctx, const Tensor& in, const Tensor& filter,
+                          const Tensor* bias, IntList padding, IntList stride, IntList dilation,
+                          double out_min, double out_max, Tensor& out) {
+  const char* op = "xnnpack::depthwise_conv2d";
+  check_args(op, in, filter, bias, out, padding, stride, dilation);
+  const In iv(in), fv(filter);
+  const Tensor& vi = *iv;
+  const Tensor& vf = *fv;
+  const int64_t c = vi.size(3), kh = vf.size(1), kw = vf.size(2);
+  const int64_t oc = vf.size(3);
+  PTERUN_CHECK(vf.size(0) == 1 && c > 0 && oc % c == 0, ErrorCode::InvalidArgument, op, ": filter ",
+               describe(vf), " must be [1, KH, KW, C * multiplier] for input ", describe(vi));
+  check_bias(op, bias, oc);
+  const std::array<int64_t, 4> dims{
+      vi.size(0), conv_size(op, vi.size(1), kh, padding[0], stride[0], dilation[0]),
+      conv_size(op, vi.size(2), kw, padding[1], stride[1], dilation[1]), oc};
+  const Out ov = resize_memory(out, dims, op);
+  Tensor& vo = *ov;
+  if (vo.numel() == 0) return;
+  ConvProblem p = nhwc_problem(vi, vo, kh, kw, padding, stride, dilation);
+  p.groups = c;
+  // Filter [1, KH, KW, OC] seen as torch's [OC, 1, KH, KW].
+  const int64_t ws[4] = {1, kh * kw * oc, kw * oc, oc};
+  std::copy(ws, ws + 4, p.w_strides);
+  p.weight = vf.data();
+  p.bias = bias != nullptr ? bias->data() : nullptr;
+  if (vi.numel() == 0) p.ic = 0;
+  backend(ctx).conv->convolution(ctx, p);
+  xnn::clamp_output(ctx, vo, out_min, out_max, op);
+}
+
+void xnn_conv_transpose2d(KernelContext& ctx, const Tensor& in, const Tensor& filter,
+                          const Tensor* bias, IntList padding, IntList adjustment, IntList stride,
+                          IntList dilation, int64_t groups, double out_min, double out_max,
+                          Tensor& out) {
+  const char* op = "xnnpack::conv_transpose2d";
+  check_args(op, in, filter, bias, out, padding, stride, dilation);
+  const In iv(in), fv(filter);
+  const Tensor& vi = *iv;
+  const Tensor& vf = *fv;
+  check_list(adjustment, 2, 0, "adjustment", op);
+  const int64_t oc = vf.size(0), kh = vf.size(1), kw = vf.size(2);
+  const int64_t icg = vf.size(3);
+  PTERUN_CHECK(groups >= 1 && oc % groups == 0 && vi.size(3) == groups * icg,
+               ErrorCode::InvalidArgument, op, ": input ", describe(vi), ", filter ", describe(vf),
+               " and ", groups, " groups do not match");
+  check_bias(op, bias, oc);
+  std::array<int64_t, 4> dims{vi.size(0), 0, 0, oc};
+  const int64_t k[2] = {kh, kw};
+  for (size_t i = 0; i < 2; ++i) {
+    PTERUN_CHECK(adjustment[i] < stride[i], ErrorCode::InvalidArgument, op, ": adjustment ",
+                 adjustment[i], " must be smaller than the stride ", stride[i]);
+    const int64_t size = vi.size(1 + i);
+    dims[1 + i] =
+        (size - 1) * stride[i] + dilation[i] * (k[i] - 1) + 1 + adjustment[i] - 2 * padding[i];
+    PTERUN_CHECK(size == 0 || dims[1 + i] > 0, ErrorCode::InvalidArgument, op, ": output size ",
+                 dims[1 + i], " is not positive");
+    if (size == 0) dims[1 + i] = 0;
+  }
+  const Out ov = resize_memory(out, dims, op);
+  Tensor& vo = *ov;
+  if (vo.numel() == 0) return;
+  // One problem per group: the filter of group g is rows [g * OCg, (g + 1) *
+  // OCg) of [OC, KH, KW, ICg], seen as torch's transposed [ICg, OCg, KH, KW].
+  const int64_t ocg = oc / groups;
+  const size_t esize = in.element_size();
+  for (int64_t g = 0; g < groups; ++g) {
+    ConvProblem p = nhwc_problem(vi, vo, kh, kw, padding, stride, dilation);
+    p.transposed = true;
+    p.groups = 1;
+    p.ic = icg;
+    p.oc = ocg;
+    p.out_pad[0] = adjustment[0];
+    p.out_pad[1] = adjustment[1];
+    const int64_t ws[4] = {1, kh * kw * icg, kw * icg, icg};
+    std::copy(ws, ws + 4, p.w_strides);
+    p.in = static_cast<const char*>(vi.data()) + g * icg * esize;
+    p.out = static_cast<char*>(vo.data()) + g * ocg * esize;
+    p.weight = static_cast<const char*>(vf.data()) + g * ocg * kh * kw * icg * esize;
+    p.bias = bias != nullptr ? static_cast<const char*>(bias->data()) + g * ocg * esize : nullptr;
+    if (vi.numel() == 0) p.ic = 0;
+    backend(ctx).conv->convolution(ctx, p);
+  }
+  xnn::clamp_output(ctx, vo, out_min, out_max, op);
+}
+
+}  // namespace pterun::ops

@@ -1,0 +1,171 @@
+// XNNPACK-delegated programs (tests/fixtures/xnnpack/) run on the CPU and
+// on cuda:0 and match the outputs of ExecuTorch's own runtime, which ran the
+// delegates with XNNPACK: float32 within 1e-4 relative. Quantized graphs are
+// refused at load naming the node; steady-state calls allocate nothing.
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <map>
+
+#include "pterun/backend/device.h"
+#include "pterun/backend/device_info.h"
+#include "pterun/delegates/xnnpack_lowering.h"
+#include "pterun/executor/method.h"
+#include "pterun/kernels/registry.h"
+#include "tests/cpp/alloc_counter.h"
+#include "tests/cpp/executor/fixture_calls.h"
+#include "tests/cpp/test_util.h"
+
+namespace pterun {
+namespace {
+
+using nlohmann::json;
+
+std::string xnnpack_dir() {
+  return test::fixtures_dir() + "/xnnpack";
+}
+
+const json& xnnpack_manifest() {
+  static const json m = json::parse(test::read_file(xnnpack_dir() + "/manifest.json"));
+  return m;
+}
+
+// float32 1e-4; float16 and bfloat16 within a few units of their precision
+// (XNNPACK rounds intermediate results of fp16 nodes differently).
+double tolerance(const std::string& dtype) {
+  return dtype == "float32" ? 1e-4 : dtype == "float16" ? 4e-3 : dtype == "bfloat16" ? 2e-2 : 0;
+}
+
+std::vector<uint8_t> download(const Tensor& t, int device) {
+  if (t.numel() == 0) return {};
+  int64_t last = 0;
+  for (size_t d = 0; d < t.dim(); ++d) last += (t.size(d) - 1) * t.stride(d);
+  std::vector<uint8_t> host(static_cast<size_t>(last + 1) * t.element_size());
+  backend::download(device, host.data(), t.data(), host.size());
+  return host;
+}
+
+// Runs every call of every fixture on `options`' device.
+void run_fixtures(const MethodOptions& options) {
+  for (const auto& [name, entry] : xnnpack_manifest()["fixtures"].items()) {
+    SCOPED_TRACE(name);
+    auto program = test::load_fixture(entry, xnnpack_dir());
+    if (entry.value("pterun_refuses", false)) {
+      try {
+        Method::load(program, "forward", options);
+        ADD_FAILURE() << name << ": a quantized XNNPACK graph loaded";
+      } catch (const Error& e) {
+        EXPECT_EQ(e.code(), ErrorCode::NotImplemented) << e.what();
+        const std::string what = e.what();
+        EXPECT_NE(what.find("XnnpackBackend (delegate"), std::string::npos) << what;
+        EXPECT_NE(what.find("not implemented"), std::string::npos) << what;
+      }
+      continue;
+    }
+    std::unique_ptr<Method> m = Method::load(program, "forward", options);
+    auto calls = test::load_calls(entry, xnnpack_dir());
+    for (size_t k = 0; k < calls.size(); ++k) {
+      const test::Call& call = calls[k];
+      auto inputs = test::make_inputs(call);
+      m->set_inputs(inputs);
+      m->execute();
+      ASSERT_EQ(m->num_outputs(), call.outputs.size());
+      for (size_t i = 0; i < call.outputs.size(); ++i) {
+        const std::string where =
+            name + " call " + std::to_string(k) + " output " + std::to_string(i);
+        const Value& got = m->output(i);
+        std::vector<uint8_t> host;
+        if (m->output_on_device(i)) host = download(got.to_tensor(), m->device_index());
+        test::expect_matches(got, call.outputs[i], call.output_dtypes[i], where,
+                             host.empty() ? nullptr : host.data(),
+                             tolerance(call.output_dtypes[i]));
+      }
+    }
+  }
+}
+
+TEST(XnnpackRun, EveryFixtureMatchesExecuTorch) {
+  run_fixtures({});
+}
+
+TEST(XnnpackRun, DelegateCallsBecomeKernelCalls) {
+  // The method runs as kernel calls of xnnpack:: operators; its metadata
+  // and the file's description keep the delegate.
+  const json& entry = xnnpack_manifest()["fixtures"]["mobilenet"];
+  auto program = test::load_fixture(entry, xnnpack_dir());
+  const format::MethodDesc& file = program->method("forward");
+  const format::MethodDesc& runs = program->runnable_method("forward");
+  EXPECT_EQ(&runs, &program->runnable_method("forward")) << "expanded once";
+  size_t delegate_calls = 0, xnn_calls = 0;
+  for (const auto& instr : runs.chains[0].instructions) {
+    delegate_calls += instr.kind == format::InstructionKind::DelegateCall;
+    if (instr.kind == format::InstructionKind::KernelCall &&
+        runs.operators[instr.index].name.rfind("xnnpack::", 0) == 0) {
+      ++xnn_calls;
+    }
+  }
+  EXPECT_EQ(delegate_calls, 0u);
+  size_t nodes = 0;
+  for (const auto& [type, count] : entry["xnnpack"]["forward"][0]["node_counts"].items()) {
+    nodes += count.get<size_t>();
+  }
+  // One kernel call per node, but for the reshape of GAP's result for the
+  // linear layer: both internal, they share their bytes, nothing to do.
+  EXPECT_EQ(xnn_calls, nodes - 1);
+  EXPECT_EQ(file.chains[0].instructions.size(), 1u);
+  EXPECT_EQ(file.chains[0].instructions[0].kind, format::InstructionKind::DelegateCall);
+  EXPECT_EQ(runs.inputs, file.inputs);
+  EXPECT_EQ(runs.outputs, file.outputs);
+  // The internal values live past the file's planned memory.
+  EXPECT_GT(runs.buffer_sizes[0], file.buffer_sizes[0]);
+  EXPECT_EQ(program->method_meta("forward").backends(), std::vector<std::string>{"XnnpackBackend"});
+  EXPECT_TRUE(program->unsupported_delegates("forward").empty());
+}
+
+TEST(XnnpackRun, EveryLoweredOperatorIsRegistered) {
+  const auto& registry = kernels::KernelRegistry::global();
+  for (std::string_view name : delegates::xnnpack_operator_names()) {
+    EXPECT_NE(registry.find(std::string(name), Device::CPU), nullptr) << name;
+    if (backend::built_with_cuda()) {
+      EXPECT_NE(registry.find(std::string(name), Device::CUDA), nullptr) << name;
+    }
+  }
+}
+
+// Scratch and packed weights are kept between calls, so the delegated
+// models allocate nothing once warm, as their plain twins. (Not the
+// convolution models: oneDNN's execute allocates in the convolutions it
+// runs, for their plain twins twice as often.)
+TEST(XnnpackRun, SteadyStateCallsDoNotAllocate) {
+  for (const char* name : {"transformer", "lstm", "mlp"}) {
+    SCOPED_TRACE(name);
+    const json& entry = xnnpack_manifest()["fixtures"][name];
+    auto program = test::load_fixture(entry, xnnpack_dir());
+    auto calls = test::load_calls(entry, xnnpack_dir());
+    auto m = Method::load(program, "forward");
+    auto inputs = test::make_inputs(calls[0]);
+    for (int i = 0; i < 2; ++i) {
+      m->set_inputs(inputs);
+      m->execute();
+    }
+    test::start_counting_allocations();
+    for (int i = 0; i < 5; ++i) {
+      m->set_inputs(inputs);
+      m->execute();
+    }
+    EXPECT_EQ(test::stop_counting_allocations(), 0) << "allocations in 5 steady-state calls";
+    test::expect_matches(m->output(0), calls[0].outputs[0], calls[0].output_dtypes[0], name,
+                         nullptr, 1e-4);
+  }
+}
+
+TEST(XnnpackRunCuda, EveryFixtureMatchesExecuTorch) {
+  if (backend::cuda_device_count() == 0) {
+    GTEST_SKIP() << "no GPU: " << backend::cuda_unavailable_reason();
+  }
+  run_fixtures({Device::CUDA, 0});
+}
+
+}  // namespace
+}  // namespace pterun
