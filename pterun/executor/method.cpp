@@ -368,6 +368,8 @@ std::unique_ptr<Method> Method::load(std::shared_ptr<const Program> program,
     loader.allocate_unplanned_outputs(m->owned_);
     loader.build_values();
     loader.build_steps();
+    loader.write_caches_in_place();
+    loader.read_positions_on_device();
     loader.fold_constants();
     loader.fuse_elementwise();
     loader.apply_rewrites();

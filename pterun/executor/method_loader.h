@@ -96,6 +96,13 @@ struct Method::Loader {
   void fuse_elementwise();
   // Load-time kernel rewrites (rewrite.h), where the device has the kernel.
   void apply_rewrites();
+  // The plain -kv export's KV-cache write-back (index_put + copy_ of the
+  // whole cache) made a write in place (rewrite.h).
+  void write_caches_in_place();
+  // A decode step's start_pos read by the kernels that use it from the
+  // tensor it came from, instead of by the host (rewrite.h).
+  void read_positions_on_device();
+  void replace_step(Step& s, kernels::KernelFn fn, const std::vector<int32_t>& args);
   // Inputs: planned inputs whose region other tensors reuse get a private
   // home, so a second execute() reads the same inputs (B11).
   void plan_inputs();

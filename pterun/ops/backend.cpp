@@ -21,6 +21,7 @@ const char* op_family_name(OpFamily family) {
     case OpFamily::Pool: return "pool";
     case OpFamily::Index: return "index";
     case OpFamily::Nonzero: return "nonzero";
+    case OpFamily::Attention: return "attention";
   }
   return "?";
 }
@@ -40,6 +41,7 @@ bool OpBackend::provides(OpFamily family) const {
     case OpFamily::Pool: return pool != nullptr;
     case OpFamily::Index: return index != nullptr;
     case OpFamily::Nonzero: return nonzero != nullptr;
+    case OpFamily::Attention: return attention != nullptr;
   }
   return false;
 }

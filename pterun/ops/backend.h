@@ -31,8 +31,9 @@ enum class OpFamily : uint8_t {
   Pool,         // max / avg / adaptive pooling, upsampling
   Index,        // embedding, index, gather, scatter ...
   Nonzero,      // nonzero
+  Attention,    // attention over a KV cache, cache writes at positions held in tensors
 };
-inline constexpr size_t kNumOpFamilies = 13;
+inline constexpr size_t kNumOpFamilies = 14;
 
 /// "shape", "norm" ...
 const char* op_family_name(OpFamily family);
@@ -49,6 +50,7 @@ struct ConvBackend;
 struct PoolBackend;
 struct IndexBackend;
 struct NonzeroBackend;
+struct AttentionBackend;
 
 /// One backend's compute functions, one struct per family (declared in
 /// pterun/ops/<family>.h).
@@ -65,6 +67,7 @@ struct OpBackend {
   const PoolBackend* pool = nullptr;
   const IndexBackend* index = nullptr;
   const NonzeroBackend* nonzero = nullptr;
+  const AttentionBackend* attention = nullptr;
 
   /// Per family, the dtypes of an operator's first tensor argument that this
   /// backend computes, where it computes fewer than the front-end accepts.

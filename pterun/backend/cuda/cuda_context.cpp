@@ -1,5 +1,6 @@
 #include "pterun/backend/cuda/cuda_context.h"
 
+#include <cstring>
 #include <memory>
 #include <utility>
 
@@ -84,6 +85,20 @@ MethodState::~MethodState() {
   if (cublas != nullptr) cublasDestroy(cublas);
   if (producer_done != nullptr) cudaEventDestroy(producer_done);
   if (stream != nullptr) cudaStreamDestroy(stream);
+}
+
+kernels::DeviceCheck* device_check(kernels::KernelContext& context) {
+  MethodState& s = state(context);
+  if (s.check.data() == nullptr) {
+    PTERUN_CUDA_CHECK(cudaSetDevice(s.device));
+    backend::DeviceBuffer word(s.device, sizeof(kernels::DeviceCheck));
+    backend::PinnedBuffer host(sizeof(kernels::DeviceCheck));
+    std::memset(host.data(), 0, sizeof(kernels::DeviceCheck));
+    PTERUN_CUDA_CHECK(cudaMemsetAsync(word.data(), 0, sizeof(kernels::DeviceCheck), s.stream));
+    s.check = std::move(word);
+    s.check_host = std::move(host);
+  }
+  return static_cast<kernels::DeviceCheck*>(s.check.data());
 }
 
 }  // namespace pterun::cuda

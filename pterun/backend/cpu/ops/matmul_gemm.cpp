@@ -379,6 +379,11 @@ void gemm(KernelContext& ctx, const GemmProblem& p, const char* op) {
     return;
   }
   const double work = static_cast<double>(p.batch) * p.m * p.n * p.k;
+  // A decode step's linear layers: the weight streamed once, threads over its rows.
+  if (gemv_applies(p) && (p.dtype != DType::Float32 || work > kSmallGemmWork)) {
+    gemv(ctx, p);
+    return;
+  }
   if (p.dtype == DType::Float32 && (work <= kSmallGemmWork || p.n <= kNarrowGemmColumns)) {
     gemm_small_f32(ctx, p);
     return;
