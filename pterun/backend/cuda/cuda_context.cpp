@@ -73,6 +73,7 @@ void* scratch(kernels::KernelContext& context, size_t bytes) {
     // before it is freed (this happens only while the size grows).
     PTERUN_CUDA_CHECK(cudaStreamSynchronize(s.stream));
     s.scratch = backend::DeviceBuffer(s.device, size);
+    ++s.scratch_epoch;
   }
   return s.scratch.data();
 }

@@ -24,6 +24,7 @@ struct MethodState {
   cublasHandle_t cublas = nullptr;
   backend::DeviceBuffer cublas_workspace;
   backend::DeviceBuffer scratch;
+  uint64_t scratch_epoch = 0;  // counts the moves of `scratch` (backend::scratch_epoch)
   // The device-check word (kernels/common/device_check.h) kernels report
   // bad positions and indices in, and its host copy, read after each wait;
   // allocated by the first kernel that checks.

@@ -31,6 +31,7 @@ std::string device_check_message(const DeviceCheck& c) {
     case DeviceCheckKind::EmbeddingRow:
       return str_cat(op, ": index ", c.value, " is out of range for ", c.limit, " rows");
     case DeviceCheckKind::SliceStart:
+      if (c.value < 0) return str_cat(op, ": start ", c.value, " is negative");
       return str_cat(op, ": start ", c.value, " with ", c.extra,
                      " elements runs past a dimension of ", c.limit);
     case DeviceCheckKind::None: break;

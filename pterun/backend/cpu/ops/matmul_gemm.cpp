@@ -379,8 +379,9 @@ void gemm(KernelContext& ctx, const GemmProblem& p, const char* op) {
     return;
   }
   const double work = static_cast<double>(p.batch) * p.m * p.n * p.k;
-  // A decode step's linear layers: the weight streamed once, threads over its rows.
-  if (gemv_applies(p) && (p.dtype != DType::Float32 || work > kSmallGemmWork)) {
+  // A decode step's linear layers: the weight streamed once, threads over
+  // its rows (the small kernel would pack this transposed operand per call).
+  if (gemv_applies(p)) {
     gemv(ctx, p);
     return;
   }
