@@ -89,9 +89,11 @@ void gemv_typed(kernels::KernelContext& ctx, const GemmProblem& p) {
     if (bias != nullptr) v += static_cast<float>(bias[j]);
     c[r * p.c.row_stride + j * p.c.col_stride] = static_cast<T>(v);
   };
-  // Ranges of four columns each.
+  // Ranges of four columns each; many small ranges, so that a helper the
+  // OS deschedules holds back little of the weight (every column costs the
+  // same, so the split needs no balancing otherwise).
   const int64_t quads = (n + 3) / 4;
-  cpu::parallel_for(ctx, quads, 4 * k * m, [&](int64_t begin, int64_t end) {
+  auto body = [&](int64_t begin, int64_t end) {
     float out[kMaxRows][4];
     for (int64_t q = begin; q < end; ++q) {
       const int64_t j = 4 * q;
@@ -107,7 +109,17 @@ void gemv_typed(kernels::KernelContext& ctx, const GemmProblem& p) {
         }
       }
     }
-  });
+  };
+  const int threads = ctx.num_threads;
+  if (threads <= 1 || quads * 4 * k * m < 4 * cpu::kParallelGrain) {
+    body(0, quads);
+    return;
+  }
+  const int64_t chunks = std::min<int64_t>(quads, 16 * threads);
+  using Body = decltype(body);
+  cpu::detail::run_parallel(
+      threads, quads, chunks,
+      [](void* context, int64_t b, int64_t e) { (*static_cast<Body*>(context))(b, e); }, &body);
 }
 
 }  // namespace
