@@ -124,3 +124,26 @@ def test_kv_ops_program(device):
         for i, got in enumerate(outs):
             np.testing.assert_allclose(as_float32(got), ref[f"c{c}_out{i}"], rtol=1e-5, atol=1e-5,
                                        err_msg=f"call {c} output {i}")
+
+
+@pytest.mark.skipif(not CUDA, reason="no CUDA device")
+@pytest.mark.parametrize("name", ["llama_sdpa_fp32", "llama_kv_fp32", "llama_sdpa_bf16"])
+def test_cuda_decode_steps_replay_as_graphs_with_one_wait(name):
+    # The positions rewrite leaves no host read of start_pos: every call
+    # waits once (B19), and decode steps (one token, a new position each
+    # time) replay CUDA graphs captured once per output buffer.
+    entry = MANIFEST[name]
+    ref = np.load(LLM / f"{name}.npz")
+    method = load(name, "cuda")
+    launches = pterun.stats()["graph_launches"]
+    for k in range(entry["calls"]):
+        syncs = pterun.stats()["device_syncs"]
+        out = method(call_inputs(ref, k, True))[0]
+        assert pterun.stats()["device_syncs"] - syncs == 1, f"call {k}"
+        want = ref[f"c{k}_logits"]
+        np.testing.assert_allclose(as_float32(out), want, rtol=0,
+                                   atol=TOLERANCE[entry["dtype"]] * float(np.abs(want).max()),
+                                   err_msg=f"call {k}")
+    # 20 decode steps: each of the two output buffers runs once plainly and
+    # is captured the second time it comes.
+    assert pterun.stats()["graph_launches"] - launches >= entry["calls"] - 1 - 2
