@@ -150,6 +150,11 @@ GraphExec end_capture(const kernels::KernelContext& context) noexcept;
 /// Queues one replay of `graph` on the stream of `context`.
 void launch_graph(const kernels::KernelContext& context, const GraphExec& graph);
 
+/// A number that changes whenever the device scratch of `context` (a CUDA
+/// method's context) moves to new memory: graphs captured before hold the
+/// old addresses and must not be replayed.
+uint64_t scratch_epoch(const kernels::KernelContext& context);
+
 /// Seconds of GPU time taken by the work `launch` queues on the stream of
 /// `context` (a CUDA method's context), measured with two events; waits for
 /// the second one (counted in DeviceSyncs).

@@ -394,6 +394,8 @@ std::unique_ptr<Method> Method::load(std::shared_ptr<const Program> program,
     loader.build_values();
     loader.build_steps();
     if (options.integer_quantized && !integer_quantized_disabled()) loader.fuse_quantized();
+    loader.write_caches_in_place();
+    loader.read_positions_on_device();
     loader.fold_constants();
     loader.fuse_convolutions();
     loader.fuse_elementwise();

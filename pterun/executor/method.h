@@ -27,7 +27,8 @@ struct MethodOptions {
   Device device = Device::CPU;
   int device_index = 0;
   /// CUDA: capture the steps as a CUDA graph and replay it, for methods
-  /// with static shapes and no control flow (method_graph.cpp).
+  /// without control flow, one graph per set of addresses and dynamic input
+  /// shapes (method_graph.cpp).
   bool cuda_graphs = true;
   /// Run dequantize -> op -> quantize chains of quantized programs on
   /// integer kernels (executor/quant_fusion.h); false runs the program's
@@ -187,7 +188,7 @@ class Method {
   [[noreturn]] void fail_step(size_t chain, size_t pc, const Error& e) const;
   void run_steps();
   // CUDA graphs (method_graph.cpp).
-  bool graphs_possible() const;
+  bool graphs_possible();
   bool run_graph();
 
   std::shared_ptr<const Program> program_;
@@ -245,12 +246,15 @@ class Method {
   struct CapturedGraph {
     std::vector<const void*> key;
     backend::GraphExec exec;
+    std::vector<std::vector<int64_t>> output_sizes;  // dynamic-shape methods: restored on replay
   };
   Graphs graphs_mode_ = Graphs::Unknown;
   std::vector<CapturedGraph> graphs_;
   std::vector<std::vector<const void*>> graph_seen_;  // keys of recent runs without a graph
   std::vector<const void*> graph_key_;
   int graph_captures_ = 0;
+  bool graph_dynamic_ = false;  // some tensor has a dynamic shape: the key holds input shapes
+  uint64_t graph_epoch_ = 0;    // backend::scratch_epoch when graphs_ were captured
 };
 
 }  // namespace pterun

@@ -111,6 +111,13 @@ struct Method::Loader {
   // Moves tensor value `vi` (and the views planned inside it) into memory
   // of its own.
   void give_own_memory(int32_t vi);
+  // The plain -kv export's KV-cache write-back (index_put + copy_ of the
+  // whole cache) made a write in place (rewrite.h).
+  void write_caches_in_place();
+  // A decode step's start_pos read by the kernels that use it from the
+  // tensor it came from, instead of by the host (rewrite.h).
+  void read_positions_on_device();
+  void replace_step(Step& s, kernels::KernelFn fn, const std::vector<int32_t>& args);
   // Inputs: planned inputs whose region other tensors reuse get a private
   // home, so a second execute() reads the same inputs (B11).
   void plan_inputs();

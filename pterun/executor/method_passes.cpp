@@ -330,6 +330,75 @@ void Method::Loader::fold_batch_norm(const ConvFusion& f) {
   m.owned_.push_back(std::move(b_own));
 }
 
+// Points step `s` at kernel `fn` with the values `args` (a new run of the
+// argument pool).
+void Method::Loader::replace_step(Step& s, kernels::KernelFn fn, const std::vector<int32_t>& args) {
+  s.kind = InstructionKind::KernelCall;
+  s.fn = fn;
+  s.args_begin = static_cast<uint32_t>(m.arg_pool_.size());
+  s.args_count = static_cast<uint32_t>(args.size());
+  for (int32_t v : args) m.arg_pool_.push_back(&m.values_[v]);
+}
+
+// The plain -kv export's whole-cache write-back made a write in place
+// (rewrite.h, find_in_place_cache_writes): the index_put result takes the
+// cache's memory, so the cache is updated where it lies and the copy_ has
+// nothing left to do.
+void Method::Loader::write_caches_in_place() {
+  const kernels::KernelInfo* info =
+      kernels::KernelRegistry::global().info("aten::index_put_", m.options_.device);
+  if (info == nullptr) return;
+  for (const InPlaceCacheWrite& w : find_in_place_cache_writes(d, kept_values())) {
+    Step& put = m.chains_[w.index_put.chain][w.index_put.index];
+    Step& copy = m.chains_[w.copy_chain][w.copy_index];
+    if (put.kind != InstructionKind::KernelCall || copy.kind != InstructionKind::KernelCall) {
+      continue;
+    }
+    const Tensor& cache = m.tensors_[tensor_of_value[w.cache]];
+    Tensor& result = m.tensors_[tensor_of_value[w.result]];
+    auto* base = static_cast<uint8_t*>(cache.data());
+    for (auto [view, offset] : followers(w.result, last_writer(w.result))) {
+      view->set_data(base + offset, view->nbytes());
+    }
+    result.set_data(base, cache.capacity());
+    replace_step(put, info->fn, w.index_put.args);
+    copy.kind = InstructionKind::FreeCall;  // a no-op from now on
+    copy.fn = nullptr;
+  }
+}
+
+// Positions on the device (rewrite.h, find_position_rewrites): the kernels
+// that place tokens read start_pos from the tensor it came from, so a step
+// never waits for the device to learn it. All or nothing: every kernel must
+// exist on this device. Each position tensor gets memory of its own, since
+// its readers now come after its lifetime in the memory plan.
+void Method::Loader::read_positions_on_device() {
+  const auto& registry = kernels::KernelRegistry::global();
+  PositionRewrites r = find_position_rewrites(d, kept_values());
+  for (const KernelReplacement& rep : r.replace) {
+    if (registry.info(rep.kernel, m.options_.device) == nullptr) return;
+    if (m.chains_[rep.chain][rep.index].kind != InstructionKind::KernelCall) return;
+  }
+  for (int32_t t : r.positions) {
+    if (!is_planned(*d.values[t].tensor)) continue;
+    Tensor& tensor = m.tensors_[tensor_of_value[t]];
+    auto views = followers(t, last_writer(t));
+    const size_t bytes = std::max(tensor.bound_nbytes(), tensor.nbytes());
+    backend::Allocation own = m.allocate(bytes);
+    tensor.set_data(own.data(), bytes);
+    for (auto [view, offset] : views) view->set_data(own.data() + offset, view->nbytes());
+    m.owned_.push_back(std::move(own));
+  }
+  for (const KernelReplacement& rep : r.replace) {
+    replace_step(m.chains_[rep.chain][rep.index], registry.info(rep.kernel, m.options_.device)->fn,
+                 rep.args);
+  }
+  for (auto [c, k] : r.idle) {
+    m.chains_[c][k].kind = InstructionKind::FreeCall;  // a no-op from now on
+    m.chains_[c][k].fn = nullptr;
+  }
+}
+
 // Load-time kernel rewrites (rewrite.h), where the device has the kernel.
 void Method::Loader::apply_rewrites() {
   const std::vector<bool> keep = kept_values();

@@ -149,7 +149,15 @@ void Method::run_steps() {
 
 void Method::wait() {
   if (options_.device != Device::CUDA) return;
-  backend::synchronize(context_);
+  try {
+    backend::synchronize(context_);
+  } catch (const Error& e) {
+    // A position or index a kernel checked on the device (the work is done
+    // either way): the same error a CPU step gives (step_error_code).
+    if (e.code() != ErrorCode::IndexOutOfRange) throw;
+    std::fill(staging_busy_.begin(), staging_busy_.end(), false);
+    throw Error(step_error_code(e.code()), str_cat("method '", printable(name()), "': ", e.what()));
+  }
   std::fill(staging_busy_.begin(), staging_busy_.end(), false);
 }
 

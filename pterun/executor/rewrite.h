@@ -97,4 +97,60 @@ std::vector<ConvFusion> find_conv_fusions(const format::MethodDesc& d,
                                           const std::vector<bool>& keep,
                                           const std::vector<std::vector<bool>>& idle);
 
+/// One instruction run by another kernel with other arguments (value
+/// indices; the return entry last, as in a program's instruction).
+struct KernelReplacement {
+  size_t chain = 0;
+  size_t index = 0;
+  const char* kernel = nullptr;
+  std::vector<int32_t> args;
+};
+
+/// A KV cache that the plain -kv export writes back whole on every step,
+///   index_put.out(cache, indices, values, accumulate, *, out=result)
+///   ... readers of result ...
+///   copy_(cache, result),
+/// made a write in place: the index_put becomes index_put_(cache, indices,
+/// values, accumulate), `result` becomes the cache itself (its memory is the
+/// cache's) and the copy_ runs nothing. Found where that gives the same
+/// values to everything that reads them: the cache (a tensor no other
+/// tensor overlaps) is mentioned by no instruction between the two nor
+/// after the copy_; `result` (not in `keep`) is written by the index_put
+/// alone and has the cache's dtype, static shape and dim order; methods
+/// with jumps or moves are left alone.
+struct InPlaceCacheWrite {
+  KernelReplacement index_put;  // now aten::index_put_
+  size_t copy_chain = 0;
+  size_t copy_index = 0;
+  int32_t cache = 0;
+  int32_t result = 0;
+};
+std::vector<InPlaceCacheWrite> find_in_place_cache_writes(const format::MethodDesc& d,
+                                                          const std::vector<bool>& keep);
+
+/// Positions on the device. A decode step reads its position with
+/// _local_scalar_dense(t) -> p (t: a one-element integer tensor that an
+/// instruction computed, from input_pos) and passes the number p, and
+/// p + n, to the kernels that place tokens. On a GPU that read is a host
+/// wait in the middle of the step, and it keeps the step from being
+/// replayed as a CUDA graph. Where every reader of p (and of each
+/// executorch_prim::add.Scalar(p, n)) is one of
+///   llama::update_cache.out(value, cache, p, out)  -> kUpdateCacheAtKernel(value, cache, t, out)
+///   llama::custom_sdpa.out(q, k, v, p, None, dropout, causal, scale, out)
+///                                                   -> kCustomSdpaAtKernel(q, k, v, t, causal,
+///                                                   scale, out)
+///   slice_copy.Tensor_out(x, dim, p, p + n, 1, out) -> kSliceAtKernel(x, dim, t, n, out)
+///   scalar_tensor.out(p, out)                       -> kItemCopyKernel(t, out),
+/// those instructions are replaced, and the _local_scalar_dense and the
+/// add.Scalar run nothing (`idle`). Each such t is read later than its own
+/// lifetime in the memory plan, so it needs memory of its own
+/// (`positions`). Values in `keep` are never dropped; methods with jumps or
+/// moves are left alone.
+struct PositionRewrites {
+  std::vector<KernelReplacement> replace;
+  std::vector<std::pair<size_t, size_t>> idle;  // (chain, index)
+  std::vector<int32_t> positions;
+};
+PositionRewrites find_position_rewrites(const format::MethodDesc& d, const std::vector<bool>& keep);
+
 }  // namespace pterun

@@ -39,4 +39,18 @@ inline constexpr const char* kConvHardswishKernel = "pterun::convolution_hardswi
 inline constexpr const char* kConvAddKernel = "pterun::convolution_add.out";
 inline constexpr const char* kConvAddReluKernel = "pterun::convolution_add_relu.out";
 
+/// Positions on the device (executor/rewrite.h, find_position_rewrites): a
+/// decode step's start_pos read by the kernels that use it from the tensor
+/// _local_scalar_dense read it from, so that the host never waits for it.
+/// (value, cache, start_pos tensor, *, out): llama::update_cache.out.
+inline constexpr const char* kUpdateCacheAtKernel = "pterun::update_cache_at.out";
+/// (q, k, v, start_pos tensor, is_causal, scale, *, out): llama::custom_sdpa.out without a mask.
+inline constexpr const char* kCustomSdpaAtKernel = "pterun::custom_sdpa_at.out";
+/// (self, dim, start tensor, length, *, out): slice_copy.Tensor_out(self, dim, start,
+/// start + length, 1) for a slice that fits.
+inline constexpr const char* kSliceAtKernel = "pterun::slice_at.out";
+/// (src, *, out): out (0-D) = src's one element converted to out's dtype:
+/// scalar_tensor.out of the number that _local_scalar_dense read from src.
+inline constexpr const char* kItemCopyKernel = "pterun::item_copy.out";
+
 }  // namespace pterun::kernels

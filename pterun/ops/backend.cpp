@@ -22,6 +22,7 @@ const char* op_family_name(OpFamily family) {
     case OpFamily::Index: return "index";
     case OpFamily::Nonzero: return "nonzero";
     case OpFamily::Quant: return "quant";
+    case OpFamily::Attention: return "attention";
   }
   return "?";
 }
@@ -42,6 +43,7 @@ bool OpBackend::provides(OpFamily family) const {
     case OpFamily::Index: return index != nullptr;
     case OpFamily::Nonzero: return nonzero != nullptr;
     case OpFamily::Quant: return quant != nullptr;
+    case OpFamily::Attention: return attention != nullptr;
   }
   return false;
 }

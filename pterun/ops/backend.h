@@ -32,8 +32,9 @@ enum class OpFamily : uint8_t {
   Index,        // embedding, index, gather, scatter ...
   Nonzero,      // nonzero
   Quant,        // quantize, dequantize, choose_qparams; integer linear / conv / mean
+  Attention,    // attention over a KV cache, cache writes at positions held in tensors
 };
-inline constexpr size_t kNumOpFamilies = 14;
+inline constexpr size_t kNumOpFamilies = 15;
 
 /// "shape", "norm" ...
 const char* op_family_name(OpFamily family);
@@ -51,6 +52,7 @@ struct PoolBackend;
 struct IndexBackend;
 struct NonzeroBackend;
 struct QuantBackend;
+struct AttentionBackend;
 
 /// One backend's compute functions, one struct per family (declared in
 /// pterun/ops/<family>.h).
@@ -68,6 +70,7 @@ struct OpBackend {
   const IndexBackend* index = nullptr;
   const NonzeroBackend* nonzero = nullptr;
   const QuantBackend* quant = nullptr;
+  const AttentionBackend* attention = nullptr;
 
   /// Per family, the dtypes of an operator's first tensor argument that this
   /// backend computes, where it computes fewer than the front-end accepts.

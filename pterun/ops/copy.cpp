@@ -89,4 +89,15 @@ void lift_fresh_copy_out(KernelContext& ctx, const Tensor& in, Tensor& out) {
   copy_view_into(ctx, out, in, view_of(in), "aten::lift_fresh_copy.out", mover(ctx));
 }
 
+// A 0-D view of src's element, converted into out.
+void item_copy_out(KernelContext& ctx, const Tensor& src, Tensor& out) {
+  const char* op = "aten::scalar_tensor.out";
+  PTERUN_CHECK(src.numel() == 1, ErrorCode::InvalidArgument, op, ": expected one element, got ",
+               describe(src));
+  kernels::resize_output(out, {}, op);
+  Tensor element = src;
+  element.reshape_unchecked({});
+  convert_into(ctx, out, element, op);
+}
+
 }  // namespace pterun::ops

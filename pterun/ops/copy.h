@@ -47,5 +47,8 @@ void empty_dim_order_out(KernelContext& ctx, IntList size, std::optional<IntList
                          Tensor& out);
 // lift_fresh_copy.out(Tensor self, *, Tensor(a!) out)
 void lift_fresh_copy_out(KernelContext& ctx, const Tensor& in, Tensor& out);
+// pterun::item_copy.out(Tensor src, *, Tensor(a!) out) (kernels/internal_ops.h): out, 0-D,
+// is src's single element converted to out's dtype.
+void item_copy_out(KernelContext& ctx, const Tensor& src, Tensor& out);
 
 }  // namespace pterun::ops

@@ -12,6 +12,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 
 #include "pterun/core/scalar.h"
 #include "pterun/core/tensor.h"
@@ -97,8 +98,31 @@ struct IndexPutArgs {
   Tensor& target;
 };
 
+/// Rows of a quantized embedding table, dequantized:
+/// out[i..., j] = (w(idx, j) - zp[idx, g]) * scale[idx, g], g = j / (D / groups),
+/// computed in float and rounded to out's dtype. w(idx, j) is weight[idx, j]
+/// (bits 8: int8 or uint8 as stored), or the j-th packed field of row idx
+/// (bits 4: the high nibble for even j, the low one for odd j, minus 8;
+/// bits 2: bits 2 (j % 4) upwards of byte j / 4, minus 2). scales and
+/// zero_points (optional) are [V] or [V, groups] of a floating dtype; out
+/// (float32, float16 or bfloat16) is resized to indices.shape + [D]. Index
+/// values are checked by the backend (DeviceCheckKind::EmbeddingRow naming
+/// `check_op`).
+struct QuantEmbeddingArgs {
+  const Tensor& weight;  // [V, D * bits / 8]
+  int bits;              // 8, 4 or 2
+  int64_t dim;           // D
+  int64_t groups;
+  const Tensor& scales;
+  const Tensor* zero_points;
+  const Tensor& indices;  // int64 or int32
+  int32_t check_op;       // kernels::DeviceCheckOp
+  Tensor& out;
+};
+
 struct IndexBackend {
   void (*embedding)(KernelContext& ctx, const EmbeddingArgs& a);
+  void (*embedding_quantized)(KernelContext& ctx, const QuantEmbeddingArgs& a);
   void (*index_select)(KernelContext& ctx, const IndexSelectArgs& a);
   void (*gather)(KernelContext& ctx, const GatherArgs& a);
   void (*scatter)(KernelContext& ctx, const ScatterArgs& a);
@@ -144,5 +168,32 @@ void index_put_out(KernelContext& ctx, const Tensor& self, OptionalTensorList in
 // index_put_(Tensor(a!) self, Tensor?[] indices, Tensor values, bool accumulate=False)
 void index_put_(KernelContext& ctx, Tensor& self, OptionalTensorList indices, const Tensor& values,
                 bool accumulate);
+
+// ---- quantized embeddings (quantized_decomposed::; embedding_quant.cpp) ----
+// weight_quant_min / max are metadata (ExecuTorch's kernels only check min <= max).
+
+// embedding_byte.out(Tensor weight, Tensor weight_scales, Tensor? weight_zero_points,
+//   int weight_quant_min, int weight_quant_max, Tensor indices, *, Tensor(a!) out)
+void embedding_byte_out(KernelContext& ctx, const Tensor& weight, const Tensor& scales,
+                        const Tensor* zero_points, int64_t quant_min, int64_t quant_max,
+                        const Tensor& indices, Tensor& out);
+// embedding_byte.dtype_out(..., Tensor indices, *, ScalarType? dtype=None, Tensor(a!) out)
+void embedding_byte_dtype_out(KernelContext& ctx, const Tensor& weight, const Tensor& scales,
+                              const Tensor* zero_points, int64_t quant_min, int64_t quant_max,
+                              const Tensor& indices, std::optional<int64_t> dtype, Tensor& out);
+// embedding_4bit.out / .dtype_out: the same arguments; weight uint8 [V, D / 2].
+void embedding_4bit_out(KernelContext& ctx, const Tensor& weight, const Tensor& scales,
+                        const Tensor* zero_points, int64_t quant_min, int64_t quant_max,
+                        const Tensor& indices, Tensor& out);
+void embedding_4bit_dtype_out(KernelContext& ctx, const Tensor& weight, const Tensor& scales,
+                              const Tensor* zero_points, int64_t quant_min, int64_t quant_max,
+                              const Tensor& indices, std::optional<int64_t> dtype, Tensor& out);
+// embedding_2bit.out / .dtype_out: the same arguments; weight uint8 [V, D / 4].
+void embedding_2bit_out(KernelContext& ctx, const Tensor& weight, const Tensor& scales,
+                        const Tensor* zero_points, int64_t quant_min, int64_t quant_max,
+                        const Tensor& indices, Tensor& out);
+void embedding_2bit_dtype_out(KernelContext& ctx, const Tensor& weight, const Tensor& scales,
+                              const Tensor* zero_points, int64_t quant_min, int64_t quant_max,
+                              const Tensor& indices, std::optional<int64_t> dtype, Tensor& out);
 
 }  // namespace pterun::ops

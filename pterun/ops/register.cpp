@@ -8,6 +8,7 @@
 #include <iterator>
 
 #include "pterun/kernels/internal_ops.h"
+#include "pterun/ops/attention.h"
 #include "pterun/ops/conv.h"
 #include "pterun/ops/copy.h"
 #include "pterun/ops/creation.h"
@@ -251,6 +252,20 @@ constexpr OpDef kOps[] = {
     def<&index_tensor_out>("aten::index.Tensor_out", F::Index),
     def<&index_put_out>("aten::index_put.out", F::Index),
     def<&index_put_>("aten::index_put_", F::Index),
+    def<&embedding_byte_out>("quantized_decomposed::embedding_byte.out", F::Index),
+    def<&embedding_byte_dtype_out>("quantized_decomposed::embedding_byte.dtype_out", F::Index),
+    def<&embedding_4bit_out>("quantized_decomposed::embedding_4bit.out", F::Index),
+    def<&embedding_4bit_dtype_out>("quantized_decomposed::embedding_4bit.dtype_out", F::Index),
+    def<&embedding_2bit_out>("quantized_decomposed::embedding_2bit.out", F::Index),
+    def<&embedding_2bit_dtype_out>("quantized_decomposed::embedding_2bit.dtype_out", F::Index),
+
+    // ---- attention: KV-cache attention, cache writes at positions in tensors ----
+    def<&custom_sdpa_out>("llama::custom_sdpa.out", F::Attention),
+    def<&sdpa_with_kv_cache_out>("llama::sdpa_with_kv_cache.out", F::Attention),
+    def<&update_cache_with_indices_out>("llama::update_cache_with_indices.out", F::Attention),
+    def<&update_cache_at_out>(kernels::kUpdateCacheAtKernel, F::Attention),
+    def<&custom_sdpa_at_out>(kernels::kCustomSdpaAtKernel, F::Attention),
+    def<&slice_at_out>(kernels::kSliceAtKernel, F::Attention),
 
     // ---- nonzero ----------------------------------------------------------------
     def<&nonzero_out>("aten::nonzero.out", F::Nonzero),
@@ -289,6 +304,7 @@ constexpr OpDef kOps[] = {
     def<&to_copy_out>("aten::_to_copy.out", F::Copy, kFold),
     def<&empty_dim_order_out>("dim_order_ops::_empty_dim_order.out", F::Copy),
     def<&lift_fresh_copy_out>("aten::lift_fresh_copy.out", F::Copy),
+    def<&item_copy_out>(kernels::kItemCopyKernel, F::Copy),
 
     // ---- creation: fills, empty, ranges -----------------------------------------
     def<&full_out>("aten::full.out", F::Creation, kFold),

@@ -1,7 +1,8 @@
 """llama::update_cache.out against NumPy: the new tokens' values written
-into a [batch, seq, heads, head_dim] cache in place at start_pos, wrapping
-past the cache's end like a ring buffer; every layout (the copy is strided
-on both sides), bf16, prefill and decode shapes, and argument errors."""
+into a [batch, seq, heads, head_dim] cache in place at start_pos; tokens
+that would run past the cache's end are refused (as ExecuTorch's kernel
+refuses them: it never wraps); every layout (the copy is strided on both
+sides), bf16, prefill and decode shapes, and argument errors."""
 
 import numpy as np
 import pytest
@@ -18,8 +19,7 @@ ORDERS = [None, (0, 2, 1, 3)]
 @reference(OP)
 def update_cache_model(val, cache, start_pos, out):
     v, c = value(val), value(cache).copy()
-    positions = (start_pos + np.arange(v.shape[1])) % c.shape[1]
-    c[:, positions] = v
+    c[:, start_pos:start_pos + v.shape[1]] = v
     return [c, AnyValues(out.shape)]
 
 
@@ -45,10 +45,16 @@ def test_update_cache_layouts(device, order, cache_order):
     check(device, OP, v, c, 5, Out(np.float32, (1,)))
 
 
-@pytest.mark.parametrize("start", [6, 8, 13, 1000])
-def test_update_cache_wraps_past_the_end(device, start):
+@pytest.mark.parametrize("start", [5, 8, 13, 1000])
+def test_update_cache_refuses_positions_past_the_end(device, start):
     v, c = tensors(1, 4, 8, 2, 4)
-    check(device, OP, v, c, start, Out(np.float32, (1,)))
+    check_error(device, OP, v, c, start, Out(np.float32, (1,)), exc=IndexError,
+                match=f"start_pos {start} with 4 tokens runs past the cache of 8 positions")
+
+
+def test_update_cache_fills_the_last_positions(device):
+    v, c = tensors(1, 4, 8, 2, 4)
+    check(device, OP, v, c, 4, Out(np.float32, (1,)))
 
 
 def test_update_cache_empty(device):

@@ -425,6 +425,38 @@ def test_linear_permuted_input(device):
           tol=tol(np.float32, 6), gpu_tol=tol(np.float32, 6))
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, BF16])
+@pytest.mark.parametrize("rows,k,n", [(1, 1024, 515), (1, 37, 9), (3, 256, 130), (8, 64, 64)])
+@pytest.mark.parametrize("num_threads", [1, 2])
+def test_linear_decode_shapes(device, dtype, rows, k, n, num_threads):
+    # A decode step's linear layers: a few rows against a weight read row by
+    # row (the GEMV path), odd widths included, split over the threads.
+    x = tensor(values((1, rows, k), dtype), dtype)
+    w = tensor(values((n, k), dtype), dtype)
+    b = tensor(values((n,), dtype), dtype)
+    check(device, "aten::linear.out", x, w, b, Out(dtype, (1, rows, n)), tol=tol(dtype, k),
+          gpu_tol=gpu_tol(dtype, k), num_threads=num_threads)
+
+
+@pytest.mark.parametrize("with_bias", [True, False])
+def test_linear_wide_two_threads(device, with_bias):
+    # A prefill's linear layer: more columns than rows, split by column blocks.
+    x, w = normals(40, 300), normals(1000, 300)
+    bias = normals(1000) if with_bias else None
+    expected = x.astype(np.float64) @ w.T.astype(np.float64) + (0 if bias is None else bias)
+    check(device, "aten::linear.out", x, w, bias, Out(np.float32, (40, 1000)), expect=expected,
+          tol=(1e-4, 1e-4), num_threads=2)
+
+
+def test_addmm_wide_two_threads(device):
+    s, a, b = normals(40, 700), normals(40, 300), normals(300, 700)
+    expected = 0.5 * s.astype(np.float64) + 2.0 * ref_mm(a, b)
+    check(device, "aten::addmm.out", s, a, b, 0.5, 2.0, Out(np.float32, (40, 700)),
+          expect=expected, tol=(1e-4, 1e-4), num_threads=2)
+    check(device, "aten::mm.out", a, b, Out(np.float32, (40, 700), dim_order=(1, 0)),
+          expect=ref_mm(a, b), tol=(1e-4, 1e-4), num_threads=2)
+
+
 def test_linear_errors(device):
     check_error(device, "aten::linear.out", normals(3, 4), normals(5, 3), None,
                 Out(np.float32, (3, 5)), exc=ValueError)

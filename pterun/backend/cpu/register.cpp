@@ -21,6 +21,7 @@ void register_cpu_kernels(KernelRegistry& r) {
     b.pool = &cpu::pool_backend();
     b.copy = &cpu::copy_backend();
     b.creation = &cpu::creation_backend();
+    b.attention = &cpu::attention_backend();
     return b;
   }();
   ops::register_ops(r, Device::CPU, kBackend);

@@ -1,5 +1,6 @@
 #include "pterun/backend/cuda/cuda_context.h"
 
+#include <cstring>
 #include <memory>
 #include <utility>
 
@@ -72,6 +73,7 @@ void* scratch(kernels::KernelContext& context, size_t bytes) {
     // before it is freed (this happens only while the size grows).
     PTERUN_CUDA_CHECK(cudaStreamSynchronize(s.stream));
     s.scratch = backend::DeviceBuffer(s.device, size);
+    ++s.scratch_epoch;
   }
   return s.scratch.data();
 }
@@ -84,6 +86,20 @@ MethodState::~MethodState() {
   if (cublas != nullptr) cublasDestroy(cublas);
   if (producer_done != nullptr) cudaEventDestroy(producer_done);
   if (stream != nullptr) cudaStreamDestroy(stream);
+}
+
+kernels::DeviceCheck* device_check(kernels::KernelContext& context) {
+  MethodState& s = state(context);
+  if (s.check.data() == nullptr) {
+    PTERUN_CUDA_CHECK(cudaSetDevice(s.device));
+    backend::DeviceBuffer word(s.device, sizeof(kernels::DeviceCheck));
+    backend::PinnedBuffer host(sizeof(kernels::DeviceCheck));
+    std::memset(host.data(), 0, sizeof(kernels::DeviceCheck));
+    PTERUN_CUDA_CHECK(cudaMemsetAsync(word.data(), 0, sizeof(kernels::DeviceCheck), s.stream));
+    s.check = std::move(word);
+    s.check_host = std::move(host);
+  }
+  return static_cast<kernels::DeviceCheck*>(s.check.data());
 }
 
 }  // namespace pterun::cuda

@@ -9,6 +9,7 @@
 #include <cstddef>
 
 #include "pterun/core/error.h"
+#include "pterun/kernels/common/device_check.h"
 #include "pterun/kernels/kernel.h"
 
 namespace pterun::cuda {
@@ -41,6 +42,13 @@ cublasHandle_t cublas(kernels::KernelContext& context);
 /// current kernel (stream-ordered: reused by the next kernel on the same
 /// stream). Grows only when a larger size is asked for than ever before.
 void* scratch(kernels::KernelContext& context, size_t bytes);
+
+/// The method's device-check word (kernels/common/device_check.h), zeroed,
+/// in device memory: a kernel that finds a bad position or index records it
+/// there, and the method's next wait (backend::synchronize) raises it.
+/// Allocated on first use (not during a CUDA graph capture: the first call
+/// of a method is never captured).
+kernels::DeviceCheck* device_check(kernels::KernelContext& context);
 
 /// Blocks for 1-D launches over `n` items: min(ceil(n / threads), cap).
 inline unsigned blocks_for(long long n, unsigned threads, unsigned cap = 65535u * 8u) {

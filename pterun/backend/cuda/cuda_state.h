@@ -24,6 +24,12 @@ struct MethodState {
   cublasHandle_t cublas = nullptr;
   backend::DeviceBuffer cublas_workspace;
   backend::DeviceBuffer scratch;
+  uint64_t scratch_epoch = 0;  // counts the moves of `scratch` (backend::scratch_epoch)
+  // The device-check word (kernels/common/device_check.h) kernels report
+  // bad positions and indices in, and its host copy, read after each wait;
+  // allocated by the first kernel that checks.
+  backend::DeviceBuffer check;
+  backend::PinnedBuffer check_host;
 };
 
 /// The state of a CUDA method's context; Error Internal when `context` is

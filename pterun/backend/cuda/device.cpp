@@ -1,11 +1,14 @@
 #include "pterun/backend/device.h"
 
+#include <cstring>
+
 #include "pterun/backend/cuda/cuda_context.h"
 #include "pterun/backend/cuda/cuda_state.h"
 #include "pterun/backend/cuda/strided_copy.h"
 #include "pterun/backend/device_info.h"
 #include "pterun/core/stats.h"
 #include "pterun/core/str_cat.h"
+#include "pterun/kernels/common/device_check.h"
 
 namespace pterun::backend {
 
@@ -200,10 +203,26 @@ void zero(int device, void* dst, size_t bytes) {
 }
 
 void synchronize(const kernels::KernelContext& context) {
-  const cuda::MethodState& s = cuda::state(context);
+  cuda::MethodState& s = cuda::state(context);
   PTERUN_CUDA_CHECK(cudaSetDevice(s.device));
+  constexpr size_t kWord = sizeof(kernels::DeviceCheck);
+  // The device-check word comes back with the wait, in stream order.
+  if (s.check.data() != nullptr) {
+    PTERUN_CUDA_CHECK(cudaMemcpyAsync(s.check_host.data(), s.check.data(), kWord,
+                                      cudaMemcpyDeviceToHost, s.stream));
+  }
   PTERUN_CUDA_CHECK(cudaStreamSynchronize(s.stream));
   stats::add(stats::Counter::DeviceSyncs);
+  if (s.check.data() != nullptr) {
+    kernels::DeviceCheck found;
+    std::memcpy(&found, s.check_host.data(), kWord);
+    if (found.failed != 0) {
+      std::memset(s.check_host.data(), 0, kWord);
+      PTERUN_CUDA_CHECK(cudaMemsetAsync(s.check.data(), 0, kWord, s.stream));
+      PTERUN_CUDA_CHECK(cudaStreamSynchronize(s.stream));
+      kernels::throw_device_check(found);
+    }
+  }
 }
 
 }  // namespace pterun::backend

@@ -46,4 +46,8 @@ void launch_graph(const kernels::KernelContext& context, const GraphExec& graph)
   PTERUN_CUDA_CHECK(cudaGraphLaunch(static_cast<cudaGraphExec_t>(graph.get()), s.stream));
 }
 
+uint64_t scratch_epoch(const kernels::KernelContext& context) {
+  return cuda::state(context).scratch_epoch;
+}
+
 }  // namespace pterun::backend

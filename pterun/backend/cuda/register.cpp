@@ -21,6 +21,7 @@ void register_cuda_kernels(KernelRegistry& r) {
     b.pool = &cuda_ops::pool_backend();
     b.copy = &cuda_ops::copy_backend();
     b.creation = &cuda_ops::creation_backend();
+    b.attention = &cuda_ops::attention_backend();
     return b;
   }();
   ops::register_ops(r, Device::CUDA, kBackend);

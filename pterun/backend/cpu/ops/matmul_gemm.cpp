@@ -379,20 +379,41 @@ void gemm(KernelContext& ctx, const GemmProblem& p, const char* op) {
     return;
   }
   const double work = static_cast<double>(p.batch) * p.m * p.n * p.k;
+  // A decode step's linear layers: the weight streamed once, threads over
+  // its rows (the small kernel would pack this transposed operand per call).
+  if (gemv_applies(p)) {
+    gemv(ctx, p);
+    return;
+  }
   if (p.dtype == DType::Float32 && (work <= kSmallGemmWork || p.n <= kNarrowGemmColumns)) {
     gemm_small_f32(ctx, p);
     return;
   }
   const bool by_batch = p.batch >= 2;
-  const int64_t count = by_batch ? p.batch : p.m;
+  // One matrix with more columns than rows (a prefill's linear layers):
+  // column blocks, so that each thread packs only its part of b.
+  const bool by_columns = !by_batch && p.n >= p.m && p.n >= 128;
+  constexpr int64_t kColumnBlock = 64;
+  const int64_t count = by_batch     ? p.batch
+                        : by_columns ? (p.n + kColumnBlock - 1) / kColumnBlock
+                                     : p.m;
   if (ctx.num_threads <= 1 || count < 2 || work < du::kMinParallelWork) {
     gemm_range(ctx, p, op);
     return;
   }
-  // Matrices (or rows of one) in ranges over the threads.
+  // Matrices, rows or column blocks of one, in ranges over the threads.
   const size_t es = element_size(p.dtype);
   cpu::parallel_for(ctx, count, static_cast<int64_t>(work / count), [&](int64_t b, int64_t e) {
     GemmProblem q = p;
+    if (by_columns) {
+      const int64_t j0 = b * kColumnBlock, j1 = std::min(p.n, e * kColumnBlock);
+      q.b.data = static_cast<const char*>(p.b.data) + j0 * p.b.col_stride * es;
+      q.c.data = static_cast<const char*>(p.c.data) + j0 * p.c.col_stride * es;
+      if (p.bias != nullptr) q.bias = static_cast<const char*>(p.bias) + j0 * es;
+      q.n = j1 - j0;
+      gemm_range(du::range_context(), q, op);
+      return;
+    }
     const int64_t a_step = by_batch ? p.a.batch_stride : p.a.row_stride;
     const int64_t c_step = by_batch ? p.c.batch_stride : p.c.row_stride;
     q.a.data = static_cast<const char*>(p.a.data) + b * a_step * es;

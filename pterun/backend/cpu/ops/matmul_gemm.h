@@ -21,4 +21,13 @@ void gemm(kernels::KernelContext& ctx, const GemmProblem& p, const char* op);
 /// row blocks over the threads above 2^20 multiply-adds.
 void gemm_small_f32(kernels::KernelContext& ctx, const GemmProblem& p);
 
+/// True when `p` suits gemv(): f32/f16/bf16, one batch, at most 8 rows, b
+/// the transpose of a weight with contiguous rows (a linear layer's weight
+/// read in place), no accumulation into c.
+bool gemv_applies(const GemmProblem& p);
+
+/// Computes such a product weight row by weight row (matmul_gemv.cpp),
+/// converting f16/bf16 weights in registers, columns split over the threads.
+void gemv(kernels::KernelContext& ctx, const GemmProblem& p);
+
 }  // namespace pterun::cpu

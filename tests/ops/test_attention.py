@@ -1,0 +1,327 @@
+"""The attention family against NumPy: llama::custom_sdpa.out (the whole
+cache as keys and values, the causal mask offset by start_pos, grouped-query
+heads, an optional scale or 2-D float mask), llama::sdpa_with_kv_cache.out
+(both caches written, then attention), llama::update_cache_with_indices.out
+(tokens to per-token positions, every index checked before anything is
+written), and the internal kernels that read a position from a tensor
+(executor/rewrite.h, "positions on the device"): update_cache_at,
+custom_sdpa_at, slice_at and item_copy. Layout [batch, seq, heads, head_dim].
+Every error raises on every device with the same message."""
+
+import numpy as np
+import pytest
+
+from harness import BF16, AnyValues, Out, check, check_error, rand, reference, tensor, value
+from pterun._testing import InOut, T
+
+SDPA = "llama::custom_sdpa.out"
+SDPA_KV = "llama::sdpa_with_kv_cache.out"
+WITH_INDICES = "llama::update_cache_with_indices.out"
+UPDATE_AT = "pterun::update_cache_at.out"
+SDPA_AT = "pterun::custom_sdpa_at.out"
+SLICE_AT = "pterun::slice_at.out"
+ITEM_COPY = "pterun::item_copy.out"
+
+DTYPES = [np.float32, np.float64, np.float16, BF16]
+# CUDA computes float64 attention in float (a float64 LLM is not a target).
+def gpu_tol(dtype):
+    return (5e-5, 5e-5) if dtype is np.float64 else None
+
+
+TOL = {"float32": (3e-5, 3e-5), "float64": (1e-12, 1e-12), "float16": (3e-3, 3e-3),
+       "bfloat16": (2e-2, 2e-2)}
+
+
+def attention(q, k, v, start, causal, scale=None, mask=None):
+    """softmax(scale * q k^T + mask) v over keys [0, start + S), in float64;
+    query i (absolute start + i) sees keys <= start + i when causal."""
+    q, k, v = (np.asarray(x, np.float64) for x in (q, k, v))
+    b, s, h, d = q.shape
+    reps = h // k.shape[2]
+    keys = start + s
+    scale = 1.0 / np.sqrt(d) if scale is None else scale
+    out = np.zeros_like(q)
+    for bi in range(b):
+        for hi in range(h):
+            kk = k[bi, :keys, hi // reps]
+            vv = v[bi, :keys, hi // reps]
+            scores = q[bi, :, hi] @ kk.T * scale
+            if mask is not None:
+                scores = scores + np.asarray(mask, np.float64)
+            if causal:
+                allowed = np.arange(keys)[None, :] <= (start + np.arange(s))[:, None]
+                scores = np.where(allowed, scores, -np.inf)
+            scores = scores - scores.max(axis=1, keepdims=True)
+            p = np.exp(scores)
+            p /= p.sum(axis=1, keepdims=True)
+            out[bi, :, hi] = p @ vv
+    return out
+
+
+@reference(SDPA)
+def sdpa_model(q, k, v, start, mask, dropout, causal, scale, out):
+    return attention(value(q), value(k), value(v), start, causal, scale, value(mask))
+
+
+@reference(SDPA_KV)
+def sdpa_kv_model(q, k, v, kc, vc, start, seq_len, mask, dropout, causal, scale, out):
+    kc2, vc2 = value(kc).copy(), value(vc).copy()
+    s = value(q).shape[1]
+    kc2[:, start:start + s] = value(k)
+    vc2[:, start:start + s] = value(v)
+    return [kc2, vc2, attention(value(q), kc2, vc2, start, causal, scale, value(mask))]
+
+
+@reference(SDPA_AT)
+def sdpa_at_model(q, k, v, start, causal, scale, out):
+    return attention(value(q), value(k), value(v), int(value(start).reshape(-1)[0]), causal, scale)
+
+
+def qkv(batch, tokens, capacity, heads, kv_heads, dim, dtype=np.float32, cache_order=None):
+    q = tensor(rand((batch, tokens, heads, dim)), dtype)
+    k = tensor(rand((batch, capacity, kv_heads, dim)), dtype, cache_order)
+    v = tensor(rand((batch, capacity, kv_heads, dim)), dtype, cache_order)
+    return q, k, v
+
+
+def out_like(q, dtype):
+    return Out(dtype, value(q).shape)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("tokens,start", [(1, 0), (1, 9), (1, 15), (5, 0), (5, 3), (16, 0),
+                                          (3, 13)])
+@pytest.mark.parametrize("causal", [True, False])
+def test_custom_sdpa(device, dtype, tokens, start, causal):
+    q, k, v = qkv(2, tokens, 16, 4, 2, 16, dtype)
+    check(device, SDPA, q, k, v, start, None, 0.0, causal, None, out_like(q, dtype), tol=TOL,
+          gpu_tol=gpu_tol(dtype))
+
+
+@pytest.mark.parametrize("heads,kv_heads", [(4, 4), (4, 1), (6, 3), (1, 1)])
+def test_custom_sdpa_grouped_heads(device, heads, kv_heads):
+    q, k, v = qkv(1, 3, 12, heads, kv_heads, 8)
+    check(device, SDPA, q, k, v, 4, None, 0.0, True, None, out_like(q, np.float32), tol=TOL)
+
+
+@pytest.mark.parametrize("tokens,start,capacity", [(1, 150, 200), (70, 0, 96), (40, 60, 128)])
+def test_custom_sdpa_several_key_blocks(device, tokens, start, capacity):
+    q, k, v = qkv(1, tokens, capacity, 4, 2, 32)
+    check(device, SDPA, q, k, v, start, None, 0.0, True, None, out_like(q, np.float32), tol=TOL)
+
+
+@pytest.mark.parametrize("dim", [1, 7, 64, 128])
+def test_custom_sdpa_head_dims(device, dim):
+    q, k, v = qkv(1, 2, 8, 2, 1, dim)
+    check(device, SDPA, q, k, v, 1, None, 0.0, True, 0.3, out_like(q, np.float32), tol=TOL)
+
+
+@pytest.mark.parametrize("mask_dtype", [np.float32, "same"])
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_custom_sdpa_float_mask(device, dtype, mask_dtype):
+    q, k, v = qkv(2, 3, 10, 4, 2, 8, dtype)
+    m = rand((3, 7), np.float32, -3, 1)
+    m[1, 2] = -np.inf
+    mask = tensor(m, dtype if mask_dtype == "same" else mask_dtype)
+    check(device, SDPA, q, k, v, 4, mask, 0.0, False, 0.5, out_like(q, dtype), tol=TOL,
+          gpu_tol=gpu_tol(dtype))
+
+
+def test_custom_sdpa_strided_layouts(device):
+    # Caches with heads outside the sequence ([B, H, S, D] in memory) and a
+    # query whose heads and tokens are swapped in memory.
+    q = tensor(rand((2, 5, 4, 8)), np.float32, (0, 2, 1, 3))
+    k = tensor(rand((2, 12, 2, 8)), np.float32, (0, 2, 1, 3))
+    v = tensor(rand((2, 12, 2, 8)), np.float32, (2, 0, 1, 3))
+    check(device, SDPA, q, k, v, 6, None, 0.0, True, None, Out(np.float32, (2, 5, 4, 8)), tol=TOL)
+
+
+def test_custom_sdpa_empty(device):
+    q, k, v = qkv(1, 0, 8, 4, 2, 8)
+    check(device, SDPA, q, k, v, 3, None, 0.0, True, None, Out(np.float32, (1, 0, 4, 8)))
+
+
+def test_custom_sdpa_errors(device):
+    q, k, v = qkv(1, 3, 8, 4, 2, 8)
+    out = Out(np.float32, (1, 3, 4, 8))
+    check_error(device, SDPA, q, k, v, -1, None, 0.0, True, None, out, exc=IndexError,
+                match="start_pos -1 is negative")
+    check_error(device, SDPA, q, k, v, 6, None, 0.0, True, None, out, exc=IndexError,
+                match="start_pos 6 with 3 tokens runs past the cache of 8 positions")
+    mask = T(np.zeros((3, 3), np.float32))
+    check_error(device, SDPA, q, k, v, 0, mask, 0.0, True, None, out, exc=ValueError,
+                match="cannot be set at the same time")
+    check_error(device, SDPA, q, k, v, 1, mask, 0.0, False, None, out, exc=ValueError,
+                match=r"must be \[3, 4\]")
+    q3, k3, v3 = qkv(1, 3, 8, 3, 2, 8)
+    check_error(device, SDPA, q3, k3, v3, 0, None, 0.0, True, None, out, exc=ValueError,
+                match="3 query heads are not a multiple of 2")
+    qi = T(np.zeros((1, 3, 4, 8), np.int32))
+    check_error(device, SDPA, qi, qi, qi, 0, None, 0.0, True, None, Out(np.int32, (1, 3, 4, 8)),
+                exc=ValueError, match="dtype int32 is not supported")
+    _, k16, _ = qkv(1, 3, 8, 4, 2, 8, np.float16)
+    check_error(device, SDPA, q, k16, v, 0, None, 0.0, True, None, out, exc=ValueError,
+                match="key dtype float16 differs")
+    kd, vd = T(rand((1, 8, 2, 4))), T(rand((1, 8, 2, 4)))
+    check_error(device, SDPA, q, kd, vd, 0, None, 0.0, True, None, out, exc=ValueError,
+                match="differ in batch or head_dim")
+    check_error(device, SDPA, T(rand((3, 4, 8))), k, v, 0, None, 0.0, True, None, out,
+                exc=ValueError, match="rank 4")
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, BF16])
+@pytest.mark.parametrize("tokens,start", [(1, 0), (1, 6), (4, 0), (3, 5)])
+def test_sdpa_with_kv_cache(device, dtype, tokens, start):
+    q = tensor(rand((1, tokens, 4, 8)), dtype)
+    k = tensor(rand((1, tokens, 2, 8)), dtype)
+    v = tensor(rand((1, tokens, 2, 8)), dtype)
+    bf = dtype == BF16
+    dt = np.float32 if bf else dtype
+    kc = InOut(rand((1, 8, 2, 8), dt), bf16=bf)
+    vc = InOut(rand((1, 8, 2, 8), dt), bf16=bf)
+    t = TOL["bfloat16" if bf else np.dtype(dtype).name]
+    check(device, SDPA_KV, q, k, v, kc, vc, start, tokens, None, 0.0, True, None,
+          out_like(q, dtype), tol=[t, t, t])
+
+
+def test_sdpa_with_kv_cache_errors(device):
+    q = T(rand((1, 2, 4, 8)))
+    k, v = T(rand((1, 2, 2, 8))), T(rand((1, 2, 2, 8)))
+    kc, vc = InOut(rand((1, 8, 2, 8))), InOut(rand((1, 8, 2, 8)))
+    out = Out(np.float32, (1, 2, 4, 8))
+    check_error(device, SDPA_KV, q, k, v, kc, vc, 7, 2, None, 0.0, True, None, out,
+                exc=IndexError, match="start_pos 7 with 2 tokens runs past the cache of 8")
+    check_error(device, SDPA_KV, q, k, v, kc, vc, 0, 3, None, 0.0, True, None, out,
+                exc=ValueError, match="seq_len 3 differs from the query's 2 tokens")
+
+
+# ---- update_cache_with_indices -------------------------------------------------------------
+
+
+@reference(WITH_INDICES)
+def with_indices_model(val, cache, start, indices, out):
+    v, c = value(val), value(cache).copy()
+    idx = value(indices)
+    for b in range(v.shape[0]):
+        for s in range(v.shape[1]):
+            c[b, idx[b, s]] = v[b, s]
+    return [c, AnyValues(out.shape)]
+
+
+def cache_args(batch, tokens, capacity, heads, dim, dtype=np.float32, order=None):
+    bf = dtype == BF16
+    dt = np.float32 if bf else dtype
+    v = T(rand((batch, tokens, heads, dim), dt), bf16=bf)
+    c = InOut(rand((batch, capacity, heads, dim), dt), dim_order=order, bf16=bf)
+    return v, c
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, BF16, np.int8])
+@pytest.mark.parametrize("index_dtype", [np.int64, np.int32])
+def test_update_cache_with_indices(device, dtype, index_dtype):
+    v, c = cache_args(2, 3, 8, 2, 4, dtype)
+    idx = np.array([[5, 0, 7], [2, 3, 1]], index_dtype)
+    check(device, WITH_INDICES, v, c, 0, idx, Out(np.float32, (1,)))
+
+
+def test_update_cache_with_indices_layouts(device):
+    # A cache with heads outside the sequence, indices stored column-major.
+    v, c = cache_args(2, 4, 16, 3, 8, order=(0, 2, 1, 3))
+    idx = T(np.array([[9, 1, 15, 4], [0, 2, 14, 8]]), dim_order=(1, 0))
+    check(device, WITH_INDICES, v, c, 3, idx, Out(np.float32, (1,)))
+
+
+def test_update_cache_with_indices_errors(device):
+    out = Out(np.float32, (1,))
+    v, c = cache_args(1, 2, 8, 2, 4)
+    check_error(device, WITH_INDICES, v, c, 0, np.array([[1, 8]]), out, exc=IndexError,
+                match=r"cache index 8 is out of range \[0, 8\)")
+    check_error(device, WITH_INDICES, v, c, 0, np.array([[-1, 2]]), out, exc=IndexError,
+                match=r"cache index -1 is out of range \[0, 8\)")
+    check_error(device, WITH_INDICES, v, c, 0, np.array([[1, 2, 3]]), out, exc=ValueError,
+                match=r"must be \[1, 2\]")
+    check_error(device, WITH_INDICES, v, c, 0, np.array([[1.0, 2.0]]), out, exc=TypeError,
+                match="int64 or int32")
+
+
+def test_update_cache_with_indices_bad_index_leaves_cache(device):
+    # Nothing is written when any index is out of range.
+    from pterun._testing import call_kernel
+    v, c = cache_args(1, 3, 8, 2, 4)
+    with pytest.raises(IndexError):
+        call_kernel(WITH_INDICES, v, c, 0, np.array([[0, 1, 99]]), Out(np.float32, (1,)),
+                    device=device)
+
+
+# ---- positions read from tensors ------------------------------------------------------------
+
+
+@reference(UPDATE_AT)
+def update_at_model(val, cache, start, out):
+    v, c = value(val), value(cache).copy()
+    s = int(value(start).reshape(-1)[0])
+    c[:, s:s + v.shape[1]] = v
+    return [c, AnyValues(out.shape)]
+
+
+@pytest.mark.parametrize("start_dtype", [np.int64, np.int32])
+@pytest.mark.parametrize("tokens,start", [(1, 0), (1, 7), (4, 2), (8, 0)])
+def test_update_cache_at(device, start_dtype, tokens, start):
+    v, c = cache_args(2, tokens, 8, 3, 4, order=(0, 2, 1, 3))
+    check(device, UPDATE_AT, v, c, np.array(start, start_dtype), Out(np.float32, (1,)))
+
+
+def test_update_cache_at_errors(device):
+    out = Out(np.float32, (1,))
+    v, c = cache_args(1, 3, 8, 2, 4)
+    check_error(device, UPDATE_AT, v, c, np.array([6]), out, exc=IndexError,
+                match="llama::update_cache.out: start_pos 6 with 3 tokens runs past the cache of 8")
+    check_error(device, UPDATE_AT, v, c, np.array(-2), out, exc=IndexError,
+                match="start_pos -2 is negative")
+    check_error(device, UPDATE_AT, v, c, np.array([1, 2]), out, exc=ValueError,
+                match="one element")
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("tokens,start", [(1, 0), (1, 11), (4, 3)])
+def test_custom_sdpa_at(device, dtype, tokens, start):
+    q, k, v = qkv(1, tokens, 12, 4, 2, 16, dtype)
+    check(device, SDPA_AT, q, k, v, np.array([start]), True, None, out_like(q, dtype), tol=TOL,
+          gpu_tol=gpu_tol(dtype))
+
+
+def test_custom_sdpa_at_errors(device):
+    q, k, v = qkv(1, 2, 8, 4, 2, 8)
+    check_error(device, SDPA_AT, q, k, v, np.array([7]), True, None,
+                Out(np.float32, (1, 2, 4, 8)), exc=IndexError,
+                match="llama::custom_sdpa.out: start_pos 7 with 2 tokens runs past the cache")
+
+
+@reference(SLICE_AT)
+def slice_at_model(x, dim, start, length, out):
+    s = int(value(start).reshape(-1)[0])
+    return np.take(value(x), np.arange(s, s + length), axis=dim)
+
+
+@pytest.mark.parametrize("dim,start,length", [(0, 0, 3), (0, 61, 3), (1, 2, 5), (-1, 0, 8),
+                                              (0, 5, 0)])
+def test_slice_at(device, dim, start, length):
+    x = rand((64, 8))
+    shape = [64, 8]
+    shape[dim] = length
+    check(device, SLICE_AT, x, dim, np.array(start), length, Out(np.float32, shape))
+
+
+def test_slice_at_errors(device):
+    x = rand((16, 8))
+    check_error(device, SLICE_AT, x, 0, np.array(14), 3, Out(np.float32, (3, 8)), exc=IndexError,
+                match="start 14 with 3 elements runs past a dimension of 16")
+    check_error(device, SLICE_AT, x, 0, np.array(0), 17, Out(np.float32, (17, 8)),
+                exc=IndexError, match="17 elements does not fit")
+
+
+@pytest.mark.parametrize("src_dtype", [np.int64, np.int32])
+@pytest.mark.parametrize("out_dtype", [np.int32, np.int64, np.float32])
+def test_item_copy(device, src_dtype, out_dtype):
+    check(device, ITEM_COPY, np.array([37], src_dtype), Out(out_dtype, ()),
+          expect=np.asarray(37, out_dtype))
