@@ -1,10 +1,9 @@
 // The CPU's convolution (pterun/ops/conv.h: the front-end checks and
 // describes the problem; conv1d/conv2d, grouped and depthwise, transposed
 // with output_padding, any dim order of input, weight and out). Forward
-// f32 convolutions into outputs whose rows are contiguous run our own
-// register-blocked kernel (conv_f32.cpp: no per-call allocation, unlike
-// oneDNN's execute); oneDNN runs channels-last f32 outputs (an XNNPACK
-// graph's NHWC activations), transposed f32 ones and f16/bf16 (see
+// f32 convolutions, in either layout, run our own register-blocked kernel
+// (conv_f32.cpp: no per-call allocation, unlike oneDNN's execute); oneDNN
+// runs transposed f32 ones and f16/bf16 (see
 // conv_dnnl.cpp); the direct kernel below covers f64, integers (same-dtype
 // wraparound, as torch) and anything oneDNN declines. The fused activation
 // of the convolution_relu / _hardtanh / _hardswish kernels is applied by

@@ -13,8 +13,7 @@ using ops::ConvProblem;
 
 /// Runs `p` with our own f32 kernel (conv_f32.cpp) when it takes it:
 /// forward (any stride, padding, dilation, groups), a band of padded input
-/// rows that fits in L2, an output whose rows are contiguous (not
-/// channels-last); false otherwise, having done nothing. Applies
+/// rows that fits in L2; false otherwise, having done nothing. Applies
 /// p.activation. Allocation-free once scratch has grown. Uses ctx.scratch().
 bool conv_f32(kernels::KernelContext& ctx, const ConvProblem& p);
 

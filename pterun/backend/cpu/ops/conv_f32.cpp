@@ -591,10 +591,6 @@ bool as_wide_rows(ConvProblem& q, int64_t lanes) {
 
 bool conv_f32(KernelContext& ctx, const ConvProblem& problem) {
   if (problem.dtype != DType::Float32 || problem.transposed || problem.ic == 0) return false;
-  // Channels-last outputs (an XNNPACK graph's NHWC activations) would be
-  // stored a column at a time; oneDNN's channels-last kernels store whole
-  // vectors and win by 1.3-1.6x on the XNNPACK fixtures' convolutions.
-  if (problem.out_strides[3] != 1 && problem.ow > 1) return false;
   ConvProblem q = problem;
   const int64_t wide_lanes = kWide ? 16 : 8;
   Plan pl;
