@@ -169,22 +169,12 @@ __global__ void channel_affine_kernel(ChannelAffineLaunch l, int64_t total) {
   }
 }
 
-template <typename F>
-void visit_float(DType d, F&& f) {
-  switch (d) {
-    case DType::Float16: return f.template operator()<__half>();
-    case DType::BFloat16: return f.template operator()<__nv_bfloat16>();
-    case DType::Float64: return f.template operator()<double>();
-    default: return f.template operator()<float>();
-  }
-}
-
 }  // namespace
 
 void launch_layer_norm(kernels::KernelContext& ctx, const LayerNormLaunch& l, const char* op) {
   const int64_t rows = l.rows.count();
   if (rows == 0) return;
-  visit_float(l.dtype, [&]<typename T>() {
+  kernels::visit_floating<DeviceTypes>(l.dtype, op, [&]<typename T>() {
     layer_norm_kernel<T><<<blocks_for(rows, 1), kBlock, 0, stream(ctx)>>>(l, rows);
   });
   check_launch(op);
@@ -193,7 +183,7 @@ void launch_layer_norm(kernels::KernelContext& ctx, const LayerNormLaunch& l, co
 void launch_batch_norm_table(kernels::KernelContext& ctx, const BatchNormTableLaunch& l,
                              const char* op) {
   if (l.channels == 0) return;
-  visit_float(l.dtype, [&]<typename T>() {
+  kernels::visit_floating<DeviceTypes>(l.dtype, op, [&]<typename T>() {
     batch_norm_table_kernel<T><<<blocks_for(l.channels, 128), 128, 0, stream(ctx)>>>(l);
   });
   check_launch(op);
@@ -202,7 +192,7 @@ void launch_batch_norm_table(kernels::KernelContext& ctx, const BatchNormTableLa
 void launch_group_norm_stats(kernels::KernelContext& ctx, const GroupNormStatsLaunch& l,
                              const char* op) {
   if (l.batch * l.groups == 0) return;
-  visit_float(l.dtype, [&]<typename T>() {
+  kernels::visit_floating<DeviceTypes>(l.dtype, op, [&]<typename T>() {
     group_norm_stats_kernel<T><<<blocks_for(l.batch * l.groups, 1), kBlock, 0, stream(ctx)>>>(l);
   });
   check_launch(op);
@@ -212,7 +202,7 @@ void launch_channel_affine(kernels::KernelContext& ctx, const ChannelAffineLaunc
                            const char* op) {
   const int64_t total = l.space.count();
   if (total == 0) return;
-  visit_float(l.dtype, [&]<typename T>() {
+  kernels::visit_floating<DeviceTypes>(l.dtype, op, [&]<typename T>() {
     channel_affine_kernel<T><<<blocks_for(total, 256), 256, 0, stream(ctx)>>>(l, total);
   });
   check_launch(op);
