@@ -190,6 +190,17 @@ struct QuantBackend {
   void (*mean)(KernelContext& ctx, const QMeanArgs& a);
 };
 
+/// A QuantBackend of the compute functions quantize, dequantize,
+/// choose_qparams, quantized_add, weight_sums, quantized_linear,
+/// quantized_conv2d and quantized_mean, found where the macro is used:
+/// both backends name them so.
+#define PTERUN_QUANT_BACKEND()                                                           \
+  ::pterun::ops::QuantBackend {                                                          \
+    .quantize = &quantize, .dequantize = &dequantize, .choose_qparams = &choose_qparams, \
+    .add = &quantized_add, .weight_sums = &weight_sums, .linear = &quantized_linear,     \
+    .conv2d = &quantized_conv2d, .mean = &quantized_mean,                                \
+  }
+
 // ---- quantized_decomposed operators (quant.cpp) ---------------------------------
 
 // quantize_per_tensor.out(Tensor input, float scale, int zero_point, int quant_min,

@@ -328,9 +328,7 @@ void weight_sums(KernelContext& ctx, const Tensor& weight, int64_t n, int64_t k,
 }  // namespace
 
 const ops::QuantBackend& quant_backend() {
-  static constexpr ops::QuantBackend kQuant{&quantize,         &dequantize,    &choose_qparams,
-                                            &quantized_add,    &weight_sums,   &quantized_linear,
-                                            &quantized_conv2d, &quantized_mean};
+  static constexpr ops::QuantBackend kQuant = PTERUN_QUANT_BACKEND();
   return kQuant;
 }
 

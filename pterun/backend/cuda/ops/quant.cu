@@ -324,9 +324,7 @@ void quantized_mean(KernelContext& ctx, const ops::QMeanArgs& a) {
 }  // namespace
 
 const ops::QuantBackend& quant_backend() {
-  static constexpr ops::QuantBackend kQuant{&quantize,         &dequantize,    &choose_qparams,
-                                            &quantized_add,    &weight_sums,   &quantized_linear,
-                                            &quantized_conv2d, &quantized_mean};
+  static constexpr ops::QuantBackend kQuant = PTERUN_QUANT_BACKEND();
   return kQuant;
 }
 
