@@ -168,14 +168,8 @@ namespace {
 /// The geometry of one convolution, in elements; the image is read
 /// channels-last: pixel (y, x) of image b at image + b * image_stride +
 /// (y * width + x) * pixel_stride, its channels contiguous.
-struct ConvGeometry {
-  int64_t batch, channels, height, width;
-  int64_t out_channels, out_height, out_width;
-  int64_t kh, kw, groups, cg, og;  // cg / og: input / output channels per group
-  int64_t sh, sw, ph, pw, dh, dw;
-  int64_t k;                  // cg * kh * kw
-  bool weight_channels_last;  // weight rows are [kh][kw][cg], else [cg][kh][kw]
-  const uint8_t* image;       // channels-last bytes (int8 or uint8)
+struct ConvGeometry : ops::QConvShape {
+  const uint8_t* image;  // channels-last bytes (int8 or uint8)
   int64_t image_stride;
   int64_t pixel_stride;
 };
@@ -263,24 +257,7 @@ void depthwise_rows(const ConvGeometry& c, int64_t b, int64_t p0, int64_t rows, 
 }  // namespace
 
 void quantized_conv2d(KernelContext& ctx, const ops::QConv2dArgs& a) {
-  ConvGeometry c{};
-  c.batch = a.in.size(0);
-  c.channels = a.in.size(1);
-  c.height = a.in.size(2);
-  c.width = a.in.size(3);
-  c.out_channels = a.out.size(1);
-  c.out_height = a.out.size(2);
-  c.out_width = a.out.size(3);
-  c.kh = a.weight.size(2);
-  c.kw = a.weight.size(3);
-  c.groups = a.groups;
-  c.cg = c.channels / c.groups;
-  c.og = c.out_channels / c.groups;
-  c.sh = a.stride[0], c.sw = a.stride[1];
-  c.ph = a.padding[0], c.pw = a.padding[1];
-  c.dh = a.dilation[0], c.dw = a.dilation[1];
-  c.k = c.cg * c.kh * c.kw;
-  c.weight_channels_last = !a.weight.is_contiguous_order();
+  ConvGeometry c{ops::qconv_shape(a), nullptr, 0, 0};
 
   const int64_t pixels = c.out_height * c.out_width;
   const int64_t pixel_blocks = (pixels + kPixelBlock - 1) / kPixelBlock;
