@@ -315,38 +315,31 @@ void batch_norm_out(KernelContext& ctx, const ops::BatchNormArgs& a) {
 
 void group_norm_out(KernelContext& ctx, const ops::GroupNormArgs& a) {
   const char* op = "aten::native_group_norm.out";
-  const Tensor& in = a.in;
-  const Tensor* weight = a.weight;
-  const Tensor* bias = a.bias;
-  const int64_t batch = a.batch, channels = a.channels, groups = a.groups;
-  Tensor& out = a.out;
-  Tensor& mean_out = a.mean;
-  Tensor& rstd_out = a.rstd;
   cuda::nn::GroupNormStatsLaunch l;
-  l.in = in.data();
-  l.dtype = in.dtype();
-  l.batch = batch;
-  l.channels = channels;
-  l.groups = groups;
-  l.in_n = in.stride(0);
-  l.in_c = in.stride(1);
-  for (size_t d = 2; d < in.dim(); ++d) l.spatial.push(in.size(d), {in.stride(d)});
-  l.mean = mean_out.data();
-  l.rstd = rstd_out.data();
-  l.mean_s[0] = mean_out.stride(0);
-  l.mean_s[1] = mean_out.stride(1);
-  l.rstd_s[0] = rstd_out.stride(0);
-  l.rstd_s[1] = rstd_out.stride(1);
-  l.weight = weight != nullptr ? weight->data() : nullptr;
-  l.bias = bias != nullptr ? bias->data() : nullptr;
-  l.w_stride = weight != nullptr ? weight->stride(0) : 0;
-  l.b_stride = bias != nullptr ? bias->stride(0) : 0;
+  l.in = a.in.data();
+  l.dtype = a.in.dtype();
+  l.batch = a.batch;
+  l.channels = a.channels;
+  l.groups = a.groups;
+  l.in_n = a.in.stride(0);
+  l.in_c = a.in.stride(1);
+  for (size_t d = 2; d < a.in.dim(); ++d) l.spatial.push(a.in.size(d), {a.in.stride(d)});
+  l.mean = a.mean.data();
+  l.rstd = a.rstd.data();
+  l.mean_s[0] = a.mean.stride(0);
+  l.mean_s[1] = a.mean.stride(1);
+  l.rstd_s[0] = a.rstd.stride(0);
+  l.rstd_s[1] = a.rstd.stride(1);
+  l.weight = a.weight != nullptr ? a.weight->data() : nullptr;
+  l.bias = a.bias != nullptr ? a.bias->data() : nullptr;
+  l.w_stride = a.weight != nullptr ? a.weight->stride(0) : 0;
+  l.b_stride = a.bias != nullptr ? a.bias->stride(0) : 0;
   l.eps = a.eps;
-  const size_t nc = static_cast<size_t>(batch * channels);
-  l.table = cuda::scratch(ctx, stat_size(in.dtype()) * 2 * nc);
+  const size_t nc = static_cast<size_t>(a.batch * a.channels);
+  l.table = cuda::scratch(ctx, stat_size(a.in.dtype()) * 2 * nc);
   cuda::nn::launch_group_norm_stats(ctx, l, op);
-  if (in.numel() > 0) {
-    channel_affine(ctx, in, out, l.table, static_cast<int64_t>(nc), true, op);
+  if (a.in.numel() > 0) {
+    channel_affine(ctx, a.in, a.out, l.table, static_cast<int64_t>(nc), true, op);
   }
 }
 
