@@ -135,4 +135,24 @@ constexpr T int_pow(T base, E exp) {
   return static_cast<T>(result);
 }
 
+/// v converted to To with PyTorch's rules, for the standard arithmetic
+/// types (callers convert 16-bit floats through float first): to bool,
+/// v != 0; a floating value to an integer through int64, NaN giving 0 and
+/// values beyond int64 clamped to its ends, with no undefined behaviour.
+template <typename To, typename From>
+constexpr To convert_standard(From v) {
+  if constexpr (std::is_same_v<To, From>) {
+    return v;
+  } else if constexpr (std::is_same_v<To, bool>) {
+    return v != From(0);
+  } else if constexpr (std::is_integral_v<To> && std::is_floating_point_v<From>) {
+    if (!(v == v)) return To(0);
+    if (v >= static_cast<From>(9.2233720368547758e18)) return static_cast<To>(INT64_MAX);
+    if (v <= static_cast<From>(-9.2233720368547758e18)) return static_cast<To>(INT64_MIN);
+    return static_cast<To>(static_cast<int64_t>(v));
+  } else {
+    return static_cast<To>(v);
+  }
+}
+
 }  // namespace pterun::math

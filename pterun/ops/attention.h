@@ -44,6 +44,23 @@ struct SdpaArgs {
   Tensor& out;       // [B, S, H, D]
 };
 
+/// Copies the strides a kernel walks into `p`: p.qs, p.ks, p.vs and p.os
+/// the first three of q, k, v and out; p.ms the first two of the mask, if
+/// any. Both backends' kernel parameters name them so.
+template <typename P>
+void copy_sdpa_strides(const SdpaArgs& a, P& p) {
+  for (int i = 0; i < 3; ++i) {
+    p.qs[i] = a.q.stride(i);
+    p.ks[i] = a.k.stride(i);
+    p.vs[i] = a.v.stride(i);
+    p.os[i] = a.out.stride(i);
+  }
+  if (a.mask != nullptr) {
+    p.ms[0] = a.mask->stride(0);
+    p.ms[1] = a.mask->stride(1);
+  }
+}
+
 /// Writes the S tokens of value[b] into cache[b]: token s to position
 /// positions[b, s] (per_token: an int64/int32 [B, S] tensor), or to
 /// start + s where start is the single element of `positions`. Each

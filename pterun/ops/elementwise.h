@@ -287,6 +287,16 @@ struct ElementwiseBackend {
   void (*glu)(KernelContext& ctx, const GluArgs& a);
 };
 
+/// An ElementwiseBackend of the compute functions named like its slots,
+/// found where the macro is used; `mul_add_fn` is the fused kernel, or
+/// nullptr for a backend without one. Each backend states only that.
+#define PTERUN_ELEMENTWISE_BACKEND(mul_add_fn)                                                    \
+  ::pterun::ops::ElementwiseBackend {                                                             \
+    .binary = &binary, .binary_scalar = &binary_scalar, .mul_add = (mul_add_fn), .unary = &unary, \
+    .compare = &compare, .logical = &logical, .where = &where, .activation = &activation,         \
+    .clamp = &clamp, .clamp_tensor = &clamp_tensor, .glu = &glu,                                  \
+  }
+
 // ---- front-ends: binary (elementwise_binary.cpp) ---------------------------
 
 // add.out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out)

@@ -135,6 +135,18 @@ struct IndexBackend {
   void (*index_put)(KernelContext& ctx, const IndexPutArgs& a);
 };
 
+/// An IndexBackend of the compute functions named like the front-ends
+/// (embedding_out, embedding_quantized, index_select_out, gather_out,
+/// scatter_out, masked_fill_out, count_mask, index_tensor_out, index_put),
+/// found where the macro is used: both backends name them so.
+#define PTERUN_INDEX_BACKEND()                                                                     \
+  ::pterun::ops::IndexBackend {                                                                    \
+    .embedding = &embedding_out, .embedding_quantized = &embedding_quantized,                      \
+    .index_select = &index_select_out, .gather = &gather_out, .scatter = &scatter_out,             \
+    .masked_fill = &masked_fill_out, .count_mask = &count_mask, .index_tensor = &index_tensor_out, \
+    .index_put = &index_put,                                                                       \
+  }
+
 // embedding.out(Tensor weight, Tensor indices, SymInt padding_idx=-1,
 //   bool scale_grad_by_freq=False, bool sparse=False, *, Tensor(a!) out)
 void embedding_out(KernelContext& ctx, const Tensor& weight, const Tensor& indices,

@@ -160,6 +160,42 @@ struct QConv2dArgs {
   Tensor& out;
 };
 
+/// The sizes of a quantized 2-D convolution, as both backends' kernels
+/// use them (worked out from QConv2dArgs by qconv_shape).
+struct QConvShape {
+  int64_t batch, channels, height, width;  // input [N, C, H, W]
+  int64_t out_channels, out_height, out_width;
+  int64_t kh, kw, groups, cg, og;  // cg / og: input / output channels per group
+  int64_t sh, sw, ph, pw, dh, dw;
+  int64_t k;                  // cg * kh * kw
+  bool weight_channels_last;  // weight rows are [kh][kw][cg], else [cg][kh][kw]
+};
+
+inline QConvShape qconv_shape(const QConv2dArgs& a) {
+  const int64_t channels = a.in.size(1), out_channels = a.out.size(1);
+  const int64_t kh = a.weight.size(2), kw = a.weight.size(3), cg = channels / a.groups;
+  return {.batch = a.in.size(0),
+          .channels = channels,
+          .height = a.in.size(2),
+          .width = a.in.size(3),
+          .out_channels = out_channels,
+          .out_height = a.out.size(2),
+          .out_width = a.out.size(3),
+          .kh = kh,
+          .kw = kw,
+          .groups = a.groups,
+          .cg = cg,
+          .og = out_channels / a.groups,
+          .sh = a.stride[0],
+          .sw = a.stride[1],
+          .ph = a.padding[0],
+          .pw = a.padding[1],
+          .dh = a.dilation[0],
+          .dw = a.dilation[1],
+          .k = cg * kh * kw,
+          .weight_channels_last = !a.weight.is_contiguous_order()};
+}
+
 /// out[o, i] = quantize(mean over r of dequantize(in[o, r, i])) for in
 /// viewed as [outer, reduce, inner] (a dense tensor whose reduced dims are
 /// one run in memory), out as [outer, inner]: the integer sum, then
@@ -189,6 +225,17 @@ struct QuantBackend {
   void (*conv2d)(KernelContext& ctx, const QConv2dArgs& a);
   void (*mean)(KernelContext& ctx, const QMeanArgs& a);
 };
+
+/// A QuantBackend of the compute functions quantize, dequantize,
+/// choose_qparams, quantized_add, weight_sums, quantized_linear,
+/// quantized_conv2d and quantized_mean, found where the macro is used:
+/// both backends name them so.
+#define PTERUN_QUANT_BACKEND()                                                           \
+  ::pterun::ops::QuantBackend {                                                          \
+    .quantize = &quantize, .dequantize = &dequantize, .choose_qparams = &choose_qparams, \
+    .add = &quantized_add, .weight_sums = &weight_sums, .linear = &quantized_linear,     \
+    .conv2d = &quantized_conv2d, .mean = &quantized_mean,                                \
+  }
 
 // ---- quantized_decomposed operators (quant.cpp) ---------------------------------
 

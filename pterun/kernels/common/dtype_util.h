@@ -9,7 +9,9 @@
 #include "pterun/core/dtype.h"
 #include "pterun/core/error.h"
 #include "pterun/core/half.h"
+#include "pterun/core/math.h"
 #include "pterun/core/scalar.h"
+#include "pterun/kernels/common/dtype_visit.h"
 
 namespace pterun::kernels {
 
@@ -138,28 +140,8 @@ bool is_complex(DType d);
 /// any dtype of `family`; Error InvalidArgument naming `op` otherwise.
 template <typename F>
 decltype(auto) visit(DType d, Family family, const char* op, F&& f) {
-  if (!in_family(d, family)) {
-    throw_error(ErrorCode::InvalidArgument,
-                str_cat(op, ": dtype ", dtype_name(d), " is not supported"));
-  }
-  switch (d) {
-    case DType::UInt8: return f.template operator()<uint8_t>();
-    case DType::Int8: return f.template operator()<int8_t>();
-    case DType::Int16: return f.template operator()<int16_t>();
-    case DType::Int32: return f.template operator()<int32_t>();
-    case DType::Int64: return f.template operator()<int64_t>();
-    case DType::Float16: return f.template operator()<Half>();
-    case DType::Float32: return f.template operator()<float>();
-    case DType::Float64: return f.template operator()<double>();
-    case DType::Bool: return f.template operator()<bool>();
-    case DType::BFloat16: return f.template operator()<BFloat16>();
-    case DType::UInt16: return f.template operator()<uint16_t>();
-    case DType::UInt32: return f.template operator()<uint32_t>();
-    case DType::UInt64: return f.template operator()<uint64_t>();
-    default:
-      throw_error(ErrorCode::InvalidArgument,
-                  str_cat(op, ": dtype ", dtype_name(d), " is not supported"));
-  }
+  if (!in_family(d, family)) RefuseUnsupported::refuse(op, d);
+  return visit_storage<HostTypes, VisitSet::Any, RefuseUnsupported>(d, op, f);
 }
 
 /// The type arithmetic runs in for storage type T: float for f16/bf16.
@@ -192,17 +174,8 @@ inline To convert(From v) {
     return convert<To>(static_cast<float>(v));
   } else if constexpr (std::is_same_v<To, Half> || std::is_same_v<To, BFloat16>) {
     return To(static_cast<float>(v));
-  } else if constexpr (std::is_same_v<To, bool>) {
-    return v != From(0);
-  } else if constexpr (std::is_integral_v<To> && std::is_floating_point_v<From>) {
-    // NaN and out-of-range values have no defined conversion; clamp them
-    // through int64 like the reference does, without UB.
-    if (!(v == v)) return To(0);
-    if (v >= static_cast<From>(9.2233720368547758e18)) return static_cast<To>(INT64_MAX);
-    if (v <= static_cast<From>(-9.2233720368547758e18)) return static_cast<To>(INT64_MIN);
-    return static_cast<To>(static_cast<int64_t>(v));
   } else {
-    return static_cast<To>(v);
+    return ::pterun::math::convert_standard<To>(v);
   }
 }
 

@@ -69,4 +69,16 @@ PTERUN_HOST_DEVICE inline ChosenQParams choose_scale_and_zero_point(float lo, fl
   return {scale, zero_point};
 }
 
+/// Field j of a row of 4-bit or 2-bit embedding weights, as the signed
+/// value it stands for. ExecuTorch's packing: 4-bit fields high nibble
+/// first, offset by 8; 2-bit fields lowest bits first, offset by 2.
+PTERUN_HOST_DEVICE inline float packed_field(const uint8_t* row, int64_t j, int bits) {
+  if (bits == 4) {
+    const uint8_t byte = row[j >> 1];
+    return static_cast<float>(((j & 1) ? (byte & 0x0F) : (byte >> 4)) - 8);
+  }
+  const uint8_t byte = row[j >> 2];
+  return static_cast<float>(((byte >> (2 * (j & 3))) & 3) - 2);
+}
+
 }  // namespace pterun::kernels

@@ -255,16 +255,7 @@ void sdpa(KernelContext& ctx, const ops::SdpaArgs& a) {
     }
   }
   g.keys = g.start + g.tokens;
-  for (int i = 0; i < 3; ++i) {
-    g.qs[i] = a.q.stride(i);
-    g.ks[i] = a.k.stride(i);
-    g.vs[i] = a.v.stride(i);
-    g.os[i] = a.out.stride(i);
-  }
-  if (a.mask != nullptr) {
-    g.ms[0] = a.mask->stride(0);
-    g.ms[1] = a.mask->stride(1);
-  }
+  ops::copy_sdpa_strides(a, g);
   switch (a.q.dtype()) {
     case DType::Float32: sdpa_typed<float, float>(ctx, a, g); break;
     case DType::Float64: sdpa_typed<double, double>(ctx, a, g); break;

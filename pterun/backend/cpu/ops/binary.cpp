@@ -329,19 +329,8 @@ void elementwise::binary_scalar(KernelContext& ctx, const ops::BinaryScalarArgs&
 
 const ops::ElementwiseBackend& elementwise_backend() {
   using namespace elementwise;  // NOLINT: the compute functions
-  static constexpr ops::ElementwiseBackend kElementwise{
-      .binary = &binary,
-      .binary_scalar = &binary_scalar,
-      .mul_add = nullptr,  // no fused kernel: the executor keeps mul and add apart
-      .unary = &unary,
-      .compare = &compare,
-      .logical = &logical,
-      .where = &where,
-      .activation = &activation,
-      .clamp = &clamp,
-      .clamp_tensor = &clamp_tensor,
-      .glu = &glu,
-  };
+  // No fused kernel: the executor keeps mul and add apart.
+  static constexpr ops::ElementwiseBackend kElementwise = PTERUN_ELEMENTWISE_BACKEND(nullptr);
   return kElementwise;
 }
 

@@ -11,6 +11,7 @@
 #include "pterun/kernels/common/device_check.h"
 #include "pterun/kernels/common/dtype_util.h"
 #include "pterun/kernels/common/index_util.h"
+#include "pterun/kernels/common/quant_math.h"
 #include "pterun/ops/index.h"
 
 namespace pterun::cpu {
@@ -24,17 +25,6 @@ float read_as_float(const Tensor& t, int64_t offset) {
   kernels::visit(t.dtype(), kernels::Family::RealHBBF16, "embedding qparams",
                  [&]<typename T>() { v = static_cast<float>(t.data_as<T>()[offset]); });
   return v;
-}
-
-/// Field j of a packed row (ExecuTorch's order: 4-bit, high nibble first;
-/// 2-bit, lowest bits first), as the signed value it stands for.
-inline float packed_value(const uint8_t* row, int64_t j, int bits) {
-  if (bits == 4) {
-    const uint8_t byte = row[j >> 1];
-    return static_cast<float>(((j & 1) ? (byte & 0x0F) : (byte >> 4)) - 8);
-  }
-  const uint8_t byte = row[j >> 2];
-  return static_cast<float>(((byte >> (2 * (j & 3))) & 3) - 2);
 }
 
 template <typename O>
@@ -61,7 +51,7 @@ void dequantize_row(const ops::QuantEmbeddingArgs& a, int64_t index, O* out, int
       w = a.weight.dtype() == DType::Int8 ? static_cast<float>(static_cast<int8_t>(row[j]))
                                           : static_cast<float>(row[j]);
     } else {
-      w = packed_value(row, j, a.bits);
+      w = kernels::packed_field(row, j, a.bits);
     }
     out[j * out_stride] = static_cast<O>((w - zero[g]) * scale[g]);
   }

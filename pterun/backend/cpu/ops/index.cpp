@@ -342,9 +342,7 @@ void index_put(KernelContext& ctx, const ops::IndexPutArgs& a) {
 }  // namespace
 
 const ops::IndexBackend& index_backend() {
-  static constexpr ops::IndexBackend kIndex{&embedding_out, &embedding_quantized, &index_select_out,
-                                            &gather_out,    &scatter_out,         &masked_fill_out,
-                                            &count_mask,    &index_tensor_out,    &index_put};
+  static constexpr ops::IndexBackend kIndex = PTERUN_INDEX_BACKEND();
   return kIndex;
 }
 

@@ -15,6 +15,7 @@
 #include "pterun/backend/cpu/ops/quant_util.h"
 #include "pterun/core/error.h"
 #include "pterun/core/half.h"
+#include "pterun/kernels/common/dtype_visit.h"
 #include "pterun/ops/quant.h"
 #include "pterun/ops/quant_checks.h"
 
@@ -32,35 +33,6 @@ namespace pterun::cpu {
 namespace {
 
 using kernels::KernelContext;
-
-/// Calls f.template operator()<T>() with T the storage type of integer
-/// dtype `d` (the quantized dtypes and int64).
-template <typename F>
-void visit_int(DType d, F&& f) {
-  switch (d) {
-    case DType::UInt8: return f.template operator()<uint8_t>();
-    case DType::Int8: return f.template operator()<int8_t>();
-    case DType::Int16: return f.template operator()<int16_t>();
-    case DType::UInt16:
-    case DType::Bits16: return f.template operator()<uint16_t>();
-    case DType::Int32: return f.template operator()<int32_t>();
-    default: break;
-  }
-  throw_error(ErrorCode::Internal, str_cat("quant: unexpected integer dtype ", dtype_name(d)));
-}
-
-/// The same for the floating dtypes.
-template <typename F>
-void visit_float(DType d, F&& f) {
-  switch (d) {
-    case DType::Float32: return f.template operator()<float>();
-    case DType::Float64: return f.template operator()<double>();
-    case DType::Float16: return f.template operator()<Half>();
-    case DType::BFloat16: return f.template operator()<BFloat16>();
-    default: break;
-  }
-  throw_error(ErrorCode::Internal, str_cat("quant: unexpected floating dtype ", dtype_name(d)));
-}
 
 /// Checks the parameters a tensor holds (quant ranges come from the op).
 void check_tensor_params(const ops::QParams& q, int64_t quant_min, int64_t quant_max,
@@ -189,8 +161,8 @@ void quantize(KernelContext& ctx, const ops::QuantizeArgs& a) {
   const char* op = "quantize";
   check_tensor_params(a.q, a.quant_min, a.quant_max, op);
   const QParamReader params(a.q);
-  visit_float(a.in.dtype(), [&]<typename In>() {
-    visit_int(a.out.dtype(), [&]<typename Out>() {
+  kernels::visit_floating<kernels::HostTypes>(a.in.dtype(), "quant", [&]<typename In>() {
+    kernels::visit_quant_int(a.out.dtype(), "quant", [&]<typename Out>() {
       parallel_for(ctx, a.in.numel(), 4, [&](int64_t begin, int64_t end) {
         quantize_run<In, Out>(a, params, begin, end);
       });
@@ -239,8 +211,8 @@ void dequantize(KernelContext& ctx, const ops::DequantizeArgs& a) {
   check_tensor_params(a.q, std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max(),
                       op);
   const QParamReader params(a.q);
-  visit_int(a.in.dtype(), [&]<typename In>() {
-    visit_float(a.out.dtype(), [&]<typename Out>() {
+  kernels::visit_quant_int(a.in.dtype(), "quant", [&]<typename In>() {
+    kernels::visit_floating<kernels::HostTypes>(a.out.dtype(), "quant", [&]<typename Out>() {
       parallel_for(ctx, a.in.numel(), 2, [&](int64_t begin, int64_t end) {
         dequantize_run<In, Out>(a, params, begin, end);
       });
@@ -333,7 +305,7 @@ void add_run(const ops::QuantizedAddArgs& a, int64_t begin, int64_t end) {
 }
 
 void quantized_add(KernelContext& ctx, const ops::QuantizedAddArgs& a) {
-  visit_int(a.a.dtype(), [&]<typename T>() {
+  kernels::visit_quant_int(a.a.dtype(), "quant", [&]<typename T>() {
     parallel_for(ctx, a.a.numel(), 4,
                  [&](int64_t begin, int64_t end) { add_run<T>(a, begin, end); });
   });
@@ -356,9 +328,7 @@ void weight_sums(KernelContext& ctx, const Tensor& weight, int64_t n, int64_t k,
 }  // namespace
 
 const ops::QuantBackend& quant_backend() {
-  static constexpr ops::QuantBackend kQuant{&quantize,         &dequantize,    &choose_qparams,
-                                            &quantized_add,    &weight_sums,   &quantized_linear,
-                                            &quantized_conv2d, &quantized_mean};
+  static constexpr ops::QuantBackend kQuant = PTERUN_QUANT_BACKEND();
   return kQuant;
 }
 

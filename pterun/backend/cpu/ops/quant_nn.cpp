@@ -18,6 +18,7 @@
 #include "pterun/backend/cpu/ops/quant_gemm.h"
 #include "pterun/backend/cpu/ops/quant_util.h"
 #include "pterun/core/error.h"
+#include "pterun/kernels/common/dtype_visit.h"
 #include "pterun/ops/quant.h"
 #include "pterun/ops/quant_checks.h"
 
@@ -110,15 +111,6 @@ void requantize_run(const int32_t* acc, int64_t n, const Requant& t, int64_t cha
   }
 }
 
-template <typename F>
-void visit_q8(DType d, F&& f) {
-  if (d == DType::UInt8) {
-    f.template operator()<uint8_t>();
-  } else {
-    f.template operator()<int8_t>();
-  }
-}
-
 constexpr int64_t kRowBlock = 64;
 constexpr int64_t kColBlock = 256;
 
@@ -139,7 +131,7 @@ void quantized_linear(KernelContext& ctx, const ops::QLinearArgs& a) {
   const size_t acc_bytes = aligned(static_cast<size_t>(kRowBlock * cols) * sizeof(int32_t));
   auto* scratch = static_cast<char*>(ctx.scratch(terms_bytes + acc_bytes * threads));
   const Requant terms = requant_terms(a.rq, n, scratch);
-  visit_q8(a.out.dtype(), [&]<typename Out>() {
+  kernels::visit_q8(a.out.dtype(), [&]<typename Out>() {
     Out* out = a.out.data_as<Out>();
     parallel_for(ctx, row_blocks * col_blocks, std::max<int64_t>(1, kRowBlock * cols * a.k / 16),
                  [&](int64_t begin, int64_t end) {
@@ -176,14 +168,8 @@ namespace {
 /// The geometry of one convolution, in elements; the image is read
 /// channels-last: pixel (y, x) of image b at image + b * image_stride +
 /// (y * width + x) * pixel_stride, its channels contiguous.
-struct ConvGeometry {
-  int64_t batch, channels, height, width;
-  int64_t out_channels, out_height, out_width;
-  int64_t kh, kw, groups, cg, og;  // cg / og: input / output channels per group
-  int64_t sh, sw, ph, pw, dh, dw;
-  int64_t k;                  // cg * kh * kw
-  bool weight_channels_last;  // weight rows are [kh][kw][cg], else [cg][kh][kw]
-  const uint8_t* image;       // channels-last bytes (int8 or uint8)
+struct ConvGeometry : ops::QConvShape {
+  const uint8_t* image;  // channels-last bytes (int8 or uint8)
   int64_t image_stride;
   int64_t pixel_stride;
 };
@@ -271,24 +257,7 @@ void depthwise_rows(const ConvGeometry& c, int64_t b, int64_t p0, int64_t rows, 
 }  // namespace
 
 void quantized_conv2d(KernelContext& ctx, const ops::QConv2dArgs& a) {
-  ConvGeometry c{};
-  c.batch = a.in.size(0);
-  c.channels = a.in.size(1);
-  c.height = a.in.size(2);
-  c.width = a.in.size(3);
-  c.out_channels = a.out.size(1);
-  c.out_height = a.out.size(2);
-  c.out_width = a.out.size(3);
-  c.kh = a.weight.size(2);
-  c.kw = a.weight.size(3);
-  c.groups = a.groups;
-  c.cg = c.channels / c.groups;
-  c.og = c.out_channels / c.groups;
-  c.sh = a.stride[0], c.sw = a.stride[1];
-  c.ph = a.padding[0], c.pw = a.padding[1];
-  c.dh = a.dilation[0], c.dw = a.dilation[1];
-  c.k = c.cg * c.kh * c.kw;
-  c.weight_channels_last = !a.weight.is_contiguous_order();
+  ConvGeometry c{ops::qconv_shape(a), nullptr, 0, 0};
 
   const int64_t pixels = c.out_height * c.out_width;
   const int64_t pixel_blocks = (pixels + kPixelBlock - 1) / kPixelBlock;
@@ -369,7 +338,7 @@ void quantized_conv2d(KernelContext& ctx, const ops::QConv2dArgs& a) {
   const int64_t o0 = a.out.stride(0), o1 = a.out.stride(1), o2 = a.out.stride(2),
                 o3 = a.out.stride(3);
   const bool direct = pointwise(c);
-  visit_q8(a.out.dtype(), [&]<typename Out>() {
+  kernels::visit_q8(a.out.dtype(), [&]<typename Out>() {
     Out* out = a.out.data_as<Out>();
     parallel_for(
         ctx, tasks, std::max<int64_t>(1, kPixelBlock * c.og * c.k / 8),
@@ -446,8 +415,8 @@ void quantized_mean(KernelContext& ctx, const ops::QMeanArgs& a) {
   const auto zp = static_cast<float>(a.out_q.zero_point);
   const int64_t zero_total = a.reduce * a.in_q.zero_point;
   const auto count = static_cast<float>(a.reduce);
-  visit_q8(a.in.dtype(), [&]<typename In>() {
-    visit_q8(a.out.dtype(), [&]<typename Out>() {
+  kernels::visit_q8(a.in.dtype(), [&]<typename In>() {
+    kernels::visit_q8(a.out.dtype(), [&]<typename Out>() {
       const In* in = a.in.data_as<const In>();
       Out* out = a.out.data_as<Out>();
       parallel_for(ctx, a.outer * a.inner, a.reduce, [&](int64_t begin, int64_t end) {

@@ -29,6 +29,7 @@
 
 #include "pterun/backend/cuda/device/max_rank.h"
 #include "pterun/core/dtype.h"
+#include "pterun/core/math.h"
 
 namespace pterun::cuda {
 
@@ -119,15 +120,8 @@ __host__ __device__ inline To convert(From v) {
     return __float2half_rn(static_cast<float>(v));
   } else if constexpr (std::is_same_v<To, __nv_bfloat16>) {
     return float_to_bf16(static_cast<float>(v));
-  } else if constexpr (std::is_same_v<To, bool>) {
-    return v != From(0);
-  } else if constexpr (std::is_integral_v<To> && std::is_floating_point_v<From>) {
-    if (!(v == v)) return To(0);
-    if (v >= static_cast<From>(9.2233720368547758e18)) return static_cast<To>(INT64_MAX);
-    if (v <= static_cast<From>(-9.2233720368547758e18)) return static_cast<To>(INT64_MIN);
-    return static_cast<To>(static_cast<int64_t>(v));
   } else {
-    return static_cast<To>(v);
+    return ::pterun::math::convert_standard<To>(v);
   }
 }
 

@@ -326,16 +326,7 @@ void sdpa(KernelContext& ctx, const ops::SdpaArgs& a) {
   p.dim = a.q.size(3);
   p.reps = a.q.size(2) / p.kv_heads;
   p.capacity = a.k.size(1);
-  for (int i = 0; i < 3; ++i) {
-    p.qs[i] = a.q.stride(i);
-    p.ks[i] = a.k.stride(i);
-    p.vs[i] = a.v.stride(i);
-    p.os[i] = a.out.stride(i);
-  }
-  if (a.mask != nullptr) {
-    p.ms[0] = a.mask->stride(0);
-    p.ms[1] = a.mask->stride(1);
-  }
+  ops::copy_sdpa_strides(a, p);
   p.causal = a.causal;
   p.scale = a.scale;
   p.check_op = a.check_op;

@@ -183,19 +183,7 @@ void elementwise::mul_add(KernelContext& ctx, const ops::MulAddArgs& a) {
 
 const ops::ElementwiseBackend& elementwise_backend() {
   using namespace elementwise;  // NOLINT: the compute functions
-  static constexpr ops::ElementwiseBackend kElementwise{
-      .binary = &binary,
-      .binary_scalar = &binary_scalar,
-      .mul_add = &mul_add,
-      .unary = &unary,
-      .compare = &compare,
-      .logical = &logical,
-      .where = &where,
-      .activation = &activation,
-      .clamp = &clamp,
-      .clamp_tensor = &clamp_tensor,
-      .glu = &glu,
-  };
+  static constexpr ops::ElementwiseBackend kElementwise = PTERUN_ELEMENTWISE_BACKEND(&mul_add);
   return kElementwise;
 }
 

@@ -299,35 +299,13 @@ void elementwise_same(const kernels::KernelContext& ctx, Tensor& out,
 /// fewer kernels than visit_dtype; callers validate the family first.
 template <typename F>
 void visit_real_dtype(DType d, const char* op, F&& f) {
-  switch (d) {
-    case DType::UInt8: return f.template operator()<uint8_t>();
-    case DType::Int8: return f.template operator()<int8_t>();
-    case DType::Int16: return f.template operator()<int16_t>();
-    case DType::Int32: return f.template operator()<int32_t>();
-    case DType::Int64: return f.template operator()<int64_t>();
-    case DType::Float16: return f.template operator()<__half>();
-    case DType::Float32: return f.template operator()<float>();
-    case DType::Float64: return f.template operator()<double>();
-    case DType::Bool: return f.template operator()<bool>();
-    case DType::BFloat16: return f.template operator()<__nv_bfloat16>();
-    default:
-      throw_error(ErrorCode::NotSupported,
-                  str_cat(op, ": dtype ", dtype_name(d), " is not supported on CUDA"));
-  }
+  kernels::visit_storage<DeviceTypes, kernels::VisitSet::Elementwise, RefuseOnCuda>(d, op, f);
 }
 
 /// The same for the floating dtypes only (f16 bf16 f32 f64).
 template <typename F>
 void visit_float_dtype(DType d, const char* op, F&& f) {
-  switch (d) {
-    case DType::Float16: return f.template operator()<__half>();
-    case DType::Float32: return f.template operator()<float>();
-    case DType::Float64: return f.template operator()<double>();
-    case DType::BFloat16: return f.template operator()<__nv_bfloat16>();
-    default:
-      throw_error(ErrorCode::NotSupported,
-                  str_cat(op, ": dtype ", dtype_name(d), " is not supported on CUDA"));
-  }
+  kernels::visit_storage<DeviceTypes, kernels::VisitSet::Floating, RefuseOnCuda>(d, op, f);
 }
 
 }  // namespace pterun::cuda

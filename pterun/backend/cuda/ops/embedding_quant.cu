@@ -15,6 +15,7 @@
 #include "pterun/backend/cuda/ops/ops.h"
 #include "pterun/core/error.h"
 #include "pterun/kernels/common/device_check.h"
+#include "pterun/kernels/common/quant_math.h"
 #include "pterun/ops/index.h"
 
 namespace pterun::kernels::cuda_ops {
@@ -42,12 +43,7 @@ __device__ inline float packed_value(const uint8_t* row, int64_t j, int bits, bo
   if (bits == 8) {
     return signed8 ? static_cast<float>(static_cast<int8_t>(row[j])) : static_cast<float>(row[j]);
   }
-  if (bits == 4) {
-    const uint8_t byte = row[j >> 1];
-    return static_cast<float>(((j & 1) ? (byte & 0x0F) : (byte >> 4)) - 8);
-  }
-  const uint8_t byte = row[j >> 2];
-  return static_cast<float>(((byte >> (2 * (j & 3))) & 3) - 2);
+  return kernels::packed_field(row, j, bits);
 }
 
 template <typename O>

@@ -116,31 +116,28 @@ __global__ void embedding_kernel(U* __restrict__ out, const U* __restrict__ weig
 
 void embedding_out(KernelContext& ctx, const ops::EmbeddingArgs& a) {
   const char* op = "aten::embedding.out";
-  const Tensor& weight = a.weight;
-  const Tensor& indices = a.indices;
-  Tensor& out = a.out;
-  const int64_t n = out.numel();
+  const int64_t n = a.out.numel();
   if (n == 0) return;
   EmbeddingParams p;
-  const size_t k = indices.dim();
+  const size_t k = a.indices.dim();
   p.rows.rank = static_cast<int>(k);
   for (size_t d = 0; d < k; ++d) {
-    p.rows.sizes[d] = indices.size(d);
-    p.rows.strides[0][d] = indices.stride(d);
-    p.rows.strides[1][d] = out.stride(d);
+    p.rows.sizes[d] = a.indices.size(d);
+    p.rows.strides[0][d] = a.indices.stride(d);
+    p.rows.strides[1][d] = a.out.stride(d);
   }
-  p.indices = indices.data();
-  p.is64 = indices.dtype() == DType::Int64;
-  p.dim = weight.size(1);
-  p.num_rows = weight.size(0);
-  p.weight_row = weight.stride(0);
-  p.weight_col = weight.stride(1);
-  p.out_col = out.stride(k);
+  p.indices = a.indices.data();
+  p.is64 = a.indices.dtype() == DType::Int64;
+  p.dim = a.weight.size(1);
+  p.num_rows = a.weight.size(0);
+  p.weight_row = a.weight.stride(0);
+  p.weight_col = a.weight.stride(1);
+  p.out_col = a.out.stride(k);
   cudaStream_t stream = cuda::stream(ctx);
-  visit_unit(weight.element_size(), [&]<typename U>(int parts) {
+  visit_unit(a.weight.element_size(), [&]<typename U>(int parts) {
     p.parts = parts;
     embedding_kernel<U><<<cuda::blocks_for(n, kThreads), kThreads, 0, stream>>>(
-        static_cast<U*>(out.data()), static_cast<const U*>(weight.data()), p, n);
+        static_cast<U*>(a.out.data()), static_cast<const U*>(a.weight.data()), p, n);
   });
   cuda::check_launch(op);
 }
@@ -178,31 +175,27 @@ __global__ void index_select_kernel(U* __restrict__ out, const U* __restrict__ s
 
 void index_select_out(KernelContext& ctx, const ops::IndexSelectArgs& a) {
   const char* op = "aten::index_select.out";
-  const Tensor& self = a.self;
-  const Tensor& index = a.index;
-  Tensor& out = a.out;
-  const size_t dim = a.dim;
-  const int64_t n = out.numel();
+  const int64_t n = a.out.numel();
   if (n == 0) return;
   SelectParams p;
-  p.walk.rank = static_cast<int>(out.dim());
-  for (size_t d = 0; d < out.dim(); ++d) {
-    p.walk.sizes[d] = out.size(d);
-    p.walk.strides[0][d] = out.stride(d);
-    p.walk.strides[1][d] = d == dim ? 0 : self.stride(d);
-    if (d > dim) p.inner *= out.size(d);
+  p.walk.rank = static_cast<int>(a.out.dim());
+  for (size_t d = 0; d < a.out.dim(); ++d) {
+    p.walk.sizes[d] = a.out.size(d);
+    p.walk.strides[0][d] = a.out.stride(d);
+    p.walk.strides[1][d] = d == a.dim ? 0 : a.self.stride(d);
+    if (d > a.dim) p.inner *= a.out.size(d);
   }
-  p.count = size_at(out, dim);
-  p.index = index.data();
-  p.is64 = index.dtype() == DType::Int64;
-  p.index_stride = index.dim() == 0 ? 0 : index.stride(0);
-  p.size = size_at(self, dim);
-  p.stride = stride_at(self, dim);
+  p.count = size_at(a.out, a.dim);
+  p.index = a.index.data();
+  p.is64 = a.index.dtype() == DType::Int64;
+  p.index_stride = a.index.dim() == 0 ? 0 : a.index.stride(0);
+  p.size = size_at(a.self, a.dim);
+  p.stride = stride_at(a.self, a.dim);
   cudaStream_t stream = cuda::stream(ctx);
-  visit_unit(self.element_size(), [&]<typename U>(int parts) {
+  visit_unit(a.self.element_size(), [&]<typename U>(int parts) {
     p.parts = parts;
     index_select_kernel<U><<<cuda::blocks_for(n, kThreads), kThreads, 0, stream>>>(
-        static_cast<U*>(out.data()), static_cast<const U*>(self.data()), p, n);
+        static_cast<U*>(a.out.data()), static_cast<const U*>(a.self.data()), p, n);
   });
   cuda::check_launch(op);
 }
@@ -254,18 +247,14 @@ __global__ void gather_kernel(U* __restrict__ out, const U* __restrict__ self, G
 
 void gather_out(KernelContext& ctx, const ops::GatherArgs& a) {
   const char* op = "aten::gather.out";
-  const Tensor& self = a.self;
-  const Tensor& index = a.index;
-  Tensor& out = a.out;
-  const size_t dim = a.dim;
-  const int64_t n = index.numel();
+  const int64_t n = a.index.numel();
   if (n == 0) return;
-  GatherParams p = gather_params(index, dim, self, &out);
+  GatherParams p = gather_params(a.index, a.dim, a.self, &a.out);
   cudaStream_t stream = cuda::stream(ctx);
-  visit_unit(self.element_size(), [&]<typename U>(int parts) {
+  visit_unit(a.self.element_size(), [&]<typename U>(int parts) {
     p.parts = parts;
     gather_kernel<U><<<cuda::blocks_for(n, kThreads), kThreads, 0, stream>>>(
-        static_cast<U*>(out.data()), static_cast<const U*>(self.data()), p, n);
+        static_cast<U*>(a.out.data()), static_cast<const U*>(a.self.data()), p, n);
   });
   cuda::check_launch(op);
 }
@@ -358,37 +347,33 @@ void scatter_out(KernelContext& ctx, const ops::ScatterArgs& a) {
   const char* op = a.mode == ops::ScatterMode::Src     ? "aten::scatter.src_out"
                    : a.mode == ops::ScatterMode::Value ? "aten::scatter.value_out"
                                                        : "aten::scatter_add.out";
-  const Tensor& self = a.self;
-  const Tensor& index = a.index;
-  const Tensor* src = a.src;
-  Tensor& out = a.out;
   // The value converted as the CPU kernel converts it.
   Bits value;
   if (a.mode == ops::ScatterMode::Value) {
-    kernels::visit(self.dtype(), Family::RealHBBF16, op, [&]<typename T>() {
+    kernels::visit(a.self.dtype(), Family::RealHBBF16, op, [&]<typename T>() {
       const Scalar& v = a.value;
       T t = v.is_floating() ? kernels::convert<T>(v.to_double()) : kernels::convert<T>(v.to_int());
       static_assert(sizeof(T) <= sizeof(value.words));
       std::memcpy(value.words, &t, sizeof(T));
     });
   }
-  cuda::device_strided_copy(ctx, out.data(), out.strides(), self.data(), self.strides(),
-                            self.sizes(), self.element_size());
-  const int64_t n = index.numel();
-  if (n == 0 || out.numel() == 0) return;
-  GatherParams p = gather_params(index, a.dim, out, src);
+  cuda::device_strided_copy(ctx, a.out.data(), a.out.strides(), a.self.data(), a.self.strides(),
+                            a.self.sizes(), a.self.element_size());
+  const int64_t n = a.index.numel();
+  if (n == 0 || a.out.numel() == 0) return;
+  GatherParams p = gather_params(a.index, a.dim, a.out, a.src);
   cudaStream_t stream = cuda::stream(ctx);
   if (a.mode == ops::ScatterMode::Add) {
-    cuda::visit_dtype(self.dtype(), op, [&]<typename T>() {
+    cuda::visit_dtype(a.self.dtype(), op, [&]<typename T>() {
       scatter_add_kernel<T><<<cuda::blocks_for(n, kThreads), kThreads, 0, stream>>>(
-          static_cast<T*>(out.data()), static_cast<const T*>(src->data()), p, n);
+          static_cast<T*>(a.out.data()), static_cast<const T*>(a.src->data()), p, n);
     });
   } else {
-    visit_unit(self.element_size(), [&]<typename U>(int parts) {
+    visit_unit(a.self.element_size(), [&]<typename U>(int parts) {
       p.parts = parts;
       scatter_kernel<U><<<cuda::blocks_for(n, kThreads), kThreads, 0, stream>>>(
-          static_cast<U*>(out.data()),
-          src != nullptr ? static_cast<const U*>(src->data()) : nullptr, value, p, n);
+          static_cast<U*>(a.out.data()),
+          a.src != nullptr ? static_cast<const U*>(a.src->data()) : nullptr, value, p, n);
     });
   }
   cuda::check_launch(op);
@@ -413,13 +398,10 @@ __global__ void masked_fill_kernel(U* __restrict__ out, const U* __restrict__ se
 
 void masked_fill_out(KernelContext& ctx, const ops::MaskedFillArgs& a) {
   const char* op = "aten::masked_fill.Scalar_out";
-  const Tensor& self = a.self;
-  const Tensor& mask = a.mask;
   const Scalar& value = a.value;
-  Tensor& out = a.out;
   // The value as the CPU kernel stores it: through the compute type.
   Bits bits;
-  kernels::visit(self.dtype(), Family::RealHBBF16, op, [&]<typename T>() {
+  kernels::visit(a.self.dtype(), Family::RealHBBF16, op, [&]<typename T>() {
     using C = kernels::ComputeOf<T>;
     const C v = value.is_floating() ? kernels::convert<C>(value.to_double())
                                     : kernels::convert<C>(value.to_int());
@@ -427,14 +409,14 @@ void masked_fill_out(KernelContext& ctx, const ops::MaskedFillArgs& a) {
     static_assert(sizeof(T) <= sizeof(bits.words));
     std::memcpy(bits.words, &t, sizeof(T));
   });
-  const int64_t n = out.numel();
-  StridedIndexer<3> ix = cuda::make_indexer<3>(out, {&self, &mask}, op);
+  const int64_t n = a.out.numel();
+  StridedIndexer<3> ix = cuda::make_indexer<3>(a.out, {&a.self, &a.mask}, op);
   if (n == 0) return;
   cudaStream_t stream = cuda::stream(ctx);
-  visit_unit(self.element_size(), [&]<typename U>(int parts) {
+  visit_unit(a.self.element_size(), [&]<typename U>(int parts) {
     masked_fill_kernel<U><<<cuda::blocks_for(n, kThreads), kThreads, 0, stream>>>(
-        static_cast<U*>(out.data()), static_cast<const U*>(self.data()),
-        static_cast<const bool*>(mask.data()), bits, ix, parts, n);
+        static_cast<U*>(a.out.data()), static_cast<const U*>(a.self.data()),
+        static_cast<const bool*>(a.mask.data()), bits, ix, parts, n);
   });
   cuda::check_launch(op);
 }
@@ -512,43 +494,38 @@ int64_t count_mask(const Tensor& /*mask*/, const char* op) {
 
 void index_tensor_out(KernelContext& ctx, const ops::IndexTensorArgs& a) {
   const char* op = "aten::index.Tensor_out";
-  const Tensor& self = a.self;
-  Tensor& out = a.out;
-  AdvancedParams p = advanced_params(a.plan, self, self.strides(), out.strides());
-  const int64_t n = out.numel();
+  AdvancedParams p = advanced_params(a.plan, a.self, a.self.strides(), a.out.strides());
+  const int64_t n = a.out.numel();
   if (n == 0) return;
   cudaStream_t stream = cuda::stream(ctx);
-  visit_unit(self.element_size(), [&]<typename U>(int parts) {
+  visit_unit(a.self.element_size(), [&]<typename U>(int parts) {
     p.parts = parts;
     index_gather_kernel<U><<<cuda::blocks_for(n, kThreads), kThreads, 0, stream>>>(
-        static_cast<U*>(out.data()), static_cast<const U*>(self.data()), p, n);
+        static_cast<U*>(a.out.data()), static_cast<const U*>(a.self.data()), p, n);
   });
   cuda::check_launch(op);
 }
 
 void index_put(KernelContext& ctx, const ops::IndexPutArgs& a) {
   const char* op = a.in_place ? "aten::index_put_" : "aten::index_put.out";
-  const Tensor& self = a.self;
-  const Tensor& values = a.values;
-  Tensor& target = a.target;
-  AdvancedParams p = advanced_params(a.plan, self, target.strides(), a.value_strides);
+  AdvancedParams p = advanced_params(a.plan, a.self, a.target.strides(), a.value_strides);
   if (!a.in_place) {
-    cuda::device_strided_copy(ctx, target.data(), target.strides(), self.data(), self.strides(),
-                              self.sizes(), self.element_size());
+    cuda::device_strided_copy(ctx, a.target.data(), a.target.strides(), a.self.data(),
+                              a.self.strides(), a.self.sizes(), a.self.element_size());
   }
   const int64_t n = p.numel;
   if (n == 0) return;
   cudaStream_t stream = cuda::stream(ctx);
   if (a.accumulate) {
-    cuda::visit_dtype(self.dtype(), op, [&]<typename T>() {
+    cuda::visit_dtype(a.self.dtype(), op, [&]<typename T>() {
       index_put_add_kernel<T><<<cuda::blocks_for(n, kThreads), kThreads, 0, stream>>>(
-          static_cast<T*>(target.data()), static_cast<const T*>(values.data()), p, n);
+          static_cast<T*>(a.target.data()), static_cast<const T*>(a.values.data()), p, n);
     });
   } else {
-    visit_unit(self.element_size(), [&]<typename U>(int parts) {
+    visit_unit(a.self.element_size(), [&]<typename U>(int parts) {
       p.parts = parts;
       index_put_kernel<U><<<cuda::blocks_for(n, kThreads), kThreads, 0, stream>>>(
-          static_cast<U*>(target.data()), static_cast<const U*>(values.data()), p, n);
+          static_cast<U*>(a.target.data()), static_cast<const U*>(a.values.data()), p, n);
     });
   }
   cuda::check_launch(op);
@@ -557,9 +534,7 @@ void index_put(KernelContext& ctx, const ops::IndexPutArgs& a) {
 }  // namespace
 
 const ops::IndexBackend& index_backend() {
-  static constexpr ops::IndexBackend kIndex{&embedding_out, &embedding_quantized, &index_select_out,
-                                            &gather_out,    &scatter_out,         &masked_fill_out,
-                                            &count_mask,    &index_tensor_out,    &index_put};
+  static constexpr ops::IndexBackend kIndex = PTERUN_INDEX_BACKEND();
   return kIndex;
 }
 

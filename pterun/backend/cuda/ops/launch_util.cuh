@@ -22,6 +22,7 @@
 #include "pterun/core/error.h"
 #include "pterun/core/str_cat.h"
 #include "pterun/core/tensor.h"
+#include "pterun/kernels/common/dtype_visit.h"
 
 namespace pterun::cuda {
 
@@ -107,30 +108,27 @@ bool is_linear(const StridedIndexer<N>& ix) {
 
 // ---- dtype dispatch --------------------------------------------------------------
 
+/// The device's 16-bit floating types, for kernels::visit_storage.
+struct DeviceTypes {
+  using Half = __half;
+  using BFloat16 = __nv_bfloat16;
+};
+
+/// Refuses a dtype the CUDA backend has no kernel for (Error NotSupported).
+struct RefuseOnCuda {
+  [[noreturn]] static void refuse(const char* op, DType d) {
+    throw_error(ErrorCode::NotSupported,
+                str_cat(op, ": dtype ", dtype_name(d), " is not supported on CUDA"));
+  }
+};
+
 /// Calls `f.template operator()<T>()` with T the device storage type of `d`
 /// (__half, __nv_bfloat16, bool, integer types, float, double). Error
 /// NotSupported naming `op` for dtypes without one (complex, quantized,
 /// float8 ...). Dispatch on the host: one kernel instantiation per T.
 template <typename F>
 decltype(auto) visit_dtype(DType d, const char* op, F&& f) {
-  switch (d) {
-    case DType::UInt8: return f.template operator()<uint8_t>();
-    case DType::Int8: return f.template operator()<int8_t>();
-    case DType::Int16: return f.template operator()<int16_t>();
-    case DType::Int32: return f.template operator()<int32_t>();
-    case DType::Int64: return f.template operator()<int64_t>();
-    case DType::Float16: return f.template operator()<__half>();
-    case DType::Float32: return f.template operator()<float>();
-    case DType::Float64: return f.template operator()<double>();
-    case DType::Bool: return f.template operator()<bool>();
-    case DType::BFloat16: return f.template operator()<__nv_bfloat16>();
-    case DType::UInt16: return f.template operator()<uint16_t>();
-    case DType::UInt32: return f.template operator()<uint32_t>();
-    case DType::UInt64: return f.template operator()<uint64_t>();
-    default:
-      throw_error(ErrorCode::NotSupported,
-                  str_cat(op, ": dtype ", dtype_name(d), " is not supported on CUDA"));
-  }
+  return kernels::visit_storage<DeviceTypes, kernels::VisitSet::Any, RefuseOnCuda>(d, op, f);
 }
 
 }  // namespace pterun::cuda

@@ -169,22 +169,12 @@ __global__ void channel_affine_kernel(ChannelAffineLaunch l, int64_t total) {
   }
 }
 
-template <typename F>
-void visit_float(DType d, F&& f) {
-  switch (d) {
-    case DType::Float16: return f.template operator()<__half>();
-    case DType::BFloat16: return f.template operator()<__nv_bfloat16>();
-    case DType::Float64: return f.template operator()<double>();
-    default: return f.template operator()<float>();
-  }
-}
-
 }  // namespace
 
 void launch_layer_norm(kernels::KernelContext& ctx, const LayerNormLaunch& l, const char* op) {
   const int64_t rows = l.rows.count();
   if (rows == 0) return;
-  visit_float(l.dtype, [&]<typename T>() {
+  kernels::visit_floating<DeviceTypes>(l.dtype, op, [&]<typename T>() {
     layer_norm_kernel<T><<<blocks_for(rows, 1), kBlock, 0, stream(ctx)>>>(l, rows);
   });
   check_launch(op);
@@ -193,7 +183,7 @@ void launch_layer_norm(kernels::KernelContext& ctx, const LayerNormLaunch& l, co
 void launch_batch_norm_table(kernels::KernelContext& ctx, const BatchNormTableLaunch& l,
                              const char* op) {
   if (l.channels == 0) return;
-  visit_float(l.dtype, [&]<typename T>() {
+  kernels::visit_floating<DeviceTypes>(l.dtype, op, [&]<typename T>() {
     batch_norm_table_kernel<T><<<blocks_for(l.channels, 128), 128, 0, stream(ctx)>>>(l);
   });
   check_launch(op);
@@ -202,7 +192,7 @@ void launch_batch_norm_table(kernels::KernelContext& ctx, const BatchNormTableLa
 void launch_group_norm_stats(kernels::KernelContext& ctx, const GroupNormStatsLaunch& l,
                              const char* op) {
   if (l.batch * l.groups == 0) return;
-  visit_float(l.dtype, [&]<typename T>() {
+  kernels::visit_floating<DeviceTypes>(l.dtype, op, [&]<typename T>() {
     group_norm_stats_kernel<T><<<blocks_for(l.batch * l.groups, 1), kBlock, 0, stream(ctx)>>>(l);
   });
   check_launch(op);
@@ -212,7 +202,7 @@ void launch_channel_affine(kernels::KernelContext& ctx, const ChannelAffineLaunc
                            const char* op) {
   const int64_t total = l.space.count();
   if (total == 0) return;
-  visit_float(l.dtype, [&]<typename T>() {
+  kernels::visit_floating<DeviceTypes>(l.dtype, op, [&]<typename T>() {
     channel_affine_kernel<T><<<blocks_for(total, 256), 256, 0, stream(ctx)>>>(l, total);
   });
   check_launch(op);
@@ -325,38 +315,31 @@ void batch_norm_out(KernelContext& ctx, const ops::BatchNormArgs& a) {
 
 void group_norm_out(KernelContext& ctx, const ops::GroupNormArgs& a) {
   const char* op = "aten::native_group_norm.out";
-  const Tensor& in = a.in;
-  const Tensor* weight = a.weight;
-  const Tensor* bias = a.bias;
-  const int64_t batch = a.batch, channels = a.channels, groups = a.groups;
-  Tensor& out = a.out;
-  Tensor& mean_out = a.mean;
-  Tensor& rstd_out = a.rstd;
   cuda::nn::GroupNormStatsLaunch l;
-  l.in = in.data();
-  l.dtype = in.dtype();
-  l.batch = batch;
-  l.channels = channels;
-  l.groups = groups;
-  l.in_n = in.stride(0);
-  l.in_c = in.stride(1);
-  for (size_t d = 2; d < in.dim(); ++d) l.spatial.push(in.size(d), {in.stride(d)});
-  l.mean = mean_out.data();
-  l.rstd = rstd_out.data();
-  l.mean_s[0] = mean_out.stride(0);
-  l.mean_s[1] = mean_out.stride(1);
-  l.rstd_s[0] = rstd_out.stride(0);
-  l.rstd_s[1] = rstd_out.stride(1);
-  l.weight = weight != nullptr ? weight->data() : nullptr;
-  l.bias = bias != nullptr ? bias->data() : nullptr;
-  l.w_stride = weight != nullptr ? weight->stride(0) : 0;
-  l.b_stride = bias != nullptr ? bias->stride(0) : 0;
+  l.in = a.in.data();
+  l.dtype = a.in.dtype();
+  l.batch = a.batch;
+  l.channels = a.channels;
+  l.groups = a.groups;
+  l.in_n = a.in.stride(0);
+  l.in_c = a.in.stride(1);
+  for (size_t d = 2; d < a.in.dim(); ++d) l.spatial.push(a.in.size(d), {a.in.stride(d)});
+  l.mean = a.mean.data();
+  l.rstd = a.rstd.data();
+  l.mean_s[0] = a.mean.stride(0);
+  l.mean_s[1] = a.mean.stride(1);
+  l.rstd_s[0] = a.rstd.stride(0);
+  l.rstd_s[1] = a.rstd.stride(1);
+  l.weight = a.weight != nullptr ? a.weight->data() : nullptr;
+  l.bias = a.bias != nullptr ? a.bias->data() : nullptr;
+  l.w_stride = a.weight != nullptr ? a.weight->stride(0) : 0;
+  l.b_stride = a.bias != nullptr ? a.bias->stride(0) : 0;
   l.eps = a.eps;
-  const size_t nc = static_cast<size_t>(batch * channels);
-  l.table = cuda::scratch(ctx, stat_size(in.dtype()) * 2 * nc);
+  const size_t nc = static_cast<size_t>(a.batch * a.channels);
+  l.table = cuda::scratch(ctx, stat_size(a.in.dtype()) * 2 * nc);
   cuda::nn::launch_group_norm_stats(ctx, l, op);
-  if (in.numel() > 0) {
-    channel_affine(ctx, in, out, l.table, static_cast<int64_t>(nc), true, op);
+  if (a.in.numel() > 0) {
+    channel_affine(ctx, a.in, a.out, l.table, static_cast<int64_t>(nc), true, op);
   }
 }
 

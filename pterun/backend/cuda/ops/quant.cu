@@ -19,6 +19,7 @@
 #include "pterun/backend/cuda/ops/launch_util.cuh"
 #include "pterun/backend/cuda/ops/ops.h"
 #include "pterun/backend/cuda/ops/quant_launch.h"
+#include "pterun/kernels/common/dtype_visit.h"
 #include "pterun/kernels/common/quant_math.h"
 #include "pterun/ops/quant.h"
 
@@ -227,41 +228,6 @@ __global__ void mean_kernel(MeanLaunch l) {
 
 // ---- dispatch -------------------------------------------------------------------
 
-template <typename F>
-void visit_int(DType d, const char* op, F&& f) {
-  switch (d) {
-    case DType::UInt8: return f.template operator()<uint8_t>();
-    case DType::Int8: return f.template operator()<int8_t>();
-    case DType::Int16: return f.template operator()<int16_t>();
-    case DType::UInt16:
-    case DType::Bits16: return f.template operator()<uint16_t>();
-    case DType::Int32: return f.template operator()<int32_t>();
-    default: break;
-  }
-  throw_error(ErrorCode::Internal, str_cat(op, ": unexpected integer dtype ", dtype_name(d)));
-}
-
-template <typename F>
-void visit_float(DType d, const char* op, F&& f) {
-  switch (d) {
-    case DType::Float32: return f.template operator()<float>();
-    case DType::Float64: return f.template operator()<double>();
-    case DType::Float16: return f.template operator()<__half>();
-    case DType::BFloat16: return f.template operator()<__nv_bfloat16>();
-    default: break;
-  }
-  throw_error(ErrorCode::Internal, str_cat(op, ": unexpected floating dtype ", dtype_name(d)));
-}
-
-template <typename F>
-void visit_q8(DType d, F&& f) {
-  if (d == DType::UInt8) {
-    f.template operator()<uint8_t>();
-  } else {
-    f.template operator()<int8_t>();
-  }
-}
-
 constexpr unsigned kThreads = 256;
 
 }  // namespace pterun::cuda::quant
@@ -297,8 +263,8 @@ void quantize(KernelContext& ctx, const ops::QuantizeArgs& a) {
                    false};
   l.wide = l.zero_point_first && (a.in.dtype() == DType::Float64 ||
                                   (a.q.scales != nullptr && a.q.scales->dtype() == DType::Float64));
-  visit_float(a.in.dtype(), op, [&]<typename In>() {
-    visit_int(a.out.dtype(), op, [&]<typename Out>() {
+  kernels::visit_floating<DeviceTypes>(a.in.dtype(), op, [&]<typename In>() {
+    kernels::visit_quant_int(a.out.dtype(), op, [&]<typename Out>() {
       quantize_kernel<In, Out><<<blocks_for(l.n, kThreads), kThreads, 0, stream(ctx)>>>(l);
     });
   });
@@ -308,8 +274,8 @@ void quantize(KernelContext& ctx, const ops::QuantizeArgs& a) {
 void dequantize(KernelContext& ctx, const ops::DequantizeArgs& a) {
   const char* op = "dequantize";
   DequantizeLaunch l{a.in.data(), a.out.data(), a.in.numel(), params_of(a.q), a.wide, a.round_to};
-  visit_int(a.in.dtype(), op, [&]<typename In>() {
-    visit_float(a.out.dtype(), op, [&]<typename Out>() {
+  kernels::visit_quant_int(a.in.dtype(), op, [&]<typename In>() {
+    kernels::visit_floating<DeviceTypes>(a.out.dtype(), op, [&]<typename Out>() {
       dequantize_kernel<In, Out><<<blocks_for(l.n, kThreads), kThreads, 0, stream(ctx)>>>(l);
     });
   });
@@ -331,7 +297,7 @@ void choose_qparams(KernelContext& ctx, const ops::ChooseQParamsArgs& a) {
 void quantized_add(KernelContext& ctx, const ops::QuantizedAddArgs& a) {
   AddLaunch l{a.a.data(), a.b.data(), a.out.data(), a.a.numel(), a.a_q,
               a.b_q,      a.out_q,    a.out_min,    a.out_max};
-  visit_int(a.a.dtype(), "quantized add", [&]<typename T>() {
+  kernels::visit_quant_int(a.a.dtype(), "quantized add", [&]<typename T>() {
     add_kernel<T><<<blocks_for(l.n, kThreads), kThreads, 0, stream(ctx)>>>(l);
   });
   check_launch("quantized add");
@@ -346,8 +312,8 @@ void weight_sums(KernelContext& ctx, const Tensor& weight, int64_t n, int64_t k,
 void quantized_mean(KernelContext& ctx, const ops::QMeanArgs& a) {
   MeanLaunch l{a.in.data(), a.out.data(), a.outer,   a.reduce, a.inner,
                a.in_q,      a.out_q,      a.out_min, a.out_max};
-  visit_q8(a.in.dtype(), [&]<typename In>() {
-    visit_q8(a.out.dtype(), [&]<typename Out>() {
+  kernels::visit_q8(a.in.dtype(), [&]<typename In>() {
+    kernels::visit_q8(a.out.dtype(), [&]<typename Out>() {
       mean_kernel<In, Out>
           <<<blocks_for(a.outer * a.inner, kThreads), kThreads, 0, stream(ctx)>>>(l);
     });
@@ -358,9 +324,7 @@ void quantized_mean(KernelContext& ctx, const ops::QMeanArgs& a) {
 }  // namespace
 
 const ops::QuantBackend& quant_backend() {
-  static constexpr ops::QuantBackend kQuant{&quantize,         &dequantize,    &choose_qparams,
-                                            &quantized_add,    &weight_sums,   &quantized_linear,
-                                            &quantized_conv2d, &quantized_mean};
+  static constexpr ops::QuantBackend kQuant = PTERUN_QUANT_BACKEND();
   return kQuant;
 }
 

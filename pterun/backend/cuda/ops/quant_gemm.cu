@@ -218,28 +218,29 @@ void quantized_linear(KernelContext& ctx, const ops::QLinearArgs& a) {
 
 void quantized_conv2d(KernelContext& ctx, const ops::QConv2dArgs& a) {
   GemmLaunch l = launch_of(a.in, a.weight, a.weight_sums, a.rq, a.out);
+  const ops::QConvShape c = ops::qconv_shape(a);
   l.conv = true;
-  l.weight_channels_last = !a.weight.is_contiguous_order();
-  l.cg = a.in.size(1) / a.groups;
-  l.h = a.in.size(2);
-  l.w = a.in.size(3);
-  l.oh = a.out.size(2);
-  l.ow = a.out.size(3);
-  l.kh = a.weight.size(2);
-  l.kw = a.weight.size(3);
-  l.sh = a.stride[0];
-  l.sw = a.stride[1];
-  l.ph = a.padding[0];
-  l.pw = a.padding[1];
-  l.dh = a.dilation[0];
-  l.dw = a.dilation[1];
+  l.weight_channels_last = c.weight_channels_last;
+  l.cg = c.cg;
+  l.h = c.height;
+  l.w = c.width;
+  l.oh = c.out_height;
+  l.ow = c.out_width;
+  l.kh = c.kh;
+  l.kw = c.kw;
+  l.sh = c.sh;
+  l.sw = c.sw;
+  l.ph = c.ph;
+  l.pw = c.pw;
+  l.dh = c.dh;
+  l.dw = c.dw;
   for (int i = 0; i < 4; ++i) {
     l.in_strides[i] = a.in.stride(i);
     l.out_strides[i] = a.out.stride(i);
   }
-  l.m = a.in.size(0) * l.oh * l.ow;
-  l.n = a.out.size(1) / a.groups;
-  l.k = l.cg * l.kh * l.kw;
+  l.m = c.batch * c.out_height * c.out_width;
+  l.n = c.og;
+  l.k = c.k;
   launch(ctx, l, a.groups, "pterun::quantized_conv2d.out");
 }
 
