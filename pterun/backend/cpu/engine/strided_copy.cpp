@@ -48,9 +48,7 @@ void strided_copy(const kernels::KernelContext& ctx, void* dst,
                   std::span<const int64_t> dst_strides, const void* src,
                   std::span<const int64_t> src_strides, std::span<const int64_t> sizes,
                   size_t element_size) {
-  for (int64_t s : sizes) {
-    if (s == 0) return;
-  }
+  if (kernels::has_zero_extent(sizes)) return;
   kernels::CopyPlan p = kernels::make_copy_plan(dst_strides, src_strides, sizes, element_size);
   int64_t inner = p.rank == 0 ? 1 : p.sizes[p.rank - 1];
   int64_t rows = 1;

@@ -12,7 +12,7 @@ namespace {
 
 void convert_copy(const kernels::KernelContext& ctx, Tensor& out, const Tensor& src,
                   const char* op) {
-  ops::convert_copy(ctx, out, src, op, cpu_mover());
+  ops::convert_copy(ctx, out, src, op, mover());
 }
 
 }  // namespace

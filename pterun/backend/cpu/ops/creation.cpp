@@ -21,8 +21,8 @@ void fill_tensor(KernelContext& ctx, Tensor& out, const Tensor& value, const cha
   alignas(16) unsigned char element[16] = {};
   Tensor one(out.dtype(), {});
   one.set_data(element, sizeof(element));
-  ops::convert_copy(ctx, one, value, op, cpu_mover());
-  cpu_mover().fill(ctx, out, element);
+  ops::convert_copy(ctx, one, value, op, mover());
+  mover().fill(ctx, out, element);
 }
 
 /// Writes f(i) into the 1-D tensor `out` for every i, on threads.

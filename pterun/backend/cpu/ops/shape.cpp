@@ -113,7 +113,7 @@ void cpu_fill(const KernelContext& ctx, Tensor& out, const void* element) {
 
 }  // namespace
 
-const ops::Mover& cpu_mover() {
+const ops::Mover& mover() {
   static constexpr ops::Mover kMover{
       [](const KernelContext& ctx, void* dst, std::span<const int64_t> dst_strides, const void* src,
          std::span<const int64_t> src_strides, std::span<const int64_t> sizes,

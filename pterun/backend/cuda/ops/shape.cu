@@ -180,7 +180,7 @@ void* cuda_scratch(KernelContext& ctx, size_t bytes) {
 
 }  // namespace
 
-const Mover& cuda_mover() {
+const Mover& mover() {
   static constexpr Mover kMover{&cuda_copy, &cuda_scratch, &cuda_fill, &cuda_convert,
                                 &cuda_zero_triangle};
   return kMover;

@@ -190,9 +190,7 @@ void device_strided_copy(const kernels::KernelContext& ctx, void* dst,
                          std::span<const int64_t> dst_strides, const void* src,
                          std::span<const int64_t> src_strides, std::span<const int64_t> sizes,
                          size_t element_size) {
-  for (int64_t s : sizes) {
-    if (s == 0) return;
-  }
+  if (kernels::has_zero_extent(sizes)) return;
   PTERUN_CHECK(element_size > 0, ErrorCode::InvalidArgument, "strided copy: element size 0");
   const kernels::CopyPlan plan =
       kernels::make_copy_plan(dst_strides, src_strides, sizes, element_size);
