@@ -66,6 +66,12 @@ def ray_cluster():
             pytest.fail(f"PTERUN_REQUIRE_RAY=1 but Ray cannot be imported: {error}")
         pytest.skip(f"Ray is not installed (pip install 'pterun[ray]'): {error}")
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")  # no reports from tests
+    # Serve kills an HTTP proxy that is not ready within 5 s (health checks
+    # 10 s) and the module's server fixture then fails: on a loaded 2-core CI
+    # machine a proxy's start can take longer. The cluster's processes take
+    # the environment from here.
+    os.environ.setdefault("RAY_SERVE_PROXY_READY_CHECK_TIMEOUT_S", "60")
+    os.environ.setdefault("RAY_SERVE_PROXY_HEALTH_CHECK_TIMEOUT_S", "60")
     ray.init(num_cpus=2, include_dashboard=False, object_store_memory=256 * 2**20,
              log_to_driver=False)
     ray.data.DataContext.get_current().enable_progress_bars = False
