@@ -70,7 +70,8 @@ TEST(ConvFusion, CnnFoldsBothBatchNormsAndActivations) {
       // the running mean's place, hardtanh's bounds, then the activation's
       // out.
       EXPECT_EQ(f.args[2], f.mean);
-      EXPECT_EQ(f.args.size(), std::string_view(f.kernel) == kernels::kConvHardtanhKernel ? 12u : 10u);
+      EXPECT_EQ(f.args.size(),
+                std::string_view(f.kernel) == kernels::kConvHardtanhKernel ? 12u : 10u);
       EXPECT_EQ(f.args.back(), f.out);
     }
   }
