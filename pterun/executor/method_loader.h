@@ -85,6 +85,14 @@ struct Method::Loader {
   // Values load-time passes must leave alone: inputs, outputs, state and
   // values re-pointed at run time.
   std::vector<bool> kept_values() const;
+  // Where the fusion passes stand: per chain, which steps are no-ops
+  // already (folded or fused away), and the chain-order position of its
+  // first step (what followers() and last_writer() count in).
+  struct ChainLayout {
+    std::vector<std::vector<bool>> idle;
+    std::vector<int64_t> start;
+  };
+  ChainLayout chain_layout() const;
   // Constant folding (constant_fold.h): each instruction runs once here into
   // memory of its own and leaves the step list. One whose kernel fails
   // stays (the error then comes from the call, as before). On a GPU the

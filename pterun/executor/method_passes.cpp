@@ -107,6 +107,20 @@ int64_t Method::Loader::last_writer(int32_t vi) const {
 
 // Values load-time passes must leave alone: inputs, outputs, state and
 // values re-pointed at run time.
+Method::Loader::ChainLayout Method::Loader::chain_layout() const {
+  ChainLayout layout{std::vector<std::vector<bool>>(m.chains_.size()),
+                     std::vector<int64_t>(m.chains_.size(), 0)};
+  int64_t position = 0;
+  for (size_t c = 0; c < m.chains_.size(); ++c) {
+    layout.start[c] = position;
+    position += static_cast<int64_t>(m.chains_[c].size());
+    for (const Step& s : m.chains_[c]) {
+      layout.idle[c].push_back(s.kind == InstructionKind::FreeCall);
+    }
+  }
+  return layout;
+}
+
 std::vector<bool> Method::Loader::kept_values() const {
   std::vector<bool> keep(d.values.size(), false);
   for (int32_t v : d.inputs) keep[v] = true;
@@ -165,19 +179,12 @@ void Method::Loader::fold_constants() {
 // all.
 void Method::Loader::fuse_elementwise() {
   const auto& registry = kernels::KernelRegistry::global();
-  std::vector<std::vector<bool>> idle(m.chains_.size());
-  std::vector<int64_t> chain_start(m.chains_.size(), 0);
-  int64_t position = 0;
-  for (size_t c = 0; c < m.chains_.size(); ++c) {
-    chain_start[c] = position;
-    position += static_cast<int64_t>(m.chains_[c].size());
-    for (const Step& s : m.chains_[c]) idle[c].push_back(s.kind == InstructionKind::FreeCall);
-  }
-  for (const KernelFusion& f : find_mul_add_fusions(d, kept_values(), idle)) {
+  const ChainLayout layout = chain_layout();
+  for (const KernelFusion& f : find_mul_add_fusions(d, kept_values(), layout.idle)) {
     const kernels::KernelInfo* info = registry.info(f.kernel, m.options_.device);
     if (info == nullptr) continue;
     const kernels::KernelFn fn = info->fn;
-    const int64_t first_at = chain_start[f.chain] + static_cast<int64_t>(f.first);
+    const int64_t first_at = layout.start[f.chain] + static_cast<int64_t>(f.first);
     if (!followers(f.dropped, first_at).empty()) continue;
     const TensorDesc& out = *d.values[f.args[4]].tensor;
     bool clash = false;
@@ -212,15 +219,8 @@ void Method::Loader::fuse_elementwise() {
 void Method::Loader::fuse_convolutions() {
   if (m.options_.device != Device::CPU) return;
   const auto& registry = kernels::KernelRegistry::global();
-  std::vector<std::vector<bool>> idle(m.chains_.size());
-  std::vector<int64_t> chain_start(m.chains_.size(), 0);
-  int64_t position = 0;
-  for (size_t c = 0; c < m.chains_.size(); ++c) {
-    chain_start[c] = position;
-    position += static_cast<int64_t>(m.chains_[c].size());
-    for (const Step& s : m.chains_[c]) idle[c].push_back(s.kind == InstructionKind::FreeCall);
-  }
-  for (const ConvFusion& f : find_conv_fusions(d, kept_values(), idle)) {
+  const ChainLayout layout = chain_layout();
+  for (const ConvFusion& f : find_conv_fusions(d, kept_values(), layout.idle)) {
     Step& conv = m.chains_[f.chain][f.conv];
     kernels::KernelFn fn = conv.fn;
     if (f.kernel != nullptr) {
@@ -232,7 +232,7 @@ void Method::Loader::fuse_convolutions() {
     bool viewed = false;
     for (auto [value, writer] : f.dropped) {
       viewed =
-          viewed || !followers(value, chain_start[f.chain] + static_cast<int64_t>(writer)).empty();
+          viewed || !followers(value, layout.start[f.chain] + static_cast<int64_t>(writer)).empty();
     }
     bool scalars_hold = true;
     for (auto [value, want] : f.scalars) {
