@@ -9,11 +9,8 @@
 #include <cstring>
 #include <type_traits>
 
-#if defined(__F16C__) || defined(__AVX2__)
-#include <immintrin.h>
-#endif
-
 #include "pterun/backend/cpu/engine/reduce.h"
+#include "pterun/backend/cpu/engine/x86_intrinsics.h"
 #include "pterun/core/half.h"
 
 namespace pterun::cpu::vec {

@@ -11,6 +11,7 @@
 #include <limits>
 
 #include "pterun/backend/cpu/engine/parallel.h"
+#include "pterun/backend/cpu/engine/x86_intrinsics.h"
 #include "pterun/backend/cpu/ops/ops.h"
 #include "pterun/backend/cpu/ops/quant_util.h"
 #include "pterun/core/error.h"
@@ -18,16 +19,6 @@
 #include "pterun/kernels/common/dtype_visit.h"
 #include "pterun/ops/quant.h"
 #include "pterun/ops/quant_checks.h"
-
-#if defined(__AVX2__)
-// GCC 12's AVX-512 headers warn about their own placeholder operands
-// (GCC bug 105593): silence that for the header only.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#include <immintrin.h>
-#pragma GCC diagnostic pop
-#endif
 
 namespace pterun::cpu {
 namespace {

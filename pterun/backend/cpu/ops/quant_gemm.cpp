@@ -14,15 +14,7 @@
 
 #include <algorithm>
 
-#if defined(__AVX2__)
-// GCC 12's AVX-512 headers warn about their own placeholder operands
-// (GCC bug 105593): silence that for the header only.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#include <immintrin.h>
-#pragma GCC diagnostic pop
-#endif
+#include "pterun/backend/cpu/engine/x86_intrinsics.h"
 
 namespace pterun::cpu {
 namespace {
