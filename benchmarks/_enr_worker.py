@@ -14,21 +14,13 @@ Requests: {"op": "info"} | {"op": "load", "key", "pte", "inputs"} |
 """
 
 import json
-import os
 import platform
 import sys
 import time
 
-# Keep the protocol channel private: anything the C++ runtime prints to
-# stdout goes to stderr (which the parent discards).
-_proto = os.fdopen(os.dup(1), "w", buffering=1)
-os.dup2(2, 1)
-sys.stdout = sys.stderr
+from _worker_channel import open_channel  # a sibling of this script
 
-
-def reply(**msg):
-    _proto.write(json.dumps(msg) + "\n")
-    _proto.flush()
+reply = open_channel()
 
 
 def main():

@@ -28,16 +28,9 @@ import statistics
 import sys
 import time
 
-# Keep the protocol channel private: anything native code prints to stdout
-# goes to stderr.
-_proto = os.fdopen(os.dup(1), "w", buffering=1)
-os.dup2(2, 1)
-sys.stdout = sys.stderr
+from _worker_channel import open_channel  # a sibling of this script
 
-
-def reply(**msg):
-    _proto.write(json.dumps(msg) + "\n")
-    _proto.flush()
+reply = open_channel()
 
 
 # ---- weights ----------------------------------------------------------------------------------
