@@ -9,9 +9,11 @@ Peers (all in worker processes: benchmarks/_llm_worker.py, so this process
 imports neither torch nor ExecuTorch):
   - CPU: ExecuTorch's runtime (executorch.runtime, the pip wheel: its
     optimized and custom LLM kernels) on the portable export
-    (`-kv --use_sdpa_with_kv_cache`) and on the XNNPACK export (`-X`) of the
-    same weights, at the same thread count (ExecuTorch's threadpool and
-    torch's both set to it);
+    (`-kv --use_sdpa_with_kv_cache`), the XNNPACK export (`-X`) and the
+    XNNPACK 8da4w export (`-X -qmode 8da4w --group_size 32`: dynamically
+    quantized 8-bit activations, 4-bit weights) of the same weights, each
+    beside pterun on the same file, at the same thread count (ExecuTorch's
+    threadpool and torch's both set to it);
   - CUDA: the same llama in torch eager with a static KV cache, and torch
     with each decode step replayed as a CUDA graph.
 Each runtime drives the method the same way: one prefill call on the
@@ -57,6 +59,8 @@ MODELS = {
         "variants": {
             "portable_fp32": ["-d", "fp32", "-kv", "--use_sdpa_with_kv_cache"],
             "xnnpack_fp32": ["-d", "fp32", "-kv", "--use_sdpa_with_kv_cache", "-X"],
+            "xnnpack_8da4w": ["-d", "fp32", "-kv", "--use_sdpa_with_kv_cache", "-X", "-qmode",
+                              "8da4w", "--group_size", "32"],
         },
     },
     "gpu": {
@@ -164,12 +168,13 @@ def main() -> None:
 
     runners: dict[str, object] = {}
     workers: list[Worker] = []
-    main_pte = next(iter(cfg["variants"]))
     if args.device == "cpu":
         for t in args.threads:
-            runners[f"pterun {t}t"] = PterunRunner(folder / f"{main_pte}.pte", "cpu", t)
             for variant in cfg["variants"]:
-                name = f"ExecuTorch {variant.split('_')[0]} {t}t"
+                name = f"pterun {variant} {t}t"
+                if name not in args.skip:
+                    runners[name] = PterunRunner(folder / f"{variant}.pte", "cpu", t)
+                name = f"ExecuTorch {variant} {t}t"
                 if name in args.skip:
                     continue
                 w = Worker(args.export_python)
@@ -211,26 +216,45 @@ def main() -> None:
     print(f"model {args.model}: {n_params / 1e6:.1f}M weights read per token, prompt {args.prompt}, "
           f"{args.new} new tokens, {args.rounds} rounds; load average "
           f"{load_start:.2f} -> {os.getloadavg()[0]:.2f}")
-    reference = next(k for k in runners if k.startswith("pterun"))
     print("| runtime | prefill tok/s | decode tok/s | decode ms/token | decode vs pterun | "
           "same tokens as pterun |")
     print("|---|---:|---:|---:|---:|---|")
-    def group(name):  # what a runtime is compared within: its threads, or its dtype
+
+    def group(name):
+        """What a runtime is compared with: on the CPU pterun on the same file
+        and threads; on a GPU pterun in the same dtype."""
+        if args.device == "cpu":
+            return " ".join(name.split()[1:])
         return name.split()[-1].split("_")[-1]
 
-    base = {group(n): statistics.median(r[1] for r in results[n][1:])
-            for n in runners if n.startswith("pterun")}
+    def decode(name):
+        return statistics.median(r[1] for r in results[name][1:])
+
+    pteruns = [n for n in runners if n.startswith("pterun")]
+    base = {group(n): decode(n) for n in pteruns}
+    reference = {group(n): tokens[n] for n in pteruns}
     for name in runners:
         pre = statistics.median(r[0] for r in results[name][1:])
-        dec = statistics.median(r[1] for r in results[name][1:])
+        dec = decode(name)
         ratio = dec / base.get(group(name), dec)
-        same = tokens[name] == tokens[reference]
-        first = next((i for i, (a, b) in enumerate(zip(tokens[name], tokens[reference])) if a != b),
-                     None)
+        ref = reference.get(group(name), tokens[name])
+        same = tokens[name] == ref
+        first = next((i for i, (a, b) in enumerate(zip(tokens[name], ref)) if a != b), None)
         agree = "yes" if same else f"from token {first}"
         print(f"| {name} | {args.prompt / pre:,.1f} | {1 / dec:,.1f} | {dec * 1e3:.2f} | "
               f"{ratio:.2f}x | {agree} |")
-    if args.device != "cpu":
+    if args.device == "cpu":
+        floats = [v for v in cfg["variants"] if v.endswith("fp32")]
+        for t in args.threads:
+            for variant in cfg["variants"]:
+                name = f"pterun {variant} {t}t"
+                if variant in floats or name not in runners:
+                    continue
+                for f in floats:
+                    if f"pterun {f} {t}t" in runners:
+                        print(f"{name}: decode {decode(f'pterun {f} {t}t') / decode(name):.2f}x as "
+                              f"fast as pterun {f} {t}t")
+    else:
         for variant in cfg["variants"]:
             name = f"pterun {variant}"
             dec = statistics.median(r[1] for r in results[name][1:])

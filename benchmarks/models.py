@@ -35,7 +35,11 @@ into build/bench-quant/): pterun with its integer kernels, pterun running
 the program's instructions as written (PTERUN_INTEGER_QUANTIZED=0:
 dequantize, float op, quantize), ExecuTorch on the int8 program (its
 portable and quantized kernels), and pterun and ExecuTorch on the float
-twin. Ratios are peer / pterun int8.
+twin. Ratios are peer / pterun int8. With --quant --flow dynamic, the
+XNNPACK flow of dynamic quantization (mlp_static and mlp1k quantized with
+dynamic int8 activations and per-channel int8 weights, lowered with
+XnnpackPartitioner; quant_export.ensure_dynamic): pterun and ExecuTorch +
+XNNPACK on that file, then both on its float XNNPACK twin.
 
 A second table times the XNNPACK-delegated fixtures (tests/fixtures/xnnpack/,
 --xnnpack; input `c0_in*`):
@@ -237,6 +241,50 @@ def make_quant_peers(pterun, name: str, log) -> list[C.Peer]:
             et_peer("ExecuTorch fp32", fp32, "fp32")]
 
 
+def make_dynamic_peers(pterun, name: str, log) -> list[C.Peer]:
+    """The peers of one dynamically quantized XNNPACK model (--flow dynamic):
+    pterun and ExecuTorch + XNNPACK on the dynamic int8 file, then both on
+    its float XNNPACK twin. Outputs against ExecuTorch's (within 1e-3 of the
+    largest for int8: the same quantization, sums in another order)."""
+    import torch
+
+    import quant_export
+    from executorch.runtime import Runtime
+
+    dq, fp32, npz = quant_export.ensure_dynamic(name, log=log)
+    d = np.load(npz)
+    ins = [d["x"]]
+    peers = []
+    for tag, path in (("dq", dq), ("fp32", fp32)):
+        want = [d[k] for k in sorted(d.files) if k.startswith(f"{tag}_out")]
+        m = pterun.load_program(str(path)).load_method("forward")
+        outs = [o.numpy() for o in m(ins)]
+        scale = max(1.0, max(float(np.abs(w).max()) for w in want))
+        ok, diff, why = C.compare(outs, want, 0.0, (1e-3 if tag == "dq" else ATOL) * scale)
+        label = "int8" if tag == "dq" else "fp32"
+        p = C.Peer(f"pterun {label}", None, "ok" if ok else "wrong result",
+                   f"max |diff| vs ExecuTorch {diff:.2g}" if ok else why)
+
+        def batch(n: int, m=m) -> int:
+            t0 = time.perf_counter_ns()
+            for _ in range(n):
+                [o.numpy() for o in m(ins)]
+            return time.perf_counter_ns() - t0
+
+        p.batch = batch
+        et = Runtime.get().load_program(str(path)).load_method("forward")
+        tin = [torch.from_numpy(a) for a in ins]
+
+        def et_batch(n: int, et=et) -> int:
+            t0 = time.perf_counter_ns()
+            for _ in range(n):
+                [o.numpy() for o in et.execute(tin)]
+            return time.perf_counter_ns() - t0
+
+        peers += [p, C.Peer(f"ExecuTorch+XNNPACK {label}", et_batch, detail="the expected outputs")]
+    return peers
+
+
 def main_quant(args, pterun) -> int:
     import executorch.kernels.quantized  # noqa: F401  (ExecuTorch's quantized kernels)
 
@@ -248,9 +296,11 @@ def main_quant(args, pterun) -> int:
     results = {}
     import quant_export
 
-    for name in (args.quant_models or ",".join(quant_export.MODELS)).split(","):
+    dynamic = args.flow == "dynamic"
+    default = "mlp_static,mlp1k" if dynamic else ",".join(quant_export.MODELS)
+    for name in (args.quant_models or default).split(","):
         log(f"== {name}")
-        peers = make_quant_peers(pterun, name, log)
+        peers = (make_dynamic_peers if dynamic else make_quant_peers)(pterun, name, log)
         for p in peers:
             log(f"  {p.name:18s} {p.status:14s} {p.detail[:200]}")
         C.run_interleaved(peers, args.repeat, target_s=args.batch_ms / 1000, max_n=100_000)
@@ -292,6 +342,9 @@ def main() -> int:
     ap.add_argument("--markdown", action="store_true", help="print the tables as Markdown")
     ap.add_argument("--quant", action="store_true",
                     help="time the quantized models instead (benchmarks/quant_export.py)")
+    ap.add_argument("--flow", choices=["static", "dynamic"], default="static",
+                    help="with --quant: the static PT2E programs without a delegate (default), or "
+                         "the XNNPACK-lowered dynamic int8 ones (8-bit activations per row)")
     ap.add_argument("--quant-models", default=None,
                     help="comma-separated quantized models (default: all of quant_export.MODELS)")
     args = ap.parse_args()

@@ -8,6 +8,12 @@ outputs of both in NAME.npz. Needs torch and executorch (the export venv).
 Models: the two static fixtures of tests/fixtures/quant (cnn_static,
 mlp_static: their modules and seeds) and two larger ones where the
 arithmetic, not the call overhead, dominates.
+
+`ensure_dynamic` gives the XNNPACK flow of dynamic quantization instead
+(`models.py --quant --flow dynamic`): the model quantized with dynamic int8
+activations and per-channel int8 weights, lowered with XnnpackPartitioner
+(a Convert to qdint8 and a FullyConnected per linear), NAME_xnn_dq.pte, and
+its float twin lowered the same way, NAME_xnn_fp32.pte.
 """
 
 from __future__ import annotations
@@ -71,39 +77,82 @@ def _modules():
 MODELS = ["cnn_static", "mlp_static", "cnn64", "mlp1k"]
 
 
-def ensure(name: str, log=print) -> tuple[Path, Path, Path]:
-    """(int8 .pte, fp32 .pte, .npz with `x`, `int8_out*`, `fp32_out*`, `step`),
-    exported when missing."""
-    int8, fp32, npz = (OUT / f"{name}_int8.pte", OUT / f"{name}_fp32.pte", OUT / f"{name}.npz")
-    if int8.exists() and fp32.exists() and npz.exists():
-        return int8, fp32, npz
+def _model_and_inputs(name: str):
+    """Model `name` with its seeded weights, an example input, 8 calibration
+    inputs and the input the benchmark times."""
     import torch
-    from torch.export import export
 
-    import executorch.kernels.quantized  # noqa: F401
-    from executorch.exir import to_edge
-    from executorch.runtime import Runtime
-
-    sys.path.insert(0, str(FIXTURES))
-    from export_quant import output_steps, quantize  # noqa: E402
-
-    log(f"  exporting {name} into {OUT}")
-    OUT.mkdir(parents=True, exist_ok=True)
     cls, shape, seed = _modules()[name]
     torch.manual_seed(seed)
     gen = torch.Generator().manual_seed(seed)
     module = cls().eval()
     example = (torch.randn(*shape, generator=gen),)
     calib = [(torch.randn(*shape, generator=gen),) for _ in range(8)]
-    x = torch.randn(*shape, generator=gen)
-    fp32.write_bytes(to_edge(export(module, example, strict=False)).to_executorch().buffer)
-    converted = quantize(module, example, "static_pc", calib)
-    pte = to_edge(export(converted, example, strict=False)).to_executorch().buffer
-    int8.write_bytes(pte)
-    arrays = {"x": x.numpy(), "step": np.array(output_steps(pte)[0] or 0.0)}
-    for tag, path in (("int8", int8), ("fp32", fp32)):
+    return module, example, calib, torch.randn(*shape, generator=gen)
+
+
+def _save(npz: Path, x, programs: dict[str, Path], **extra) -> None:
+    """`x`, `extra` and ExecuTorch's outputs of each program on x
+    (`TAG_out{i}`) into npz."""
+    from executorch.runtime import Runtime
+
+    arrays = {"x": x.numpy(), **extra}
+    for tag, path in programs.items():
         outs = Runtime.get().load_program(str(path)).load_method("forward").execute([x])
         for i, o in enumerate(outs):
             arrays[f"{tag}_out{i}"] = o.numpy()
     np.savez(npz, **arrays)
+
+
+def ensure(name: str, log=print) -> tuple[Path, Path, Path]:
+    """(int8 .pte, fp32 .pte, .npz with `x`, `int8_out*`, `fp32_out*`, `step`),
+    exported when missing."""
+    int8, fp32, npz = (OUT / f"{name}_int8.pte", OUT / f"{name}_fp32.pte", OUT / f"{name}.npz")
+    if int8.exists() and fp32.exists() and npz.exists():
+        return int8, fp32, npz
+    from torch.export import export
+
+    import executorch.kernels.quantized  # noqa: F401
+    from executorch.exir import to_edge
+
+    sys.path.insert(0, str(FIXTURES))
+    from export_quant import output_steps, quantize  # noqa: E402
+
+    log(f"  exporting {name} into {OUT}")
+    OUT.mkdir(parents=True, exist_ok=True)
+    module, example, calib, x = _model_and_inputs(name)
+    fp32.write_bytes(to_edge(export(module, example, strict=False)).to_executorch().buffer)
+    converted = quantize(module, example, "static_pc", calib)
+    pte = to_edge(export(converted, example, strict=False)).to_executorch().buffer
+    int8.write_bytes(pte)
+    _save(npz, x, {"int8": int8, "fp32": fp32}, step=np.array(output_steps(pte)[0] or 0.0))
     return int8, fp32, npz
+
+
+def ensure_dynamic(name: str, log=print) -> tuple[Path, Path, Path]:
+    """(dynamic int8 XNNPACK .pte, fp32 XNNPACK .pte, .npz with `x`, `dq_out*`,
+    `fp32_out*`), exported when missing."""
+    dq, fp32 = OUT / f"{name}_xnn_dq.pte", OUT / f"{name}_xnn_fp32.pte"
+    npz = OUT / f"{name}_xnn.npz"
+    if dq.exists() and fp32.exists() and npz.exists():
+        return dq, fp32, npz
+    from torch.export import export
+
+    from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
+    from executorch.exir import to_edge_transform_and_lower
+
+    sys.path.insert(0, str(FIXTURES))
+    from export_quant import quantize  # noqa: E402
+
+    log(f"  exporting {name} (XNNPACK, dynamic) into {OUT}")
+    OUT.mkdir(parents=True, exist_ok=True)
+    module, example, calib, x = _model_and_inputs(name)
+
+    def lower(m) -> bytes:
+        ep = export(m, example, strict=False)
+        return to_edge_transform_and_lower(ep, partitioner=[XnnpackPartitioner()]).to_executorch().buffer
+
+    fp32.write_bytes(lower(module))
+    dq.write_bytes(lower(quantize(module, example, "dynamic_pc", calib)))
+    _save(npz, x, {"dq": dq, "fp32": fp32})
+    return dq, fp32, npz

@@ -12,6 +12,7 @@
 #include "pterun/core/half.h"
 #include "pterun/core/str_cat.h"
 #include "pterun/delegates/arena.h"
+#include "pterun/delegates/xnnpack_quant.h"
 
 namespace pterun::delegates {
 namespace {
@@ -27,6 +28,10 @@ using T = XnnNodeType;
 constexpr uint32_t kFlagTransposeWeights = 0x1;
 constexpr uint32_t kFlagAlignCorners = 0x8;
 constexpr uint32_t kFlagKeepDims = 0x40;
+
+// Rows up to which a fully connected input is a decode step's (the CPU's
+// matrix-vector kernel takes up to 8).
+constexpr uint64_t kDecodeRows = 8;
 
 // No internal value may need more: the arena's offsets stay far from
 // overflowing, and such a plan could never be allocated anyway.
@@ -245,10 +250,14 @@ uint64_t XnnpackLowering::lower_call(std::span<const int32_t> args, uint64_t are
   for (size_t n = 0; n < g_.nodes.size(); ++n) {
     const XnnNodeDesc& node = g_.nodes[n];
     for (int32_t v : node.inputs) {
-      if (v != kXnnNoValue && is_internal(g_.values[v])) last[v] = static_cast<int64_t>(n);
+      if (v != kXnnNoValue && is_internal(g_.values[v]) &&
+          g_.values[v].datatype != XnnDatatype::QDInt8) {
+        last[v] = static_cast<int64_t>(n);
+      }
     }
     for (int32_t v : node.outputs) {
-      if (!is_internal(g_.values[v])) continue;
+      // A qdint8 value is never stored: its readers quantize the float.
+      if (!is_internal(g_.values[v]) || g_.values[v].datatype == XnnDatatype::QDInt8) continue;
       first[v] = static_cast<int64_t>(n);
       last[v] = std::max(last[v], static_cast<int64_t>(n));
     }
@@ -316,6 +325,29 @@ uint64_t XnnpackLowering::lower_call(std::span<const int32_t> args, uint64_t are
     const int32_t o = tensor(node.outputs[0]);
     const std::string what =
         str_cat(context_, ", node ", n, " (", format::xnn_node_type_name(node.type), ")");
+    if (node.type == T::Convert && g_.values[node.outputs[0]].datatype == XnnDatatype::QDInt8) {
+      continue;  // its FullyConnected readers quantize its input themselves
+    }
+    if (node.type == T::FullyConnected &&
+        g_.values[in[1]].quant.kind != format::XnnQuantKind::None) {
+      const DynamicSource src = dynamic_source(g_, in[0]);
+      auto it = quant_filters_.find(in[1]);
+      if (it == quant_filters_.end()) {
+        it = quant_filters_.emplace(in[1], quant_filter(b_, g_.values[in[1]], what)).first;
+      }
+      const QuantFilter& f = it->second;
+      out.push_back(Call(b_, "xnnpack::fully_connected_dq")
+                        .value(tensor(src.value))
+                        .value(f.weight)
+                        .value(f.scales)
+                        .value(f.sums)
+                        .value(tensor(in[2]))
+                        .i(f.bits)
+                        .i(src.num_nonbatch_dims)
+                        .range(node)
+                        .done(o));
+      continue;
+    }
     if (const char* op = binary_op(node.type)) {
       out.push_back(Call(b_, op).value(tensor(in[0])).value(tensor(in[1])).range(node).done(o));
       continue;
@@ -339,13 +371,18 @@ uint64_t XnnpackLowering::lower_call(std::span<const int32_t> args, uint64_t are
         break;
       }
       case T::FullyConnected: {
-        // A constant [N, K] filter is stored transposed, [K, N]: the GEMMs
-        // read a row-major right-hand side in place (as the plain export's
-        // addmm, whose transposed weight constant folding computes).
+        // A constant [N, K] filter is stored transposed, [K, N], where the
+        // input has more rows than a decode step: the small GEMMs read a
+        // row-major right-hand side in place (as the plain export's addmm,
+        // whose transposed weight constant folding computes). Inputs of a
+        // few rows, or of a dynamic row count (an LLM's tokens), keep
+        // [N, K], which the matrix-vector kernel streams row by row.
         bool transposed = (node.flags & kFlagTransposeWeights) != 0;
         int32_t filter = tensor(in[1]);
         const XnnValueDesc& f = g_.values[in[1]];
-        if (f.is_constant && !transposed && f.dims.size() == 2) {
+        const XnnValueDesc& x = g_.values[in[0]];
+        const uint64_t rows = x.dims.empty() || x.dims.back() == 0 ? 0 : x.numel / x.dims.back();
+        if (f.is_constant && !transposed && f.dims.size() == 2 && !dynamic && rows > kDecodeRows) {
           filter = constant(in[1], compute, true);
           transposed = true;
         }

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "pterun/delegates/method_builder.h"
+#include "pterun/delegates/xnnpack_quant.h"
 #include "pterun/format/xnnpack_reader.h"
 
 namespace pterun::delegates {
@@ -52,6 +53,8 @@ class XnnpackLowering {
   // Constant tensors made so far, by (graph value, dtype, transposed):
   // shared by every call of the delegate.
   std::map<std::tuple<int32_t, DType, bool>, int32_t> constants_;
+  // Quantized filters made so far, by graph value.
+  std::map<int32_t, QuantFilter> quant_filters_;
 };
 
 }  // namespace pterun::delegates

@@ -1,12 +1,14 @@
 // What of an XNNPACK graph pterun runs: the float node types (fp32, fp16,
 // bf16) of the schema that ExecuTorch's XNNPACK runtime implements, with the
-// flags they are exported with. Quantized graphs (issue 16) and
+// flags they are exported with, and the dynamically quantized fully
+// connected layers of xnnpack_quant.h. Static int8 graphs (issue 16) and
 // ScaledDotProductAttention (no runtime implements it) are refused.
 
 #include <array>
 
 #include "pterun/core/str_cat.h"
 #include "pterun/delegates/xnnpack_lowering.h"
+#include "pterun/delegates/xnnpack_quant.h"
 
 namespace pterun::delegates {
 namespace {
@@ -60,6 +62,10 @@ std::string xnnpack_unsupported(const format::XnnGraphDesc& graph) {
     if ((node.flags & ~allowed_flags(node.type)) != 0) {
       return str_cat(what, ": flags ", hex(node.flags), " are not implemented");
     }
+    if (std::optional<std::string> why = xnnpack_quantized_node(graph, n)) {
+      if (!why->empty()) return str_cat(what, ": ", *why);
+      continue;
+    }
     if (node.type == T::Conv2d || node.type == T::DepthwiseConv2d ||
         node.type == T::ConvTranspose2d) {
       const auto& p = std::get<format::XnnConvParams>(node.params);
@@ -72,19 +78,11 @@ std::string xnnpack_unsupported(const format::XnnGraphDesc& graph) {
       for (size_t k = 0; k < ids.size(); ++k) {
         if (ids[k] == format::kXnnNoValue) continue;
         const format::XnnValueDesc& v = graph.values[ids[k]];
-        if (v.dq_datatype.has_value()) {
-          return str_cat(what, ": value ", v.id,
-                         " is quantized at run time (quantized XNNPACK graphs are not "
-                         "implemented)");
-        }
         const bool index_out = node.type == T::ArgMaxPooling2d && side == 1 && k == 1;
         const bool ok = index_out ? v.datatype == XnnDatatype::Int32 : is_float(v.datatype);
         if (!ok) {
           return str_cat(what, ": datatype ", format::xnn_datatype_name(v.datatype), " of value ",
-                         v.id, " is not implemented",
-                         is_float(v.datatype) || v.datatype == XnnDatatype::Int32
-                             ? ""
-                             : " (quantized XNNPACK graphs are not implemented)");
+                         v.id, " is not implemented");
         }
       }
     }
@@ -93,7 +91,7 @@ std::string xnnpack_unsupported(const format::XnnGraphDesc& graph) {
 }
 
 std::span<const std::string_view> xnnpack_operator_names() {
-  static constexpr std::array<std::string_view, 43> kNames = {
+  static constexpr std::array<std::string_view, 44> kNames = {
       "xnnpack::add",
       "xnnpack::subtract",
       "xnnpack::multiply",
@@ -137,6 +135,7 @@ std::span<const std::string_view> xnnpack_operator_names() {
       "xnnpack::concatenate",
       "xnnpack::copy",
       "xnnpack::convert",
+      "xnnpack::fully_connected_dq",
   };
   return kNames;
 }

@@ -213,6 +213,39 @@ struct QMeanArgs {
   int32_t out_max;
 };
 
+/// XNNPACK's dynamically quantized fully connected layer (qd8 activations
+/// with 8-bit per-channel or 4-bit per-channel / blockwise weights):
+/// each run of `slice_rows` consecutive rows of `in` (float32 [m, k]) is
+/// quantized to int8 with its own asymmetric parameters (XNNPACK's
+/// rule, docs/quantization.md), then
+///   out[i, j] = row_scale(i) * sum_b weight_scales[j, b] *
+///               sum_{k in block b} (q[i, k] - row_zero_point(i)) * (w[j, k] - w_zp)
+///               + bias[j],
+/// clamped to [out_min, out_max], out float32 [m, n]. The weight is int8
+/// [n, k] (bits 8, w_zp 0) or bytes [n, ceil(k / 2)] of two 4-bit values
+/// each, element 2i in the low nibble, stored as w + 8 (bits 4, w_zp 8);
+/// `blocks` blocks of k / blocks inputs per output (1: per channel; 8-bit
+/// weights have 1). weight_scales float32 [n, blocks]. weight_sums [n]:
+/// int32 sum_k w[j, k] for 8-bit weights; float32 sum_b weight_scales[j, b] *
+/// sum_{k in block b} (w[j, k] - 8) for 4-bit ones (what the zero points
+/// take back). bias float32 [n] or nullptr. All contiguous (checked).
+struct QDynLinearArgs {
+  const Tensor& in;
+  const Tensor& weight;
+  const Tensor& weight_scales;
+  const Tensor& weight_sums;
+  const Tensor* bias;
+  int bits;
+  int64_t m;
+  int64_t n;
+  int64_t k;
+  int64_t blocks;
+  int64_t slice_rows;
+  float out_min;
+  float out_max;
+  Tensor& out;
+};
+
 struct QuantBackend {
   void (*quantize)(KernelContext& ctx, const QuantizeArgs& a);
   void (*dequantize)(KernelContext& ctx, const DequantizeArgs& a);
@@ -224,6 +257,9 @@ struct QuantBackend {
   void (*linear)(KernelContext& ctx, const QLinearArgs& a);
   void (*conv2d)(KernelContext& ctx, const QConv2dArgs& a);
   void (*mean)(KernelContext& ctx, const QMeanArgs& a);
+  /// Optional (a backend without it leaves it null, and the XNNPACK
+  /// operator that calls it is not registered for its device).
+  void (*dynamic_linear)(KernelContext& ctx, const QDynLinearArgs& a) = nullptr;
 };
 
 /// A QuantBackend of the compute functions quantize, dequantize,

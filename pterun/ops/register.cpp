@@ -40,6 +40,10 @@ bool has_conv_fused(const OpBackend& b) {
   return b.conv->convolution_fused != nullptr;
 }
 
+bool has_dynamic_linear(const OpBackend& b) {
+  return b.quant->dynamic_linear != nullptr;
+}
+
 constexpr OpDef kOps[] = {
     // ---- prim: the interpreter's own operators ---------------------------------
     def<&sym_size>("aten::sym_size.int", F::Prim),
@@ -395,6 +399,8 @@ constexpr OpDef kOps[] = {
     def<&xnn_concatenate>("xnnpack::concatenate", F::Shape),
     def<&xnn_copy>("xnnpack::copy", F::Shape),
     def<&xnn_convert>("xnnpack::convert", F::Shape),
+    only_where(def<&xnn_fully_connected_dq>("xnnpack::fully_connected_dq", F::Quant),
+               &has_dynamic_linear),
 };
 
 }  // namespace

@@ -156,4 +156,20 @@ void xnn_copy(KernelContext& ctx, const Tensor& in, Tensor& out);
 // xnnpack::convert(Tensor in, *, Tensor(a!) out): between float dtypes (copy)
 void xnn_convert(KernelContext& ctx, const Tensor& in, Tensor& out);
 
+// ---- quantized (xnnpack_quant.cpp) ---------------------------------------------
+
+// xnnpack::fully_connected_dq(Tensor in, Tensor weight, Tensor weight_scales,
+//   Tensor weight_sums, Tensor? bias, int weight_bits, int num_nonbatch_dims,
+//   float out_min, float out_max, *, Tensor(a!) out): a Convert to qdint8 and the
+//   FullyConnected nodes reading it, as one op (quant's dynamic_linear; the
+//   arithmetic in QDynLinearArgs). in float32 [..., K], quantized per slice of its
+//   last num_nonbatch_dims dims; weight int8 [N, K] (weight_bits 8) or uint8
+//   [N, ceil(K / 2)] (weight_bits 4); weight_scales float32 [N, B] for B blocks
+//   of K / B inputs; weight_sums [N] (int32 for 8-bit weights, float32 for
+//   4-bit ones: QDynLinearArgs); bias float32 [N]; out float32 [..., N].
+void xnn_fully_connected_dq(KernelContext& ctx, const Tensor& in, const Tensor& weight,
+                            const Tensor& weight_scales, const Tensor& weight_sums,
+                            const Tensor* bias, int64_t weight_bits, int64_t num_nonbatch_dims,
+                            double out_min, double out_max, Tensor& out);
+
 }  // namespace pterun::ops

@@ -14,6 +14,7 @@
 #include "pterun/delegates/expand.h"
 #include "pterun/format/schema/xnnpack_generated.h"
 #include "pterun/format/xnnpack_reader.h"
+#include "tests/cpp/delegates/payload_util.h"
 #include "tests/cpp/test_util.h"
 
 namespace pterun::delegates {
@@ -51,35 +52,7 @@ std::vector<uint8_t> graph_payload(fb::DataType t_type = fb::DataType_fp32) {
   b.Finish(fb::CreateGraphDirect(b, "0", &nodes, &values, 2, nullptr, nullptr, nullptr, nullptr,
                                  &constants),
            "XN01");
-  // The XH00 header (constants by named key need it), the flatbuffer at 32.
-  const size_t size = b.GetSize(), padded = (size + 15) / 16 * 16;
-  std::vector<uint8_t> out(32 + padded, 0);
-  auto put = [&](size_t at, uint64_t v, size_t width) {
-    for (size_t i = 0; i < width; ++i) out[at + i] = static_cast<uint8_t>(v >> (8 * i));
-  };
-  std::memcpy(out.data() + 4, "XH00", 4);
-  put(8, 30, 2);
-  put(10, 32, 4);
-  put(14, size, 4);
-  put(18, 32 + padded, 4);
-  std::memcpy(out.data() + 32, b.GetBufferPointer(), size);
-  return out;
-}
-
-format::ValueDesc tensor_value(DType dtype, uint64_t offset) {
-  auto t = std::make_shared<format::TensorDesc>();
-  t->dtype = dtype;
-  t->sizes = {2, 3};
-  t->dim_order = {0, 1};
-  t->storage = format::TensorStorage::Planned;
-  t->memory_id = 1;
-  t->memory_offset = offset;
-  t->numel = 6;
-  t->nbytes = 6 * element_size(dtype);
-  format::ValueDesc v;
-  v.kind = ValueKind::Tensor;
-  v.tensor = t;
-  return v;
+  return xnn_test::with_header(b);
 }
 
 // Values: x, y, a bool; chain: jump (to the second call), call, move, call.
@@ -92,7 +65,8 @@ struct Fixture {
 
   explicit Fixture(DType x_dtype = DType::Float32) {
     method.name = "forward";
-    method.values = {tensor_value(x_dtype, 0), tensor_value(DType::Float32, 64), {}};
+    method.values = {
+        xnn_test::planned_value(x_dtype, 0), xnn_test::planned_value(DType::Float32, 64), {}};
     method.values[2].kind = ValueKind::Bool;
     method.inputs = {0};
     method.outputs = {1};

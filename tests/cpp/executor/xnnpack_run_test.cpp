@@ -46,20 +46,32 @@ std::vector<uint8_t> download(const Tensor& t, int device) {
   return host;
 }
 
+// Whether a fixture's payload quantizes activations at run time (qdint8).
+bool dynamically_quantized(const json& entry) {
+  for (const auto& [method, graphs] : entry["xnnpack"].items()) {
+    for (const auto& g : graphs) {
+      for (const auto& v : g["values"]) {
+        if (v["datatype"] == "qdint8") return true;
+      }
+    }
+  }
+  return false;
+}
+
 // Runs every call of every fixture on `options`' device.
 void run_fixtures(const MethodOptions& options) {
   for (const auto& [name, entry] : xnnpack_manifest()["fixtures"].items()) {
     SCOPED_TRACE(name);
     auto program = test::load_fixture(entry, xnnpack_dir());
-    if (entry.value("pterun_refuses", false)) {
+    if (options.device != Device::CPU && dynamically_quantized(entry)) {
+      // No CUDA kernel for xnnpack::fully_connected_dq yet: refused at load.
       try {
         Method::load(program, "forward", options);
-        ADD_FAILURE() << name << ": a quantized XNNPACK graph loaded";
+        ADD_FAILURE() << name << ": a dynamically quantized graph loaded on a GPU";
       } catch (const Error& e) {
         EXPECT_EQ(e.code(), ErrorCode::NotImplemented) << e.what();
-        const std::string what = e.what();
-        EXPECT_NE(what.find("XnnpackBackend (delegate"), std::string::npos) << what;
-        EXPECT_NE(what.find("not implemented"), std::string::npos) << what;
+        EXPECT_NE(std::string(e.what()).find("xnnpack::fully_connected_dq"), std::string::npos)
+            << e.what();
       }
       continue;
     }
@@ -127,7 +139,8 @@ TEST(XnnpackRun, EveryLoweredOperatorIsRegistered) {
   const auto& registry = kernels::KernelRegistry::global();
   for (std::string_view name : delegates::xnnpack_operator_names()) {
     EXPECT_NE(registry.find(std::string(name), Device::CPU), nullptr) << name;
-    if (backend::built_with_cuda()) {
+    // No CUDA kernel for the dynamically quantized layer yet (issue 16).
+    if (backend::built_with_cuda() && name != "xnnpack::fully_connected_dq") {
       EXPECT_NE(registry.find(std::string(name), Device::CUDA), nullptr) << name;
     }
   }

@@ -319,7 +319,11 @@ void weight_sums(KernelContext& ctx, const Tensor& weight, int64_t n, int64_t k,
 }  // namespace
 
 const ops::QuantBackend& quant_backend() {
-  static constexpr ops::QuantBackend kQuant = PTERUN_QUANT_BACKEND();
+  static constexpr ops::QuantBackend kQuant = [] {
+    ops::QuantBackend b = PTERUN_QUANT_BACKEND();
+    b.dynamic_linear = &dynamic_linear;
+    return b;
+  }();
   return kQuant;
 }
 

@@ -18,6 +18,7 @@ namespace pterun::cpu {
 void quantized_linear(kernels::KernelContext& ctx, const ops::QLinearArgs& a);
 void quantized_conv2d(kernels::KernelContext& ctx, const ops::QConv2dArgs& a);
 void quantized_mean(kernels::KernelContext& ctx, const ops::QMeanArgs& a);
+void dynamic_linear(kernels::KernelContext& ctx, const ops::QDynLinearArgs& a);
 
 using kernels::choose_scale_and_zero_point;
 using kernels::ChosenQParams;

@@ -1,0 +1,418 @@
+// XNNPACK's dynamically quantized fully connected layer on the CPU
+// (ops::QDynLinearArgs): the activations quantized to int8 per slice of
+// rows with XNNPACK's parameter rule, then integer dot products with the
+// weights as the file stores them (int8 rows, or 4-bit rows of two values a
+// byte), one float multiply per block.
+//
+// 8-bit weights go through the int8 GEMM the static kernels use
+// (quant_gemm.h). 4-bit weights, with AVX2 or AVX-512 VNNI: each chunk of
+// 64 (AVX2) or 128 (AVX-512) inputs of an activation row is stored as
+// uint8 (q + 128), its even elements first, then its odd ones, so that one
+// load of weight bytes, split into low and high nibbles, lines up with it;
+// vpmaddubsw (AVX2) or vpdpbusd (AVX-512) multiplies them by the signed
+// weights (w - 8) without saturating (2 * 255 * 8 fits int16). Lane L of
+// the int32 sums covers inputs 8L..8L+7 of the chunk's even or odd half, so
+// each block of 32 inputs or more has lanes of its own: its int32 sum is
+// scaled once, by a vector of the blocks' scales. The shift by 128 and the
+// activations' zero point come back once per output, through the weights'
+// scaled block sums (weight_sums).
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstring>
+
+#include "pterun/backend/cpu/engine/parallel.h"
+#include "pterun/backend/cpu/engine/x86_intrinsics.h"
+#include "pterun/backend/cpu/ops/quant_gemm.h"
+#include "pterun/backend/cpu/ops/quant_util.h"
+#include "pterun/core/error.h"
+#include "pterun/core/str_cat.h"
+#include "pterun/ops/quant.h"
+
+namespace pterun::cpu {
+namespace {
+
+using kernels::KernelContext;
+
+#if defined(__AVX512VNNI__) && defined(__AVX512BW__)
+constexpr int64_t kChunk = 128;  // inputs per vector step of the 4-bit kernel
+#else
+constexpr int64_t kChunk = 64;
+#endif
+constexpr size_t kAlign = 64;
+
+size_t aligned(size_t bytes) {
+  return (bytes + kAlign - 1) / kAlign * kAlign;
+}
+
+/// One slice's quantization: q = clamp(rint(x * inv) + zero_point), and
+/// x ~ (q - zero_point) * scale (XNNPACK's qd8 rule: the range widened to
+/// hold 0, 255 steps over it, the zero point from the end with the smaller
+/// error).
+struct RowQuant {
+  float inv;
+  float scale;
+  int32_t zero_point;
+};
+
+RowQuant choose(float lo, float hi) {
+  const float rmin = std::min(lo, 0.0f), rmax = std::max(hi, 0.0f);
+  const float inv = rmin == rmax ? 1.0f : 255.0f / (rmax - rmin);
+  const float dmin = rmin * inv, dmax = rmax * inv;
+  float zp = (-128.0f + dmin) + (127.0f + dmax) > 0 ? -128.0f - dmin : 127.0f - dmax;
+  zp = std::clamp(zp, -128.0f, 127.0f);
+  return {inv, 1.0f / inv, static_cast<int32_t>(std::nearbyint(zp))};
+}
+
+int32_t quantize(float x, const RowQuant& p) {
+  const float q = std::nearbyint(x * p.inv) + static_cast<float>(p.zero_point);
+  return static_cast<int32_t>(std::clamp(q, -128.0f, 127.0f));
+}
+
+/// Quantizes every row of `in` into `q` (row stride `ld` bytes), each
+/// slice of `slice_rows` rows with its own parameters (params[row]). With
+/// `interleave` (the 4-bit kernels' layout), each kChunk-input chunk holds
+/// q + 128 as uint8, its even elements then its odd ones; else plain int8
+/// rows. Error InvalidArgument, before anything is written to the output,
+/// when a slice holds NaN or an infinity (no scale represents it; XNNPACK
+/// computes garbage).
+void quantize_rows(KernelContext& ctx, const ops::QDynLinearArgs& a, uint8_t* q, int64_t ld,
+                   bool interleave, RowQuant* params) {
+  const float* x = a.in.data_as<const float>();
+  const int64_t k = a.k, slices = a.m / a.slice_rows;
+  const int64_t per_slice = a.slice_rows * k;
+  std::atomic<int64_t> bad{-1};
+  parallel_for(ctx, slices, per_slice * 2, [&](int64_t begin, int64_t end) {
+    for (int64_t s = begin; s < end; ++s) {
+      const float* xs = x + s * per_slice;
+      float lo = xs[0], hi = xs[0];
+      bool finite = true;
+      for (int64_t e = 0; e < per_slice; ++e) {
+        lo = std::min(lo, xs[e]);
+        hi = std::max(hi, xs[e]);
+        finite = finite && std::isfinite(xs[e]);
+      }
+      if (!finite) {
+        bad.store(s, std::memory_order_relaxed);
+        continue;
+      }
+      const RowQuant p = choose(lo, hi);
+      for (int64_t r = s * a.slice_rows; r < (s + 1) * a.slice_rows; ++r) {
+        params[r] = p;
+        const float* xr = x + r * k;
+        uint8_t* qr = q + r * ld;
+        if (!interleave) {
+          for (int64_t e = 0; e < k; ++e) qr[e] = static_cast<uint8_t>(quantize(xr[e], p));
+          continue;
+        }
+        for (int64_t c = 0; c < k; c += kChunk) {
+          for (int64_t e = 0; e < kChunk / 2; ++e) {
+            qr[c + e] = static_cast<uint8_t>(quantize(xr[c + 2 * e], p) + 128);
+            qr[c + kChunk / 2 + e] = static_cast<uint8_t>(quantize(xr[c + 2 * e + 1], p) + 128);
+          }
+        }
+      }
+    }
+  });
+  const int64_t s = bad.load(std::memory_order_relaxed);
+  PTERUN_CHECK(s < 0, ErrorCode::InvalidArgument, "xnnpack::fully_connected_dq: input slice ", s,
+               " holds NaN or an infinity, which cannot be quantized");
+}
+
+float finish(float acc, const ops::QDynLinearArgs& a, const RowQuant& p, int64_t j) {
+  float y = acc * p.scale;
+  if (a.bias != nullptr) y += a.bias->data_as<const float>()[j];
+  return std::min(std::max(y, a.out_min), a.out_max);
+}
+
+// ---- 8-bit weights ---------------------------------------------------------------
+
+void linear_8bit(KernelContext& ctx, const ops::QDynLinearArgs& a) {
+  const int64_t m = a.m, n = a.n, k = a.k;
+  constexpr int64_t kRows = 16, kCols = 64;
+  const size_t q_bytes = aligned(static_cast<size_t>(m * k));
+  const size_t p_bytes = aligned(static_cast<size_t>(m) * sizeof(RowQuant));
+  const size_t acc_bytes = aligned(kRows * kCols * sizeof(int32_t));
+  const int threads = std::max(1, ctx.num_threads);
+  auto* scratch = static_cast<char*>(ctx.scratch(q_bytes + p_bytes + acc_bytes * threads));
+  auto* q = reinterpret_cast<uint8_t*>(scratch);
+  auto* params = reinterpret_cast<RowQuant*>(scratch + q_bytes);
+  quantize_rows(ctx, a, q, k, false, params);
+  const int8_t* w = a.weight.data_as<const int8_t>();
+  const int32_t* sums = a.weight_sums.data_as<const int32_t>();
+  const float* scales = a.weight_scales.data_as<const float>();
+  float* out = a.out.data_as<float>();
+  const int64_t row_blocks = (m + kRows - 1) / kRows, col_blocks = (n + kCols - 1) / kCols;
+  parallel_for(
+      ctx, row_blocks * col_blocks, kRows * kCols * k / 16, [&](int64_t begin, int64_t end) {
+        auto* acc = reinterpret_cast<int32_t*>(scratch + q_bytes + p_bytes +
+                                               acc_bytes * parallel_thread_index());
+        for (int64_t t = begin; t < end; ++t) {
+          const int64_t i0 = t / col_blocks * kRows, j0 = t % col_blocks * kCols;
+          const int64_t rows = std::min(kRows, m - i0), cols = std::min(kCols, n - j0);
+          // Raw sums of q * w (zero point 0); the activation's zero point
+          // is taken back per row below.
+          qgemm({q + i0 * k, k, false, 0, w + j0 * k, k, sums + j0, rows, cols, k}, acc, cols);
+          for (int64_t r = 0; r < rows; ++r) {
+            const RowQuant& p = params[i0 + r];
+            for (int64_t c = 0; c < cols; ++c) {
+              const int64_t j = j0 + c;
+              const int64_t exact = int64_t{acc[r * cols + c]} - int64_t{p.zero_point} * sums[j];
+              out[(i0 + r) * n + j] = finish(static_cast<float>(exact) * scales[j], a, p, j);
+            }
+          }
+        }
+      });
+}
+
+// ---- 4-bit weights ---------------------------------------------------------------
+
+/// Any k and block size: one output at a time (w_zp 8, plain int8 rows).
+void linear_4bit_scalar(KernelContext& ctx, const ops::QDynLinearArgs& a, const int8_t* q,
+                        const RowQuant* params) {
+  const int64_t n = a.n, k = a.k, bs = k / a.blocks, row_bytes = (k + 1) / 2;
+  const uint8_t* w = a.weight.data_as<const uint8_t>();
+  const float* scales = a.weight_scales.data_as<const float>();
+  float* out = a.out.data_as<float>();
+  parallel_for(ctx, n, a.m * k, [&](int64_t begin, int64_t end) {
+    for (int64_t j = begin; j < end; ++j) {
+      const uint8_t* wj = w + j * row_bytes;
+      for (int64_t i = 0; i < a.m; ++i) {
+        const int8_t* qi = q + i * k;
+        const int32_t zp = params[i].zero_point;
+        float acc = 0;
+        for (int64_t b = 0; b < a.blocks; ++b) {
+          int32_t s = 0;
+          for (int64_t e = b * bs; e < (b + 1) * bs; ++e) {
+            const int32_t v = (e % 2 == 0 ? wj[e / 2] & 0x0F : wj[e / 2] >> 4) - 8;
+            s += (qi[e] - zp) * v;
+          }
+          acc += static_cast<float>(s) * scales[j * a.blocks + b];
+        }
+        out[i * n + j] = finish(acc, a, params[i], j);
+      }
+    }
+  });
+}
+
+/// Where the 4-bit vector kernels apply: whole chunks, and blocks of whole
+/// chunks or of a multiple of 32 inputs dividing a chunk.
+bool vector_4bit(int64_t k, int64_t bs) {
+#if (defined(__AVX2__) && defined(__FMA__)) || (defined(__AVX512VNNI__) && defined(__AVX512BW__))
+  return k % kChunk == 0 && bs % 32 == 0 && (bs % kChunk == 0 || kChunk % bs == 0);
+#else
+  (void)k;
+  (void)bs;
+  return false;
+#endif
+}
+
+/// The end of one output: the shift by 128 and the zero point taken back
+/// (sum_b s_b * sum (q + 128)(w - 8) - (128 + zp) * weight_sums[j]).
+inline void store_4bit(const ops::QDynLinearArgs& a, const RowQuant& p, int64_t i, int64_t j,
+                       float total) {
+  const float zp_terms = a.weight_sums.data_as<const float>()[j];
+  const float shift = static_cast<float>(128 + p.zero_point);
+  a.out.data_as<float>()[i * a.n + j] = finish(total - shift * zp_terms, a, p, j);
+}
+
+#if defined(__AVX512VNNI__) && defined(__AVX512BW__)
+
+/// The 4-bit kernel's vectors: AVX-512, vpdpbusd.
+struct Isa {
+  using F = __m512;
+  using I = __m512i;
+  static constexpr int kLanes = 16;
+  static F fzero() { return _mm512_setzero_ps(); }
+  static I izero() { return _mm512_setzero_si512(); }
+  /// Chunk bytes as signed weights (w - 8): low nibbles, high nibbles.
+  static void unpack(const uint8_t* p, I& lo, I& hi) {
+    const I bytes = _mm512_loadu_si512(p), mask = _mm512_set1_epi8(0x0F);
+    const I eight = _mm512_set1_epi8(8);
+    lo = _mm512_sub_epi8(_mm512_and_si512(bytes, mask), eight);
+    hi = _mm512_sub_epi8(_mm512_and_si512(_mm512_srli_epi16(bytes, 4), mask), eight);
+  }
+  /// acc + the products of a chunk's activations (even, odd) and weights.
+  static I dot(I acc, const uint8_t* q, I lo, I hi) {
+    acc = _mm512_dpbusd_epi32(acc, _mm512_load_si512(q), lo);
+    return _mm512_dpbusd_epi32(acc, _mm512_load_si512(q + kChunk / 2), hi);
+  }
+  /// Scales of lanes: `per_chunk` blocks from `s` (one each lane_block), or
+  /// s[0] everywhere.
+  static F scales(const float* s, int64_t per_chunk, const int32_t* lane_block) {
+    if (per_chunk == 0) return _mm512_set1_ps(*s);
+    const auto first = static_cast<__mmask16>((1u << per_chunk) - 1);
+    return _mm512_permutexvar_ps(_mm512_load_si512(lane_block), _mm512_maskz_loadu_ps(first, s));
+  }
+  static F fma(I acc, F scale, F facc) {
+    return _mm512_fmadd_ps(_mm512_cvtepi32_ps(acc), scale, facc);
+  }
+  static float sum(F v) { return _mm512_reduce_add_ps(v); }
+};
+
+#elif defined(__AVX2__) && defined(__FMA__)
+
+/// The 4-bit kernel's vectors: AVX2, vpmaddubsw (2 * 255 * 8 fits int16).
+struct Isa {
+  using F = __m256;
+  using I = __m256i;
+  static constexpr int kLanes = 8;
+  static F fzero() { return _mm256_setzero_ps(); }
+  static I izero() { return _mm256_setzero_si256(); }
+  static void unpack(const uint8_t* p, I& lo, I& hi) {
+    const I bytes = _mm256_loadu_si256(reinterpret_cast<const I*>(p));
+    const I mask = _mm256_set1_epi8(0x0F), eight = _mm256_set1_epi8(8);
+    lo = _mm256_sub_epi8(_mm256_and_si256(bytes, mask), eight);
+    hi = _mm256_sub_epi8(_mm256_and_si256(_mm256_srli_epi16(bytes, 4), mask), eight);
+  }
+  static I dot(I acc, const uint8_t* q, I lo, I hi) {
+    const I even = _mm256_load_si256(reinterpret_cast<const I*>(q));
+    const I odd = _mm256_load_si256(reinterpret_cast<const I*>(q + kChunk / 2));
+    const I p16 = _mm256_add_epi16(_mm256_maddubs_epi16(even, lo), _mm256_maddubs_epi16(odd, hi));
+    return _mm256_add_epi32(acc, _mm256_madd_epi16(p16, _mm256_set1_epi16(1)));
+  }
+  static F scales(const float* s, int64_t per_chunk, const int32_t* lane_block) {
+    if (per_chunk == 0) return _mm256_set1_ps(*s);
+    // per_chunk is 2 (blocks of 32): two floats, each to four lanes.
+    const F two = _mm256_castpd_ps(_mm256_broadcast_sd(reinterpret_cast<const double*>(s)));
+    return _mm256_permutevar8x32_ps(two, _mm256_load_si256(reinterpret_cast<const I*>(lane_block)));
+  }
+  static F fma(I acc, F scale, F facc) {
+    return _mm256_fmadd_ps(_mm256_cvtepi32_ps(acc), scale, facc);
+  }
+  static float sum(F v) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_shuffle_ps(s, s, 1));
+    return _mm_cvtss_f32(s);
+  }
+};
+
+#endif
+
+#if (defined(__AVX2__) && defined(__FMA__)) || (defined(__AVX512VNNI__) && defined(__AVX512BW__))
+
+/// What every tile of one call shares.
+struct Plan4 {
+  int64_t chunks;            // chunks per row
+  int64_t per_chunk;         // blocks per chunk (blocks smaller than a chunk), else 0
+  int64_t chunks_per_block;  // 1 when blocks are smaller than a chunk
+  alignas(64) int32_t lane_block[Isa::kLanes];  // lane -> block within the chunk
+};
+
+Plan4 plan_4bit(int64_t k, int64_t bs) {
+  Plan4 p{};
+  p.chunks = k / kChunk;
+  p.per_chunk = bs < kChunk ? kChunk / bs : 0;
+  p.chunks_per_block = bs < kChunk ? 1 : bs / kChunk;
+  // Lane L covers inputs 8L..8L+7 of each half of the chunk.
+  for (int l = 0; l < Isa::kLanes; ++l) {
+    p.lane_block[l] = p.per_chunk > 0 ? static_cast<int32_t>(8 * l / bs) : 0;
+  }
+  return p;
+}
+
+/// Outputs of rows [i0, i0 + R) x columns [j0, j0 + C): each chunk of
+/// weights is unpacked once for the R rows, each chunk of activations
+/// loaded once for the C columns.
+template <int R, int C>
+void tile_4bit(const ops::QDynLinearArgs& a, const Plan4& plan, const uint8_t* q,
+               const RowQuant* params, int64_t i0, int64_t j0) {
+  const int64_t k = a.k;
+  const uint8_t* w = a.weight.data_as<const uint8_t>() + j0 * (k / 2);
+  const float* scales = a.weight_scales.data_as<const float>() + j0 * a.blocks;
+  typename Isa::F facc[R][C];
+  typename Isa::I iacc[R][C];
+  for (int r = 0; r < R; ++r) {
+    for (int c = 0; c < C; ++c) {
+      facc[r][c] = Isa::fzero();
+      iacc[r][c] = Isa::izero();
+    }
+  }
+  for (int64_t ch = 0; ch < plan.chunks; ++ch) {
+    typename Isa::I lo[C], hi[C];
+    for (int c = 0; c < C; ++c) {
+      const uint8_t* wc = w + c * (k / 2) + ch * (kChunk / 2);
+      // The weights stream from memory once: fetch the same place of the
+      // next tile's rows (the hardware's streams do not follow these
+      // interleaved short rows).
+      _mm_prefetch(reinterpret_cast<const char*>(wc + 2 * C * (k / 2)), _MM_HINT_T0);
+      Isa::unpack(wc, lo[c], hi[c]);
+    }
+    for (int r = 0; r < R; ++r) {
+      const uint8_t* qc = q + (i0 + r) * k + ch * kChunk;
+      for (int c = 0; c < C; ++c) iacc[r][c] = Isa::dot(iacc[r][c], qc, lo[c], hi[c]);
+    }
+    if ((ch + 1) % plan.chunks_per_block != 0) continue;
+    const int64_t first = plan.per_chunk > 0 ? ch * plan.per_chunk : ch / plan.chunks_per_block;
+    for (int c = 0; c < C; ++c) {
+      const typename Isa::F scale =
+          Isa::scales(scales + c * a.blocks + first, plan.per_chunk, plan.lane_block);
+      for (int r = 0; r < R; ++r) {
+        facc[r][c] = Isa::fma(iacc[r][c], scale, facc[r][c]);
+        iacc[r][c] = Isa::izero();
+      }
+    }
+  }
+  for (int r = 0; r < R; ++r) {
+    for (int c = 0; c < C; ++c) store_4bit(a, params[i0 + r], i0 + r, j0 + c, Isa::sum(facc[r][c]));
+  }
+}
+
+/// Columns [j0, j1) of every row: 4-row tiles two columns wide, then
+/// single rows eight columns wide; narrower edges one column at a time.
+void panel_4bit(const ops::QDynLinearArgs& a, const Plan4& plan, const uint8_t* q,
+                const RowQuant* params, int64_t j0, int64_t j1) {
+  int64_t i = 0;
+  for (; i + 4 <= a.m; i += 4) {
+    int64_t j = j0;
+    for (; j + 2 <= j1; j += 2) tile_4bit<4, 2>(a, plan, q, params, i, j);
+    for (; j < j1; ++j) tile_4bit<4, 1>(a, plan, q, params, i, j);
+  }
+  for (; i < a.m; ++i) {
+    int64_t j = j0;
+    for (; j + 2 <= j1; j += 2) tile_4bit<1, 2>(a, plan, q, params, i, j);
+    for (; j < j1; ++j) tile_4bit<1, 1>(a, plan, q, params, i, j);
+  }
+}
+
+#endif
+
+void linear_4bit(KernelContext& ctx, const ops::QDynLinearArgs& a) {
+  const int64_t m = a.m, k = a.k;
+  const bool fast = vector_4bit(k, k / a.blocks);
+  const size_t q_bytes = aligned(static_cast<size_t>(m * k));
+  auto* scratch =
+      static_cast<char*>(ctx.scratch(q_bytes + static_cast<size_t>(m) * sizeof(RowQuant)));
+  auto* q = reinterpret_cast<uint8_t*>(scratch);
+  auto* params = reinterpret_cast<RowQuant*>(scratch + q_bytes);
+  // Rows of a multiple of 64 bytes stay 64-byte aligned for the loads.
+  quantize_rows(ctx, a, q, k, fast, params);
+  if (!fast) {
+    linear_4bit_scalar(ctx, a, reinterpret_cast<const int8_t*>(q), params);
+    return;
+  }
+#if (defined(__AVX2__) && defined(__FMA__)) || (defined(__AVX512VNNI__) && defined(__AVX512BW__))
+  const Plan4 plan = plan_4bit(k, k / a.blocks);
+  constexpr int64_t kPanel = 8;  // columns per task
+  const int64_t panels = (a.n + kPanel - 1) / kPanel;
+  parallel_for(ctx, panels, kPanel * m * k / 4, [&](int64_t begin, int64_t end) {
+    for (int64_t t = begin; t < end; ++t) {
+      panel_4bit(a, plan, q, params, t * kPanel, std::min(a.n, (t + 1) * kPanel));
+    }
+  });
+#endif
+}
+
+}  // namespace
+
+void dynamic_linear(KernelContext& ctx, const ops::QDynLinearArgs& a) {
+  if (a.bits == 8) {
+    linear_8bit(ctx, a);
+  } else {
+    linear_4bit(ctx, a);
+  }
+}
+
+}  // namespace pterun::cpu

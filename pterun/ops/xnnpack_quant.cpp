@@ -1,0 +1,104 @@
+// The quantized xnnpack:: operators (xnnpack.h): checks and shapes, then the
+// quant family's slot. The weights' sums are computed at load by the
+// lowering (delegates/xnnpack_quant.cpp) and checked here for shape.
+
+#include <cmath>
+#include <limits>
+
+#include "pterun/core/error.h"
+#include "pterun/kernels/common/shape_util.h"
+#include "pterun/ops/backend.h"
+#include "pterun/ops/quant.h"
+#include "pterun/ops/xnnpack.h"
+#include "pterun/ops/xnnpack_layout.h"
+
+namespace pterun::ops {
+namespace {
+
+// The int32 sums stay exact up to this depth: |q - zp| <= 255 and
+// |w - w_zp| <= 128, so 255 * 128 * 65536 < 2^31.
+constexpr int64_t kMaxDepth = 65536;
+
+void check_dense(const Tensor& t, DType dtype, const char* what, const char* op) {
+  PTERUN_CHECK(t.dtype() == dtype && t.is_contiguous_order(), ErrorCode::InvalidArgument, op, ": ",
+               what, " must be contiguous ", dtype_name(dtype), ", got ", describe(t));
+}
+
+float bound(double v) {
+  if (std::isnan(v)) return std::numeric_limits<float>::quiet_NaN();
+  return static_cast<float>(v);
+}
+
+}  // namespace
+
+void xnn_fully_connected_dq(KernelContext& ctx, const Tensor& in, const Tensor& weight,
+                            const Tensor& weight_scales, const Tensor& weight_sums,
+                            const Tensor* bias, int64_t weight_bits, int64_t num_nonbatch_dims,
+                            double out_min, double out_max, Tensor& out) {
+  const char* op = "xnnpack::fully_connected_dq";
+  PTERUN_CHECK(in.dtype() == DType::Float32 && out.dtype() == DType::Float32,
+               ErrorCode::InvalidArgument, op, ": input and out must be float32, got ",
+               describe(in), " and ", describe(out));
+  PTERUN_CHECK(weight_bits == 8 || weight_bits == 4, ErrorCode::InvalidArgument, op,
+               ": weight_bits must be 8 or 4, got ", weight_bits);
+  PTERUN_CHECK(!(out_min > out_max), ErrorCode::InvalidArgument, op, ": output range [", out_min,
+               ", ", out_max, "] is empty");
+  const xnn::In i_vi(in);
+  const Tensor& vi = *i_vi;
+  const int64_t rank = static_cast<int64_t>(vi.dim());
+  PTERUN_CHECK(num_nonbatch_dims >= 1 && num_nonbatch_dims <= rank, ErrorCode::InvalidArgument, op,
+               ": num_nonbatch_dims ", num_nonbatch_dims, " is not in 1..", rank, " for input ",
+               describe(vi));
+  const int64_t k = vi.size(rank - 1);
+  check_dense(weight, weight_bits == 8 ? DType::Int8 : DType::UInt8, "weight", op);
+  PTERUN_CHECK(weight.dim() == 2, ErrorCode::InvalidArgument, op, ": weight must be 2-D, got ",
+               describe(weight));
+  const int64_t n = weight.size(0);
+  const int64_t row_bytes = weight_bits == 8 ? k : (k + 1) / 2;
+  PTERUN_CHECK(weight.size(1) == row_bytes, ErrorCode::InvalidArgument, op, ": weight ",
+               describe(weight), " does not hold ", weight_bits, "-bit rows of the input's ", k,
+               " features");
+  PTERUN_CHECK(k >= 1 && k <= kMaxDepth, ErrorCode::NotSupported, op, ": ", k,
+               " input features (1 to ", kMaxDepth, ", where the int32 sums are exact)");
+  check_dense(weight_scales, DType::Float32, "weight_scales", op);
+  check_dense(weight_sums, weight_bits == 8 ? DType::Int32 : DType::Float32, "weight_sums", op);
+  const int64_t blocks = n > 0 ? weight_scales.numel() / n : 1;
+  PTERUN_CHECK(
+      weight_scales.dim() == 2 && weight_scales.size(0) == n && blocks >= 1 && k % blocks == 0,
+      ErrorCode::InvalidArgument, op, ": weight_scales ", describe(weight_scales), " must be [", n,
+      ", B] with B dividing ", k);
+  PTERUN_CHECK(weight_sums.numel() == n, ErrorCode::InvalidArgument, op, ": weight_sums ",
+               describe(weight_sums), " must have ", n, " elements");
+  PTERUN_CHECK(weight_bits == 4 || blocks == 1, ErrorCode::InvalidArgument, op,
+               ": 8-bit weights take one scale per output channel, got ", describe(weight_scales));
+  if (bias != nullptr) {
+    check_dense(*bias, DType::Float32, "bias", op);
+    PTERUN_CHECK(bias->numel() == n, ErrorCode::InvalidArgument, op, ": bias ", describe(*bias),
+                 " must have ", n, " elements");
+  }
+  int64_t slice = 1;
+  for (int64_t d = rank - num_nonbatch_dims; d < rank; ++d) slice *= vi.size(d);
+  kernels::Shape shape;
+  for (int64_t d = 0; d + 1 < rank; ++d) shape.push_back(vi.size(d));
+  shape.push_back(n);
+  const xnn::Out o_vo = xnn::resize_memory(out, shape.span(), op);
+  Tensor& vo = *o_vo;
+  if (vo.numel() == 0) return;
+  const int64_t m = vi.numel() / k;
+  backend(ctx).quant->dynamic_linear(ctx, {.in = vi,
+                                           .weight = weight,
+                                           .weight_scales = weight_scales,
+                                           .weight_sums = weight_sums,
+                                           .bias = bias,
+                                           .bits = static_cast<int>(weight_bits),
+                                           .m = m,
+                                           .n = n,
+                                           .k = k,
+                                           .blocks = blocks,
+                                           .slice_rows = slice / k,
+                                           .out_min = bound(out_min),
+                                           .out_max = bound(out_max),
+                                           .out = vo});
+}
+
+}  // namespace pterun::ops

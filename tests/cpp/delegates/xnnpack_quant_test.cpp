@@ -1,0 +1,165 @@
+// Dynamically quantized XNNPACK layers on a hand-built payload: a Convert
+// to qdint8 and the FullyConnected reading it become one
+// xnnpack::fully_connected_dq call on the float input, with the filter's
+// scales and block sums as constants; a bad scale is an InvalidProgram at
+// load; a qdint8 value read by another node type keeps the delegate, with
+// the reason.
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "pterun/core/error.h"
+#include "pterun/delegates/expand.h"
+#include "pterun/format/schema/xnnpack_generated.h"
+#include "pterun/format/xnnpack_reader.h"
+#include "tests/cpp/delegates/payload_util.h"
+#include "tests/cpp/test_util.h"
+
+namespace pterun::delegates {
+namespace {
+
+namespace fb = pterun_fb::xnn;
+using format::InstructionKind;
+using format::kXnnInvalidId;
+
+constexpr int8_t kWeights[9] = {1, -2, 3, 4, 5, -6, -7, 8, 9};
+
+// y[2, 3] = FullyConnected(Convert(x[2, 3]) as qdint8, w qcint8 [3, 3]);
+// with `second_reader`, t is also read by an Add writing y.
+std::vector<uint8_t> payload(bool second_reader = false) {
+  flatbuffers::FlatBufferBuilder b;
+  std::vector<uint32_t> dims = {2, 3}, wdims = {3, 3};
+  auto plain = [&](uint32_t external, uint32_t flags, uint32_t id) {
+    auto t = fb::CreateTensorValueDirect(b, fb::DataType_fp32, 2, &dims, 0, external, flags, id);
+    return fb::CreateValue(b, fb::ValueUnion_TensorValue, t.Union());
+  };
+  auto quantized = [&](flatbuffers::Offset<fb::TensorValue> t, fb::QuantParams kind,
+                       flatbuffers::Offset<void> params) {
+    auto qt = fb::CreateQuantizedTensorValue(b, t, kind, params);
+    return fb::CreateValue(b, fb::ValueUnion_QuantizedTensorValue, qt.Union());
+  };
+  auto t = fb::CreateTensorValueDirect(b, fb::DataType_qdint8, 2, &dims, 0, kXnnInvalidId, 0, 1);
+  auto w = fb::CreateTensorValueDirect(b, fb::DataType_qcint8, 2, &wdims, 1, kXnnInvalidId, 0, 2);
+  std::vector<flatbuffers::Offset<fb::Value>> values = {
+      plain(0, 1, 0),
+      quantized(t, fb::QuantParams_PerTokenDynamicQuant,
+                fb::CreatePerTokenDynamicQuant(b, 1).Union()),
+      quantized(w, fb::QuantParams_PerChannelQuant,
+                fb::CreatePerChannelQuant(b, 0, 0, 2, 3).Union()),
+      plain(1, 2, 3)};
+  std::vector<flatbuffers::Offset<fb::Node>> nodes = {
+      fb::CreateNode(b, fb::NodeUnion_Convert, fb::CreateUnaryNode(b, 0, 1, 0).Union(), 1),
+      second_reader
+          ? fb::CreateNode(b, fb::NodeUnion_Add, fb::CreateBinaryNode(b, 1, 1, 3, 0).Union(), 2)
+          : fb::CreateNode(b, fb::NodeUnion_FullyConnected,
+                           fb::CreateFullyConnected(b, 1, 2, kXnnInvalidId, 3, 0).Union(), 2)};
+  std::vector<flatbuffers::Offset<fb::ConstantDataOffset>> constants = {
+      fb::CreateConstantDataOffsetDirect(b, 0, 0, nullptr),
+      fb::CreateConstantDataOffsetDirect(b, ~uint64_t{0}, 9, "w"),
+      fb::CreateConstantDataOffsetDirect(b, ~uint64_t{0}, 12, "s")};
+  b.Finish(fb::CreateGraphDirect(b, "0", &nodes, &values, 2, nullptr, nullptr, nullptr, nullptr,
+                                 &constants),
+           "XN01");
+  return xnn_test::with_header(b);
+}
+
+struct Fixture {
+  std::vector<uint8_t> bytes = payload();
+  float scales[3] = {0.5f, 0.25f, 2.0f};
+  alignas(16) int8_t weights[9] = {};
+  format::ProgramDesc program;
+  format::MethodDesc method;
+
+  Fixture() {
+    std::memcpy(weights, kWeights, sizeof(weights));
+    method.name = "forward";
+    method.values = {xnn_test::planned_value(DType::Float32, 0),
+                     xnn_test::planned_value(DType::Float32, 64)};
+    method.inputs = {0};
+    method.outputs = {1};
+    method.buffer_sizes = {128};
+    method.buffer_devices.resize(1);
+    format::DelegateDesc d;
+    d.id = "XnnpackBackend";
+    method.delegates = {d};
+    method.chains.push_back({{{InstructionKind::DelegateCall, 0, 0, {0, 1}}}});
+  }
+
+  ExpandedMethod expand() {
+    method.delegates[0].payload = bytes;
+    program.named_data = {{"w", {reinterpret_cast<const uint8_t*>(weights), 9}},
+                          {"s", {reinterpret_cast<const uint8_t*>(scales), 12}}};
+    format::NamedDataMap named(program);
+    return expand_delegates(method, named);
+  }
+};
+
+template <typename T>
+std::vector<T> values_of(const format::TensorDesc& t) {
+  std::vector<T> out(t.numel);
+  std::memcpy(out.data(), t.data.data(), t.nbytes);
+  return out;
+}
+
+TEST(XnnpackQuant, ConvertAndFullyConnectedBecomeOneCall) {
+  Fixture f;
+  ExpandedMethod e = f.expand();
+  ASSERT_TRUE(e.unsupported.empty()) << e.unsupported[0];
+  const auto& instrs = e.desc.chains[0].instructions;
+  ASSERT_EQ(instrs.size(), 1u) << "the Convert runs nothing";
+  ASSERT_EQ(instrs[0].kind, InstructionKind::KernelCall);
+  EXPECT_EQ(e.desc.operators[instrs[0].index].name, "xnnpack::fully_connected_dq");
+  // (x, weight, scales, sums, bias, bits, nnb, min, max, y, y)
+  const auto& args = instrs[0].args;
+  ASSERT_EQ(args.size(), 11u);
+  EXPECT_EQ(args[0], 0) << "the Convert's float input";
+  const auto& w = *e.desc.values[args[1]].tensor;
+  EXPECT_EQ(w.dtype, DType::Int8);
+  EXPECT_EQ(w.sizes, (std::vector<int64_t>{3, 3}));
+  EXPECT_EQ(w.data.data(), reinterpret_cast<const uint8_t*>(f.weights)) << "read in place";
+  const auto& s = *e.desc.values[args[2]].tensor;
+  EXPECT_EQ(s.sizes, (std::vector<int64_t>{3, 1}));
+  EXPECT_EQ(values_of<float>(s), (std::vector<float>{0.5f, 0.25f, 2.0f}));
+  const auto& sums = *e.desc.values[args[3]].tensor;
+  EXPECT_EQ(sums.dtype, DType::Int32);
+  EXPECT_EQ(sums.sizes, (std::vector<int64_t>{3}));
+  EXPECT_EQ(values_of<int32_t>(sums), (std::vector<int32_t>{2, 3, 10}));
+  EXPECT_EQ(e.desc.values[args[4]].kind, ValueKind::None);
+  EXPECT_EQ(e.desc.values[args[5]].int_value, 8);
+  EXPECT_EQ(e.desc.values[args[6]].int_value, 1);
+  EXPECT_EQ(args[9], 1);
+  EXPECT_EQ(e.desc.buffer_sizes[0], 128u) << "the qdint8 value takes no memory";
+}
+
+TEST(XnnpackQuant, ScalesThatAreNotPositiveNormalFloatsAreInvalidPrograms) {
+  for (float bad : {0.0f, -1.0f, std::numeric_limits<float>::quiet_NaN(),
+                    std::numeric_limits<float>::infinity(), 1e-40f}) {
+    Fixture f;
+    f.scales[1] = bad;
+    try {
+      f.expand();
+      ADD_FAILURE() << "scale " << bad << " was accepted";
+    } catch (const Error& err) {
+      EXPECT_EQ(err.code(), ErrorCode::InvalidProgram);
+      EXPECT_NE(std::string(err.what()).find("scale 1 of filter value 2"), std::string::npos)
+          << err.what();
+    }
+  }
+}
+
+TEST(XnnpackQuant, QdInt8ReadByAnotherNodeKeepsTheDelegate) {
+  Fixture f;
+  f.bytes = payload(/*second_reader=*/true);
+  ExpandedMethod e = f.expand();
+  ASSERT_EQ(e.unsupported.size(), 1u);
+  EXPECT_NE(e.unsupported[0].find("node 0 (Convert)"), std::string::npos) << e.unsupported[0];
+  EXPECT_NE(e.unsupported[0].find("only FullyConnected inputs are implemented"), std::string::npos)
+      << e.unsupported[0];
+  EXPECT_EQ(e.desc.chains[0].instructions[0].kind, InstructionKind::DelegateCall);
+}
+
+}  // namespace
+}  // namespace pterun::delegates

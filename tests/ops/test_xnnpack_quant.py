@@ -1,0 +1,178 @@
+"""xnnpack::fully_connected_dq (an XNNPACK Convert to qdint8 and the
+FullyConnected node reading it) against NumPy: XNNPACK's per-slice int8
+parameters computed in float32, exact int64 block sums of (q - zp) * (w -
+w_zp), then float32 scaling by block, row scale, bias and the output clamp.
+8-bit weights, 4-bit weights per channel and in blocks (odd depths, the
+vector path's 64-input chunks with blocks of 32 or of multiples of 64, and
+the scalar path), slices of one row or several, threads, and the argument
+errors."""
+
+import numpy as np
+import pytest
+
+from harness import Out, check, check_error, integers, normal, reference, value
+
+FCDQ = "xnnpack::fully_connected_dq"
+F32 = np.float32
+# The kernel sums blocks and lanes in another order than NumPy.
+TOL = (1e-5, 1e-4)
+
+
+def qd8(x):
+    """XNNPACK's dynamic int8 quantization of one slice: (q, zero point,
+    scale), every operation in float32."""
+    lo = min(F32(x.min()), F32(0))
+    hi = max(F32(x.max()), F32(0))
+    inv = F32(1) if lo == hi else F32(255) / F32(hi - lo)
+    dmin, dmax = F32(lo * inv), F32(hi * inv)
+    zp = F32(-128) - dmin if F32(F32(-128) + dmin) + F32(F32(127) + dmax) > 0 else F32(127) - dmax
+    zp = int(np.rint(np.clip(zp, -128, 127)))
+    q = np.clip(np.rint((x * inv).astype(F32)) + zp, -128, 127).astype(np.int64)
+    return q, zp, F32(1) / inv
+
+
+def unpack4(w, k):
+    """Bytes of two 4-bit values (element 2i low) as int64 values - 8."""
+    w = value(w).astype(np.int64)
+    both = np.stack([w & 0x0F, w >> 4], axis=-1).reshape(w.shape[0], -1)
+    return both[:, :k] - 8
+
+
+@reference(FCDQ)
+def fcdq_model(x, w, scales, sums, bias, bits, nnb, lo, hi, out):
+    x = value(x).astype(F32)
+    k = x.shape[-1]
+    rows = x.reshape(-1, k)
+    slice_rows = int(np.prod(x.shape[x.ndim - nnb:])) // k
+    wv = value(w).astype(np.int64) if bits == 8 else unpack4(w, k)
+    scales = value(scales).astype(F32)
+    n, blocks = scales.shape
+    bs = k // blocks
+    y = np.zeros((rows.shape[0], n), F32)
+    for s in range(rows.shape[0] // slice_rows):
+        part = rows[s * slice_rows:(s + 1) * slice_rows]
+        q, zp, scale = qd8(part)
+        acc = np.zeros((slice_rows, n), F32)
+        for b in range(blocks):
+            exact = (q[:, b * bs:(b + 1) * bs] - zp) @ wv[:, b * bs:(b + 1) * bs].T
+            acc = (acc + (exact.astype(F32) * scales[:, b]).astype(F32)).astype(F32)
+        part_y = (acc * scale).astype(F32)
+        if bias is not None:
+            part_y = (part_y + value(bias).astype(F32)).astype(F32)
+        y[s * slice_rows:(s + 1) * slice_rows] = part_y
+    y = np.minimum(np.maximum(y, F32(lo)), F32(hi))
+    return y.reshape(*x.shape[:-1], n)
+
+
+def weights(n, k, bits, blocks=1):
+    """Random quantized weights with their scales and block sums."""
+    if bits == 8:
+        w = integers(-128, 128, (n, k)).astype(np.int8)
+        vals = w.astype(np.int64)
+    else:
+        vals = integers(-8, 8, (n, k))
+        nib = np.zeros((n, (k + 1) // 2 * 2), np.int64)
+        nib[:, :k] = vals + 8
+        w = (nib[:, 0::2] | (nib[:, 1::2] << 4)).astype(np.uint8)
+    scales = np.abs(normal((n, blocks), scale=0.02)).astype(F32) + F32(1e-3)
+    block_sums = vals.reshape(n, blocks, k // blocks).sum(axis=2)
+    if bits == 8:
+        return w, scales, block_sums.sum(axis=1).astype(np.int32)
+    return w, scales, (block_sums * scales.astype(np.float64)).sum(axis=1).astype(F32)
+
+
+def case(device, shape, n, bits, blocks=1, bias=True, nnb=1, lo=-np.inf, hi=np.inf, threads=1,
+         loc=0.0):
+    k = shape[-1]
+    x = normal(shape, loc=loc)
+    w, scales, sums = weights(n, k, bits, blocks)
+    b = normal((n,)) if bias else None
+    check(device, FCDQ, x, w, scales, sums, b, bits, nnb, lo, hi,
+          Out("float32", (*shape[:-1], n)), tol=TOL, num_threads=threads)
+
+
+@pytest.mark.parametrize("m,k,n", [(1, 1, 1), (1, 32, 8), (3, 7, 5), (17, 100, 70), (40, 64, 64),
+                                   (5, 256, 33)])
+def test_8bit_weights(device, m, k, n):
+    case(device, (m, k), n, 8)
+
+
+@pytest.mark.parametrize("m,k,n", [(1, 32, 8), (4, 64, 3), (6, 96, 17), (1, 7, 5), (3, 33, 9),
+                                   (9, 128, 64), (5, 192, 7), (2, 512, 13), (1, 1024, 9)])
+def test_4bit_weights_per_channel(device, m, k, n):
+    case(device, (m, k), n, 4)
+
+
+@pytest.mark.parametrize("m,k,n,blocks", [(1, 64, 8, 2), (5, 128, 16, 4), (7, 256, 40, 2),
+                                          (6, 256, 9, 4), (2, 96, 6, 2), (3, 64, 5, 4),
+                                          (4, 192, 3, 6), (1, 256, 11, 8), (1, 512, 6, 4)])
+def test_4bit_weights_in_blocks(device, m, k, n, blocks):
+    """Blocks of 32, 64 or 128 in rows of whole vector chunks (64 inputs
+    with AVX2, 128 with AVX-512) take the vector path, one row or tiles of
+    four, columns in pairs and one by one; blocks of 48 or 16, or rows of
+    96, the scalar one."""
+    case(device, (m, k), n, 4, blocks=blocks)
+
+
+@pytest.mark.parametrize("nnb", [1, 2, 3])
+def test_slices_of_several_rows(device, nnb):
+    """num_nonbatch_dims > 1: one set of parameters per slice of rows (3:
+    the whole tensor, as a per-tensor dynamic quantization is exported)."""
+    case(device, (2, 3, 64), 10, 8, nnb=nnb)
+    case(device, (2, 3, 64), 10, 4, blocks=2, nnb=nnb)
+
+
+def test_positive_inputs_clamp_and_no_bias(device):
+    """All-positive rows (the range widened to 0), a fused clamp, no bias,
+    a constant row (every value equal: scale 1)."""
+    case(device, (4, 64), 12, 8, bias=False, lo=-0.5, hi=0.5, loc=3.0)
+    case(device, (4, 64), 12, 4, bias=False, lo=0.0, hi=np.inf, loc=3.0)
+    x = np.full((2, 32), 0.25, F32)
+    w, scales, sums = weights(4, 32, 4)
+    check(device, FCDQ, x, w, scales, sums, None, 4, 1, -np.inf, np.inf, Out("float32", (2, 4)),
+          tol=TOL)
+
+
+@pytest.mark.parametrize("bits", [8, 4])
+def test_threads(device, bits):
+    case(device, (33, 256), 96, bits, blocks=1 if bits == 8 else 4, threads=2)
+
+
+def test_errors(device):
+    x = normal((2, 64))
+    w8, s8, z8 = weights(4, 64, 8)
+    w4, s4, z4 = weights(4, 64, 4, blocks=2)
+    out = Out("float32", (2, 4))
+    inf = np.inf
+    check_error(device, FCDQ, x, w8, s8, z8, None, 5, 1, -inf, inf, out, exc=ValueError,
+                match="weight_bits must be 8 or 4")
+    check_error(device, FCDQ, x, w8, s8, z8, None, 4, 1, -inf, inf, out, exc=ValueError,
+                match="must be contiguous uint8")
+    check_error(device, FCDQ, x, w4[:, :16].copy(), s4, z4, None, 4, 1, -inf, inf, out,
+                exc=ValueError, match="does not hold 4-bit rows")
+    check_error(device, FCDQ, x, w4, np.ones((4, 3), F32), z4, None, 4, 1, -inf, inf, out,
+                exc=ValueError, match=r"must be \[4, B\] with B dividing 64")
+    check_error(device, FCDQ, x, w4, s4, z4[:2].copy(), None, 4, 1, -inf, inf, out,
+                exc=ValueError, match="weight_sums .* must have 4 elements")
+    check_error(device, FCDQ, x, w4, s4, z4.astype(np.int32), None, 4, 1, -inf, inf, out,
+                exc=ValueError, match="weight_sums must be contiguous float32")
+    check_error(device, FCDQ, x, w8, np.repeat(s8, 2, axis=1), z8, None, 8, 1, -inf, inf, out,
+                exc=ValueError, match="one scale per output channel")
+    check_error(device, FCDQ, x, w8, s8, z8, None, 8, 0, -inf, inf, out, exc=ValueError,
+                match="num_nonbatch_dims 0")
+    check_error(device, FCDQ, x, w8, s8, z8, np.zeros(3, F32), 8, 1, -inf, inf, out,
+                exc=ValueError, match="bias")
+    check_error(device, FCDQ, x.astype(np.float64), w8, s8, z8, None, 8, 1, -inf, inf, out,
+                exc=ValueError, match="must be float32")
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf])
+def test_nonfinite_input_raises(device, bad):
+    """No int8 scale represents NaN or an infinity: ValueError naming the
+    slice, the output untouched (the CPU checks the data; CUDA has no
+    kernel yet)."""
+    x = normal((3, 32))
+    x[1, 5] = bad
+    w, s, z = weights(4, 32, 8)
+    check_error(device, FCDQ, x, w, s, z, None, 8, 1, -np.inf, np.inf, Out("float32", (3, 4)),
+                exc=ValueError, match="input slice 1 holds NaN or an infinity")
