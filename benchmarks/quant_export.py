@@ -9,11 +9,12 @@ Models: the two static fixtures of tests/fixtures/quant (cnn_static,
 mlp_static: their modules and seeds) and two larger ones where the
 arithmetic, not the call overhead, dominates.
 
-`ensure_dynamic` gives the XNNPACK flow of dynamic quantization instead
-(`models.py --quant --flow dynamic`): the model quantized with dynamic int8
-activations and per-channel int8 weights, lowered with XnnpackPartitioner
-(a Convert to qdint8 and a FullyConnected per linear), NAME_xnn_dq.pte, and
-its float twin lowered the same way, NAME_xnn_fp32.pte.
+`ensure_xnnpack` gives the XNNPACK flows instead (`models.py --quant
+--flow xnnpack-static|xnnpack-dynamic`): the model quantized with static
+int8 activations, or dynamic ones (a Convert to qdint8 per linear), and
+per-channel int8 weights, lowered with XnnpackPartitioner,
+NAME_xnn_CONFIG.pte, and its float twin lowered the same way,
+NAME_xnn_fp32.pte.
 """
 
 from __future__ import annotations
@@ -129,13 +130,15 @@ def ensure(name: str, log=print) -> tuple[Path, Path, Path]:
     return int8, fp32, npz
 
 
-def ensure_dynamic(name: str, log=print) -> tuple[Path, Path, Path]:
-    """(dynamic int8 XNNPACK .pte, fp32 XNNPACK .pte, .npz with `x`, `dq_out*`,
-    `fp32_out*`), exported when missing."""
-    dq, fp32 = OUT / f"{name}_xnn_dq.pte", OUT / f"{name}_xnn_fp32.pte"
-    npz = OUT / f"{name}_xnn.npz"
-    if dq.exists() and fp32.exists() and npz.exists():
-        return dq, fp32, npz
+def ensure_xnnpack(name: str, config: str, log=print) -> tuple[Path, Path, Path]:
+    """(int8 XNNPACK .pte, fp32 XNNPACK .pte, .npz with `x`, `int8_out*`,
+    `fp32_out*`), exported when missing: the model quantized with
+    XNNPACKQuantizer's `config` (export_quant.CONFIGS: "static_pc" or
+    "dynamic_pc") and its float twin, both lowered with XnnpackPartitioner."""
+    int8 = OUT / f"{name}_xnn_{config}.pte"
+    fp32, npz = OUT / f"{name}_xnn_fp32.pte", OUT / f"{name}_xnn_{config}.npz"
+    if int8.exists() and fp32.exists() and npz.exists():
+        return int8, fp32, npz
     from torch.export import export
 
     from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
@@ -144,7 +147,7 @@ def ensure_dynamic(name: str, log=print) -> tuple[Path, Path, Path]:
     sys.path.insert(0, str(FIXTURES))
     from export_quant import quantize  # noqa: E402
 
-    log(f"  exporting {name} (XNNPACK, dynamic) into {OUT}")
+    log(f"  exporting {name} (XNNPACK, {config}) into {OUT}")
     OUT.mkdir(parents=True, exist_ok=True)
     module, example, calib, x = _model_and_inputs(name)
 
@@ -153,6 +156,6 @@ def ensure_dynamic(name: str, log=print) -> tuple[Path, Path, Path]:
         return to_edge_transform_and_lower(ep, partitioner=[XnnpackPartitioner()]).to_executorch().buffer
 
     fp32.write_bytes(lower(module))
-    dq.write_bytes(lower(quantize(module, example, "dynamic_pc", calib)))
-    _save(npz, x, {"dq": dq, "fp32": fp32})
-    return dq, fp32, npz
+    int8.write_bytes(lower(quantize(module, example, config, calib)))
+    _save(npz, x, {"int8": int8, "fp32": fp32})
+    return int8, fp32, npz

@@ -1,6 +1,7 @@
 #include "pterun/delegates/method_builder.h"
 
 #include <bit>
+#include <numeric>
 
 namespace pterun::delegates {
 
@@ -14,6 +15,25 @@ int32_t MethodBuilder::add_tensor(format::TensorDesc t) {
   v.kind = ValueKind::Tensor;
   v.tensor = std::make_shared<const format::TensorDesc>(std::move(t));
   return push(std::move(v));
+}
+
+int32_t MethodBuilder::add_constant(DType dtype, std::vector<int64_t> sizes,
+                                    std::span<const uint8_t> bytes,
+                                    std::vector<uint8_t> dim_order) {
+  format::TensorDesc t;
+  t.dtype = dtype;
+  t.sizes = std::move(sizes);
+  t.dim_order = std::move(dim_order);
+  if (t.dim_order.empty()) {
+    t.dim_order.resize(t.sizes.size());
+    std::iota(t.dim_order.begin(), t.dim_order.end(), uint8_t{0});
+  }
+  t.storage = format::TensorStorage::Constant;
+  t.numel = 1;
+  for (int64_t s : t.sizes) t.numel *= static_cast<uint64_t>(s);
+  t.nbytes = t.numel * element_size(dtype);
+  t.data = bytes;
+  return add_tensor(std::move(t));
 }
 
 int32_t MethodBuilder::add_none() {

@@ -26,6 +26,11 @@ class MethodBuilder {
 
   /// A new tensor value described by `t`.
   int32_t add_tensor(format::TensorDesc t);
+  /// A new constant tensor of `dtype` and `sizes` over `bytes` (which must
+  /// outlive the description and hold its elements), in `dim_order`
+  /// (empty: contiguous).
+  int32_t add_constant(DType dtype, std::vector<int64_t> sizes, std::span<const uint8_t> bytes,
+                       std::vector<uint8_t> dim_order = {});
   /// The None value (one for the whole method).
   int32_t add_none();
   /// Int, Double and Bool values, each distinct number once.

@@ -12,6 +12,7 @@
 #include "pterun/core/half.h"
 #include "pterun/core/str_cat.h"
 #include "pterun/delegates/arena.h"
+#include "pterun/delegates/kernel_call.h"
 #include "pterun/delegates/xnnpack_quant.h"
 
 namespace pterun::delegates {
@@ -42,7 +43,8 @@ DType dtype_of(XnnDatatype t) {
     case XnnDatatype::Fp16: return DType::Float16;
     case XnnDatatype::BF16: return DType::BFloat16;
     case XnnDatatype::Int32: return DType::Int32;
-    default: return DType::Float32;  // xnnpack_unsupported() let only these through
+    case XnnDatatype::QInt8: return DType::Int8;  // a static int8 graph's activations
+    default: return DType::Float32;               // xnnpack_unsupported() let only these through
   }
 }
 
@@ -115,52 +117,11 @@ int32_t find_root(std::vector<int32_t>& root, int32_t v) {
   return v;
 }
 
-/// One kernel call's arguments, in the operator's order, ending with its
-/// out value twice (as ExecuTorch emits out variants: the last entry is the
-/// returned value).
-class Call {
- public:
-  Call(MethodBuilder& b, const char* op) : b_(b) { instr_.index = b.op(op); }
-  Call& value(int32_t v) {
-    instr_.args.push_back(v);
-    return *this;
-  }
-  Call& i(int64_t v) { return value(b_.add_int(v)); }
-  Call& f(double v) { return value(b_.add_double(v)); }
-  Call& flag(bool v) { return value(b_.add_bool(v)); }
-  Call& list(std::initializer_list<int64_t> v) {
-    return value(b_.add_int_list({v.begin(), v.size()}));
-  }
-  Call& list(const std::vector<uint32_t>& v) {
-    std::vector<int64_t> items(v.begin(), v.end());
-    return value(b_.add_int_list(items));
-  }
-  /// The output range of a node that honours output_min_max.
-  Call& range(const XnnNodeDesc& node) {
-    constexpr double kInf = std::numeric_limits<double>::infinity();
-    return f(node.output_min_max ? node.output_min_max->min : -kInf)
-        .f(node.output_min_max ? node.output_min_max->max : kInf);
-  }
-  format::InstructionDesc done(int32_t out) {
-    instr_.args.push_back(out);
-    instr_.args.push_back(out);
-    return std::move(instr_);
-  }
-  format::InstructionDesc done_list(int32_t list) {
-    instr_.args.push_back(list);
-    return std::move(instr_);
-  }
-
- private:
-  MethodBuilder& b_;
-  format::InstructionDesc instr_;
-};
-
 }  // namespace
 
 XnnpackLowering::XnnpackLowering(MethodBuilder& builder, const format::XnnGraphDesc& graph,
                                  std::string context)
-    : b_(builder), g_(graph), context_(std::move(context)) {}
+    : b_(builder), g_(graph), context_(std::move(context)), static_(builder, graph) {}
 
 // Constant tensor of graph value `xv` in `dtype`: its own bytes when they
 // are of that dtype and aligned for it, else a converted or aligned copy
@@ -172,21 +133,14 @@ int32_t XnnpackLowering::constant(int32_t xv, DType dtype, bool transpose) {
   if (it != constants_.end()) return it->second;
   const XnnValueDesc& v = g_.values[xv];
   const DType stored = dtype_of(v.datatype);
-  format::TensorDesc t;
-  t.dtype = dtype;
-  t.sizes.assign(v.dims.begin(), v.dims.end());
-  if (transpose) std::swap(t.sizes[0], t.sizes[1]);
-  t.dim_order.resize(t.sizes.size());
-  std::iota(t.dim_order.begin(), t.dim_order.end(), uint8_t{0});
-  t.storage = format::TensorStorage::Constant;
-  t.numel = v.numel;
-  t.nbytes = v.numel * element_size(dtype);
+  std::vector<int64_t> sizes(v.dims.begin(), v.dims.end());
+  if (transpose) std::swap(sizes[0], sizes[1]);
   std::span<const uint8_t> bytes = v.data;
   const size_t in_size = element_size(stored), out_size = element_size(dtype);
   if (stored != dtype || transpose) {
     // Element k of the result is element src(k) of the value; between float
     // dtypes (xnnpack_unsupported() let no other reach a node).
-    std::span<uint8_t> copy = b_.own(t.nbytes);
+    std::span<uint8_t> copy = b_.own(v.numel * out_size);
     const uint64_t rows = transpose ? v.dims[0] : 1, cols = transpose ? v.dims[1] : v.numel;
     for (uint64_t k = 0; k < v.numel; ++k) {
       const uint64_t src = transpose ? (k % rows) * cols + k / rows : k;
@@ -203,9 +157,8 @@ int32_t XnnpackLowering::constant(int32_t xv, DType dtype, bool transpose) {
     std::memcpy(copy.data(), bytes.data(), bytes.size());
     bytes = copy;
   }
-  t.data = bytes;
   // No name: a method's named tensors are its attributes, these are not.
-  const int32_t index = b_.add_tensor(std::move(t));
+  const int32_t index = b_.add_constant(dtype, std::move(sizes), bytes);
   constants_.emplace(key, index);
   return index;
 }
@@ -325,6 +278,10 @@ uint64_t XnnpackLowering::lower_call(std::span<const int32_t> args, uint64_t are
     const int32_t o = tensor(node.outputs[0]);
     const std::string what =
         str_cat(context_, ", node ", n, " (", format::xnn_node_type_name(node.type), ")");
+    if (xnnpack_static_int8(g_, n) && StaticLowering::lowers(node.type)) {
+      static_.lower(n, tensor, dynamic, out);
+      continue;
+    }
     if (node.type == T::Convert && g_.values[node.outputs[0]].datatype == XnnDatatype::QDInt8) {
       continue;  // its FullyConnected readers quantize its input themselves
     }

@@ -55,6 +55,7 @@ class XnnpackLowering {
   std::map<std::tuple<int32_t, DType, bool>, int32_t> constants_;
   // Quantized filters made so far, by graph value.
   std::map<int32_t, QuantFilter> quant_filters_;
+  StaticLowering static_;
 };
 
 }  // namespace pterun::delegates

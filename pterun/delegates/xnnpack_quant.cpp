@@ -133,21 +133,6 @@ float scale_at(const format::XnnQuantParams& q, size_t i, bool bf16) {
   return f;
 }
 
-int32_t add_constant(MethodBuilder& b, DType dtype, std::vector<int64_t> sizes,
-                     std::span<const uint8_t> bytes) {
-  format::TensorDesc t;
-  t.dtype = dtype;
-  t.sizes = std::move(sizes);
-  t.dim_order.resize(t.sizes.size());
-  std::iota(t.dim_order.begin(), t.dim_order.end(), uint8_t{0});
-  t.storage = format::TensorStorage::Constant;
-  t.numel = 1;
-  for (int64_t s : t.sizes) t.numel *= static_cast<uint64_t>(s);
-  t.nbytes = t.numel * element_size(dtype);
-  t.data = bytes;
-  return b.add_tensor(std::move(t));
-}
-
 }  // namespace
 
 std::optional<std::string> xnnpack_quantized_node(const XnnGraphDesc& g, size_t n) {
@@ -158,6 +143,14 @@ std::optional<std::string> xnnpack_quantized_node(const XnnGraphDesc& g, size_t 
       quantized = quantized || (v != kXnnNoValue && touches_quantized(g.values[v]));
   }
   if (!quantized) return std::nullopt;
+  bool dynamic = false;
+  for (const auto* ids : {&node.inputs, &node.outputs}) {
+    for (int32_t v : *ids) {
+      dynamic = dynamic || (v != kXnnNoValue && (g.values[v].datatype == XnnDatatype::QDInt8 ||
+                                                 g.values[v].dq_datatype.has_value()));
+    }
+  }
+  if (!dynamic) return xnnpack_static_node(g, n);
   switch (node.type) {
     case XnnNodeType::Convert: return check_convert(g, n);
     case XnnNodeType::FullyConnected: {
@@ -206,7 +199,7 @@ QuantFilter quant_filter(MethodBuilder& b, const XnnValueDesc& f, const std::str
   QuantFilter out;
   out.bits = f.datatype == XnnDatatype::QCInt8 ? 8 : 4;
   const int64_t row_bytes = out.bits == 8 ? k : (k + 1) / 2;
-  out.weight = add_constant(b, out.bits == 8 ? DType::Int8 : DType::UInt8, {n, row_bytes}, f.data);
+  out.weight = b.add_constant(out.bits == 8 ? DType::Int8 : DType::UInt8, {n, row_bytes}, f.data);
 
   std::span<uint8_t> scales = b.own(static_cast<size_t>(n * blocks) * sizeof(float));
   std::span<uint8_t> sums = b.own(static_cast<size_t>(n) * 4);
@@ -245,8 +238,8 @@ QuantFilter quant_filter(MethodBuilder& b, const XnnValueDesc& f, const std::str
       std::memcpy(sums.data() + 4 * j, &v, 4);
     }
   }
-  out.scales = add_constant(b, DType::Float32, {n, blocks}, scales);
-  out.sums = add_constant(b, out.bits == 8 ? DType::Int32 : DType::Float32, {n}, sums);
+  out.scales = b.add_constant(DType::Float32, {n, blocks}, scales);
+  out.sums = b.add_constant(out.bits == 8 ? DType::Int32 : DType::Float32, {n}, sums);
   return out;
 }
 

@@ -1,8 +1,8 @@
 // What of an XNNPACK graph pterun runs: the float node types (fp32, fp16,
 // bf16) of the schema that ExecuTorch's XNNPACK runtime implements, with the
-// flags they are exported with, and the dynamically quantized fully
-// connected layers of xnnpack_quant.h. Static int8 graphs (issue 16) and
-// ScaledDotProductAttention (no runtime implements it) are refused.
+// flags they are exported with, the dynamically quantized fully connected
+// layers and the static int8 nodes of xnnpack_quant.h. Other quantized nodes
+// and ScaledDotProductAttention (no runtime implements it) are refused.
 
 #include <array>
 
@@ -62,16 +62,16 @@ std::string xnnpack_unsupported(const format::XnnGraphDesc& graph) {
     if ((node.flags & ~allowed_flags(node.type)) != 0) {
       return str_cat(what, ": flags ", hex(node.flags), " are not implemented");
     }
-    if (std::optional<std::string> why = xnnpack_quantized_node(graph, n)) {
-      if (!why->empty()) return str_cat(what, ": ", *why);
-      continue;
-    }
     if (node.type == T::Conv2d || node.type == T::DepthwiseConv2d ||
         node.type == T::ConvTranspose2d) {
       const auto& p = std::get<format::XnnConvParams>(node.params);
       if (p.padding_top != p.padding_bottom || p.padding_left != p.padding_right) {
         return what + ": asymmetric padding is not implemented";
       }
+    }
+    if (std::optional<std::string> why = xnnpack_quantized_node(graph, n)) {
+      if (!why->empty()) return str_cat(what, ": ", *why);
+      continue;
     }
     for (size_t side = 0; side < 2; ++side) {
       const auto& ids = side == 0 ? node.inputs : node.outputs;
@@ -91,7 +91,7 @@ std::string xnnpack_unsupported(const format::XnnGraphDesc& graph) {
 }
 
 std::span<const std::string_view> xnnpack_operator_names() {
-  static constexpr std::array<std::string_view, 44> kNames = {
+  static constexpr std::array<std::string_view, 50> kNames = {
       "xnnpack::add",
       "xnnpack::subtract",
       "xnnpack::multiply",
@@ -136,6 +136,12 @@ std::span<const std::string_view> xnnpack_operator_names() {
       "xnnpack::copy",
       "xnnpack::convert",
       "xnnpack::fully_connected_dq",
+      "xnnpack::quantized_conv2d",
+      "quantized_decomposed::quantize_per_tensor.out",
+      "quantized_decomposed::dequantize_per_tensor.out",
+      "quantized_decomposed::add.out",
+      "pterun::quantized_linear.out",
+      "pterun::quantized_mean.out",
   };
   return kNames;
 }

@@ -401,6 +401,7 @@ constexpr OpDef kOps[] = {
     def<&xnn_convert>("xnnpack::convert", F::Shape),
     only_where(def<&xnn_fully_connected_dq>("xnnpack::fully_connected_dq", F::Quant),
                &has_dynamic_linear),
+    def<&xnn_quantized_conv2d>("xnnpack::quantized_conv2d", F::Quant),
 };
 
 }  // namespace

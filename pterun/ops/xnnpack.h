@@ -11,7 +11,9 @@
 // a 0-d tensor is [1]. Each front-end infers its output's shape on every
 // call (dynamic shapes) and resizes the output through the inverse of that
 // output's dim order, as ExecuTorch's XNNPACK executor does. Float dtypes
-// (float32, float16, bfloat16), one per node. `out_min`/`out_max` are the
+// (float32, float16, bfloat16), one per node; the shape nodes, max pooling
+// and clamp also move int8 (a static int8 graph's activations, whose
+// parameters they keep; the quantized ops at the end). `out_min`/`out_max` are the
 // node's fused output clamp (-inf / inf when it has none), applied in place
 // after the compute. The family table each op computes through is named.
 
@@ -171,5 +173,17 @@ void xnn_fully_connected_dq(KernelContext& ctx, const Tensor& in, const Tensor& 
                             const Tensor& weight_scales, const Tensor& weight_sums,
                             const Tensor* bias, int64_t weight_bits, int64_t num_nonbatch_dims,
                             double out_min, double out_max, Tensor& out);
+// xnnpack::quantized_conv2d(Tensor in, float in_scale, int in_zero_point, Tensor weight,
+//   Tensor weight_scales, Tensor weight_sums, Tensor? bias, int[2] padding, int[2] stride,
+//   int[2] dilation, int groups, float out_scale, int out_zero_point, int out_min,
+//   int out_max, *, Tensor(a!) out): a static int8 Conv2d or DepthwiseConv2d node,
+//   pterun::quantized_conv2d.out (quant.h) on the NHWC input and output seen as NCHW in
+//   channels-last order; weight in torch's layout [OC, IC / groups, KH, KW] (contiguous
+//   or channels-last), out int8 NHWC [N, OH, OW, OC].
+void xnn_quantized_conv2d(KernelContext& ctx, const Tensor& in, double in_scale,
+                          int64_t in_zero_point, const Tensor& weight, const Tensor& weight_scales,
+                          const Tensor& weight_sums, const Tensor* bias, IntList padding,
+                          IntList stride, IntList dilation, int64_t groups, double out_scale,
+                          int64_t out_zero_point, int64_t out_min, int64_t out_max, Tensor& out);
 
 }  // namespace pterun::ops

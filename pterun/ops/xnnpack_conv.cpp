@@ -41,14 +41,6 @@ void check_bias(const char* op, const Tensor* bias, int64_t oc) {
                describe(*bias), " must have ", oc, " elements");
 }
 
-/// Output size of a forward convolution along one dim.
-int64_t conv_size(const char* op, int64_t in, int64_t k, int64_t pad, int64_t s, int64_t d) {
-  const int64_t span = in + 2 * pad - d * (k - 1) - 1;
-  PTERUN_CHECK(span >= 0, ErrorCode::InvalidArgument, op, ": the kernel (size ", k, ", dilation ",
-               d, ") is larger than the padded input (", in + 2 * pad, ")");
-  return span / s + 1;
-}
-
 /// The problem's sizes and the NHWC strides of input and output.
 ConvProblem nhwc_problem(const Tensor& in, const Tensor& out, int64_t kh, int64_t kw,
                          IntList padding, IntList stride, IntList dilation) {
@@ -94,8 +86,8 @@ void xnn_conv2d(KernelContext& ctx, const Tensor& in, const Tensor& filter, cons
                " and ", groups, " groups do not match");
   check_bias(op, bias, oc);
   const std::array<int64_t, 4> dims{
-      vi.size(0), conv_size(op, vi.size(1), kh, padding[0], stride[0], dilation[0]),
-      conv_size(op, vi.size(2), kw, padding[1], stride[1], dilation[1]), oc};
+      vi.size(0), xnn::conv_size(op, vi.size(1), kh, padding[0], stride[0], dilation[0]),
+      xnn::conv_size(op, vi.size(2), kw, padding[1], stride[1], dilation[1]), oc};
   const Out ov = resize_memory(out, dims, op);
   Tensor& vo = *ov;
   if (vo.numel() == 0) return;
@@ -125,8 +117,8 @@ void xnn_depthwise_conv2d(KernelContext& ctx, const Tensor& in, const Tensor& fi
                describe(vf), " must be [1, KH, KW, C * multiplier] for input ", describe(vi));
   check_bias(op, bias, oc);
   const std::array<int64_t, 4> dims{
-      vi.size(0), conv_size(op, vi.size(1), kh, padding[0], stride[0], dilation[0]),
-      conv_size(op, vi.size(2), kw, padding[1], stride[1], dilation[1]), oc};
+      vi.size(0), xnn::conv_size(op, vi.size(1), kh, padding[0], stride[0], dilation[0]),
+      xnn::conv_size(op, vi.size(2), kw, padding[1], stride[1], dilation[1]), oc};
   const Out ov = resize_memory(out, dims, op);
   Tensor& vo = *ov;
   if (vo.numel() == 0) return;

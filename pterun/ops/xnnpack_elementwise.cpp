@@ -172,7 +172,8 @@ template void xnn_unary<XnnUnary::Hardswish>(KernelContext&, const Tensor&, Tens
 void xnn_clamp(KernelContext& ctx, const Tensor& in, double min, double max, Tensor& out) {
   const char* op = "xnnpack::clamp";
   PTERUN_CHECK(!(min > max), ErrorCode::InvalidArgument, op, ": min ", min, " exceeds max ", max);
-  check_same(in, out, op);
+  xnn::check_value(in, "input", op);
+  xnn::check_value(out, "out", op, &in);
   const In vi(in);
   const Out vo = resize_memory(out, vi->sizes(), op);
   if (vo->numel() == 0) return;

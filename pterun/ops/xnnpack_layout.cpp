@@ -54,9 +54,24 @@ void fail_float(const Tensor& t, const char* what, const char* op, const Tensor*
   PTERUN_CHECK(d == DType::Float32 || d == DType::Float16 || d == DType::BFloat16,
                ErrorCode::InvalidArgument, op, ": ", what,
                " must be float32, float16 or bfloat16, got ", describe(t));
-  throw_error(ErrorCode::InvalidArgument, str_cat(op, ": ", what, " ", describe(t),
-                                                  " must have the input's dtype ",
-                                                  dtype_name(like->dtype())));
+  throw_error(ErrorCode::InvalidArgument,
+              str_cat(op, ": ", what, " ", describe(t), " must have the input's dtype ",
+                      dtype_name(like->dtype())));
+}
+
+int64_t conv_size(const char* op, int64_t in, int64_t k, int64_t pad, int64_t s, int64_t d) {
+  const int64_t span = in + 2 * pad - d * (k - 1) - 1;
+  PTERUN_CHECK(span >= 0, ErrorCode::InvalidArgument, op, ": the kernel (size ", k, ", dilation ",
+               d, ") is larger than the padded input (", in + 2 * pad, ")");
+  return span / s + 1;
+}
+
+Tensor nchw(const Tensor& t) {
+  static constexpr std::array<uint8_t, 4> kChannelsLast{0, 2, 3, 1};
+  const std::array<int64_t, 4> sizes{t.size(0), t.size(3), t.size(1), t.size(2)};
+  Tensor v(t.dtype(), sizes, kChannelsLast);
+  v.set_data(t.data(), t.capacity());
+  return v;
 }
 
 void clamp_output(kernels::KernelContext& ctx, Tensor& out, double lo, double hi, const char* op) {

@@ -64,6 +64,15 @@ using Out = Ordered<true>;
 /// tensor that cannot take the shape.
 Out resize_memory(Tensor& t, std::span<const int64_t> dims, const char* op);
 
+/// The NHWC memory-order tensor `t` ([N, H, W, C]) as an NCHW tensor in
+/// channels-last order over the same bytes.
+Tensor nchw(const Tensor& t);
+
+/// Output size of a forward convolution along one dim (input `in`, kernel
+/// `k`, padding `pad` on both sides, stride `s`, dilation `d`). Error
+/// InvalidArgument when the kernel is larger than the padded input.
+int64_t conv_size(const char* op, int64_t in, int64_t k, int64_t pad, int64_t s, int64_t d);
+
 /// check_float's error.
 [[noreturn]] void fail_float(const Tensor& t, const char* what, const char* op, const Tensor* like);
 
@@ -76,6 +85,15 @@ inline void check_float(const Tensor& t, const char* what, const char* op,
   if (!ok || (like != nullptr && like->dtype() != d)) [[unlikely]] {
     fail_float(t, what, op, like);
   }
+}
+
+/// check_float, or int8 (with `like`: like int8 too): a quantized activation
+/// of a static int8 graph, which the shape nodes, max pooling and clamps
+/// take as it is (their input and output share quantization parameters).
+inline void check_value(const Tensor& t, const char* what, const char* op,
+                        const Tensor* like = nullptr) {
+  if (t.dtype() == DType::Int8 && (like == nullptr || like->dtype() == DType::Int8)) return;
+  check_float(t, what, op, like);
 }
 
 /// Clamps `out` in place to [lo, hi], a node's fused output clamp; nothing

@@ -22,25 +22,20 @@ using xnn::In;
 using xnn::Out;
 using xnn::resize_memory;
 
-constexpr std::array<uint8_t, 4> kChannelsLast{0, 2, 3, 1};
-
 const PoolBackend& pool(const KernelContext& ctx) {
   return *backend(ctx).pool;
 }
 
-/// The NHWC view `t` ([N, H, W, C]) as an NCHW tensor in channels-last order.
-Tensor nchw(const Tensor& t) {
-  const std::array<int64_t, 4> sizes{t.size(0), t.size(3), t.size(1), t.size(2)};
-  Tensor v(t.dtype(), sizes, kChannelsLast);
-  v.set_data(t.data(), t.capacity());
-  return v;
-}
-
-/// The NHWC input's memory-order view, checked: 4-D, float, with out of
-/// its dtype.
-Tensor nhwc_input(const char* op, const Tensor& in, const Tensor& out) {
-  check_float(in, "input", op);
-  check_float(out, "out", op, &in);
+/// The NHWC input's memory-order view, checked: 4-D, float (or, with
+/// `int8_ok`, int8), with out of its dtype.
+Tensor nhwc_input(const char* op, const Tensor& in, const Tensor& out, bool int8_ok = false) {
+  if (int8_ok) {
+    xnn::check_value(in, "input", op);
+    xnn::check_value(out, "out", op, &in);
+  } else {
+    check_float(in, "input", op);
+    check_float(out, "out", op, &in);
+  }
   const In i_v(in);
   const Tensor& v = *i_v;
   PTERUN_CHECK(v.dim() == 4, ErrorCode::InvalidArgument, op, ": input must be 4-D (NHWC), got ",
@@ -89,8 +84,8 @@ void xnn_avg_pooling2d(KernelContext& ctx, const Tensor& in, IntList padding, In
   const Out o_vo = resize_memory(out, dims, op);
   Tensor& vo = *o_vo;
   if (vo.numel() == 0) return;
-  const Tensor a = nchw(vi);
-  Tensor b = nchw(vo);
+  const Tensor a = xnn::nchw(vi);
+  Tensor b = xnn::nchw(vo);
   Window w;
   w.k = {pooling[0], pooling[1]};
   w.s = {stride[0], stride[1]};
@@ -104,7 +99,7 @@ void xnn_max_pooling2d(KernelContext& ctx, const Tensor& in, IntList padding, In
                        IntList stride, IntList dilation, double out_min, double out_max,
                        Tensor& out) {
   const char* op = "xnnpack::max_pooling2d";
-  const Tensor vi = nhwc_input(op, in, out);
+  const Tensor vi = nhwc_input(op, in, out, /*int8_ok=*/true);
   check_list(padding, 4, 0, "padding", op);
   check_list(pooling, 2, 1, "pooling", op);
   check_list(stride, 2, 1, "stride", op);
@@ -117,8 +112,8 @@ void xnn_max_pooling2d(KernelContext& ctx, const Tensor& in, IntList padding, In
   const Out o_vo = resize_memory(out, dims, op);
   Tensor& vo = *o_vo;
   if (vo.numel() == 0) return;
-  const Tensor a = nchw(vi);
-  Tensor b = nchw(vo);
+  const Tensor a = xnn::nchw(vi);
+  Tensor b = xnn::nchw(vo);
   Window w;
   w.k = {pooling[0], pooling[1]};
   w.s = {stride[0], stride[1]};
@@ -146,9 +141,9 @@ void xnn_argmax_pooling2d(KernelContext& ctx, const Tensor& in, IntList padding,
   const Out o_vx = resize_memory(indices, dims, op);
   Tensor& vx = *o_vx;
   if (vo.numel() == 0) return;
-  const Tensor a = nchw(vi);
-  Tensor b = nchw(vo);
-  Tensor c = nchw(vx);
+  const Tensor a = xnn::nchw(vi);
+  Tensor b = xnn::nchw(vo);
+  Tensor c = xnn::nchw(vx);
   Window w;
   w.k = {pooling[0], pooling[1]};
   w.s = w.k;
@@ -168,10 +163,10 @@ void xnn_global_avg_pooling2d(KernelContext& ctx, const Tensor& in, bool keep_di
   const Out o_vo = keep_dims ? resize_memory(out, kept, op) : resize_memory(out, flat, op);
   Tensor& vo = *o_vo;
   if (vo.numel() == 0) return;
-  const Tensor a = nchw(vi);
+  const Tensor a = xnn::nchw(vi);
   Tensor o4(vo.dtype(), kept);
   o4.set_data(vo.data(), vo.capacity());
-  Tensor b = nchw(o4);
+  Tensor b = xnn::nchw(o4);
   pool(ctx).adaptive_avg_pool(ctx, {a, b, planes(a, b)});
   xnn::clamp_output(ctx, vo, out_min, out_max, op);
 }
@@ -190,8 +185,8 @@ void xnn_static_resize_bilinear2d(KernelContext& ctx, const Tensor& in, int64_t 
   const Out o_vo = resize_memory(out, dims, op);
   Tensor& vo = *o_vo;
   if (vo.numel() == 0) return;
-  const Tensor a = nchw(vi);
-  Tensor b = nchw(vo);
+  const Tensor a = xnn::nchw(vi);
+  Tensor b = xnn::nchw(vo);
   pool(ctx).upsample_bilinear(ctx, {a, b, planes(a, b), {}, align_corners});
 }
 

@@ -2,6 +2,7 @@
 // quant family's slot. The weights' sums are computed at load by the
 // lowering (delegates/xnnpack_quant.cpp) and checked here for shape.
 
+#include <array>
 #include <cmath>
 #include <limits>
 
@@ -99,6 +100,32 @@ void xnn_fully_connected_dq(KernelContext& ctx, const Tensor& in, const Tensor& 
                                            .out_min = bound(out_min),
                                            .out_max = bound(out_max),
                                            .out = vo});
+}
+
+void xnn_quantized_conv2d(KernelContext& ctx, const Tensor& in, double in_scale,
+                          int64_t in_zero_point, const Tensor& weight, const Tensor& weight_scales,
+                          const Tensor& weight_sums, const Tensor* bias, IntList padding,
+                          IntList stride, IntList dilation, int64_t groups, double out_scale,
+                          int64_t out_zero_point, int64_t out_min, int64_t out_max, Tensor& out) {
+  const char* op = "xnnpack::quantized_conv2d";
+  xnn::check_list(padding, 2, 0, "padding", op);
+  xnn::check_list(stride, 2, 1, "stride", op);
+  xnn::check_list(dilation, 2, 1, "dilation", op);
+  const xnn::In i_vi(in);
+  const Tensor& vi = *i_vi;
+  PTERUN_CHECK(vi.dim() == 4 && weight.dim() == 4, ErrorCode::InvalidArgument, op,
+               ": input and weight must be 4-D (NHWC and [OC, IC / groups, KH, KW]), got ",
+               describe(vi), " and ", describe(weight));
+  const int64_t oc = weight.size(0), kh = weight.size(2), kw = weight.size(3);
+  const std::array<int64_t, 4> dims{
+      vi.size(0), xnn::conv_size(op, vi.size(1), kh, padding[0], stride[0], dilation[0]),
+      xnn::conv_size(op, vi.size(2), kw, padding[1], stride[1], dilation[1]), oc};
+  const xnn::Out o_vo = xnn::resize_memory(out, dims, op);
+  Tensor out_nchw = xnn::nchw(*o_vo);
+  // The quantized convolution checks the rest (dtypes, groups, parameters).
+  quantized_conv2d_out(ctx, xnn::nchw(vi), in_scale, in_zero_point, weight, weight_scales,
+                       weight_sums, bias, stride, padding, dilation, groups, out_scale,
+                       out_zero_point, out_min, out_max, out_nchw);
 }
 
 }  // namespace pterun::ops

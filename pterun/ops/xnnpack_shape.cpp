@@ -19,10 +19,10 @@ using xnn::In;
 using xnn::Out;
 using xnn::resize_memory;
 
-/// Checks in and out: any one float dtype.
+/// Checks in and out: any one float dtype, or int8.
 void check_io(const char* op, const Tensor& in, const Tensor& out) {
-  check_float(in, "input", op);
-  check_float(out, "out", op, &in);
+  xnn::check_value(in, "input", op);
+  xnn::check_value(out, "out", op, &in);
 }
 
 void check_rank_list(const char* op, const char* what, IntList list, size_t rank) {
@@ -165,7 +165,7 @@ void xnn_concatenate(KernelContext& ctx, TensorList inputs, int64_t axis, Tensor
   for (size_t d = 0; d < r; ++d) dims.push_back(d == ax ? 0 : first.size(d));
   for (const Tensor* t : inputs) {
     PTERUN_CHECK(t != nullptr, ErrorCode::InvalidArgument, op, ": an input is missing");
-    check_float(*t, "input", op, inputs[0]);
+    xnn::check_value(*t, "input", op, inputs[0]);
     const In i_v(*t);
     const Tensor& v = *i_v;
     PTERUN_CHECK(v.dim() == r, ErrorCode::InvalidArgument, op, ": inputs ", describe(first),

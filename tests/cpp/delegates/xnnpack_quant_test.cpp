@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <utility>
 
 #include "pterun/core/error.h"
 #include "pterun/delegates/expand.h"
@@ -60,6 +61,31 @@ std::vector<uint8_t> payload(bool second_reader = false) {
       fb::CreateConstantDataOffsetDirect(b, 0, 0, nullptr),
       fb::CreateConstantDataOffsetDirect(b, ~uint64_t{0}, 9, "w"),
       fb::CreateConstantDataOffsetDirect(b, ~uint64_t{0}, 12, "s")};
+  b.Finish(fb::CreateGraphDirect(b, "0", &nodes, &values, 2, nullptr, nullptr, nullptr, nullptr,
+                                 &constants),
+           "XN01");
+  return xnn_test::with_header(b);
+}
+
+// y[2, 3] = Convert(Convert(x[2, 3]) as qint8 with `scale` and `zero_point`).
+std::vector<uint8_t> round_trip_payload(float scale, int32_t zero_point) {
+  flatbuffers::FlatBufferBuilder b;
+  std::vector<uint32_t> dims = {2, 3};
+  auto plain = [&](uint32_t external, uint32_t flags, uint32_t id) {
+    auto t = fb::CreateTensorValueDirect(b, fb::DataType_fp32, 2, &dims, 0, external, flags, id);
+    return fb::CreateValue(b, fb::ValueUnion_TensorValue, t.Union());
+  };
+  auto t = fb::CreateTensorValueDirect(b, fb::DataType_qint8, 2, &dims, 0, kXnnInvalidId, 0, 1);
+  auto q = fb::CreateQuantizedTensorValue(b, t, fb::QuantParams_PerTensorQuant,
+                                          fb::CreatePerTensorQuant(b, scale, zero_point).Union());
+  std::vector<flatbuffers::Offset<fb::Value>> values = {
+      plain(0, 1, 0), fb::CreateValue(b, fb::ValueUnion_QuantizedTensorValue, q.Union()),
+      plain(1, 2, 2)};
+  std::vector<flatbuffers::Offset<fb::Node>> nodes = {
+      fb::CreateNode(b, fb::NodeUnion_Convert, fb::CreateUnaryNode(b, 0, 1, 0).Union(), 1),
+      fb::CreateNode(b, fb::NodeUnion_Convert, fb::CreateUnaryNode(b, 1, 2, 0).Union(), 2)};
+  std::vector<flatbuffers::Offset<fb::ConstantDataOffset>> constants = {
+      fb::CreateConstantDataOffsetDirect(b, 0, 0, nullptr)};
   b.Finish(fb::CreateGraphDirect(b, "0", &nodes, &values, 2, nullptr, nullptr, nullptr, nullptr,
                                  &constants),
            "XN01");
@@ -159,6 +185,44 @@ TEST(XnnpackQuant, QdInt8ReadByAnotherNodeKeepsTheDelegate) {
   EXPECT_NE(e.unsupported[0].find("only FullyConnected inputs are implemented"), std::string::npos)
       << e.unsupported[0];
   EXPECT_EQ(e.desc.chains[0].instructions[0].kind, InstructionKind::DelegateCall);
+}
+
+TEST(XnnpackQuant, StaticConvertsBecomeQuantizeAndDequantize) {
+  Fixture f;
+  f.bytes = round_trip_payload(0.25f, -3);
+  ExpandedMethod e = f.expand();
+  ASSERT_TRUE(e.unsupported.empty()) << e.unsupported[0];
+  const auto& instrs = e.desc.chains[0].instructions;
+  ASSERT_EQ(instrs.size(), 2u);
+  EXPECT_EQ(e.desc.operators[instrs[0].index].name,
+            "quantized_decomposed::quantize_per_tensor.out");
+  EXPECT_EQ(e.desc.operators[instrs[1].index].name,
+            "quantized_decomposed::dequantize_per_tensor.out");
+  // (x, scale, zero point, -128, 127, int8, t, t)
+  const auto& q = instrs[0].args;
+  EXPECT_EQ(q[0], 0);
+  EXPECT_EQ(e.desc.values[q[1]].double_value, 0.25);
+  EXPECT_EQ(e.desc.values[q[2]].int_value, -3);
+  EXPECT_EQ(e.desc.values[q[5]].int_value, static_cast<int64_t>(DType::Int8));
+  const auto& t = *e.desc.values[q[6]].tensor;
+  EXPECT_EQ(t.dtype, DType::Int8) << "the qint8 value is an int8 tensor in planned memory";
+  EXPECT_EQ(t.storage, format::TensorStorage::Planned);
+  EXPECT_EQ(instrs[1].args[0], q[6]);
+  EXPECT_EQ(instrs[1].args.back(), 1);
+}
+
+TEST(XnnpackQuant, StaticParametersOutOfRangeKeepTheDelegate) {
+  for (auto [scale, zp] :
+       {std::pair{0.0f, 0}, std::pair{-1.0f, 0},
+        std::pair{std::numeric_limits<float>::quiet_NaN(), 0}, std::pair{0.5f, 200}}) {
+    Fixture f;
+    f.bytes = round_trip_payload(scale, zp);
+    ExpandedMethod e = f.expand();
+    ASSERT_EQ(e.unsupported.size(), 1u) << scale << " " << zp;
+    EXPECT_NE(e.unsupported[0].find("node 0 (Convert): value 1 (qint8) has scale"),
+              std::string::npos)
+        << e.unsupported[0];
+  }
 }
 
 }  // namespace
