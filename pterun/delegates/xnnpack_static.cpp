@@ -10,6 +10,7 @@
 #include <cstring>
 #include <limits>
 #include <numeric>
+#include <vector>
 
 #include "pterun/core/error.h"
 #include "pterun/core/str_cat.h"
@@ -30,6 +31,9 @@ using T = XnnNodeType;
 
 constexpr uint32_t kFlagKeepDims = 0x40;
 constexpr double kInf = std::numeric_limits<double>::infinity();
+// The most values a requantizing Clamp takes (its zeros are a constant of
+// the value's size).
+constexpr uint64_t kMaxRequantized = uint64_t{1} << 26;
 
 bool is_act(const XnnValueDesc& v) {
   return v.datatype == XnnDatatype::QInt8 && v.quant.kind == XnnQuantKind::PerTensor &&
@@ -59,7 +63,8 @@ bool same_params(const XnnValueDesc& a, const XnnValueDesc& b) {
 /// A static filter: constant qcint8 (scales along `channel_dim`) or
 /// per-tensor qint8 with zero point 0; a bias: none, or constant qcint32 /
 /// qint32.
-std::string filter_and_bias(const XnnGraphDesc& g, const XnnNodeDesc& node, uint32_t channel_dim) {
+std::string filter_and_bias(const XnnGraphDesc& g, const XnnNodeDesc& node, uint32_t channel_dim,
+                            uint64_t out_channels) {
   const XnnValueDesc& f = g.values[node.inputs[1]];
   const bool per_channel = f.datatype == XnnDatatype::QCInt8 && f.quant.channel_dim == channel_dim;
   const bool per_tensor = f.datatype == XnnDatatype::QInt8 && f.quant.zero_point == 0;
@@ -69,9 +74,12 @@ std::string filter_and_bias(const XnnGraphDesc& g, const XnnNodeDesc& node, uint
   }
   if (node.inputs[2] != kXnnNoValue) {
     const XnnValueDesc& b = g.values[node.inputs[2]];
-    const bool ok = b.is_constant && b.dims.size() == 1 &&
+    const bool ok = b.is_constant && b.dims.size() == 1 && b.dims[0] == out_channels &&
                     (b.datatype == XnnDatatype::QCInt32 || b.datatype == XnnDatatype::QInt32);
-    if (!ok) return str_cat("bias ", name(b), " must be a constant qcint32 or qint32 vector");
+    if (!ok) {
+      return str_cat("bias ", name(b), " must be a constant qcint32 or qint32 vector of ",
+                     out_channels, " values");
+    }
   }
   if (node.flags != 0) return "a transposed quantized filter is not implemented";
   return {};
@@ -144,13 +152,30 @@ std::string xnnpack_static_node(const XnnGraphDesc& g, size_t n) {
     }
     case T::FullyConnected: {
       if (std::string why = acts(g, {in[0], o}); !why.empty()) return why;
-      return filter_and_bias(g, node, 0);
+      if (g.values[in[1]].dims.size() != 2) return "a fully connected filter must be 2-D";
+      return filter_and_bias(g, node, 0, g.values[in[1]].dims[0]);
     }
     case T::Conv2d:
     case T::DepthwiseConv2d: {
       if (std::string why = acts(g, {in[0], o}); !why.empty()) return why;
       if (g.values[in[0]].dims.size() != 4) return "a convolution's input must be 4-D";
-      return filter_and_bias(g, node, node.type == T::Conv2d ? 0 : 3);
+      // The filter's layout as the node describes it (as the float lowering
+      // checks it): [OC, KH, KW, IC / groups], or [1, KH, KW, OC] depthwise.
+      const auto& p = std::get<format::XnnConvParams>(node.params);
+      const uint64_t goc = p.group_output_channels, gic = p.group_input_channels;
+      const bool depthwise = node.type == T::DepthwiseConv2d;
+      if (depthwise && (gic == 0 || goc % gic != 0)) {
+        return "group_output_channels is not a multiple of group_input_channels";
+      }
+      const std::vector<uint64_t> want =
+          depthwise
+              ? std::vector<uint64_t>{1, p.kernel_height, p.kernel_width, p.groups * (goc / gic)}
+              : std::vector<uint64_t>{p.groups * goc, p.kernel_height, p.kernel_width, gic};
+      const auto& dims = g.values[in[1]].dims;
+      if (!std::equal(want.begin(), want.end(), dims.begin(), dims.end())) {
+        return "the filter's dims do not match the node's kernel size, groups and channels";
+      }
+      return filter_and_bias(g, node, depthwise ? 3 : 0, want[depthwise ? 3 : 0]);
     }
     case T::Add: {
       if (std::string why = acts(g, {in[0], in[1], o}); !why.empty()) return why;
@@ -411,6 +436,9 @@ void StaticLowering::lower(size_t n, const std::function<int32_t(int32_t)>& tens
       // parameters and range, the zeros a constant of x's (static) shape.
       PTERUN_CHECK(!dynamic, ErrorCode::NotImplemented, "XNNPACK node ", n,
                    " (Clamp): requantizing a value of dynamic shape is not implemented");
+      PTERUN_CHECK(x.numel <= kMaxRequantized, ErrorCode::NotImplemented, "XNNPACK node ", n,
+                   " (Clamp): requantizing more than ", kMaxRequantized,
+                   " values is not implemented");
       PTERUN_CHECK(r.lo <= y.quant.zero_point && y.quant.zero_point <= r.hi,
                    ErrorCode::NotImplemented, "XNNPACK node ", n,
                    " (Clamp): an output range without the zero point is not implemented");
