@@ -80,10 +80,11 @@ def test_static_graph_keeps_int8_between_its_converts():
     got, want = run("q_mlp_static", "cpu")
     for g, w in zip(got, want):
         np.testing.assert_array_equal(g, w)
+    before = pterun.get_num_threads()
     pterun.set_num_threads(2)
     try:
         got2, _ = run("q_mlp_static", "cpu")
     finally:
-        pterun.set_num_threads(1)
+        pterun.set_num_threads(before)
     for a, b in zip(got, got2):
         np.testing.assert_array_equal(a, b)
