@@ -285,11 +285,11 @@ const StaticLowering::Filter& StaticLowering::filter(int32_t v, bool depthwise) 
   }
   std::span<uint8_t> sums = b_.own(static_cast<size_t>(oc) * 4);
   for (int64_t c = 0; c < oc; ++c) {
-    int32_t sum = 0;
-    for (int64_t k = 0; k < per; ++k) {
-      sum += static_cast<int8_t>(bytes[c * per + k]);
-    }
-    std::memcpy(sums.data() + 4 * c, &sum, 4);
+    int64_t sum = 0;
+    for (int64_t k = 0; k < per; ++k) sum += static_cast<int8_t>(bytes[c * per + k]);
+    // Exact for the depths the integer kernels take (they refuse deeper).
+    const auto exact = static_cast<int32_t>(sum);
+    std::memcpy(sums.data() + 4 * c, &exact, 4);
   }
   out.scale_tensor = floats(out.scales);
   out.sums = b_.add_constant(DType::Int32, {oc}, sums);

@@ -92,9 +92,59 @@ std::vector<uint8_t> round_trip_payload(float scale, int32_t zero_point) {
   return xnn_test::with_header(b);
 }
 
+// y[2, 3] = Convert(FullyConnected(Convert(x) as qint8 (0.5, 1), w qcint8
+// `wdims` with scales "s", bias qcint32 [bias_len] "b" with scales "bs") as
+// qint8 (0.25, -2)).
+std::vector<uint8_t> static_fc_payload(std::vector<uint32_t> wdims, uint32_t bias_len) {
+  flatbuffers::FlatBufferBuilder b;
+  std::vector<uint32_t> dims = {2, 3}, bdims = {bias_len};
+  auto plain = [&](uint32_t external, uint32_t flags, uint32_t id) {
+    auto t = fb::CreateTensorValueDirect(b, fb::DataType_fp32, 2, &dims, 0, external, flags, id);
+    return fb::CreateValue(b, fb::ValueUnion_TensorValue, t.Union());
+  };
+  auto quantized = [&](fb::DataType type, const std::vector<uint32_t>& d, uint32_t constant,
+                       uint32_t id, fb::QuantParams kind, flatbuffers::Offset<void> params) {
+    auto t = fb::CreateTensorValueDirect(b, type, static_cast<uint32_t>(d.size()), &d, constant,
+                                         kXnnInvalidId, 0, id);
+    auto qt = fb::CreateQuantizedTensorValue(b, t, kind, params);
+    return fb::CreateValue(b, fb::ValueUnion_QuantizedTensorValue, qt.Union());
+  };
+  auto per_tensor = [&](float scale, int32_t zp) {
+    return fb::CreatePerTensorQuant(b, scale, zp).Union();
+  };
+  std::vector<flatbuffers::Offset<fb::Value>> values = {
+      plain(0, 1, 0),
+      quantized(fb::DataType_qint8, dims, 0, 1, fb::QuantParams_PerTensorQuant,
+                per_tensor(0.5f, 1)),
+      quantized(fb::DataType_qcint8, wdims, 1, 2, fb::QuantParams_PerChannelQuant,
+                fb::CreatePerChannelQuant(b, 0, 0, 2, wdims[0]).Union()),
+      quantized(fb::DataType_qcint32, bdims, 3, 3, fb::QuantParams_PerChannelQuant,
+                fb::CreatePerChannelQuant(b, 0, 0, 4, bias_len).Union()),
+      quantized(fb::DataType_qint8, dims, 0, 4, fb::QuantParams_PerTensorQuant,
+                per_tensor(0.25f, -2)),
+      plain(1, 2, 5)};
+  std::vector<flatbuffers::Offset<fb::Node>> nodes = {
+      fb::CreateNode(b, fb::NodeUnion_Convert, fb::CreateUnaryNode(b, 0, 1, 0).Union(), 1),
+      fb::CreateNode(b, fb::NodeUnion_FullyConnected,
+                     fb::CreateFullyConnected(b, 1, 2, 3, 4, 0).Union(), 2),
+      fb::CreateNode(b, fb::NodeUnion_Convert, fb::CreateUnaryNode(b, 4, 5, 0).Union(), 3)};
+  std::vector<flatbuffers::Offset<fb::ConstantDataOffset>> constants = {
+      fb::CreateConstantDataOffsetDirect(b, 0, 0, nullptr),
+      fb::CreateConstantDataOffsetDirect(b, ~uint64_t{0}, 9, "w"),
+      fb::CreateConstantDataOffsetDirect(b, ~uint64_t{0}, 4 * wdims[0], "s"),
+      fb::CreateConstantDataOffsetDirect(b, ~uint64_t{0}, 4 * bias_len, "b"),
+      fb::CreateConstantDataOffsetDirect(b, ~uint64_t{0}, 4 * bias_len, "bs")};
+  b.Finish(fb::CreateGraphDirect(b, "0", &nodes, &values, 2, nullptr, nullptr, nullptr, nullptr,
+                                 &constants),
+           "XN01");
+  return xnn_test::with_header(b);
+}
+
 struct Fixture {
   std::vector<uint8_t> bytes = payload();
   float scales[3] = {0.5f, 0.25f, 2.0f};
+  int32_t bias[3] = {4, -8, 100};
+  float bias_scales[3] = {0.25f, 0.125f, 0.5f};
   alignas(16) int8_t weights[9] = {};
   format::ProgramDesc program;
   format::MethodDesc method;
@@ -117,7 +167,9 @@ struct Fixture {
   ExpandedMethod expand() {
     method.delegates[0].payload = bytes;
     program.named_data = {{"w", {reinterpret_cast<const uint8_t*>(weights), 9}},
-                          {"s", {reinterpret_cast<const uint8_t*>(scales), 12}}};
+                          {"s", {reinterpret_cast<const uint8_t*>(scales), 12}},
+                          {"b", {reinterpret_cast<const uint8_t*>(bias), 12}},
+                          {"bs", {reinterpret_cast<const uint8_t*>(bias_scales), 12}}};
     format::NamedDataMap named(program);
     return expand_delegates(method, named);
   }
@@ -223,6 +275,50 @@ TEST(XnnpackQuant, StaticParametersOutOfRangeKeepTheDelegate) {
               std::string::npos)
         << e.unsupported[0];
   }
+}
+
+TEST(XnnpackQuant, StaticFullyConnectedRunsOnTheIntegerLinear) {
+  Fixture f;
+  f.bytes = static_fc_payload({3, 3}, 3);
+  ExpandedMethod e = f.expand();
+  ASSERT_TRUE(e.unsupported.empty()) << e.unsupported[0];
+  const auto& instrs = e.desc.chains[0].instructions;
+  ASSERT_EQ(instrs.size(), 3u);
+  EXPECT_EQ(e.desc.operators[instrs[1].index].name, "pterun::quantized_linear.out");
+  // (t, 0.5, 1, weight, scales, sums, bias, 0.25, -2, lo, hi, u, u)
+  const auto& a = instrs[1].args;
+  ASSERT_EQ(a.size(), 13u);
+  EXPECT_EQ(a[0], instrs[0].args.back());
+  EXPECT_EQ(e.desc.values[a[1]].double_value, 0.5);
+  EXPECT_EQ(e.desc.values[a[2]].int_value, 1);
+  EXPECT_EQ(e.desc.values[a[3]].tensor->data.data(), reinterpret_cast<const uint8_t*>(f.weights));
+  EXPECT_EQ(values_of<float>(*e.desc.values[a[4]].tensor), (std::vector<float>{0.5f, 0.25f, 2.0f}));
+  EXPECT_EQ(values_of<int32_t>(*e.desc.values[a[5]].tensor), (std::vector<int32_t>{2, 3, 10}));
+  EXPECT_EQ(values_of<float>(*e.desc.values[a[6]].tensor), (std::vector<float>{1.0f, -1.0f, 50.0f}))
+      << "bias = q * its scale";
+  EXPECT_EQ(e.desc.values[a[7]].double_value, 0.25);
+  EXPECT_EQ(e.desc.values[a[8]].int_value, -2);
+  EXPECT_EQ(e.desc.values[a[9]].int_value, -128);
+  EXPECT_EQ(e.desc.values[a[10]].int_value, 127);
+  EXPECT_EQ(e.desc.values[a[11]].tensor->dtype, DType::Int8);
+  EXPECT_EQ(instrs[2].args[0], a[11]);
+}
+
+TEST(XnnpackQuant, StaticFiltersAndBiasesOfTheWrongShape) {
+  // A filter that is not 2-D: the payload reader refuses the graph.
+  Fixture bad_filter;
+  bad_filter.bytes = static_fc_payload({3, 3, 1}, 3);
+  EXPECT_EQ(test::error_code_of([&] { bad_filter.expand(); }), ErrorCode::InvalidProgram);
+  // A bias of another length than the outputs: the delegate is kept, with
+  // the reason.
+  Fixture bad_bias;
+  bad_bias.bytes = static_fc_payload({3, 3}, 2);
+  ExpandedMethod e = bad_bias.expand();
+  ASSERT_EQ(e.unsupported.size(), 1u);
+  EXPECT_NE(e.unsupported[0].find("node 1 (FullyConnected): bias value 3 (qcint32) must be a "
+                                  "constant qcint32 or qint32 vector of 3 values"),
+            std::string::npos)
+      << e.unsupported[0];
 }
 
 }  // namespace
