@@ -5,7 +5,6 @@
 
 #include <cmath>
 #include <cstring>
-#include <numeric>
 #include <vector>
 
 #include "pterun/core/error.h"
@@ -86,7 +85,7 @@ std::string check_dynamic_fc(const XnnGraphDesc& g, size_t n) {
   const bool dynamic = in.datatype == XnnDatatype::QDInt8 || in.dq_datatype.has_value();
   if (!dynamic) {
     return str_cat("input datatype ", format::xnn_datatype_name(in.datatype),
-                   " (static int8 XNNPACK graphs are not implemented)");
+                   " beside values quantized at run time is not implemented");
   }
   if (in.datatype == XnnDatatype::QDInt8 && (in.is_input || in.is_output)) {
     return "an external qdint8 value is not implemented";
@@ -109,8 +108,8 @@ std::string check_convert(const XnnGraphDesc& g, size_t n) {
   const XnnValueDesc& in = g.values[node.inputs[0]];
   const XnnValueDesc& out = g.values[node.outputs[0]];
   if (out.datatype != XnnDatatype::QDInt8) {
-    return str_cat("converting to ", format::xnn_datatype_name(out.datatype),
-                   " (static int8 XNNPACK graphs are not implemented)");
+    return str_cat("converting a value quantized at run time to ",
+                   format::xnn_datatype_name(out.datatype), " is not implemented");
   }
   if (!plain_fp32(in)) {
     return str_cat("quantizing ", format::xnn_datatype_name(in.datatype),
@@ -121,9 +120,12 @@ std::string check_convert(const XnnGraphDesc& g, size_t n) {
   return read_only_by_fc(g, node.outputs[0]);
 }
 
-float scale_at(const format::XnnQuantParams& q, size_t i, bool bf16) {
+}  // namespace
+
+float xnn_scale(const format::XnnQuantParams& q, size_t i) {
+  if (q.kind == XnnQuantKind::PerTensor) return q.scale;
   if (q.scale_data.empty()) return q.inline_scales[i];
-  if (bf16) {
+  if (q.kind == XnnQuantKind::PerChannelGroup) {  // bf16 in named data
     uint16_t bits;
     std::memcpy(&bits, q.scale_data.data() + 2 * i, 2);
     return BFloat16::bits_to_float(bits);
@@ -132,8 +134,6 @@ float scale_at(const format::XnnQuantParams& q, size_t i, bool bf16) {
   std::memcpy(&f, q.scale_data.data() + 4 * i, 4);
   return f;
 }
-
-}  // namespace
 
 std::optional<std::string> xnnpack_quantized_node(const XnnGraphDesc& g, size_t n) {
   const format::XnnNodeDesc& node = g.nodes[n];
@@ -166,16 +166,9 @@ std::optional<std::string> xnnpack_quantized_node(const XnnGraphDesc& g, size_t 
           return read_only_by_fc(g, v);
         }
       }
-      for (const auto* ids : {&node.inputs, &node.outputs}) {
-        for (int32_t v : *ids) {
-          if (v != kXnnNoValue && is_quantized(g.values[v].datatype)) {
-            return str_cat("datatype ", format::xnn_datatype_name(g.values[v].datatype),
-                           " of value ", g.values[v].id,
-                           " (static int8 XNNPACK graphs are not implemented)");
-          }
-        }
-      }
-      return std::string("quantized values are not implemented");
+      return str_cat(format::xnn_node_type_name(node.type),
+                     " on values quantized at run time is not implemented (only "
+                     "FullyConnected inputs are)");
   }
 }
 
@@ -195,7 +188,6 @@ QuantFilter quant_filter(MethodBuilder& b, const XnnValueDesc& f, const std::str
   const bool blockwise = f.quant.kind == XnnQuantKind::PerChannelGroup;
   const int64_t blocks = blockwise ? k / f.quant.group_size : 1;
   const int64_t bs = k / blocks;
-  const bool bf16 = blockwise && !f.quant.scale_data.empty();
   QuantFilter out;
   out.bits = f.datatype == XnnDatatype::QCInt8 ? 8 : 4;
   const int64_t row_bytes = out.bits == 8 ? k : (k + 1) / 2;
@@ -205,7 +197,7 @@ QuantFilter quant_filter(MethodBuilder& b, const XnnValueDesc& f, const std::str
   std::span<uint8_t> sums = b.own(static_cast<size_t>(n) * 4);
   auto* s = reinterpret_cast<float*>(scales.data());
   for (int64_t i = 0; i < n * blocks; ++i) {
-    s[i] = scale_at(f.quant, static_cast<size_t>(i), bf16);
+    s[i] = xnn_scale(f.quant, static_cast<size_t>(i));
     PTERUN_CHECK(std::isnormal(s[i]) && s[i] > 0, ErrorCode::InvalidProgram, what, ": scale ", i,
                  " of filter value ", f.id, " is ", s[i],
                  " (a quantization scale must be a positive normal float)");

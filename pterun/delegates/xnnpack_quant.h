@@ -35,6 +35,11 @@ struct DynamicSource {
 };
 DynamicSource dynamic_source(const format::XnnGraphDesc& graph, int32_t qdint8_value);
 
+/// Scale `i` of quantization parameters `q`: the per-tensor scale, or entry
+/// i of the per-channel (fp32) or blockwise (bf16) scales, from named data or
+/// inline. `i` within the count the reader checked.
+float xnn_scale(const format::XnnQuantParams& q, size_t i);
+
 /// A quantized filter's tensors as xnnpack::fully_connected_dq takes them.
 struct QuantFilter {
   int32_t weight;  // int8 [N, K] or uint8 [N, ceil(K / 2)]

@@ -9,7 +9,6 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
-#include <numeric>
 #include <vector>
 
 #include "pterun/core/error.h"
@@ -270,14 +269,7 @@ const StaticLowering::Filter& StaticLowering::filter(int32_t v, bool depthwise) 
   const bool per_channel = f.quant.kind == XnnQuantKind::PerChannel;
   const int64_t ns = per_channel ? oc : 1;
   for (int64_t c = 0; c < ns; ++c) {
-    float s = f.quant.scale;
-    if (per_channel) {
-      if (f.quant.scale_data.empty()) {
-        s = f.quant.inline_scales[c];
-      } else {
-        std::memcpy(&s, f.quant.scale_data.data() + 4 * c, 4);
-      }
-    }
+    const float s = xnn_scale(f.quant, static_cast<size_t>(c));
     PTERUN_CHECK(std::isnormal(s) && s > 0, ErrorCode::InvalidProgram, "XNNPACK filter value ",
                  f.id, ": scale ", c, " is ", s,
                  " (a quantization scale must be a positive normal float)");
@@ -316,15 +308,7 @@ int32_t StaticLowering::bias(int32_t v, const Filter& f) {
   for (int64_t c = 0; c < n; ++c) {
     int32_t q;
     std::memcpy(&q, bv.data.data() + 4 * c, 4);
-    float s = bv.quant.scale;
-    if (bv.quant.kind == XnnQuantKind::PerChannel) {
-      if (bv.quant.scale_data.empty()) {
-        s = bv.quant.inline_scales[c];
-      } else {
-        std::memcpy(&s, bv.quant.scale_data.data() + 4 * c, 4);
-      }
-    }
-    out[c] = static_cast<float>(q) * s;
+    out[c] = static_cast<float>(q) * xnn_scale(bv.quant, static_cast<size_t>(c));
   }
   return floats(out);
 }

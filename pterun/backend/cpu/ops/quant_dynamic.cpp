@@ -40,12 +40,6 @@ constexpr int64_t kChunk = 128;  // inputs per vector step of the 4-bit kernel
 #else
 constexpr int64_t kChunk = 64;
 #endif
-constexpr size_t kAlign = 64;
-
-size_t aligned(size_t bytes) {
-  return (bytes + kAlign - 1) / kAlign * kAlign;
-}
-
 /// One slice's quantization: q = clamp(rint(x * inv) + zero_point), and
 /// x ~ (q - zero_point) * scale (XNNPACK's qd8 rule: the range widened to
 /// hold 0, 255 steps over it, the zero point from the end with the smaller

@@ -28,12 +28,6 @@ namespace {
 
 using kernels::KernelContext;
 
-constexpr size_t kAlign = 64;
-
-size_t aligned(size_t bytes) {
-  return (bytes + kAlign - 1) / kAlign * kAlign;
-}
-
 /// Per output channel: the multiplier input_scale * weight_scale and the
 /// bias, as float32; and the output's reciprocal scale and zero point.
 struct Requant {

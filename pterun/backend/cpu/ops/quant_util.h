@@ -14,6 +14,13 @@
 
 namespace pterun::cpu {
 
+/// `bytes` rounded up to the 64 bytes the quantization kernels' scratch
+/// regions start at.
+constexpr size_t aligned(size_t bytes) {
+  constexpr size_t kAlign = 64;
+  return (bytes + kAlign - 1) / kAlign * kAlign;
+}
+
 // The integer kernels of quant_nn.cpp, in the table of quant.cpp.
 void quantized_linear(kernels::KernelContext& ctx, const ops::QLinearArgs& a);
 void quantized_conv2d(kernels::KernelContext& ctx, const ops::QConv2dArgs& a);
