@@ -97,7 +97,7 @@ def weights(n, k_shape, low=-127, high=128):
 
 
 @pytest.mark.parametrize("m,k,n", [(1, 8, 10), (4, 32, 64), (5, 64, 3), (7, 65, 9), (3, 200, 17),
-                                   (66, 31, 5), (1, 1, 1)])
+                                   (66, 31, 5), (1, 1, 1), (40, 130, 70)])
 @pytest.mark.parametrize("in_dt", [np.int8, np.uint8])
 def test_quantized_linear(device, m, k, n, in_dt):
     lo, hi = (-128, 127) if in_dt == np.int8 else (0, 255)

@@ -29,6 +29,30 @@ struct QGemm {
 
 void qgemm(const QGemm& p, int32_t* c, int64_t ldc);
 
+/// Whether this build has qgemm_packed's kernel (AVX-512 VNNI); without it
+/// qgemm_packed runs qgemm.
+bool qgemm_packs();
+
+/// Bytes of one packed panel (16 output channels) of a depth of k.
+int64_t qgemm_panel_bytes(int64_t k);
+
+/// Packs panels [panel_begin, panel_end) of n rows of k bytes (row stride
+/// ldw) into `out` (panel i at i * qgemm_panel_bytes(k)): for each group of
+/// 4 inputs, 16 rows x 4 bytes; zeros past n and k; with shift128 every
+/// byte + 128 (an int8 value as the uint8 operand; quant_gemm_packed.cpp).
+void qgemm_pack(const int8_t* w, int64_t ldw, int64_t n, int64_t k, bool shift128,
+                int64_t panel_begin, int64_t panel_end, uint8_t* out);
+
+/// qgemm with the weights read from `panels` (qgemm_pack of p.w's rows,
+/// shifted when !p.a_unsigned; p.w is not read): the same exact sums. Worth its
+/// packing from a few rows of activations on.
+void qgemm_packed(const QGemm& p, const uint8_t* panels, int32_t* c, int64_t ldc);
+
+/// qgemm for few activation rows: the rows are packed into `buffer`
+/// (qgemm_panel_bytes(p.k) per 16 rows) and the weights read in place, 4
+/// bytes at a time. Needs 16 * ldc < 2^31.
+void qgemm_rows_packed(const QGemm& p, uint8_t* buffer, int32_t* c, int64_t ldc);
+
 /// The instruction set qgemm uses in this build: "avx512-vnni", "avx2" or
 /// "scalar".
 const char* qgemm_isa();

@@ -98,6 +98,10 @@ void requantize_run(const int32_t* acc, int64_t n, const Requant& t, int64_t cha
 
 constexpr int64_t kRowBlock = 64;
 constexpr int64_t kColBlock = 256;
+/// From this many rows of activations on, the products run on packed
+/// operands (quant_gemm_packed.cpp): a convolution packs its weights once
+/// per call, a linear layer each task's rows.
+constexpr int64_t kPackRows = 16;
 
 }  // namespace
 
@@ -111,17 +115,26 @@ void quantized_linear(KernelContext& ctx, const ops::QLinearArgs& a) {
   const int64_t col_blocks = (n + kColBlock - 1) / kColBlock;
   const int64_t cols = std::min(n, kColBlock);
   const int threads = std::max(1, ctx.num_threads);
-  // Scratch: the channel terms, then one accumulator block per thread.
+  const bool in_unsigned = a.in.dtype() == DType::UInt8;
+  // From kPackRows rows on, each task packs its rows of activations and
+  // reads the weights in place (qgemm_rows_packed).
+  const bool packed = qgemm_packs() && a.m >= kPackRows;
+  // Scratch: the channel terms, then per thread an accumulator block and
+  // the packed rows.
   const size_t terms_bytes = aligned(static_cast<size_t>(2 * n) * sizeof(float));
   const size_t acc_bytes = aligned(static_cast<size_t>(kRowBlock * cols) * sizeof(int32_t));
-  auto* scratch = static_cast<char*>(ctx.scratch(terms_bytes + acc_bytes * threads));
+  const size_t pack_bytes =
+      packed ? aligned(static_cast<size_t>(kRowBlock / 16 * qgemm_panel_bytes(a.k))) : 0;
+  auto* scratch = static_cast<char*>(ctx.scratch(terms_bytes + (acc_bytes + pack_bytes) * threads));
   const Requant terms = requant_terms(a.rq, n, scratch);
   kernels::visit_q8(a.out.dtype(), [&]<typename Out>() {
     Out* out = a.out.data_as<Out>();
     parallel_for(ctx, row_blocks * col_blocks, std::max<int64_t>(1, kRowBlock * cols * a.k / 16),
                  [&](int64_t begin, int64_t end) {
-                   auto* acc = reinterpret_cast<int32_t*>(scratch + terms_bytes +
-                                                          acc_bytes * parallel_thread_index());
+                   char* mine =
+                       scratch + terms_bytes + (acc_bytes + pack_bytes) * parallel_thread_index();
+                   auto* acc = reinterpret_cast<int32_t*>(mine);
+                   auto* pack = reinterpret_cast<uint8_t*>(mine + acc_bytes);
                    for (int64_t t = begin; t < end; ++t) {
                      const int64_t i0 = t / col_blocks * kRowBlock;
                      const int64_t j0 = t % col_blocks * kColBlock;
@@ -129,7 +142,7 @@ void quantized_linear(KernelContext& ctx, const ops::QLinearArgs& a) {
                      const int64_t width = std::min(kColBlock, n - j0);
                      const QGemm g{a.in.data_as<const uint8_t>() + i0 * a.k,
                                    a.k,
-                                   a.in.dtype() == DType::UInt8,
+                                   in_unsigned,
                                    a.rq.in_q.zero_point,
                                    a.weight.data_as<const int8_t>() + j0 * a.k,
                                    a.k,
@@ -137,7 +150,11 @@ void quantized_linear(KernelContext& ctx, const ops::QLinearArgs& a) {
                                    rows,
                                    width,
                                    a.k};
-                     qgemm(g, acc, width);
+                     if (packed && rows >= kPackRows) {
+                       qgemm_rows_packed(g, pack, acc, width);
+                     } else {
+                       qgemm(g, acc, width);
+                     }
                      for (int64_t r = 0; r < rows; ++r) {
                        requantize_run(acc + r * width, width, terms, j0, out + (i0 + r) * n + j0);
                      }
@@ -263,9 +280,14 @@ void quantized_conv2d(KernelContext& ctx, const ops::QConv2dArgs& a) {
   const size_t acc_bytes = aligned(static_cast<size_t>(kPixelBlock * width) * sizeof(int32_t));
   const size_t out_bytes = aligned(static_cast<size_t>(kPixelBlock * width));
   const size_t taps_bytes = depthwise ? aligned(static_cast<size_t>(taps * c.out_channels)) : 0;
+  const bool in_unsigned = a.in.dtype() == DType::UInt8;
+  const bool packed = !depthwise && qgemm_packs() && c.batch * pixels >= kPackRows;
+  const int64_t panel_bytes = qgemm_panel_bytes(c.k), group_panels = (c.og + 15) / 16;
+  const size_t pack_bytes =
+      packed ? aligned(static_cast<size_t>(c.groups * group_panels * panel_bytes)) : 0;
   const size_t slot = cols_bytes + acc_bytes + out_bytes;
-  auto* scratch =
-      static_cast<char*>(ctx.scratch(terms_bytes + stage_bytes + taps_bytes + slot * threads));
+  auto* scratch = static_cast<char*>(
+      ctx.scratch(terms_bytes + stage_bytes + taps_bytes + pack_bytes + slot * threads));
   const Requant terms = requant_terms(a.rq, c.out_channels, scratch);
   // Depthwise weights tap-major ([tap][channel]), for runs of channels.
   auto* tap_weights = reinterpret_cast<int8_t*>(scratch + terms_bytes + stage_bytes);
@@ -274,6 +296,18 @@ void quantized_conv2d(KernelContext& ctx, const ops::QConv2dArgs& a) {
     for (int64_t ch = 0; ch < c.out_channels; ++ch) {
       for (int64_t t = 0; t < taps; ++t) tap_weights[t * c.out_channels + ch] = w[ch * taps + t];
     }
+  }
+
+  // The weights packed for qgemm_packed, group after group.
+  auto* pack = reinterpret_cast<uint8_t*>(scratch + terms_bytes + stage_bytes + taps_bytes);
+  if (packed) {
+    parallel_for(ctx, c.groups * group_panels, 16 * c.k, [&](int64_t begin, int64_t end) {
+      for (int64_t t = begin; t < end; ++t) {
+        const int64_t g = t / group_panels, panel = t % group_panels;
+        qgemm_pack(a.weight.data_as<const int8_t>() + g * c.og * c.k, c.k, c.og, c.k, !in_unsigned,
+                   panel, panel + 1, pack + g * group_panels * panel_bytes);
+      }
+    });
   }
 
   // The image channels-last with its padding: in place, or copied over
@@ -319,7 +353,6 @@ void quantized_conv2d(KernelContext& ctx, const ops::QConv2dArgs& a) {
   c.image_stride = c.height * c.width * c.channels;
   c.pixel_stride = c.channels;
 
-  const bool in_unsigned = a.in.dtype() == DType::UInt8;
   const int64_t o0 = a.out.stride(0), o1 = a.out.stride(1), o2 = a.out.stride(2),
                 o3 = a.out.stride(3);
   const bool direct = pointwise(c);
@@ -328,8 +361,8 @@ void quantized_conv2d(KernelContext& ctx, const ops::QConv2dArgs& a) {
     parallel_for(
         ctx, tasks, std::max<int64_t>(1, kPixelBlock * c.og * c.k / 8),
         [&](int64_t begin, int64_t end) {
-          char* mine =
-              scratch + terms_bytes + stage_bytes + taps_bytes + slot * parallel_thread_index();
+          char* mine = scratch + terms_bytes + stage_bytes + taps_bytes + pack_bytes +
+                       slot * parallel_thread_index();
           auto* cols = reinterpret_cast<uint8_t*>(mine);
           auto* acc = reinterpret_cast<int32_t*>(mine + cols_bytes);
           auto* tile = reinterpret_cast<Out*>(mine + cols_bytes + acc_bytes);
@@ -362,7 +395,11 @@ void quantized_conv2d(KernelContext& ctx, const ops::QConv2dArgs& a) {
                                rows,
                                c.og,
                                c.k};
-              qgemm(gemm, acc, c.og);
+              if (packed) {
+                qgemm_packed(gemm, pack + g * group_panels * panel_bytes, acc, c.og);
+              } else {
+                qgemm(gemm, acc, c.og);
+              }
             }
             Out* image = out + b * o0 + g * width * o1;
             if (o1 == 1) {  // channels innermost: each pixel's run in place

@@ -1,0 +1,272 @@
+// The int8 matrix product on packed weights (quant_gemm.h, qgemm_packed),
+// AVX-512 VNNI only: the weights of 16 output channels are interleaved so
+// that one 64-byte load holds 4 consecutive inputs of each of them, and
+// vpdpbusd multiplies it by 4 activation bytes broadcast to every lane.
+// Every lane is then one output of its own (no sums across lanes at the
+// end), K needs padding only to a multiple of 4 (not of 64, as the dot
+// products of qgemm), and a tile of 8 rows x 32 channels keeps its 32
+// weight bytes per step in two registers for 16 multiplies.
+//
+// vpdpbusd takes its first operand unsigned. uint8 activations go in as
+// they are, against the weights. int8 activations cannot, so the packed
+// weights are stored + 128 (uint8) and the activations go in as the signed
+// operand: d = sum_k (w + 128) * a = sum_k w * a + 128 * sum_k a, taken back
+// through each row's sum of activations.
+
+#include <algorithm>
+#include <cstring>
+
+#include "pterun/backend/cpu/engine/x86_intrinsics.h"
+#include "pterun/backend/cpu/ops/quant_gemm.h"
+
+namespace pterun::cpu {
+
+int64_t qgemm_panel_bytes(int64_t k) {
+  return (k + 3) / 4 * 64;
+}
+
+bool qgemm_packs() {
+#if defined(__AVX512VNNI__) && defined(__AVX512BW__)
+  return true;
+#else
+  return false;
+#endif
+}
+
+void qgemm_pack(const int8_t* w, int64_t ldw, int64_t n, int64_t k, bool shift128,
+                int64_t panel_begin, int64_t panel_end, uint8_t* out) {
+  const int64_t quads = (k + 3) / 4, whole = k / 4;
+  // + 128 of a byte is a flip of its top bit; padding is a weight of 0,
+  // stored as the shift itself.
+  const uint32_t flip = shift128 ? 0x80808080u : 0u;
+  const int shift = shift128 ? 0x80 : 0;
+  for (int64_t panel = panel_begin; panel < panel_end; ++panel) {
+    uint8_t* dst = out + panel * quads * 64;
+    std::memset(dst, shift, static_cast<size_t>(quads * 64));
+    for (int64_t c = 0; c < 16 && panel * 16 + c < n; ++c) {
+      const int8_t* row = w + (panel * 16 + c) * ldw;
+      for (int64_t q = 0; q < whole; ++q) {
+        uint32_t v;
+        std::memcpy(&v, row + 4 * q, 4);
+        v ^= flip;
+        std::memcpy(dst + q * 64 + c * 4, &v, 4);
+      }
+      for (int64_t kk = whole * 4; kk < k; ++kk) {
+        dst[whole * 64 + c * 4 + (kk - whole * 4)] = static_cast<uint8_t>(row[kk] ^ shift);
+      }
+    }
+  }
+}
+
+#if defined(__AVX512VNNI__) && defined(__AVX512BW__)
+
+namespace {
+
+constexpr int kRows = 8;
+
+/// The 4 activation bytes of row `a` at inputs 4q..4q+3 (zeros past k).
+inline int32_t quad(const uint8_t* a, int64_t q, int64_t k) {
+  int32_t v = 0;
+  const int64_t at = 4 * q;
+  std::memcpy(&v, a + at, static_cast<size_t>(std::min<int64_t>(4, k - at)));
+  return v;
+}
+
+/// One step: acc[r][c] += the 4 activation bytes b[r] times the 4 weight
+/// bytes of each of panel c's 16 channels.
+template <int R, int P, bool Flip>
+[[gnu::always_inline]] inline void step(__m512i (&acc)[R][P], const uint8_t* panel,
+                                        int64_t panel_bytes, int64_t q, const int32_t (&b)[R]) {
+  __m512i w[P];
+#pragma GCC unroll 2
+  for (int c = 0; c < P; ++c) w[c] = _mm512_loadu_si512(panel + c * panel_bytes + q * 64);
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r) {
+    const __m512i v = _mm512_set1_epi32(b[r]);
+#pragma GCC unroll 2
+    for (int c = 0; c < P; ++c) {
+      acc[r][c] =
+          Flip ? _mm512_dpbusd_epi32(acc[r][c], w[c], v) : _mm512_dpbusd_epi32(acc[r][c], v, w[c]);
+    }
+  }
+}
+
+/// One tile: R rows read in place (4 bytes broadcast per step) against P
+/// packed panels of 16 lanes. Output (x, y), row x of the tile and lane y,
+/// goes to out[x * row_stride + y * lane_stride]; the accumulators start at
+/// -(base[x] + lane_term[y]) (what the raw products owe; int32 arithmetic
+/// wraps, and the exact result fits), so the tile stores finished sums.
+struct Tile {
+  const uint8_t* rows;  // the first row
+  int64_t ld;
+  int64_t k;
+  const uint8_t* panels;  // the first panel
+  int64_t panel_bytes;
+  int lanes;                 // valid lanes, up to 16 * P
+  const int32_t* base;       // [R]
+  const int32_t* lane_term;  // [lanes], or nullptr for 0
+  int32_t* out;
+  int64_t row_stride;
+  int64_t lane_stride;
+};
+
+template <int R, int P, bool Flip>
+void tile(const Tile& t) {
+  __m512i acc[R][P];
+  __mmask16 masks[P];
+#pragma GCC unroll 2
+  for (int q = 0; q < P; ++q) {
+    const int left = t.lanes - 16 * q;
+    masks[q] = left >= 16 ? __mmask16{0xFFFF} : static_cast<__mmask16>((1u << left) - 1);
+    const __m512i owed = t.lane_term != nullptr
+                             ? _mm512_maskz_loadu_epi32(masks[q], t.lane_term + 16 * q)
+                             : _mm512_setzero_si512();
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+      acc[r][q] = _mm512_sub_epi32(_mm512_sub_epi32(_mm512_setzero_si512(), owed),
+                                   _mm512_set1_epi32(t.base[r]));
+    }
+  }
+  const int64_t whole = t.k / 4, ld = t.ld;
+  const uint8_t* a = t.rows;
+  int32_t b[R];
+  // The last, partial group of 4 first (integer sums in any order): the
+  // loop is then the last thing before the stores.
+  if (whole * 4 < t.k) {
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) b[r] = quad(a + r * ld, whole, t.k);
+    step<R, P, Flip>(acc, t.panels, t.panel_bytes, whole, b);
+  }
+  for (int64_t q = 0; q < whole; ++q) {
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) std::memcpy(&b[r], a + r * ld + 4 * q, 4);
+    step<R, P, Flip>(acc, t.panels, t.panel_bytes, q, b);
+  }
+  if (t.lane_stride == 1) {
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 2
+      for (int q = 0; q < P; ++q) {
+        _mm512_mask_storeu_epi32(t.out + r * t.row_stride + 16 * q, masks[q], acc[r][q]);
+      }
+    }
+    return;
+  }
+  const __m512i lane =
+      _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                         _mm512_set1_epi32(static_cast<int32_t>(t.lane_stride)));
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 2
+    for (int q = 0; q < P; ++q) {
+      _mm512_mask_i32scatter_epi32(t.out + r * t.row_stride + 16 * q * t.lane_stride, masks[q],
+                                   lane, acc[r][q], 4);
+    }
+  }
+}
+
+using TileFn = void (*)(const Tile&);
+
+template <int R, bool Flip>
+TileFn tile_of(int panels) {
+  return panels == 1 ? &tile<R, 1, Flip> : &tile<R, 2, Flip>;
+}
+
+template <bool Flip>
+TileFn tile_for(int rows, int panels) {
+  switch (rows) {
+    case 1: return tile_of<1, Flip>(panels);
+    case 2: return tile_of<2, Flip>(panels);
+    case 3: return tile_of<3, Flip>(panels);
+    case 4: return tile_of<4, Flip>(panels);
+    case 5: return tile_of<5, Flip>(panels);
+    case 6: return tile_of<6, Flip>(panels);
+    case 7: return tile_of<7, Flip>(panels);
+    default: return tile_of<8, Flip>(panels);
+  }
+}
+
+TileFn tile_fn(bool flip, int rows, int lanes) {
+  const int panels = lanes > 16 ? 2 : 1;
+  return flip ? tile_for<true>(rows, panels) : tile_for<false>(rows, panels);
+}
+
+/// sum_k a[k] of int8 bytes: vpsadbw of the bytes + 128 (as uint8; lanes
+/// past k load 0 and add 128 each), less 128 per lane.
+int64_t signed_sum(const uint8_t* a, int64_t k) {
+  const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
+  __m512i s = _mm512_setzero_si512();
+  int64_t lanes = 0;
+  for (int64_t k0 = 0; k0 < k; k0 += 64, lanes += 64) {
+    const int64_t left = k - k0;
+    const __mmask64 mask = left >= 64 ? ~__mmask64{0} : (__mmask64{1} << left) - 1;
+    const __m512i v = _mm512_xor_si512(_mm512_maskz_loadu_epi8(mask, a + k0), flip);
+    s = _mm512_add_epi64(s, _mm512_sad_epu8(v, _mm512_setzero_si512()));
+  }
+  return _mm512_reduce_add_epi64(s) - 128 * lanes;
+}
+
+}  // namespace
+
+void qgemm_packed(const QGemm& p, const uint8_t* panels, int32_t* c, int64_t ldc) {
+  // Activation rows broadcast against weight panels: int8 activations are
+  // the signed operand (flip), the shift they owe 128 * sum_k a per row.
+  const bool flip = !p.a_unsigned;
+  const int64_t panel_bytes = qgemm_panel_bytes(p.k);
+  int32_t base[kRows], owed[32];
+  for (int64_t i0 = 0; i0 < p.m; i0 += kRows) {
+    const int rows = static_cast<int>(std::min<int64_t>(kRows, p.m - i0));
+    for (int r = 0; r < rows; ++r) {
+      const int64_t sum = flip ? signed_sum(p.a + (i0 + r) * p.lda, p.k) : 0;
+      base[r] = static_cast<int32_t>(static_cast<uint64_t>(128 * sum));
+    }
+    for (int64_t j0 = 0; j0 < p.n; j0 += 32) {
+      const int cols = static_cast<int>(std::min<int64_t>(32, p.n - j0));
+      for (int j = 0; j < cols; ++j) {
+        owed[j] =
+            static_cast<int32_t>(static_cast<uint64_t>(int64_t{p.a_zero_point} * p.w_sums[j0 + j]));
+      }
+      tile_fn(flip, rows, cols)({p.a + i0 * p.lda, p.lda, p.k, panels + j0 / 16 * panel_bytes,
+                                 panel_bytes, cols, base, owed, c + i0 * ldc + j0, ldc, 1});
+    }
+  }
+}
+
+void qgemm_rows_packed(const QGemm& p, uint8_t* buffer, int32_t* c, int64_t ldc) {
+  // Weight rows broadcast (signed) against panels of 16 activation rows
+  // (unsigned: uint8 as they are, int8 + 128); the outputs come out
+  // transposed, and owe (shift + zero_point) * sum_k w per weight row.
+  const int64_t panel_bytes = qgemm_panel_bytes(p.k);
+  const int64_t panels = (p.m + 15) / 16;
+  qgemm_pack(reinterpret_cast<const int8_t*>(p.a), p.lda, p.m, p.k, !p.a_unsigned, 0, panels,
+             buffer);
+  const int64_t shift = p.a_unsigned ? 0 : 128;
+  int32_t base[kRows];
+  for (int64_t j0 = 0; j0 < p.n; j0 += kRows) {
+    const int rows = static_cast<int>(std::min<int64_t>(kRows, p.n - j0));
+    for (int r = 0; r < rows; ++r) {
+      base[r] = static_cast<int32_t>(
+          static_cast<uint64_t>((shift + p.a_zero_point) * int64_t{p.w_sums[j0 + r]}));
+    }
+    for (int64_t i0 = 0; i0 < p.m; i0 += 32) {
+      const int lanes = static_cast<int>(std::min<int64_t>(32, p.m - i0));
+      tile_fn(true, rows, lanes)({reinterpret_cast<const uint8_t*>(p.w + j0 * p.ldw), p.ldw, p.k,
+                                  buffer + i0 / 16 * panel_bytes, panel_bytes, lanes, base, nullptr,
+                                  c + i0 * ldc + j0, 1, ldc});
+    }
+  }
+}
+
+#else
+
+void qgemm_packed(const QGemm& p, const uint8_t* /*panels*/, int32_t* c, int64_t ldc) {
+  qgemm(p, c, ldc);  // no packed kernel in this build (qgemm_packs() is false)
+}
+
+void qgemm_rows_packed(const QGemm& p, uint8_t* /*buffer*/, int32_t* c, int64_t ldc) {
+  qgemm(p, c, ldc);
+}
+
+#endif
+
+}  // namespace pterun::cpu
