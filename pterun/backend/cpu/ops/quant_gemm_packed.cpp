@@ -21,8 +21,10 @@
 
 namespace pterun::cpu {
 
+// One group more than the depth needs (padding), so that every tile ends
+// with one step on the last, partial or empty, group of 4 inputs.
 int64_t qgemm_panel_bytes(int64_t k) {
-  return (k + 3) / 4 * 64;
+  return (k / 4 + 1) * 64;
 }
 
 bool qgemm_packs() {
@@ -35,7 +37,7 @@ bool qgemm_packs() {
 
 void qgemm_pack(const int8_t* w, int64_t ldw, int64_t n, int64_t k, bool shift128,
                 int64_t panel_begin, int64_t panel_end, uint8_t* out) {
-  const int64_t quads = (k + 3) / 4, whole = k / 4;
+  const int64_t quads = k / 4 + 1, whole = k / 4;
   // + 128 of a byte is a flip of its top bit; padding is a weight of 0,
   // stored as the shift itself.
   const uint32_t flip = shift128 ? 0x80808080u : 0u;
@@ -64,11 +66,11 @@ namespace {
 
 constexpr int kRows = 8;
 
-/// The 4 activation bytes of row `a` at inputs 4q..4q+3 (zeros past k).
-inline int32_t quad(const uint8_t* a, int64_t q, int64_t k) {
+/// The bytes of row `a` from input 4 * (k / 4) on (fewer than 4; zeros
+/// past k).
+inline int32_t tail(const uint8_t* a, int64_t k) {
   int32_t v = 0;
-  const int64_t at = 4 * q;
-  std::memcpy(&v, a + at, static_cast<size_t>(std::min<int64_t>(4, k - at)));
+  std::memcpy(&v, a + k / 4 * 4, static_cast<size_t>(k % 4));
   return v;
 }
 
@@ -110,7 +112,25 @@ struct Tile {
   int64_t lane_stride;
 };
 
-template <int R, int P, bool Flip>
+/// The transposed stores: lane y of row x to out[x * row_stride + y *
+/// lane_stride].
+template <int R, int P>
+[[gnu::always_inline]] inline void scatter(const Tile& t, const __m512i (&acc)[R][P],
+                                           const __mmask16 (&masks)[P]) {
+  const __m512i lane =
+      _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                         _mm512_set1_epi32(static_cast<int32_t>(t.lane_stride)));
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 2
+    for (int q = 0; q < P; ++q) {
+      _mm512_mask_i32scatter_epi32(t.out + r * t.row_stride + 16 * q * t.lane_stride, masks[q],
+                                   lane, acc[r][q], 4);
+    }
+  }
+}
+
+template <int R, int P, bool Flip, bool Transposed>
 void tile(const Tile& t) {
   __m512i acc[R][P];
   __mmask16 masks[P];
@@ -130,19 +150,24 @@ void tile(const Tile& t) {
   const int64_t whole = t.k / 4, ld = t.ld;
   const uint8_t* a = t.rows;
   int32_t b[R];
-  // The last, partial group of 4 first (integer sums in any order): the
-  // loop is then the last thing before the stores.
-  if (whole * 4 < t.k) {
+  // Groups 0..whole, the last one the fewer than 4 inputs left (or none:
+  // zeros), in one loop of one entry and one exit: GCC keeps the
+  // accumulators in place through such a loop (not through a loop and a
+  // step after it, where it copies all of them every iteration).
+  int64_t g = 0;
+  do {
+    if (g < whole) {
 #pragma GCC unroll 8
-    for (int r = 0; r < R; ++r) b[r] = quad(a + r * ld, whole, t.k);
-    step<R, P, Flip>(acc, t.panels, t.panel_bytes, whole, b);
-  }
-  for (int64_t q = 0; q < whole; ++q) {
+      for (int r = 0; r < R; ++r) std::memcpy(&b[r], a + r * ld + 4 * g, 4);
+    } else {
 #pragma GCC unroll 8
-    for (int r = 0; r < R; ++r) std::memcpy(&b[r], a + r * ld + 4 * q, 4);
-    step<R, P, Flip>(acc, t.panels, t.panel_bytes, q, b);
-  }
-  if (t.lane_stride == 1) {
+      for (int r = 0; r < R; ++r) b[r] = tail(a + r * ld, t.k);
+    }
+    step<R, P, Flip>(acc, t.panels, t.panel_bytes, g, b);
+  } while (g++ < whole);
+  // One way out per instantiation (two would keep copies of the
+  // accumulators through the loop).
+  if constexpr (!Transposed) {
 #pragma GCC unroll 8
     for (int r = 0; r < R; ++r) {
 #pragma GCC unroll 2
@@ -150,45 +175,39 @@ void tile(const Tile& t) {
         _mm512_mask_storeu_epi32(t.out + r * t.row_stride + 16 * q, masks[q], acc[r][q]);
       }
     }
-    return;
-  }
-  const __m512i lane =
-      _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
-                         _mm512_set1_epi32(static_cast<int32_t>(t.lane_stride)));
-#pragma GCC unroll 8
-  for (int r = 0; r < R; ++r) {
-#pragma GCC unroll 2
-    for (int q = 0; q < P; ++q) {
-      _mm512_mask_i32scatter_epi32(t.out + r * t.row_stride + 16 * q * t.lane_stride, masks[q],
-                                   lane, acc[r][q], 4);
-    }
+  } else {
+    scatter<R, P>(t, acc, masks);
   }
 }
 
 using TileFn = void (*)(const Tile&);
 
-template <int R, bool Flip>
+template <int R, bool Flip, bool Transposed>
 TileFn tile_of(int panels) {
-  return panels == 1 ? &tile<R, 1, Flip> : &tile<R, 2, Flip>;
+  return panels == 1 ? &tile<R, 1, Flip, Transposed> : &tile<R, 2, Flip, Transposed>;
 }
 
-template <bool Flip>
+template <bool Flip, bool Transposed>
 TileFn tile_for(int rows, int panels) {
   switch (rows) {
-    case 1: return tile_of<1, Flip>(panels);
-    case 2: return tile_of<2, Flip>(panels);
-    case 3: return tile_of<3, Flip>(panels);
-    case 4: return tile_of<4, Flip>(panels);
-    case 5: return tile_of<5, Flip>(panels);
-    case 6: return tile_of<6, Flip>(panels);
-    case 7: return tile_of<7, Flip>(panels);
-    default: return tile_of<8, Flip>(panels);
+    case 1: return tile_of<1, Flip, Transposed>(panels);
+    case 2: return tile_of<2, Flip, Transposed>(panels);
+    case 3: return tile_of<3, Flip, Transposed>(panels);
+    case 4: return tile_of<4, Flip, Transposed>(panels);
+    case 5: return tile_of<5, Flip, Transposed>(panels);
+    case 6: return tile_of<6, Flip, Transposed>(panels);
+    case 7: return tile_of<7, Flip, Transposed>(panels);
+    default: return tile_of<8, Flip, Transposed>(panels);
   }
 }
 
-TileFn tile_fn(bool flip, int rows, int lanes) {
+/// The tile for rows broadcast against panels: int8 rows (flip) against
+/// packed weights, stored in place; or weight rows against packed
+/// activations (always the flipped form), stored transposed.
+TileFn tile_fn(bool flip, bool transposed, int rows, int lanes) {
   const int panels = lanes > 16 ? 2 : 1;
-  return flip ? tile_for<true>(rows, panels) : tile_for<false>(rows, panels);
+  if (transposed) return tile_for<true, true>(rows, panels);
+  return flip ? tile_for<true, false>(rows, panels) : tile_for<false, false>(rows, panels);
 }
 
 /// sum_k a[k] of int8 bytes: vpsadbw of the bytes + 128 (as uint8; lanes
@@ -226,8 +245,9 @@ void qgemm_packed(const QGemm& p, const uint8_t* panels, int32_t* c, int64_t ldc
         owed[j] =
             static_cast<int32_t>(static_cast<uint64_t>(int64_t{p.a_zero_point} * p.w_sums[j0 + j]));
       }
-      tile_fn(flip, rows, cols)({p.a + i0 * p.lda, p.lda, p.k, panels + j0 / 16 * panel_bytes,
-                                 panel_bytes, cols, base, owed, c + i0 * ldc + j0, ldc, 1});
+      tile_fn(flip, false, rows,
+              cols)({p.a + i0 * p.lda, p.lda, p.k, panels + j0 / 16 * panel_bytes, panel_bytes,
+                     cols, base, owed, c + i0 * ldc + j0, ldc, 1});
     }
   }
 }
@@ -250,9 +270,9 @@ void qgemm_rows_packed(const QGemm& p, uint8_t* buffer, int32_t* c, int64_t ldc)
     }
     for (int64_t i0 = 0; i0 < p.m; i0 += 32) {
       const int lanes = static_cast<int>(std::min<int64_t>(32, p.m - i0));
-      tile_fn(true, rows, lanes)({reinterpret_cast<const uint8_t*>(p.w + j0 * p.ldw), p.ldw, p.k,
-                                  buffer + i0 / 16 * panel_bytes, panel_bytes, lanes, base, nullptr,
-                                  c + i0 * ldc + j0, 1, ldc});
+      tile_fn(true, true, rows, lanes)({reinterpret_cast<const uint8_t*>(p.w + j0 * p.ldw), p.ldw,
+                                        p.k, buffer + i0 / 16 * panel_bytes, panel_bytes, lanes,
+                                        base, nullptr, c + i0 * ldc + j0, 1, ldc});
     }
   }
 }
