@@ -1,13 +1,10 @@
 #include "python/src/convert.h"
 
-#include <nanobind/ndarray.h>
 #include <nanobind/stl/string.h>
 
 #include <algorithm>
 #include <bit>
-#include <cstring>
 #include <optional>
-#include <typeinfo>
 #include <utility>
 
 #include "pterun/backend/device.h"
@@ -15,6 +12,7 @@
 #include "pterun/core/error.h"
 #include "pterun/core/tensor.h"
 #include "pterun/core/text.h"
+#include "python/src/convert_util.h"
 #include "python/src/numpy_api.h"
 #include "python/src/tensor.h"
 #include "python/src/torch_tensor.h"
@@ -24,11 +22,12 @@ namespace nb = nanobind;
 namespace pterun::python {
 namespace {
 
-[[noreturn]] void raise(PyObject* type, const InputSource& source, const std::string& msg) {
-  std::string text = source.prefix() + msg;
-  PyErr_SetString(type, text.c_str());
-  throw nb::python_error();
-}
+using convert_detail::convert_dlpack;
+using convert_detail::hold_object;
+using convert_detail::kDLPackLegacyStream;
+using convert_detail::message_of;
+using convert_detail::place_on;
+using convert_detail::raise;
 
 std::optional<DType> integer_dtype(bool is_signed, Py_ssize_t itemsize) {
   switch (itemsize) {
@@ -75,249 +74,6 @@ std::string format_error(const char* fmt) {
   if (fmt && (fmt[0] == '>' || fmt[0] == '!'))
     return "big-endian data is not supported; convert it to native byte order first";
   return "buffer format '" + std::string(fmt ? fmt : "") + "' is not supported";
-}
-
-bool dlpack_dtype(nb::dlpack::dtype t, DType& out) {
-  using nb::dlpack::dtype_code;
-  if (t.lanes != 1) return false;
-  auto code = static_cast<dtype_code>(t.code);
-  struct Entry {
-    dtype_code code;
-    int bits;
-    DType dtype;
-  };
-  static constexpr Entry kEntries[] = {
-      {dtype_code::Bool, 8, DType::Bool},
-      {dtype_code::Int, 8, DType::Int8},
-      {dtype_code::Int, 16, DType::Int16},
-      {dtype_code::Int, 32, DType::Int32},
-      {dtype_code::Int, 64, DType::Int64},
-      {dtype_code::UInt, 8, DType::UInt8},
-      {dtype_code::UInt, 16, DType::UInt16},
-      {dtype_code::UInt, 32, DType::UInt32},
-      {dtype_code::UInt, 64, DType::UInt64},
-      {dtype_code::Float, 16, DType::Float16},
-      {dtype_code::Float, 32, DType::Float32},
-      {dtype_code::Float, 64, DType::Float64},
-      {dtype_code::Bfloat, 16, DType::BFloat16},
-      {dtype_code::Complex, 64, DType::Complex64},
-      {dtype_code::Complex, 128, DType::Complex128},
-  };
-  for (const auto& e : kEntries) {
-    if (e.code == code && e.bits == t.bits) {
-      out = e.dtype;
-      return true;
-    }
-  }
-  return false;
-}
-
-/// A Python value (an imported DLPack tensor, an array) kept by C++ beyond
-/// a call, dropped under the GIL from any thread.
-template <typename T>
-struct GilHeld {
-  T value;
-  ~GilHeld() {
-    nb::gil_scoped_acquire gil;
-    value = T();
-  }
-};
-
-// Keeps `obj`, whose memory an input reads, alive: as the InputArg's
-// keep-alive when the method may keep using the memory after the call
-// (`kept`), else with the batch (nothing allocated).
-std::shared_ptr<void> hold_object(nb::handle obj, bool kept, InputBatch& batch) {
-  if (!kept) {
-    batch.hold(obj);
-    return nullptr;
-  }
-  auto object = std::make_shared<GilHeld<nb::object>>();
-  object->value = nb::borrow(obj);
-  return object;
-}
-
-// DLPack device types (dlpack.h's DLDeviceType).
-constexpr int kDLCPU = 1, kDLCUDA = 2, kDLCUDAHost = 3, kDLCUDAManaged = 13;
-// The `stream` pterun passes to a CUDA producer's __dlpack__.
-constexpr uintptr_t kDLPackLegacyStream = 1;
-
-// Marks `a` as memory of GPU `index` (host memory when index < 0).
-void place_on(InputArg& a, int index) {
-  if (index < 0) return;
-  a.device = Device::CUDA;
-  a.device_index = index;
-}
-
-// The message of a Python exception, str(exc) (python_error::what() adds
-// the traceback).
-std::string message_of(const nb::python_error& e) {
-  try {
-    return nb::cast<std::string>(nb::str(e.value()));
-  } catch (const std::exception&) {
-    PyErr_Clear();
-    return "(no message)";
-  }
-}
-
-[[noreturn]] void reraise(nb::python_error& e, const InputSource& source) {
-  nb::object type = nb::borrow(e.type());
-  raise(type.ptr(), source, message_of(e));
-}
-
-// The producer's (device type, device id), from __dlpack_device__; a CPU
-// array when it has none.
-std::pair<int, int> dlpack_device(nb::handle obj, const InputSource& source) {
-  if (!PyObject_HasAttrString(obj.ptr(), "__dlpack_device__")) return {kDLCPU, 0};
-  nb::object d;
-  try {
-    d = obj.attr("__dlpack_device__")();
-  } catch (nb::python_error& e) {
-    reraise(e, source);  // the producer's own error, as it raised it (B6)
-  }
-  try {
-    // Anything but a pair of ints is the producer's mistake, said as such
-    // (not an IndexError from looking inside it).
-    if (!PyTuple_Check(d.ptr()) || PyTuple_GET_SIZE(d.ptr()) != 2) throw std::bad_cast();
-    return {nb::cast<int>(d[0]), nb::cast<int>(d[1])};
-  } catch (nb::python_error&) {
-    PyErr_Clear();
-    raise(PyExc_TypeError, source, "__dlpack_device__() did not return (device_type, device_id)");
-  } catch (const std::exception&) {
-    PyErr_Clear();
-    raise(PyExc_TypeError, source, "__dlpack_device__() did not return (device_type, device_id)");
-  }
-}
-
-// The two capsule payloads of DLPack (dlpack.h's DLManagedTensor and
-// DLManagedTensorVersioned) around nanobind's DLTensor.
-struct ManagedTensor {
-  nb::dlpack::dltensor dl_tensor;
-  void* manager_ctx;
-  void (*deleter)(ManagedTensor*);
-};
-struct ManagedTensorVersioned {
-  uint32_t major, minor;
-  void* manager_ctx;
-  void (*deleter)(ManagedTensorVersioned*);
-  uint64_t flags;
-  nb::dlpack::dltensor dl_tensor;
-};
-
-// Refuses a capsule whose fields nanobind's import would trust to read
-// memory (a null shape, a rank it cannot hold) or that pterun cannot take
-// (another major version, negative sizes). Other objects are left to
-// nanobind's cast, which says what is wrong.
-void check_capsule(nb::handle capsule, const InputSource& source) {
-  if (!PyCapsule_CheckExact(capsule.ptr())) return;
-  const char* name = PyCapsule_GetName(capsule.ptr());
-  if (name == nullptr) {
-    PyErr_Clear();
-    name = "";
-  }
-  void* p = PyCapsule_GetPointer(capsule.ptr(), name);
-  if (p == nullptr) PyErr_Clear();
-  const nb::dlpack::dltensor* t = nullptr;
-  if (p != nullptr && std::strcmp(name, "dltensor_versioned") == 0) {
-    const auto* mt = static_cast<const ManagedTensorVersioned*>(p);
-    if (mt->major != 1) {
-      raise(PyExc_TypeError, source,
-            "its DLPack capsule has version " + std::to_string(mt->major) + "." +
-                std::to_string(mt->minor) + " (pterun reads version 1)");
-    }
-    t = &mt->dl_tensor;
-  } else if (p != nullptr && std::strcmp(name, "dltensor") == 0) {
-    t = &static_cast<const ManagedTensor*>(p)->dl_tensor;
-  } else {
-    raise(PyExc_TypeError, source,
-          "__dlpack__() returned a capsule named '" + printable(name) +
-              "', not an unused 'dltensor' or 'dltensor_versioned' capsule");
-  }
-  if (t->ndim < 0 || static_cast<size_t>(t->ndim) > kMaxRank) {
-    raise(PyExc_ValueError, source,
-          "its DLPack tensor has rank " + std::to_string(t->ndim) + " (at most " +
-              std::to_string(kMaxRank) + ")");
-  }
-  if (t->ndim > 0 && t->shape == nullptr) {
-    raise(PyExc_ValueError, source, "its DLPack tensor has no shape");
-  }
-  for (int32_t d = 0; d < t->ndim; ++d) {
-    if (t->shape[d] < 0) raise(PyExc_ValueError, source, "its DLPack shape has a negative size");
-  }
-}
-
-void convert_dlpack(nb::handle obj, const InputSource& source, InputBatch& batch) {
-  auto [device_type, device_id] = dlpack_device(obj, source);
-  const bool cuda_memory =
-      device_type == kDLCUDA || device_type == kDLCUDAHost || device_type == kDLCUDAManaged;
-  if (!cuda_memory && device_type != kDLCPU) {
-    raise(PyExc_TypeError, source,
-          "the array lives on DLPack device type " + std::to_string(device_type) +
-              ", which pterun cannot read (it reads the CPU and CUDA GPUs)");
-  }
-  if (cuda_memory && !backend::built_with_cuda()) {
-    raise(PyExc_TypeError, source,
-          "the array lives on a GPU and this build of pterun has no CUDA support: copy it to "
-          "the host first");
-  }
-  auto held = std::make_shared<GilHeld<nb::ndarray<nb::ro>>>();
-  // Ask the producer for a capsule ourselves, so that its errors keep their
-  // Python type and message (B6); prefer a versioned capsule (producers
-  // predating max_version raise TypeError: ask again without). For GPU
-  // memory pass stream=1, the legacy default stream (the array API forbids
-  // 0, torch refuses 2): the producer orders its pending writes before that
-  // stream, and the method orders its reads after it, on the GPU (B19).
-  std::vector<nb::dict> requests;  // most capable first
-  for (bool versioned : {true, false}) {
-    nb::dict kwargs;
-    if (versioned) kwargs["max_version"] = nb::make_tuple(1, 0);
-    if (cuda_memory) kwargs["stream"] = 1;
-    requests.push_back(kwargs);
-  }
-  if (cuda_memory) requests.emplace_back();  // no stream: the legacy stream too
-  nb::object capsule;
-  for (size_t r = 0; r < requests.size(); ++r) {
-    try {
-      capsule = obj.attr("__dlpack__")(**requests[r]);
-      break;
-    } catch (nb::python_error& e) {
-      if (!e.matches(PyExc_TypeError) || r + 1 == requests.size()) reraise(e, source);
-    }
-  }
-  check_capsule(capsule, source);
-  try {
-    held->value = nb::cast<nb::ndarray<nb::ro>>(capsule);
-  } catch (const std::exception& e) {
-    PyErr_Clear();
-    raise(PyExc_TypeError, source, std::string("cannot import its DLPack capsule: ") + e.what());
-  }
-  const auto& a = held->value;
-  const int type = a.device_type();
-  if (type != kDLCPU && type != kDLCUDA && type != kDLCUDAHost && type != kDLCUDAManaged) {
-    raise(PyExc_TypeError, source,
-          "the array's DLPack capsule is on device type " + std::to_string(type) +
-              ", which pterun cannot read");
-  }
-  if (type != kDLCPU && type != kDLCUDA) {
-    // Managed and pinned host memory are read as host memory, once the
-    // producer's writes are done: a host wait.
-    batch.wait_legacy_streams.push_back(device_id);
-  }
-  DType dtype;
-  if (!dlpack_dtype(a.dtype(), dtype)) {
-    raise(PyExc_TypeError, source, "the array's DLPack dtype is not supported");
-  }
-  const size_t rank = a.ndim();
-  std::span<int64_t> shape = batch.numbers(2 * rank);
-  for (size_t d = 0; d < rank; ++d) {
-    shape[d] = static_cast<int64_t>(a.shape(d));
-    shape[rank + d] = a.stride(d);
-  }
-  InputArg& arg = batch.add(
-      InputArg::tensor(a.data(), dtype, shape.first(rank), shape.subspan(rank), std::move(held)));
-  if (type == kDLCUDA) {
-    place_on(arg, a.device_id());
-    arg.ready_after(kDLPackLegacyStream);
-  }
 }
 
 // A plain torch tensor read without its __dlpack__ (torch_tensor.h); its

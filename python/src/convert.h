@@ -1,8 +1,9 @@
 #pragma once
 
-// All conversions between Python objects and pterun values live here:
-// buffer-protocol objects, pterun.Tensor and numbers to InputArg (docs/python-api.md, B2, B3),
-// and call results back to Python objects (B16).
+// All conversions between Python objects and pterun values: buffer-protocol
+// objects, pterun.Tensor and numbers to InputArg (convert.cpp; DLPack
+// producers in convert_dlpack.cpp; docs/python-api.md, B2, B3), and call
+// results back to Python objects (B16).
 
 #include <nanobind/nanobind.h>
 
