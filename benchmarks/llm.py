@@ -15,7 +15,10 @@ imports neither torch nor ExecuTorch):
     beside pterun on the same file, at the same thread count (ExecuTorch's
     threadpool and torch's both set to it);
   - CUDA: the same llama in torch eager with a static KV cache, and torch
-    with each decode step replayed as a CUDA graph.
+    with each decode step replayed as a CUDA graph; pterun runs the bfloat16
+    export and the 8da4w export of the same weights (its XNNPACK payload
+    lowered to pterun's own CUDA kernels), and says how much faster 4-bit
+    decode is than bfloat16.
 Each runtime drives the method the same way: one prefill call on the
 prompt, then one call per new token with input_pos, the next token the
 argmax of the logits (so every step ends with the logits on the host).
@@ -29,7 +32,8 @@ Models (--model): `cpu` dim 1024, 12 layers, 16 heads (4 key/value
 heads), hidden 2048, vocab 16384: 140M parameters, 562 MB in float32, far
 beyond any cache, so decode is bound by memory bandwidth; `gpu` dim 512, 4
 layers, vocab 4096: 16.8M parameters, 34 MB in bfloat16. Exports are cached
-in build/bench-llm/MODEL/ (--cache).
+in build/bench-llm/MODEL/ (--cache); the GPU host has no exporter: export
+here and carry the .pte files there (build/bench-llm/gpu/*.pte, 51 MB).
 """
 
 from __future__ import annotations
@@ -68,7 +72,12 @@ MODELS = {
                    "hidden_dim": 1536, "multiple_of": 256, "norm_eps": 1e-5,
                    "rope_theta": 10000.0},
         "context": 512, "max_seq_len": 256,
-        "variants": {"portable_bf16": ["-d", "bf16", "-kv", "--use_sdpa_with_kv_cache"]},
+        "variants": {
+            "portable_bf16": ["-d", "bf16", "-kv", "--use_sdpa_with_kv_cache"],
+            # The same weights in 4 bits (XNNPACK's 8da4w), run by pterun on the GPU.
+            "xnnpack_8da4w": ["-d", "fp32", "-kv", "--use_sdpa_with_kv_cache", "-X", "-qmode",
+                              "8da4w", "--group_size", "32"],
+        },
     },
 }
 
@@ -207,7 +216,9 @@ def main() -> None:
     for w in workers:
         w.close()
 
-    weights_bytes = {"fp32": 4, "bf16": 2}
+    # Bytes per weight as pterun reads them; 8da4w: 4 bits, and a float32
+    # scale per group of 32 (the file's bfloat16 scales widened at load).
+    weights_bytes = {"fp32": 4, "bf16": 2, "8da4w": 0.5 + 4 / 32}
     # Weights read per token: every layer's matrices and the output layer
     # (of the embedding, one row).
     d, kv_dim = params["dim"], params["dim"] // params["n_heads"] * params["n_kv_heads"]
@@ -261,6 +272,10 @@ def main() -> None:
             nbytes = n_params * weights_bytes[variant.split("_")[1]]
             print(f"{name}: {nbytes / dec / 1e9:.0f} GB/s of weights per token "
                   f"({nbytes / 1e6:.0f} MB per token)")
+        if "pterun xnnpack_8da4w" in runners and "pterun portable_bf16" in runners:
+            print(f"pterun xnnpack_8da4w: decode "
+                  f"{decode('pterun portable_bf16') / decode('pterun xnnpack_8da4w'):.2f}x as fast "
+                  f"as pterun portable_bf16")
 
 
 if __name__ == "__main__":

@@ -137,3 +137,34 @@ def test_perf_copies():
          Out(np.float32, (4096, 4096)), nbytes=nbytes)
     perf("slice_copy f32 [4096,4096] -> [4096,2048]", "aten::slice_copy.Tensor_out", a, 1, 0,
          2048, 1, Out(np.float32, (4096, 2048)), nbytes=a.nbytes)
+
+
+def mv_reference(torch, k, n):
+    a = torch.rand(1, k, device="cuda", dtype=torch.bfloat16)
+    b = torch.rand(n, k, device="cuda", dtype=torch.bfloat16)
+    return lambda: torch.nn.functional.linear(a, b)
+
+
+def test_perf_dynamically_quantized_linear():
+    """XNNPACK's 8da4w linear (4-bit weights in blocks of 32, int8
+    activations quantized per row) and its 8-bit form, beside the bfloat16
+    matrix product of the same size: rows of 1 (decode), 8 and 128
+    (prefill). GB/s counts the weights and scales read."""
+    k = n = 4096
+    harness.perf_torch_reference("linear bf16", f"torch linear bfloat16 1x{k}x{n}",
+                                 lambda torch: mv_reference(torch, k, n), nbytes=n * k * 2)
+    w4 = RNG.integers(0, 256, (n, k // 2), dtype=np.uint8)
+    s4 = (RNG.random((n, k // 32), dtype=np.float32) * 0.01 + 1e-3).astype(np.float32)
+    w8 = RNG.integers(-128, 128, (n, k), dtype=np.int8)
+    s8 = (RNG.random((n, 1), dtype=np.float32) * 0.01 + 1e-3).astype(np.float32)
+    for m in (1, 8, 128):
+        x = rand((m, k))
+        perf(f"fully_connected_dq 4-bit/32 {m}x{k}x{n}", "xnnpack::fully_connected_dq", x, w4, s4,
+             np.zeros(n, np.float32), None, 4, 1, -np.inf, np.inf, Out(np.float32, (m, n)),
+             nbytes=w4.nbytes + s4.nbytes, ref="linear bf16")
+        perf(f"fully_connected_dq 8-bit {m}x{k}x{n}", "xnnpack::fully_connected_dq", x, w8, s8,
+             np.zeros(n, np.int32), None, 8, 1, -np.inf, np.inf, Out(np.float32, (m, n)),
+             nbytes=w8.nbytes, ref="linear bf16")
+    b = tensor(rand((k, n)), BF16)
+    perf(f"mm bfloat16 1x{k}x{n}", "aten::mm.out", tensor(rand((1, k)), BF16), b,
+         Out(BF16, (1, n)), nbytes=n * k * 2, ref="linear bf16")

@@ -5,7 +5,10 @@ w_zp), then float32 scaling by block, row scale, bias and the output clamp.
 8-bit weights, 4-bit weights per channel and in blocks (odd depths, the
 vector path's 64-input chunks with blocks of 32 or of multiples of 64, and
 the scalar path), slices of one row or several, threads, and the argument
-errors."""
+errors. On CUDA the same cases against the CPU cover the one-launch path
+(up to 4 rows of one slice, 16 KiB of activations), the two-kernel path
+(quantize, then tiles of 4 or 8 rows) and the plain kernel (other depths
+and block sizes)."""
 
 import numpy as np
 import pytest
@@ -92,13 +95,14 @@ def case(device, shape, n, bits, blocks=1, bias=True, nnb=1, lo=-np.inf, hi=np.i
 
 
 @pytest.mark.parametrize("m,k,n", [(1, 1, 1), (1, 32, 8), (3, 7, 5), (17, 100, 70), (40, 64, 64),
-                                   (5, 256, 33)])
+                                   (5, 256, 33), (1, 16400, 3)])
 def test_8bit_weights(device, m, k, n):
     case(device, (m, k), n, 8)
 
 
 @pytest.mark.parametrize("m,k,n", [(1, 32, 8), (4, 64, 3), (6, 96, 17), (1, 7, 5), (3, 33, 9),
-                                   (9, 128, 64), (5, 192, 7), (2, 512, 13), (1, 1024, 9)])
+                                   (9, 128, 64), (5, 192, 7), (2, 512, 13), (1, 1024, 9),
+                                   (1, 16416, 3)])
 def test_4bit_weights_per_channel(device, m, k, n):
     case(device, (m, k), n, 4)
 
@@ -112,6 +116,30 @@ def test_4bit_weights_in_blocks(device, m, k, n, blocks):
     four, columns in pairs and one by one; blocks of 48 or 16, or rows of
     96, the scalar one."""
     case(device, (m, k), n, 4, blocks=blocks)
+
+
+def test_4bit_one_row_clamp_threads(device):
+    """A decode step (one row, each column's weights read start to end, the
+    columns finished together): no bias, a clamp, the columns over two
+    threads; and one row after a tile of four."""
+    case(device, (1, 512), 600, 4, blocks=16, bias=False, lo=-0.2, hi=0.3, threads=2)
+    case(device, (5, 256), 21, 4, blocks=8, lo=-0.5, hi=0.5)
+
+
+@pytest.mark.parametrize("nibble", [0, 15])
+@pytest.mark.parametrize("m", [1, 4])
+def test_4bit_extremes(device, nibble, m):
+    """Every weight at one end (stored 0 or 15) against activations at both
+    ends of int8: the products are taken on the stored nibbles, the sums
+    starting from -8 times the activations' (AVX2: 2 * 255 * 15 per int16
+    pair)."""
+    k, n, blocks = 256, 9, 8
+    x = np.tile(np.where(np.arange(k) % 3 == 0, F32(50), F32(-20)), (m, 1)).astype(F32)
+    w = np.full((n, k // 2), nibble * 17, np.uint8)
+    scales = np.abs(normal((n, blocks), scale=0.02)).astype(F32) + F32(1e-3)
+    sums = (scales.astype(np.float64) * (k // blocks) * (nibble - 8)).sum(axis=1).astype(F32)
+    check(device, FCDQ, x, w, scales, sums, None, 4, 1, -np.inf, np.inf, Out("float32", (m, n)),
+          tol=TOL)
 
 
 @pytest.mark.parametrize("nnb", [1, 2, 3])
@@ -166,13 +194,15 @@ def test_errors(device):
                 exc=ValueError, match="must be float32")
 
 
+@pytest.mark.parametrize("rows", [3, 6])
 @pytest.mark.parametrize("bad", [np.nan, np.inf])
-def test_nonfinite_input_raises(device, bad):
+def test_nonfinite_input_raises(device, bad, rows):
     """No int8 scale represents NaN or an infinity: ValueError naming the
-    slice, the output untouched (the CPU checks the data; CUDA has no
-    kernel yet)."""
-    x = normal((3, 32))
+    slice (the CPU checks before it writes; CUDA records it in the method's
+    device-check word and raises at the wait)."""
+    x = normal((rows, 32))
     x[1, 5] = bad
     w, s, z = weights(4, 32, 8)
-    check_error(device, FCDQ, x, w, s, z, None, 8, 1, -np.inf, np.inf, Out("float32", (3, 4)),
-                exc=ValueError, match="input slice 1 holds NaN or an infinity")
+    check_error(device, FCDQ, x, w, s, z, None, 8, 1, -np.inf, np.inf,
+                Out("float32", (rows, 4)), exc=ValueError,
+                match=f"input slice 1 of {rows} holds NaN or an infinity")

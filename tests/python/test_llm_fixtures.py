@@ -4,8 +4,7 @@ cache, the -kv cache written with index_put + copy_, the custom
 update_cache + custom_sdpa ops; quantized embeddings; XNNPACK-delegated
 8da4w linears) runs a prefill and 20 decode steps on each device and
 matches ExecuTorch's runtime token for token, its logits within the dtype's
-precision (the 8da4w programs are refused on a GPU, naming the operator
-that has no CUDA kernel yet). A prompt longer than the context
+precision. A prompt longer than the context
 and a position beyond the cache are refused with a clear error (the same
 on every device), and the method goes on working afterwards. CUDA cases skip without a GPU."""
 
@@ -53,10 +52,6 @@ def call_inputs(ref, k, kv):
 def test_matches_executorch_token_for_token(name, device):
     entry = MANIFEST[name]
     ref = np.load(LLM / f"{name}.npz")
-    if device == "cuda" and "-qmode" in entry["flags"]:
-        with pytest.raises(NotImplementedError, match="xnnpack::fully_connected_dq"):
-            load(name, device)
-        return
     method = load(name, device)
     chosen = []
     for k in range(entry["calls"]):

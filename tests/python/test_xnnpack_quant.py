@@ -66,11 +66,6 @@ def test_quantized_fixture_matches_executorch(name):
 @needs_cuda
 @pytest.mark.parametrize("name", sorted(MANIFEST))
 def test_quantized_fixture_on_cuda(name):
-    if dynamic(MANIFEST[name]):
-        program = pterun.load_program(XNNPACK / MANIFEST[name]["files"]["pte"])
-        with pytest.raises(NotImplementedError, match="xnnpack::fully_connected_dq"):
-            program.load_method("forward", device="cuda:0")
-        return
     check(name, *run(name, "cuda:0"))
 
 

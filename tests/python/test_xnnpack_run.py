@@ -64,18 +64,8 @@ def check_outputs(outputs, call, arrays, where):
             np.testing.assert_array_equal(actual, expected, err_msg=f"{where} output {i}")
 
 
-def dynamically_quantized(entry):
-    """Whether a fixture's payload quantizes activations at run time."""
-    return any(v["datatype"] == "qdint8" for graphs in entry["xnnpack"].values()
-               for g in graphs for v in g["values"])
-
-
 def run_fixture(name, entry, device="cpu"):
     program = pterun.load_program(XNNPACK / entry["files"]["pte"])
-    if device != "cpu" and dynamically_quantized(entry):
-        with pytest.raises(NotImplementedError, match="xnnpack::fully_connected_dq"):
-            program.load_method("forward", device=device)
-        return
     arrays = np.load(XNNPACK / entry["files"]["npz"])
     methods = {}
     for k, call in enumerate(entry["calls"]):

@@ -15,6 +15,7 @@ const char* device_check_op_name(DeviceCheckOp op) {
     case DeviceCheckOp::Embedding2Bit: return "quantized_decomposed::embedding_2bit";
     case DeviceCheckOp::Embedding4Bit: return "quantized_decomposed::embedding_4bit";
     case DeviceCheckOp::Slice: return "aten::slice_copy.Tensor_out";
+    case DeviceCheckOp::FullyConnectedDq: return "xnnpack::fully_connected_dq";
   }
   return "a kernel";
 }
@@ -34,13 +35,18 @@ std::string device_check_message(const DeviceCheck& c) {
       if (c.value < 0) return str_cat(op, ": start ", c.value, " is negative");
       return str_cat(op, ": start ", c.value, " with ", c.extra,
                      " elements runs past a dimension of ", c.limit);
+    case DeviceCheckKind::NonFiniteSlice:
+      return str_cat(op, ": input slice ", c.value, " of ", c.limit,
+                     " holds NaN or an infinity, which cannot be quantized");
     case DeviceCheckKind::None: break;
   }
   return str_cat(op, ": a device-side check failed");
 }
 
 void throw_device_check(const DeviceCheck& check) {
-  throw_error(ErrorCode::IndexOutOfRange, device_check_message(check));
+  const bool value_error = check.kind == static_cast<int32_t>(DeviceCheckKind::NonFiniteSlice);
+  throw_error(value_error ? ErrorCode::InvalidArgument : ErrorCode::IndexOutOfRange,
+              device_check_message(check));
 }
 
 void throw_device_check(DeviceCheckKind kind, DeviceCheckOp op, int64_t value, int64_t limit,

@@ -24,6 +24,9 @@ enum class DeviceCheckKind : int32_t {
   /// A slice of `extra` elements starting at `value` does not fit a
   /// dimension of `limit`.
   SliceStart = 4,
+  /// Slice `value` of `limit` slices of the input holds NaN or an infinity
+  /// (nothing can quantize it): InvalidArgument, not IndexOutOfRange.
+  NonFiniteSlice = 5,
 };
 
 /// Operators a device check can name.
@@ -36,6 +39,7 @@ enum class DeviceCheckOp : int32_t {
   Embedding2Bit = 5,
   Embedding4Bit = 6,
   Slice = 7,
+  FullyConnectedDq = 8,
 };
 
 /// The word a GPU kernel fills when a check fails. `failed` goes from 0 to
@@ -57,7 +61,8 @@ const char* device_check_op_name(DeviceCheckOp op);
 /// The message of a failed check, starting with the operator's name.
 std::string device_check_message(const DeviceCheck& check);
 
-/// Throws the check's Error (IndexOutOfRange) with device_check_message.
+/// Throws the check's Error with device_check_message: IndexOutOfRange, or
+/// InvalidArgument for a NonFiniteSlice.
 [[noreturn]] void throw_device_check(const DeviceCheck& check);
 
 /// Throws the error of a check that failed on the host: the CPU's way of

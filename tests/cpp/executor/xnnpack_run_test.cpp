@@ -46,35 +46,11 @@ std::vector<uint8_t> download(const Tensor& t, int device) {
   return host;
 }
 
-// Whether a fixture's payload quantizes activations at run time (qdint8).
-bool dynamically_quantized(const json& entry) {
-  for (const auto& [method, graphs] : entry["xnnpack"].items()) {
-    for (const auto& g : graphs) {
-      for (const auto& v : g["values"]) {
-        if (v["datatype"] == "qdint8") return true;
-      }
-    }
-  }
-  return false;
-}
-
 // Runs every call of every fixture on `options`' device.
 void run_fixtures(const MethodOptions& options) {
   for (const auto& [name, entry] : xnnpack_manifest()["fixtures"].items()) {
     SCOPED_TRACE(name);
     auto program = test::load_fixture(entry, xnnpack_dir());
-    if (options.device != Device::CPU && dynamically_quantized(entry)) {
-      // No CUDA kernel for xnnpack::fully_connected_dq yet: refused at load.
-      try {
-        Method::load(program, "forward", options);
-        ADD_FAILURE() << name << ": a dynamically quantized graph loaded on a GPU";
-      } catch (const Error& e) {
-        EXPECT_EQ(e.code(), ErrorCode::NotImplemented) << e.what();
-        EXPECT_NE(std::string(e.what()).find("xnnpack::fully_connected_dq"), std::string::npos)
-            << e.what();
-      }
-      continue;
-    }
     std::unique_ptr<Method> m = Method::load(program, "forward", options);
     auto calls = test::load_calls(entry, xnnpack_dir());
     for (size_t k = 0; k < calls.size(); ++k) {
@@ -139,8 +115,7 @@ TEST(XnnpackRun, EveryLoweredOperatorIsRegistered) {
   const auto& registry = kernels::KernelRegistry::global();
   for (std::string_view name : delegates::xnnpack_operator_names()) {
     EXPECT_NE(registry.find(std::string(name), Device::CPU), nullptr) << name;
-    // No CUDA kernel for the dynamically quantized layer yet (issue 16).
-    if (backend::built_with_cuda() && name != "xnnpack::fully_connected_dq") {
+    if (backend::built_with_cuda()) {
       EXPECT_NE(registry.find(std::string(name), Device::CUDA), nullptr) << name;
     }
   }

@@ -28,6 +28,7 @@
 #include "pterun/backend/cpu/ops/quant_util.h"
 #include "pterun/core/error.h"
 #include "pterun/core/str_cat.h"
+#include "pterun/kernels/common/device_check.h"
 #include "pterun/ops/quant.h"
 
 namespace pterun::cpu {
@@ -110,8 +111,10 @@ void quantize_rows(KernelContext& ctx, const ops::QDynLinearArgs& a, uint8_t* q,
     }
   });
   const int64_t s = bad.load(std::memory_order_relaxed);
-  PTERUN_CHECK(s < 0, ErrorCode::InvalidArgument, "xnnpack::fully_connected_dq: input slice ", s,
-               " holds NaN or an infinity, which cannot be quantized");
+  if (s >= 0) {
+    kernels::throw_device_check(kernels::DeviceCheckKind::NonFiniteSlice,
+                                kernels::DeviceCheckOp::FullyConnectedDq, s, slices);
+  }
 }
 
 float finish(float acc, const ops::QDynLinearArgs& a, const RowQuant& p, int64_t j) {

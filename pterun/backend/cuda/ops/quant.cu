@@ -324,7 +324,11 @@ void quantized_mean(KernelContext& ctx, const ops::QMeanArgs& a) {
 }  // namespace
 
 const ops::QuantBackend& quant_backend() {
-  static constexpr ops::QuantBackend kQuant = PTERUN_QUANT_BACKEND();
+  static constexpr ops::QuantBackend kQuant = [] {
+    ops::QuantBackend b = PTERUN_QUANT_BACKEND();
+    b.dynamic_linear = &dynamic_linear;
+    return b;
+  }();
   return kQuant;
 }
 

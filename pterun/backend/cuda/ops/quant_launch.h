@@ -1,8 +1,8 @@
 #pragma once
 
 // The launch structs of the CUDA quantization kernels (quant.cu,
-// quant_gemm.cu), filled on the host from the front-ends' argument structs
-// (ops/quant.h): plain pointers, dtypes and sizes, passed by value.
+// quant_gemm.cu; quant_dynamic.cu keeps its own), filled on the host from the front-ends' argument
+// structs (ops/quant.h): plain pointers, dtypes and sizes, passed by value.
 
 #include <cstdint>
 
@@ -85,5 +85,7 @@ namespace pterun::kernels::cuda_ops {
 // The integer matrix products (quant_gemm.cu), in the table of quant.cu.
 void quantized_linear(KernelContext& ctx, const ops::QLinearArgs& a);
 void quantized_conv2d(KernelContext& ctx, const ops::QConv2dArgs& a);
+// XNNPACK's dynamically quantized fully connected layer (quant_dynamic.cu).
+void dynamic_linear(KernelContext& ctx, const ops::QDynLinearArgs& a);
 
 }  // namespace pterun::kernels::cuda_ops

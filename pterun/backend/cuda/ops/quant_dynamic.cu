@@ -1,0 +1,388 @@
+// XNNPACK's dynamically quantized fully connected layer on CUDA
+// (ops::QDynLinearArgs), in two kernels:
+//
+//  1. quantize_slices: one block per slice of rows finds the slice's range
+//     and quantizes it to int8 with XNNPACK's rule, float operation for
+//     float operation as the CPU (backend/cpu/ops/quant_dynamic.cpp), into
+//     scratch with each row's scale and zero point. A slice holding NaN or
+//     an infinity is recorded in the method's device-check word (raised as
+//     ValueError at the next wait, as the CPU raises it at once) and reads
+//     as zeros.
+//  2. A warp per output column and a few rows: each lane streams 16 bytes
+//     of the weight row at a time (32 4-bit or 16 8-bit weights) and
+//     multiplies them with __dp4a against the int8 activations; the lanes'
+//     sums meet by shuffles. 4-bit weights (stored w + 8, element 2i in the
+//     low nibble) are turned into signed bytes in registers, the low
+//     nibbles of a 32-bit word holding elements 0, 2, 4, 6 of a group of 8,
+//     the high ones 1, 3, 5, 7: the activations are stored in that order
+//     (each group of 8: its even elements, then its odd ones). A block's
+//     int32 sum is scaled once; the activations' zero point comes back per
+//     output through the weights' sums, as on the CPU.
+//
+// A decode step (up to 4 rows of one slice each, 16 KiB of activations)
+// runs one launch: each block of the vector kernel quantizes the rows
+// itself into shared memory (the rows are read from L2 once per block of
+// 8 columns, the weights once in all).
+//
+// Shapes the vector kernel does not take (depths not a multiple of 32 for
+// 4-bit or 16 for 8-bit weights, blocks not a multiple of 8, unaligned
+// weights) run a plain kernel of one thread per output.
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "pterun/backend/cuda/cuda_context.h"
+#include "pterun/backend/cuda/ops/ops.h"
+#include "pterun/backend/cuda/ops/quant_launch.h"
+#include "pterun/core/error.h"
+#include "pterun/kernels/common/device_check.h"
+#include "pterun/ops/quant.h"
+
+namespace pterun::cuda::quant {
+
+constexpr int kQuantThreads = 256;
+constexpr int kWarps = 8;  // output columns per block of the vector kernel
+
+/// One row's quantization: x ~ (q - zero_point) * scale.
+struct RowParams {
+  float inv;
+  float scale;
+  int32_t zero_point;
+  int32_t pad;
+};
+
+struct DqLaunch {
+  const float* in;
+  const uint8_t* weight;  // n rows of row_bytes
+  const float* scales;    // [n, blocks]
+  const void* sums;       // int32 (8-bit) or float32 (4-bit) [n]
+  const float* bias;      // or nullptr
+  int8_t* q;              // [m, k] scratch
+  RowParams* params;      // [m] scratch
+  kernels::DeviceCheck* check;
+  int bits;
+  bool interleave;  // groups of 8 stored evens then odds (the 4-bit vector kernel)
+  int64_t m, n, k, blocks, block_size, slice_rows, row_bytes;
+  float out_min, out_max;
+  float* out;
+};
+
+/// Where element e of a row goes in the stored activations.
+__device__ inline int64_t stored_at(int64_t e, bool interleave) {
+  if (!interleave) return e;
+  const int64_t w = e & 7;
+  return (e & ~int64_t{7}) + ((w & 1) != 0 ? 4 + (w >> 1) : (w >> 1));
+}
+
+/// XNNPACK's qd8 parameters of a range (the CPU's `choose`, each float
+/// operation rounded as there).
+__device__ inline RowParams choose(float lo, float hi) {
+  const float rmin = fminf(lo, 0.0f), rmax = fmaxf(hi, 0.0f);
+  const float inv = rmin == rmax ? 1.0f : __fdiv_rn(255.0f, __fsub_rn(rmax, rmin));
+  const float dmin = __fmul_rn(rmin, inv), dmax = __fmul_rn(rmax, inv);
+  float zp = __fadd_rn(__fadd_rn(-128.0f, dmin), __fadd_rn(127.0f, dmax)) > 0.0f
+                 ? __fsub_rn(-128.0f, dmin)
+                 : __fsub_rn(127.0f, dmax);
+  zp = fminf(fmaxf(zp, -128.0f), 127.0f);
+  return {inv, __fdiv_rn(1.0f, inv), static_cast<int32_t>(rintf(zp)), 0};
+}
+
+/// The parameters of `count` values at x, computed by the whole block
+/// (every thread gets them; blockDim.x a multiple of 32, at most 1024). A
+/// slice holding NaN or an infinity is recorded in the device-check word as
+/// slice `slice` and gets parameters that store zeros (pad 1).
+__device__ RowParams block_params(const DqLaunch& l, const float* x, int64_t count, int64_t slice) {
+  __shared__ float s_lo[32], s_hi[32];
+  __shared__ int s_bad[32];
+  __shared__ RowParams s_p;
+  float lo = INFINITY, hi = -INFINITY;
+  int bad = 0;
+  for (int64_t e = threadIdx.x; e < count; e += blockDim.x) {
+    const float v = x[e];
+    lo = fminf(lo, v);
+    hi = fmaxf(hi, v);
+    bad |= isfinite(v) ? 0 : 1;
+  }
+  for (int o = 16; o > 0; o >>= 1) {
+    lo = fminf(lo, __shfl_xor_sync(0xffffffffu, lo, o));
+    hi = fmaxf(hi, __shfl_xor_sync(0xffffffffu, hi, o));
+    bad |= __shfl_xor_sync(0xffffffffu, bad, o);
+  }
+  const int warp = threadIdx.x / 32;
+  if (threadIdx.x % 32 == 0) {
+    s_lo[warp] = lo;
+    s_hi[warp] = hi;
+    s_bad[warp] = bad;
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    for (int w = 1; w < static_cast<int>(blockDim.x / 32); ++w) {
+      lo = fminf(lo, s_lo[w]);
+      hi = fmaxf(hi, s_hi[w]);
+      bad |= s_bad[w];
+    }
+    if (bad != 0) {
+      s_p = {0.0f, 1.0f, 0, 1};  // zeros, an output of the bias alone
+      if (atomicCAS(reinterpret_cast<int*>(&l.check->failed), 0, 1) == 0) {
+        l.check->kind = static_cast<int32_t>(kernels::DeviceCheckKind::NonFiniteSlice);
+        l.check->op = static_cast<int32_t>(kernels::DeviceCheckOp::FullyConnectedDq);
+        l.check->value = slice;
+        l.check->limit = l.m / l.slice_rows;
+        l.check->extra = 0;
+      }
+    } else {
+      s_p = choose(lo, hi);
+    }
+  }
+  __syncthreads();
+  const RowParams p = s_p;
+  __syncthreads();  // s_p may be written again by the next call
+  return p;
+}
+
+/// Stores rows [0, rows) of k values at x, quantized with p, at q (row
+/// stride k, stored_at's order).
+__device__ void quantize_into(const DqLaunch& l, const float* x, int64_t rows, const RowParams& p,
+                              int8_t* q) {
+  const float zp = static_cast<float>(p.zero_point);
+  const int64_t count = rows * l.k;
+  for (int64_t e = threadIdx.x; e < count; e += blockDim.x) {
+    const float v = fminf(fmaxf(__fadd_rn(rintf(__fmul_rn(x[e], p.inv)), zp), -128.0f), 127.0f);
+    const int64_t row = e / l.k, col = e - row * l.k;
+    q[row * l.k + stored_at(col, l.interleave)] =
+        static_cast<int8_t>(p.pad != 0 ? 0 : static_cast<int>(v));
+  }
+}
+
+__global__ void __launch_bounds__(kQuantThreads) quantize_slices(DqLaunch l) {
+  const int64_t slice = blockIdx.x;
+  const int64_t count = l.slice_rows * l.k;
+  const float* x = l.in + slice * count;
+  const RowParams p = block_params(l, x, count, slice);
+  for (int64_t r = threadIdx.x; r < l.slice_rows; r += blockDim.x) {
+    l.params[slice * l.slice_rows + r] = p;
+  }
+  quantize_into(l, x, l.slice_rows, p, l.q + slice * count);
+}
+
+/// Four stored nibbles (w + 8, each in the low half of a byte) as signed
+/// bytes w: 0x80 + w per byte (no borrow), then the top bit flipped back.
+__device__ inline int signed_nibbles(unsigned x) {
+  return static_cast<int>(((x | 0x80808080u) - 0x08080808u) ^ 0x80808080u);
+}
+
+__device__ inline float finish(const DqLaunch& l, float total, const RowParams& p, int64_t j) {
+  float y = __fmul_rn(total, p.scale);
+  if (l.bias != nullptr) y = __fadd_rn(y, l.bias[j]);
+  return fminf(fmaxf(y, l.out_min), l.out_max);
+}
+
+/// The vector kernel: warp w of block (x, y) computes column x * kWarps + w
+/// for rows y * R .. y * R + R - 1.
+template <int R, int Bits, bool Fused>
+__global__ void __launch_bounds__(kWarps * 32) dq_gemv(DqLaunch l) {
+  extern __shared__ int4 s_rows[];  // Fused: the block's rows, quantized
+  __shared__ RowParams s_params[R];
+  const int lane = threadIdx.x % 32;
+  const int64_t j = int64_t{blockIdx.x} * kWarps + threadIdx.x / 32;
+  const int64_t i0 = int64_t{blockIdx.y} * R;
+  const int rows = static_cast<int>(l.m - i0 < R ? l.m - i0 : R);
+  const int8_t* q = l.q + i0 * l.k;
+  const RowParams* params = l.params + i0;
+  if constexpr (Fused) {  // rows of one slice each, quantized by every block
+    for (int r = 0; r < rows; ++r) {
+      const float* x = l.in + (i0 + r) * l.k;
+      const RowParams p = block_params(l, x, l.k, i0 + r);
+      if (threadIdx.x == 0) s_params[r] = p;
+      quantize_into(l, x, 1, p, reinterpret_cast<int8_t*>(s_rows) + r * l.k);
+    }
+    __syncthreads();
+    q = reinterpret_cast<const int8_t*>(s_rows);
+    params = s_params;
+  }
+  if (j >= l.n) return;
+  const uint8_t* wrow = l.weight + j * l.row_bytes;
+  const int64_t chunks = l.row_bytes / 16;
+  constexpr int kElems = Bits == 4 ? 32 : 16;  // weights per 16 bytes
+  float facc[R];
+  int iacc[R];
+#pragma unroll
+  for (int r = 0; r < R; ++r) {
+    facc[r] = 0.0f;
+    iacc[r] = 0;
+  }
+  for (int64_t c = lane; c < chunks; c += 32) {
+    const uint4 wv = __ldg(reinterpret_cast<const uint4*>(wrow) + c);
+    const unsigned words[4] = {wv.x, wv.y, wv.z, wv.w};
+    const int64_t e0 = c * kElems;
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+      if (r >= rows) break;
+      const int4* qp = reinterpret_cast<const int4*>(q + r * l.k + e0);
+      if constexpr (Bits == 8) {
+        const int4 qv = qp[0];
+        int d = __dp4a(qv.x, static_cast<int>(words[0]), iacc[r]);
+        d = __dp4a(qv.y, static_cast<int>(words[1]), d);
+        d = __dp4a(qv.z, static_cast<int>(words[2]), d);
+        iacc[r] = __dp4a(qv.w, static_cast<int>(words[3]), d);
+      } else {
+        const int4 qa = qp[0], qb = qp[1];
+        const int qw[8] = {qa.x, qa.y, qa.z, qa.w, qb.x, qb.y, qb.z, qb.w};
+        int block_sum = 0;
+        int64_t block = e0 / l.block_size;
+#pragma unroll
+        for (int t = 0; t < 4; ++t) {
+          const int64_t b = (e0 + 8 * t) / l.block_size;
+          if (b != block) {
+            facc[r] = fmaf(l.scales[j * l.blocks + block], static_cast<float>(block_sum), facc[r]);
+            block_sum = 0;
+            block = b;
+          }
+          const int even = signed_nibbles(words[t] & 0x0F0F0F0Fu);
+          const int odd = signed_nibbles((words[t] >> 4) & 0x0F0F0F0Fu);
+          block_sum = __dp4a(even, qw[2 * t], __dp4a(odd, qw[2 * t + 1], block_sum));
+        }
+        facc[r] = fmaf(l.scales[j * l.blocks + block], static_cast<float>(block_sum), facc[r]);
+      }
+    }
+  }
+#pragma unroll
+  for (int r = 0; r < R; ++r) {
+    for (int o = 16; o > 0; o >>= 1) {
+      if constexpr (Bits == 8) {
+        iacc[r] += __shfl_xor_sync(0xffffffffu, iacc[r], o);
+      } else {
+        facc[r] += __shfl_xor_sync(0xffffffffu, facc[r], o);
+      }
+    }
+  }
+  if (lane >= rows) return;
+  float total = 0.0f;
+  const RowParams p = params[lane];
+#pragma unroll
+  for (int r = 0; r < R; ++r) {
+    if (r != lane) continue;
+    if constexpr (Bits == 8) {
+      const int64_t exact =
+          int64_t{iacc[r]} - int64_t{p.zero_point} * static_cast<const int32_t*>(l.sums)[j];
+      total = __fmul_rn(static_cast<float>(exact), l.scales[j]);
+    } else {
+      total = __fsub_rn(facc[r], __fmul_rn(static_cast<float>(p.zero_point),
+                                           static_cast<const float*>(l.sums)[j]));
+    }
+  }
+  l.out[(i0 + lane) * l.n + j] = finish(l, total, p, j);
+}
+
+/// Any shape: one thread per output, plain int8 activation rows, a block's
+/// exact sum of (q - zero point) * (w - w_zp) scaled once (the CPU's scalar
+/// path).
+__global__ void dq_plain(DqLaunch l) {
+  const int64_t total_outputs = l.m * l.n;
+  for (int64_t o = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; o < total_outputs;
+       o += int64_t{gridDim.x} * blockDim.x) {
+    const int64_t i = o / l.n, j = o - i * l.n;
+    const RowParams p = l.params[i];
+    const int8_t* qi = l.q + i * l.k;
+    const uint8_t* wj = l.weight + j * l.row_bytes;
+    float acc = 0.0f;
+    for (int64_t b = 0; b < l.blocks; ++b) {
+      int32_t s = 0;
+      for (int64_t e = b * l.block_size; e < (b + 1) * l.block_size; ++e) {
+        const int32_t w = l.bits == 8 ? static_cast<int32_t>(static_cast<int8_t>(wj[e]))
+                                      : ((e % 2 == 0 ? wj[e / 2] & 0x0F : wj[e / 2] >> 4) - 8);
+        s += (qi[e] - p.zero_point) * w;
+      }
+      acc = fmaf(static_cast<float>(s), l.scales[j * l.blocks + b], acc);
+    }
+    l.out[o] = finish(l, acc, p, j);
+  }
+}
+
+}  // namespace pterun::cuda::quant
+
+namespace pterun::kernels::cuda_ops {
+namespace {
+
+using namespace pterun::cuda;         // NOLINT: stream, scratch, check_launch
+using namespace pterun::cuda::quant;  // NOLINT: this file's kernels
+
+/// Rows up to this many bytes in all are quantized by each block of the
+/// vector kernel itself, in shared memory (one launch: the decode steps).
+constexpr int64_t kFusedBytes = 16 * 1024;
+
+template <int R, bool Fused>
+void launch_vector(const DqLaunch& l, cudaStream_t s) {
+  const dim3 grid(static_cast<unsigned>((l.n + kWarps - 1) / kWarps),
+                  static_cast<unsigned>((l.m + R - 1) / R));
+  const size_t smem = Fused ? static_cast<size_t>(l.m * l.k) : 0;
+  if (l.bits == 4) {
+    dq_gemv<R, 4, Fused><<<grid, kWarps * 32, smem, s>>>(l);
+  } else {
+    dq_gemv<R, 8, Fused><<<grid, kWarps * 32, smem, s>>>(l);
+  }
+}
+
+}  // namespace
+
+void dynamic_linear(KernelContext& ctx, const ops::QDynLinearArgs& a) {
+  const char* op = "xnnpack::fully_connected_dq";
+  DqLaunch l{};
+  l.in = a.in.data_as<const float>();
+  l.weight = static_cast<const uint8_t*>(a.weight.data());
+  l.scales = a.weight_scales.data_as<const float>();
+  l.sums = a.weight_sums.data();
+  l.bias = a.bias != nullptr ? a.bias->data_as<const float>() : nullptr;
+  l.bits = a.bits;
+  l.m = a.m;
+  l.n = a.n;
+  l.k = a.k;
+  l.blocks = a.blocks;
+  l.block_size = a.k / a.blocks;
+  l.slice_rows = a.slice_rows;
+  l.row_bytes = a.bits == 8 ? a.k : (a.k + 1) / 2;
+  l.out_min = a.out_min;
+  l.out_max = a.out_max;
+  l.out = a.out.data_as<float>();
+  const bool aligned = reinterpret_cast<uintptr_t>(l.weight) % 16 == 0;
+  const bool vector =
+      aligned && (a.bits == 8 ? a.k % 16 == 0 : a.k % 32 == 0 && l.block_size % 8 == 0);
+  l.interleave = vector && a.bits == 4;
+  l.check = device_check(ctx);
+  cudaStream_t s = stream(ctx);
+  if (vector && a.slice_rows == 1 && a.m <= 4 && a.m * a.k <= kFusedBytes) {
+    if (a.m == 1) {
+      launch_vector<1, true>(l, s);
+    } else {
+      launch_vector<4, true>(l, s);
+    }
+    check_launch(op);
+    return;
+  }
+  const size_t q_bytes = (static_cast<size_t>(a.m * a.k) + 255) / 256 * 256;
+  auto* buffer =
+      static_cast<char*>(scratch(ctx, q_bytes + static_cast<size_t>(a.m) * sizeof(RowParams)));
+  l.q = reinterpret_cast<int8_t*>(buffer);
+  l.params = reinterpret_cast<RowParams*>(buffer + q_bytes);
+  const int64_t slices = a.m / a.slice_rows;
+  PTERUN_CHECK(slices <= 0x7fffffff, ErrorCode::NotSupported, op, ": ", slices,
+               " input slices exceed one launch");
+  quantize_slices<<<static_cast<unsigned>(slices), kQuantThreads, 0, s>>>(l);
+  check_launch(op);
+  if (!vector) {
+    dq_plain<<<blocks_for(a.m * a.n, 256), 256, 0, s>>>(l);
+  } else {
+    const int rows = a.m <= 4 ? 4 : 8;
+    PTERUN_CHECK((a.m + rows - 1) / rows <= 65535, ErrorCode::NotSupported, op, ": ", a.m,
+                 " input rows exceed one launch");
+    if (rows == 4) {
+      launch_vector<4, false>(l, s);
+    } else {
+      launch_vector<8, false>(l, s);
+    }
+  }
+  check_launch(op);
+}
+
+}  // namespace pterun::kernels::cuda_ops
