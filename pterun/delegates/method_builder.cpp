@@ -1,7 +1,14 @@
 #include "pterun/delegates/method_builder.h"
 
+#include <sys/mman.h>
+
+#include <algorithm>
 #include <bit>
+#include <cstdlib>
+#include <cstring>
 #include <numeric>
+
+#include "pterun/core/error.h"
 
 namespace pterun::delegates {
 
@@ -97,9 +104,50 @@ int32_t MethodBuilder::op(std::string_view name) {
   return index;
 }
 
+void FreeBytes::operator()(uint8_t* p) const {
+  std::free(p);
+}
+
+namespace {
+
+/// `size` bytes (a multiple of `align`) from std::aligned_alloc.
+uint8_t* allocate(size_t align, size_t size) {
+  auto* p = static_cast<uint8_t*>(std::aligned_alloc(align, size));
+  PTERUN_CHECK(p != nullptr, ErrorCode::MemoryAllocationFailed, "load: cannot allocate ", size,
+               " bytes for a delegate's constants");
+  return p;
+}
+
+}  // namespace
+
 std::span<uint8_t> MethodBuilder::own(size_t size) {
-  owned_.push_back(std::make_unique<uint8_t[]>(size == 0 ? 1 : size));
-  return {owned_.back().get(), size};
+  constexpr size_t kSmall = size_t{64} << 10, kHugePage = size_t{2} << 20;
+  constexpr size_t kRegion = size_t{32} << 20;
+  if (size < kSmall) {
+    const size_t rounded = (std::max<size_t>(size, 1) + 15) / 16 * 16;
+    owned_.emplace_back(allocate(16, rounded));
+    std::memset(owned_.back().get(), 0, rounded);
+    return {owned_.back().get(), size};
+  }
+  const size_t rounded = (size + 63) / 64 * 64;
+  if (region_left_ < rounded) {
+    // A new region; the old one's rest stays unused (untouched pages cost
+    // no memory).
+    const size_t bytes = std::max(kRegion, (rounded + kHugePage - 1) / kHugePage * kHugePage);
+    owned_.emplace_back(allocate(kHugePage, bytes));
+    region_ = owned_.back().get();
+    region_left_ = bytes;
+#if defined(MADV_HUGEPAGE)
+    // Before the first write, so that the pages are huge from the start;
+    // advice the system does not take (no THP) costs nothing.
+    ::madvise(region_, bytes, MADV_HUGEPAGE);
+#endif
+  }
+  uint8_t* p = region_;
+  region_ += rounded;
+  region_left_ -= rounded;
+  std::memset(p, 0, size);
+  return {p, size};
 }
 
 }  // namespace pterun::delegates

@@ -2,12 +2,16 @@
 // kernel calls over the right values, jump destinations follow, internal
 // values are planned past the method's memory, constants point at the named
 // data (copied only when misaligned), and what cannot be expanded stays a
-// delegate call with its reason. Plus the arena planner on its own.
+// delegate call with its reason. Plus the arena planner on its own, and
+// the bytes a MethodBuilder owns.
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <random>
+#include <span>
+#include <vector>
 
 #include "pterun/core/error.h"
 #include "pterun/delegates/arena.h"
@@ -150,6 +154,29 @@ TEST(ExpandDelegates, MisalignedConstantsAreCopied) {
   ASSERT_EQ(w.data.size(), 24u);
   EXPECT_EQ(std::memcmp(w.data.data(), f.named_bytes + 2, 24), 0);
   EXPECT_FALSE(e.owned.empty());
+}
+
+TEST(MethodBuilder, OwnedBytesAreZeroedAlignedAndApart) {
+  format::MethodDesc desc;
+  OwnedBytes owned;
+  MethodBuilder b(desc, owned);
+  // Small buffers each on their own; from 64 KiB on, cut from regions of
+  // 32 MiB or more (a new one when the current one's rest is too small).
+  const size_t sizes[] = {0, 5, 100, 64 << 10, (3 << 20) + 7, 33 << 20, 200 << 10};
+  std::vector<std::span<uint8_t>> got;
+  for (size_t n : sizes) {
+    std::span<uint8_t> s = b.own(n);
+    ASSERT_EQ(s.size(), n);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(s.data()) % (n >= (64 << 10) ? 64 : 16), 0u) << n;
+    EXPECT_TRUE(std::all_of(s.begin(), s.end(), [](uint8_t v) { return v == 0; })) << n;
+    std::memset(s.data(), static_cast<int>(got.size() + 1), n);
+    got.push_back(s);
+  }
+  for (size_t i = 0; i < got.size(); ++i) {
+    const auto mine = static_cast<uint8_t>(i + 1);
+    EXPECT_TRUE(std::all_of(got[i].begin(), got[i].end(), [&](uint8_t v) { return v == mine; }))
+        << "buffer " << i << " was written by another";
+  }
 }
 
 TEST(ExpandDelegates, UnsupportedGraphsStayDelegateCallsWithTheReason) {

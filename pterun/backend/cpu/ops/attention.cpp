@@ -8,8 +8,12 @@
 // value row is read once per item. Keys go by in blocks; each query row
 // keeps a running maximum, a running sum and an accumulator, rescaled when
 // the maximum grows (online softmax), so scores never take more than a
-// block of memory. f16/bf16 rows are converted to float a block at a time;
-// f64 computes in double.
+// block of memory. In float, a row's scores are taken eight keys at a time
+// (each load of the query serving eight keys, eight rows of the cache on
+// their way from memory at once: a decode step finds the cache there) and
+// the value rows weighed into 64 columns of the accumulator held in
+// registers. f16/bf16 rows are converted to float a block at a time; f64
+// computes in double.
 
 #include <algorithm>
 #include <cmath>
@@ -103,6 +107,59 @@ void store_row(const C* src, T* dst, int64_t n) {
   }
 }
 
+// ---- float rows of a key block, eight keys at a time ------------------------------
+
+using vec::F8;
+
+/// The vector of the sums of eight vectors' lanes (lane j: the lanes of
+/// s[j] added), in three rounds of pairwise adds.
+inline F8 lane_sums(const F8 (&s)[8]) {
+  F8 u[4], w[2];
+  for (int p = 0; p < 4; ++p) {
+    u[p] = __builtin_shufflevector(s[2 * p], s[2 * p + 1], 0, 8, 2, 10, 4, 12, 6, 14) +
+           __builtin_shufflevector(s[2 * p], s[2 * p + 1], 1, 9, 3, 11, 5, 13, 7, 15);
+  }
+  for (int p = 0; p < 2; ++p) {
+    w[p] = __builtin_shufflevector(u[2 * p], u[2 * p + 1], 0, 1, 8, 9, 4, 5, 12, 13) +
+           __builtin_shufflevector(u[2 * p], u[2 * p + 1], 2, 3, 10, 11, 6, 7, 14, 15);
+  }
+  return __builtin_shufflevector(w[0], w[1], 0, 1, 2, 3, 8, 9, 10, 11) +
+         __builtin_shufflevector(w[0], w[1], 4, 5, 6, 7, 12, 13, 14, 15);
+}
+
+/// score[j] = dot(q, krow[j]) * scale for the first n keys of a block (d a
+/// multiple of 8): eight keys at a time, each load of q serving all eight.
+inline void scores_f32(const float* q, const float* const* krow, int64_t n, int64_t d, float scale,
+                       float* score) {
+  for (int64_t j0 = 0; j0 < n; j0 += 8) {
+    const float* kr[8];
+    for (int64_t j = 0; j < 8; ++j) kr[j] = krow[std::min(j0 + j, n - 1)];
+    F8 acc[8] = {};
+    for (int64_t e = 0; e < d; e += 8) {
+      const F8 qv = load_vec<F8>(q + e);
+      for (int j = 0; j < 8; ++j) acc[j] += qv * load_vec<F8>(kr[j] + e);
+    }
+    float out[8];
+    store_vec(out, lane_sums(acc) * scale);
+    std::memcpy(score + j0, out, static_cast<size_t>(std::min<int64_t>(8, n - j0)) * sizeof(float));
+  }
+}
+
+/// acc = acc * correction + sum_j score[j] * vrow[j] over the first n keys
+/// of a block (d a multiple of 64): 64 columns at a time held in registers.
+inline void accumulate_f32(float* acc, float correction, const float* score,
+                           const float* const* vrow, int64_t n, int64_t d) {
+  for (int64_t e0 = 0; e0 < d; e0 += 64) {
+    F8 r[8];
+    for (int t = 0; t < 8; ++t) r[t] = load_vec<F8>(acc + e0 + 8 * t) * correction;
+    for (int64_t j = 0; j < n; ++j) {
+      const float p = score[j];
+      for (int t = 0; t < 8; ++t) r[t] += p * load_vec<F8>(vrow[j] + e0 + 8 * t);
+    }
+    for (int t = 0; t < 8; ++t) store_vec(acc + e0 + 8 * t, r[t]);
+  }
+}
+
 // ---- attention ---------------------------------------------------------------
 
 struct Geometry {
@@ -187,16 +244,23 @@ void sdpa_item(const ops::SdpaArgs& a, const Geometry& g, int64_t item, int64_t 
       if (limit <= j0) continue;
       const int64_t n = limit - j0;
       const C* qrow = s.q + row * d;
+      bool fast = false;
+      if constexpr (std::is_same_v<C, float>) {
+        fast = d % 8 == 0;
+        if (fast) scores_f32(qrow, krow, n, d, scale, s.score);
+      }
+      if (!fast) {
+        for (int64_t j = 0; j < n; ++j) s.score[j] = dot_c(qrow, krow[j], d) * scale;
+      }
       C block_max = neg_inf;
       for (int64_t j = 0; j < n; ++j) {
-        C sc = dot_c(qrow, krow[j], d) * scale;
         if (a.mask != nullptr) {
           const int64_t off = i * g.ms[0] + (j0 + j) * g.ms[1];
-          sc += a.mask->dtype() == DType::Float32 ? static_cast<C>(a.mask->data_as<float>()[off])
-                                                  : static_cast<C>(a.mask->data_as<T>()[off]);
+          s.score[j] += a.mask->dtype() == DType::Float32
+                            ? static_cast<C>(a.mask->data_as<float>()[off])
+                            : static_cast<C>(a.mask->data_as<T>()[off]);
         }
-        s.score[j] = sc;
-        block_max = std::max(block_max, sc);
+        block_max = std::max(block_max, s.score[j]);
       }
       const C m_new = std::max(s.max[row], block_max);
       const C correction = std::exp(s.max[row] - m_new);
@@ -204,6 +268,12 @@ void sdpa_item(const ops::SdpaArgs& a, const Geometry& g, int64_t item, int64_t 
       s.sum[row] = s.sum[row] * correction + block_sum;
       s.max[row] = m_new;
       C* acc = s.acc + row * d;
+      if constexpr (std::is_same_v<C, float>) {
+        if (d % 64 == 0) {
+          accumulate_f32(acc, correction, s.score, vrow, n, d);
+          continue;
+        }
+      }
       for (int64_t j = 0; j < n; ++j) {
         scale_add_c(acc, j == 0 ? correction : C(1), s.score[j], vrow[j], d);
       }

@@ -9,13 +9,20 @@
 // 64 (AVX2) or 128 (AVX-512) inputs of an activation row is stored as
 // uint8 (q + 128), its even elements first, then its odd ones, so that one
 // load of weight bytes, split into low and high nibbles, lines up with it;
-// vpmaddubsw (AVX2) or vpdpbusd (AVX-512) multiplies them by the signed
-// weights (w - 8) without saturating (2 * 255 * 8 fits int16). Lane L of
-// the int32 sums covers inputs 8L..8L+7 of the chunk's even or odd half, so
+// vpmaddubsw (AVX2) or vpdpbusd (AVX-512) multiplies them by the nibbles
+// as stored (w, 0..15) without saturating (4 * 255 * 15 fits int16), each
+// int32 sum starting from -8 times the activations it covers (made once
+// per row), so that it ends as the sum of (q + 128)(w - 8). Lane L of the
+// int32 sums covers inputs 8L..8L+7 of the chunk's even or odd half, so
 // each block of 32 inputs or more has lanes of its own: its int32 sum is
 // scaled once, by a vector of the blocks' scales. The shift by 128 and the
 // activations' zero point come back once per output, through the weights'
 // scaled block sums (weight_sums).
+//
+// Tiles of four activation rows by two outputs reuse each unpacked chunk
+// of weights for four rows (prefill). The last rows (a decode step's one)
+// take one output after the other: the weights, read once, are then one
+// sequential stream from memory, which is what bounds a decode step.
 
 #include <algorithm>
 #include <atomic>
@@ -127,12 +134,18 @@ float finish(float acc, const ops::QDynLinearArgs& a, const RowQuant& p, int64_t
 
 void linear_8bit(KernelContext& ctx, const ops::QDynLinearArgs& a) {
   const int64_t m = a.m, n = a.n, k = a.k;
-  constexpr int64_t kRows = 16, kCols = 64;
+  // Tasks of 32 rows (two panels of packed rows, qgemm_rows_packed, from
+  // 16 rows on) by 128 outputs.
+  constexpr int64_t kRows = 32, kCols = 128, kPackRows = 16;
+  const bool packed = qgemm_packs() && m >= kPackRows;
   const size_t q_bytes = aligned(static_cast<size_t>(m * k));
   const size_t p_bytes = aligned(static_cast<size_t>(m) * sizeof(RowQuant));
   const size_t acc_bytes = aligned(kRows * kCols * sizeof(int32_t));
+  const size_t pack_bytes =
+      packed ? aligned(static_cast<size_t>(kRows / 16 * qgemm_panel_bytes(k))) : 0;
   const int threads = std::max(1, ctx.num_threads);
-  auto* scratch = static_cast<char*>(ctx.scratch(q_bytes + p_bytes + acc_bytes * threads));
+  auto* scratch =
+      static_cast<char*>(ctx.scratch(q_bytes + p_bytes + (acc_bytes + pack_bytes) * threads));
   auto* q = reinterpret_cast<uint8_t*>(scratch);
   auto* params = reinterpret_cast<RowQuant*>(scratch + q_bytes);
   quantize_rows(ctx, a, q, k, false, params);
@@ -143,14 +156,21 @@ void linear_8bit(KernelContext& ctx, const ops::QDynLinearArgs& a) {
   const int64_t row_blocks = (m + kRows - 1) / kRows, col_blocks = (n + kCols - 1) / kCols;
   parallel_for(
       ctx, row_blocks * col_blocks, kRows * kCols * k / 16, [&](int64_t begin, int64_t end) {
-        auto* acc = reinterpret_cast<int32_t*>(scratch + q_bytes + p_bytes +
-                                               acc_bytes * parallel_thread_index());
+        char* mine =
+            scratch + q_bytes + p_bytes + (acc_bytes + pack_bytes) * parallel_thread_index();
+        auto* acc = reinterpret_cast<int32_t*>(mine);
+        auto* pack = reinterpret_cast<uint8_t*>(mine + acc_bytes);
         for (int64_t t = begin; t < end; ++t) {
           const int64_t i0 = t / col_blocks * kRows, j0 = t % col_blocks * kCols;
           const int64_t rows = std::min(kRows, m - i0), cols = std::min(kCols, n - j0);
           // Raw sums of q * w (zero point 0); the activation's zero point
           // is taken back per row below.
-          qgemm({q + i0 * k, k, false, 0, w + j0 * k, k, sums + j0, rows, cols, k}, acc, cols);
+          const QGemm g{q + i0 * k, k, false, 0, w + j0 * k, k, sums + j0, rows, cols, k};
+          if (packed && rows >= kPackRows) {
+            qgemm_rows_packed(g, pack, acc, cols);
+          } else {
+            qgemm(g, acc, cols);
+          }
           for (int64_t r = 0; r < rows; ++r) {
             const RowQuant& p = params[i0 + r];
             for (int64_t c = 0; c < cols; ++c) {
@@ -223,13 +243,15 @@ struct Isa {
   static constexpr int kLanes = 16;
   static F fzero() { return _mm512_setzero_ps(); }
   static I izero() { return _mm512_setzero_si512(); }
-  /// Chunk bytes as signed weights (w - 8): low nibbles, high nibbles.
+  /// Chunk bytes as the stored weights w (0..15): low nibbles, high ones.
   static void unpack(const uint8_t* p, I& lo, I& hi) {
     const I bytes = _mm512_loadu_si512(p), mask = _mm512_set1_epi8(0x0F);
-    const I eight = _mm512_set1_epi8(8);
-    lo = _mm512_sub_epi8(_mm512_and_si512(bytes, mask), eight);
-    hi = _mm512_sub_epi8(_mm512_and_si512(_mm512_srli_epi16(bytes, 4), mask), eight);
+    lo = _mm512_and_si512(bytes, mask);
+    hi = _mm512_and_si512(_mm512_srli_epi16(bytes, 4), mask);
   }
+  static I set1(int8_t v) { return _mm512_set1_epi8(v); }
+  static I load(const I* p) { return _mm512_load_si512(p); }
+  static void store(I* p, I v) { _mm512_store_si512(p, v); }
   /// acc + the products of a chunk's activations (even, odd) and weights.
   static I dot(I acc, const uint8_t* q, I lo, I hi) {
     acc = _mm512_dpbusd_epi32(acc, _mm512_load_si512(q), lo);
@@ -250,7 +272,7 @@ struct Isa {
 
 #elif defined(__AVX2__) && defined(__FMA__)
 
-/// The 4-bit kernel's vectors: AVX2, vpmaddubsw (2 * 255 * 8 fits int16).
+/// The 4-bit kernel's vectors: AVX2, vpmaddubsw (4 * 255 * 15 fits int16).
 struct Isa {
   using F = __m256;
   using I = __m256i;
@@ -259,10 +281,13 @@ struct Isa {
   static I izero() { return _mm256_setzero_si256(); }
   static void unpack(const uint8_t* p, I& lo, I& hi) {
     const I bytes = _mm256_loadu_si256(reinterpret_cast<const I*>(p));
-    const I mask = _mm256_set1_epi8(0x0F), eight = _mm256_set1_epi8(8);
-    lo = _mm256_sub_epi8(_mm256_and_si256(bytes, mask), eight);
-    hi = _mm256_sub_epi8(_mm256_and_si256(_mm256_srli_epi16(bytes, 4), mask), eight);
+    const I mask = _mm256_set1_epi8(0x0F);
+    lo = _mm256_and_si256(bytes, mask);
+    hi = _mm256_and_si256(_mm256_srli_epi16(bytes, 4), mask);
   }
+  static I set1(int8_t v) { return _mm256_set1_epi8(v); }
+  static I load(const I* p) { return _mm256_load_si256(p); }
+  static void store(I* p, I v) { _mm256_store_si256(p, v); }
   static I dot(I acc, const uint8_t* q, I lo, I hi) {
     const I even = _mm256_load_si256(reinterpret_cast<const I*>(q));
     const I odd = _mm256_load_si256(reinterpret_cast<const I*>(q + kChunk / 2));
@@ -292,17 +317,17 @@ struct Isa {
 
 /// What every tile of one call shares.
 struct Plan4 {
-  int64_t chunks;            // chunks per row
-  int64_t per_chunk;         // blocks per chunk (blocks smaller than a chunk), else 0
-  int64_t chunks_per_block;  // 1 when blocks are smaller than a chunk
+  int64_t steps;            // scale steps per row: blocks, or chunks when blocks are smaller
+  int64_t per_chunk;        // blocks per chunk (blocks smaller than a chunk), else 0
+  int64_t chunks_per_step;  // 1 when blocks are smaller than a chunk
   alignas(64) int32_t lane_block[Isa::kLanes];  // lane -> block within the chunk
 };
 
 Plan4 plan_4bit(int64_t k, int64_t bs) {
   Plan4 p{};
-  p.chunks = k / kChunk;
   p.per_chunk = bs < kChunk ? kChunk / bs : 0;
-  p.chunks_per_block = bs < kChunk ? 1 : bs / kChunk;
+  p.chunks_per_step = bs < kChunk ? 1 : bs / kChunk;
+  p.steps = k / kChunk / p.chunks_per_step;
   // Lane L covers inputs 8L..8L+7 of each half of the chunk.
   for (int l = 0; l < Isa::kLanes; ++l) {
     p.lane_block[l] = p.per_chunk > 0 ? static_cast<int32_t>(8 * l / bs) : 0;
@@ -310,46 +335,67 @@ Plan4 plan_4bit(int64_t k, int64_t bs) {
   return p;
 }
 
+/// Each row's lanes of -8 * sum (q + 128) per scale step, in the lanes of
+/// Isa::dot: where the integer sums start, so that the products can take
+/// the stored nibbles w as they are and still sum (q + 128)(w - 8).
+void lane_offsets(KernelContext& ctx, const ops::QDynLinearArgs& a, const Plan4& plan,
+                  const uint8_t* q, Isa::I* init) {
+  parallel_for(ctx, a.m, a.k, [&](int64_t begin, int64_t end) {
+    const Isa::I minus8 = Isa::set1(-8);
+    for (int64_t i = begin; i < end; ++i) {
+      const uint8_t* qi = q + i * a.k;
+      for (int64_t st = 0; st < plan.steps; ++st) {
+        Isa::I acc = Isa::izero();
+        for (int64_t cc = 0; cc < plan.chunks_per_step; ++cc) {
+          acc = Isa::dot(acc, qi + (st * plan.chunks_per_step + cc) * kChunk, minus8, minus8);
+        }
+        Isa::store(init + i * plan.steps + st, acc);
+      }
+    }
+  });
+}
+
 /// Outputs of rows [i0, i0 + R) x columns [j0, j0 + C): each chunk of
 /// weights is unpacked once for the R rows, each chunk of activations
 /// loaded once for the C columns.
 template <int R, int C>
 void tile_4bit(const ops::QDynLinearArgs& a, const Plan4& plan, const uint8_t* q,
-               const RowQuant* params, int64_t i0, int64_t j0) {
+               const Isa::I* init, const RowQuant* params, int64_t i0, int64_t j0) {
   const int64_t k = a.k;
   const uint8_t* w = a.weight.data_as<const uint8_t>() + j0 * (k / 2);
   const float* scales = a.weight_scales.data_as<const float>() + j0 * a.blocks;
-  typename Isa::F facc[R][C];
-  typename Isa::I iacc[R][C];
+  Isa::F facc[R][C];
   for (int r = 0; r < R; ++r) {
-    for (int c = 0; c < C; ++c) {
-      facc[r][c] = Isa::fzero();
-      iacc[r][c] = Isa::izero();
-    }
+    for (int c = 0; c < C; ++c) facc[r][c] = Isa::fzero();
   }
-  for (int64_t ch = 0; ch < plan.chunks; ++ch) {
-    typename Isa::I lo[C], hi[C];
-    for (int c = 0; c < C; ++c) {
-      const uint8_t* wc = w + c * (k / 2) + ch * (kChunk / 2);
-      // The weights stream from memory once: fetch the same place of the
-      // next tile's rows (the hardware's streams do not follow these
-      // interleaved short rows).
-      _mm_prefetch(reinterpret_cast<const char*>(wc + 2 * C * (k / 2)), _MM_HINT_T0);
-      Isa::unpack(wc, lo[c], hi[c]);
-    }
+  for (int64_t st = 0; st < plan.steps; ++st) {
+    Isa::I iacc[R][C];
     for (int r = 0; r < R; ++r) {
-      const uint8_t* qc = q + (i0 + r) * k + ch * kChunk;
-      for (int c = 0; c < C; ++c) iacc[r][c] = Isa::dot(iacc[r][c], qc, lo[c], hi[c]);
+      const Isa::I start = Isa::load(init + (i0 + r) * plan.steps + st);
+      for (int c = 0; c < C; ++c) iacc[r][c] = start;
     }
-    if ((ch + 1) % plan.chunks_per_block != 0) continue;
-    const int64_t first = plan.per_chunk > 0 ? ch * plan.per_chunk : ch / plan.chunks_per_block;
-    for (int c = 0; c < C; ++c) {
-      const typename Isa::F scale =
-          Isa::scales(scales + c * a.blocks + first, plan.per_chunk, plan.lane_block);
-      for (int r = 0; r < R; ++r) {
-        facc[r][c] = Isa::fma(iacc[r][c], scale, facc[r][c]);
-        iacc[r][c] = Isa::izero();
+    for (int64_t ch = st * plan.chunks_per_step; ch < (st + 1) * plan.chunks_per_step; ++ch) {
+      Isa::I lo[C], hi[C];
+      for (int c = 0; c < C; ++c) {
+        const uint8_t* wc = w + c * (k / 2) + ch * (kChunk / 2);
+        // Several rows read side by side are streams the hardware does not
+        // follow: fetch the same place of the next tile's rows. One row is
+        // one sequential stream, which it follows better than this.
+        if constexpr (C > 1) {
+          _mm_prefetch(reinterpret_cast<const char*>(wc + 2 * C * (k / 2)), _MM_HINT_T0);
+        }
+        Isa::unpack(wc, lo[c], hi[c]);
       }
+      for (int r = 0; r < R; ++r) {
+        const uint8_t* qc = q + (i0 + r) * k + ch * kChunk;
+        for (int c = 0; c < C; ++c) iacc[r][c] = Isa::dot(iacc[r][c], qc, lo[c], hi[c]);
+      }
+    }
+    const int64_t first = plan.per_chunk > 0 ? st * plan.per_chunk : st;
+    for (int c = 0; c < C; ++c) {
+      const Isa::F scale =
+          Isa::scales(scales + c * a.blocks + first, plan.per_chunk, plan.lane_block);
+      for (int r = 0; r < R; ++r) facc[r][c] = Isa::fma(iacc[r][c], scale, facc[r][c]);
     }
   }
   for (int r = 0; r < R; ++r) {
@@ -357,21 +403,63 @@ void tile_4bit(const ops::QDynLinearArgs& a, const Plan4& plan, const uint8_t* q
   }
 }
 
-/// Columns [j0, j1) of every row: 4-row tiles two columns wide, then
-/// single rows eight columns wide; narrower edges one column at a time.
+constexpr int64_t kPanel = 8;  // columns per task
+// How far ahead of a decode step's weight stream to fetch (on the Zen 4 VM
+// about 5% faster than the hardware's prefetchers alone).
+constexpr int64_t kAhead = 4096;
+
+/// Row i (a decode step's one) against columns [j0, j1), at most kPanel:
+/// one column after the other, so that the panel's weights (and its
+/// scales) are read from memory as sequential streams, which the
+/// hardware's prefetchers follow; the ends of the columns are finished
+/// together.
+void row_4bit(const ops::QDynLinearArgs& a, const Plan4& plan, const uint8_t* q, const Isa::I* init,
+              const RowQuant& p, int64_t i, int64_t j0, int64_t j1) {
+  const int64_t k = a.k, row_bytes = k / 2, cps = plan.chunks_per_step;
+  const int64_t scale_step = plan.per_chunk > 0 ? plan.per_chunk : 1;
+  const uint8_t* w = a.weight.data_as<const uint8_t>() + j0 * row_bytes;
+  const float* s = a.weight_scales.data_as<const float>() + j0 * a.blocks;
+  const uint8_t* qi = q + i * k;
+  const Isa::I* init_i = init + i * plan.steps;
+  float totals[kPanel];
+  for (int64_t c = 0; c < j1 - j0; ++c, w += row_bytes, s += a.blocks) {
+    Isa::F facc = Isa::fzero();
+    for (int64_t st = 0; st < plan.steps; ++st) {
+      Isa::I acc = Isa::load(init_i + st);
+      for (int64_t ch = st * cps; ch < (st + 1) * cps; ++ch) {
+        Isa::I lo, hi;
+        _mm_prefetch(reinterpret_cast<const char*>(w + ch * (kChunk / 2) + kAhead), _MM_HINT_T0);
+        Isa::unpack(w + ch * (kChunk / 2), lo, hi);
+        acc = Isa::dot(acc, qi + ch * kChunk, lo, hi);
+      }
+      facc = Isa::fma(acc, Isa::scales(s + st * scale_step, plan.per_chunk, plan.lane_block), facc);
+    }
+    totals[c] = Isa::sum(facc);
+  }
+  const float* sums = a.weight_sums.data_as<const float>();
+  const float* bias = a.bias != nullptr ? a.bias->data_as<const float>() : nullptr;
+  float* out = a.out.data_as<float>() + i * a.n;
+  const float shift = static_cast<float>(128 + p.zero_point), lo = a.out_min, hi = a.out_max;
+  for (int64_t j = j0; j < j1; ++j) {
+    // As store_4bit and finish.
+    float y = (totals[j - j0] - shift * sums[j]) * p.scale;
+    if (bias != nullptr) y += bias[j];
+    out[j] = std::min(std::max(y, lo), hi);
+  }
+}
+
+/// Columns [j0, j1) of every row: 4-row tiles two columns wide (the
+/// panel's weights stay in cache across the row tiles), then the last
+/// rows one at a time.
 void panel_4bit(const ops::QDynLinearArgs& a, const Plan4& plan, const uint8_t* q,
-                const RowQuant* params, int64_t j0, int64_t j1) {
+                const Isa::I* init, const RowQuant* params, int64_t j0, int64_t j1) {
   int64_t i = 0;
   for (; i + 4 <= a.m; i += 4) {
     int64_t j = j0;
-    for (; j + 2 <= j1; j += 2) tile_4bit<4, 2>(a, plan, q, params, i, j);
-    for (; j < j1; ++j) tile_4bit<4, 1>(a, plan, q, params, i, j);
+    for (; j + 2 <= j1; j += 2) tile_4bit<4, 2>(a, plan, q, init, params, i, j);
+    for (; j < j1; ++j) tile_4bit<4, 1>(a, plan, q, init, params, i, j);
   }
-  for (; i < a.m; ++i) {
-    int64_t j = j0;
-    for (; j + 2 <= j1; j += 2) tile_4bit<1, 2>(a, plan, q, params, i, j);
-    for (; j < j1; ++j) tile_4bit<1, 1>(a, plan, q, params, i, j);
-  }
+  for (; i < a.m; ++i) row_4bit(a, plan, q, init, params[i], i, j0, j1);
 }
 
 #endif
@@ -380,8 +468,11 @@ void linear_4bit(KernelContext& ctx, const ops::QDynLinearArgs& a) {
   const int64_t m = a.m, k = a.k;
   const bool fast = vector_4bit(k, k / a.blocks);
   const size_t q_bytes = aligned(static_cast<size_t>(m * k));
-  auto* scratch =
-      static_cast<char*>(ctx.scratch(q_bytes + static_cast<size_t>(m) * sizeof(RowQuant)));
+  const size_t p_bytes = aligned(static_cast<size_t>(m) * sizeof(RowQuant));
+  // The lane offsets: a vector per row and scale step, at most one step
+  // per chunk (kChunk / 2 bytes a vector), so k / 2 bytes a row.
+  const size_t init_bytes = fast ? static_cast<size_t>(m * (k / 2)) : 0;
+  auto* scratch = static_cast<char*>(ctx.scratch(q_bytes + p_bytes + init_bytes));
   auto* q = reinterpret_cast<uint8_t*>(scratch);
   auto* params = reinterpret_cast<RowQuant*>(scratch + q_bytes);
   // Rows of a multiple of 64 bytes stay 64-byte aligned for the loads.
@@ -392,11 +483,18 @@ void linear_4bit(KernelContext& ctx, const ops::QDynLinearArgs& a) {
   }
 #if (defined(__AVX2__) && defined(__FMA__)) || (defined(__AVX512VNNI__) && defined(__AVX512BW__))
   const Plan4 plan = plan_4bit(k, k / a.blocks);
-  constexpr int64_t kPanel = 8;  // columns per task
+  auto* init = reinterpret_cast<Isa::I*>(scratch + q_bytes + p_bytes);
+  lane_offsets(ctx, a, plan, q, init);
   const int64_t panels = (a.n + kPanel - 1) / kPanel;
-  parallel_for(ctx, panels, kPanel * m * k / 4, [&](int64_t begin, int64_t end) {
-    for (int64_t t = begin; t < end; ++t) {
-      panel_4bit(a, plan, q, params, t * kPanel, std::min(a.n, (t + 1) * kPanel));
+  // Decode rows alone (no tiles of four): two tasks per thread, each a run
+  // of whole panels, so that each thread streams long stretches of the
+  // filter (a stream the prefetchers have picked up is worth keeping).
+  const int64_t runs = 2 * std::max(1, ctx.num_threads);
+  const int64_t per_task = a.m < 4 ? (panels + runs - 1) / runs : 1;
+  const int64_t tasks = (panels + per_task - 1) / per_task;
+  parallel_for(ctx, tasks, per_task * kPanel * m * k / 4, [&](int64_t begin, int64_t end) {
+    for (int64_t t = begin * per_task; t < std::min(panels, end * per_task); ++t) {
+      panel_4bit(a, plan, q, init, params, t * kPanel, std::min(a.n, (t + 1) * kPanel));
     }
   });
 #endif
