@@ -28,6 +28,7 @@
 #include <atomic>
 #include <cmath>
 #include <cstring>
+#include <limits>
 
 #include "pterun/backend/cpu/engine/parallel.h"
 #include "pterun/backend/cpu/engine/x86_intrinsics.h"
@@ -72,6 +73,90 @@ int32_t quantize(float x, const RowQuant& p) {
   return static_cast<int32_t>(std::clamp(q, -128.0f, 127.0f));
 }
 
+/// lo and hi of n > 0 floats; false when one is NaN or infinite (lo and hi
+/// then mean nothing).
+bool range_of(const float* x, int64_t n, float& lo, float& hi) {
+  float l = x[0], h = x[0];
+  bool finite = true;
+  int64_t e = 0;
+#if defined(__AVX512F__) && defined(__AVX512BW__)
+  if (n >= 16) {
+    __m512 vl = _mm512_loadu_ps(x), vh = vl;
+    const __m512 most = _mm512_set1_ps(std::numeric_limits<float>::max());
+    __mmask16 ok = 0xFFFF;  // |v| <= FLT_MAX is false for NaN and infinities
+    for (; e + 16 <= n; e += 16) {
+      const __m512 v = _mm512_loadu_ps(x + e);
+      vl = _mm512_min_ps(vl, v);
+      vh = _mm512_max_ps(vh, v);
+      ok &= _mm512_cmp_ps_mask(_mm512_abs_ps(v), most, _CMP_LE_OQ);
+    }
+    l = _mm512_reduce_min_ps(vl);
+    h = _mm512_reduce_max_ps(vh);
+    finite = ok == 0xFFFF;
+  }
+#endif
+  for (; e < n; ++e) {
+    l = std::min(l, x[e]);
+    h = std::max(h, x[e]);
+    finite = finite && std::isfinite(x[e]);
+  }
+  lo = l;
+  hi = h;
+  return finite;
+}
+
+#if defined(__AVX512F__) && defined(__AVX512BW__)
+/// quantize() of 16 floats, as int8 bytes: the same float operations (a
+/// multiply, rounding to nearest even, an add, the clamp), so the same bytes.
+inline __m128i quantize16(__m512 v, const RowQuant& p) {
+  __m512 y = _mm512_roundscale_ps(_mm512_mul_ps(v, _mm512_set1_ps(p.inv)),
+                                  _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  y = _mm512_add_ps(y, _mm512_set1_ps(static_cast<float>(p.zero_point)));
+  y = _mm512_min_ps(_mm512_max_ps(y, _mm512_set1_ps(-128.0f)), _mm512_set1_ps(127.0f));
+  return _mm512_cvtsepi32_epi8(_mm512_cvtps_epi32(y));
+}
+#endif
+
+/// One row of k floats quantized with p into qr: plain int8, or (interleave)
+/// each kChunk-input chunk as q + 128, its even elements then its odd ones.
+void quantize_row(const float* xr, int64_t k, const RowQuant& p, bool interleave, uint8_t* qr) {
+  int64_t e = 0;
+#if defined(__AVX512F__) && defined(__AVX512BW__)
+  const __m128i shift = _mm_set1_epi8(static_cast<char>(0x80));
+  if (interleave) {
+    const __m512i evens =
+        _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    const __m512i odds =
+        _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+    for (int64_t c = 0; c < k; c += kChunk) {
+      for (int64_t g = 0; g < kChunk / 32; ++g) {
+        const __m512 a = _mm512_loadu_ps(xr + c + 32 * g),
+                     b = _mm512_loadu_ps(xr + c + 32 * g + 16);
+        const __m128i qe = quantize16(_mm512_permutex2var_ps(a, evens, b), p);
+        const __m128i qo = quantize16(_mm512_permutex2var_ps(a, odds, b), p);
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(qr + c + 16 * g), _mm_xor_si128(qe, shift));
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(qr + c + kChunk / 2 + 16 * g),
+                         _mm_xor_si128(qo, shift));
+      }
+    }
+    return;
+  }
+  for (; e + 16 <= k; e += 16) {
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(qr + e), quantize16(_mm512_loadu_ps(xr + e), p));
+  }
+#endif
+  if (!interleave) {
+    for (; e < k; ++e) qr[e] = static_cast<uint8_t>(quantize(xr[e], p));
+    return;
+  }
+  for (int64_t c = 0; c < k; c += kChunk) {
+    for (int64_t i = 0; i < kChunk / 2; ++i) {
+      qr[c + i] = static_cast<uint8_t>(quantize(xr[c + 2 * i], p) + 128);
+      qr[c + kChunk / 2 + i] = static_cast<uint8_t>(quantize(xr[c + 2 * i + 1], p) + 128);
+    }
+  }
+}
+
 /// Quantizes every row of `in` into `q` (row stride `ld` bytes), each
 /// slice of `slice_rows` rows with its own parameters (params[row]). With
 /// `interleave` (the 4-bit kernels' layout), each kChunk-input chunk holds
@@ -87,33 +172,15 @@ void quantize_rows(KernelContext& ctx, const ops::QDynLinearArgs& a, uint8_t* q,
   std::atomic<int64_t> bad{-1};
   parallel_for(ctx, slices, per_slice * 2, [&](int64_t begin, int64_t end) {
     for (int64_t s = begin; s < end; ++s) {
-      const float* xs = x + s * per_slice;
-      float lo = xs[0], hi = xs[0];
-      bool finite = true;
-      for (int64_t e = 0; e < per_slice; ++e) {
-        lo = std::min(lo, xs[e]);
-        hi = std::max(hi, xs[e]);
-        finite = finite && std::isfinite(xs[e]);
-      }
-      if (!finite) {
+      float lo, hi;
+      if (!range_of(x + s * per_slice, per_slice, lo, hi)) {
         bad.store(s, std::memory_order_relaxed);
         continue;
       }
       const RowQuant p = choose(lo, hi);
       for (int64_t r = s * a.slice_rows; r < (s + 1) * a.slice_rows; ++r) {
         params[r] = p;
-        const float* xr = x + r * k;
-        uint8_t* qr = q + r * ld;
-        if (!interleave) {
-          for (int64_t e = 0; e < k; ++e) qr[e] = static_cast<uint8_t>(quantize(xr[e], p));
-          continue;
-        }
-        for (int64_t c = 0; c < k; c += kChunk) {
-          for (int64_t e = 0; e < kChunk / 2; ++e) {
-            qr[c + e] = static_cast<uint8_t>(quantize(xr[c + 2 * e], p) + 128);
-            qr[c + kChunk / 2 + e] = static_cast<uint8_t>(quantize(xr[c + 2 * e + 1], p) + 128);
-          }
-        }
+        quantize_row(x + r * k, k, p, interleave, q + r * ld);
       }
     }
   });
