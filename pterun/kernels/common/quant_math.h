@@ -2,8 +2,9 @@
 
 // ExecuTorch's choice of quantization parameters (fbgemm's
 // ChooseQuantizationParams, as kernels/quantized/cpu/op_choose_qparams.cpp
-// computes it), written once for the CPU and the CUDA backend: standard
-// headers only, and host-and-device functions under nvcc.
+// computes it) and XNNPACK's dynamic int8 rule (qd8), written once for the
+// CPU and the CUDA backend: standard headers only, and host-and-device
+// functions under nvcc.
 
 #include <cmath>
 #include <cstdint>
@@ -67,6 +68,59 @@ PTERUN_HOST_DEVICE inline ChosenQParams choose_scale_and_zero_point(float lo, fl
     zero_point = static_cast<int32_t>(::nearbyintf(static_cast<float>(initial)));
   }
   return {scale, zero_point};
+}
+
+/// float32 products, sums and quotients rounded once each, on the host and
+/// on a GPU (nvcc fuses a multiply and an add unless told not to; a host
+/// file that uses these is built with -ffp-contract=off).
+PTERUN_HOST_DEVICE inline float mul_rn(float a, float b) {
+#if defined(__CUDA_ARCH__)
+  return __fmul_rn(a, b);
+#else
+  return a * b;
+#endif
+}
+PTERUN_HOST_DEVICE inline float add_rn(float a, float b) {
+#if defined(__CUDA_ARCH__)
+  return __fadd_rn(a, b);
+#else
+  return a + b;
+#endif
+}
+PTERUN_HOST_DEVICE inline float div_rn(float a, float b) {
+#if defined(__CUDA_ARCH__)
+  return __fdiv_rn(a, b);
+#else
+  return a / b;
+#endif
+}
+
+/// XNNPACK's dynamic int8 quantization (qd8) of one slice: x ~ (q -
+/// zero_point) * scale, q = clamp(rint(x * inv) + zero_point, -128, 127).
+struct Qd8Params {
+  float inv;
+  float scale;
+  int32_t zero_point;
+};
+
+/// The qd8 parameters of a slice whose finite values span [lo, hi]: the
+/// range widened to hold 0, 255 steps over it, the zero point from the end
+/// with the smaller error (XNNPACK's xnn_qd8_asymmetric_quantization_params),
+/// every operation in float32.
+PTERUN_HOST_DEVICE inline Qd8Params choose_qd8(float lo, float hi) {
+  const float rmin = lo < 0.0f ? lo : 0.0f, rmax = hi > 0.0f ? hi : 0.0f;
+  const float inv = rmin == rmax ? 1.0f : div_rn(255.0f, add_rn(rmax, -rmin));
+  const float dmin = mul_rn(rmin, inv), dmax = mul_rn(rmax, inv);
+  float zp = add_rn(add_rn(-128.0f, dmin), add_rn(127.0f, dmax)) > 0.0f ? add_rn(-128.0f, -dmin)
+                                                                        : add_rn(127.0f, -dmax);
+  zp = zp < -128.0f ? -128.0f : (zp > 127.0f ? 127.0f : zp);
+  return {inv, div_rn(1.0f, inv), static_cast<int32_t>(::nearbyintf(zp))};
+}
+
+/// q of a finite x under p, in [-128, 127].
+PTERUN_HOST_DEVICE inline int32_t quantize_qd8(float x, const Qd8Params& p) {
+  const float q = add_rn(::nearbyintf(mul_rn(x, p.inv)), static_cast<float>(p.zero_point));
+  return static_cast<int32_t>(q < -128.0f ? -128.0f : (q > 127.0f ? 127.0f : q));
 }
 
 /// Field j of a row of 4-bit or 2-bit embedding weights, as the signed

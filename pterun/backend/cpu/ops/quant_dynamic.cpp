@@ -37,6 +37,7 @@
 #include "pterun/core/error.h"
 #include "pterun/core/str_cat.h"
 #include "pterun/kernels/common/device_check.h"
+#include "pterun/kernels/common/quant_math.h"
 #include "pterun/ops/quant.h"
 
 namespace pterun::cpu {
@@ -49,29 +50,10 @@ constexpr int64_t kChunk = 128;  // inputs per vector step of the 4-bit kernel
 #else
 constexpr int64_t kChunk = 64;
 #endif
-/// One slice's quantization: q = clamp(rint(x * inv) + zero_point), and
-/// x ~ (q - zero_point) * scale (XNNPACK's qd8 rule: the range widened to
-/// hold 0, 255 steps over it, the zero point from the end with the smaller
-/// error).
-struct RowQuant {
-  float inv;
-  float scale;
-  int32_t zero_point;
-};
-
-RowQuant choose(float lo, float hi) {
-  const float rmin = std::min(lo, 0.0f), rmax = std::max(hi, 0.0f);
-  const float inv = rmin == rmax ? 1.0f : 255.0f / (rmax - rmin);
-  const float dmin = rmin * inv, dmax = rmax * inv;
-  float zp = (-128.0f + dmin) + (127.0f + dmax) > 0 ? -128.0f - dmin : 127.0f - dmax;
-  zp = std::clamp(zp, -128.0f, 127.0f);
-  return {inv, 1.0f / inv, static_cast<int32_t>(std::nearbyint(zp))};
-}
-
-int32_t quantize(float x, const RowQuant& p) {
-  const float q = std::nearbyint(x * p.inv) + static_cast<float>(p.zero_point);
-  return static_cast<int32_t>(std::clamp(q, -128.0f, 127.0f));
-}
+/// One slice's quantization (XNNPACK's qd8 rule, kernels/common/quant_math.h,
+/// shared with the CUDA kernel).
+using RowQuant = kernels::Qd8Params;
+using kernels::quantize_qd8;
 
 /// lo and hi of n > 0 floats; false when one is NaN or infinite (lo and hi
 /// then mean nothing).
@@ -106,7 +88,7 @@ bool range_of(const float* x, int64_t n, float& lo, float& hi) {
 }
 
 #if defined(__AVX512F__) && defined(__AVX512BW__)
-/// quantize() of 16 floats, as int8 bytes: the same float operations (a
+/// quantize_qd8() of 16 floats, as int8 bytes: the same float operations (a
 /// multiply, rounding to nearest even, an add, the clamp), so the same bytes.
 inline __m128i quantize16(__m512 v, const RowQuant& p) {
   __m512 y = _mm512_roundscale_ps(_mm512_mul_ps(v, _mm512_set1_ps(p.inv)),
@@ -146,13 +128,13 @@ void quantize_row(const float* xr, int64_t k, const RowQuant& p, bool interleave
   }
 #endif
   if (!interleave) {
-    for (; e < k; ++e) qr[e] = static_cast<uint8_t>(quantize(xr[e], p));
+    for (; e < k; ++e) qr[e] = static_cast<uint8_t>(quantize_qd8(xr[e], p));
     return;
   }
   for (int64_t c = 0; c < k; c += kChunk) {
     for (int64_t i = 0; i < kChunk / 2; ++i) {
-      qr[c + i] = static_cast<uint8_t>(quantize(xr[c + 2 * i], p) + 128);
-      qr[c + kChunk / 2 + i] = static_cast<uint8_t>(quantize(xr[c + 2 * i + 1], p) + 128);
+      qr[c + i] = static_cast<uint8_t>(quantize_qd8(xr[c + 2 * i], p) + 128);
+      qr[c + kChunk / 2 + i] = static_cast<uint8_t>(quantize_qd8(xr[c + 2 * i + 1], p) + 128);
     }
   }
 }
@@ -177,7 +159,7 @@ void quantize_rows(KernelContext& ctx, const ops::QDynLinearArgs& a, uint8_t* q,
         bad.store(s, std::memory_order_relaxed);
         continue;
       }
-      const RowQuant p = choose(lo, hi);
+      const RowQuant p = kernels::choose_qd8(lo, hi);
       for (int64_t r = s * a.slice_rows; r < (s + 1) * a.slice_rows; ++r) {
         params[r] = p;
         quantize_row(x + r * k, k, p, interleave, q + r * ld);
@@ -503,16 +485,7 @@ void row_4bit(const ops::QDynLinearArgs& a, const Plan4& plan, const uint8_t* q,
     }
     totals[c] = Isa::sum(facc);
   }
-  const float* sums = a.weight_sums.data_as<const float>();
-  const float* bias = a.bias != nullptr ? a.bias->data_as<const float>() : nullptr;
-  float* out = a.out.data_as<float>() + i * a.n;
-  const float shift = static_cast<float>(128 + p.zero_point), lo = a.out_min, hi = a.out_max;
-  for (int64_t j = j0; j < j1; ++j) {
-    // As store_4bit and finish.
-    float y = (totals[j - j0] - shift * sums[j]) * p.scale;
-    if (bias != nullptr) y += bias[j];
-    out[j] = std::min(std::max(y, lo), hi);
-  }
+  for (int64_t j = j0; j < j1; ++j) store_4bit(a, p, i, j, totals[j - j0]);
 }
 
 /// Columns [j0, j1) of every row: 4-row tiles two columns wide (the

@@ -2,8 +2,8 @@
 // (ops::QDynLinearArgs), in two kernels:
 //
 //  1. quantize_slices: one block per slice of rows finds the slice's range
-//     and quantizes it to int8 with XNNPACK's rule, float operation for
-//     float operation as the CPU (backend/cpu/ops/quant_dynamic.cpp), into
+//     and quantizes it to int8 with XNNPACK's rule, the same functions as
+//     the CPU (kernels/common/quant_math.h), into
 //     scratch with each row's scale and zero point. A slice holding NaN or
 //     an infinity is recorded in the method's device-check word (raised as
 //     ValueError at the next wait, as the CPU raises it at once) and reads
@@ -37,6 +37,7 @@
 #include "pterun/backend/cuda/ops/quant_launch.h"
 #include "pterun/core/error.h"
 #include "pterun/kernels/common/device_check.h"
+#include "pterun/kernels/common/quant_math.h"
 #include "pterun/ops/quant.h"
 
 namespace pterun::cuda::quant {
@@ -44,12 +45,10 @@ namespace pterun::cuda::quant {
 constexpr int kQuantThreads = 256;
 constexpr int kWarps = 8;  // output columns per block of the vector kernel
 
-/// One row's quantization: x ~ (q - zero_point) * scale.
-struct RowParams {
-  float inv;
-  float scale;
-  int32_t zero_point;
-  int32_t pad;
+/// One row's quantization (x ~ (q - zero_point) * scale), and whether the
+/// row's slice held NaN or an infinity (its values then stored as zeros).
+struct RowParams : kernels::Qd8Params {
+  int32_t zeros;
 };
 
 struct DqLaunch {
@@ -75,23 +74,10 @@ __device__ inline int64_t stored_at(int64_t e, bool interleave) {
   return (e & ~int64_t{7}) + ((w & 1) != 0 ? 4 + (w >> 1) : (w >> 1));
 }
 
-/// XNNPACK's qd8 parameters of a range (the CPU's `choose`, each float
-/// operation rounded as there).
-__device__ inline RowParams choose(float lo, float hi) {
-  const float rmin = fminf(lo, 0.0f), rmax = fmaxf(hi, 0.0f);
-  const float inv = rmin == rmax ? 1.0f : __fdiv_rn(255.0f, __fsub_rn(rmax, rmin));
-  const float dmin = __fmul_rn(rmin, inv), dmax = __fmul_rn(rmax, inv);
-  float zp = __fadd_rn(__fadd_rn(-128.0f, dmin), __fadd_rn(127.0f, dmax)) > 0.0f
-                 ? __fsub_rn(-128.0f, dmin)
-                 : __fsub_rn(127.0f, dmax);
-  zp = fminf(fmaxf(zp, -128.0f), 127.0f);
-  return {inv, __fdiv_rn(1.0f, inv), static_cast<int32_t>(rintf(zp)), 0};
-}
-
 /// The parameters of `count` values at x, computed by the whole block
 /// (every thread gets them; blockDim.x a multiple of 32, at most 1024). A
 /// slice holding NaN or an infinity is recorded in the device-check word as
-/// slice `slice` and gets parameters that store zeros (pad 1).
+/// slice `slice` and gets parameters that store zeros.
 __device__ RowParams block_params(const DqLaunch& l, const float* x, int64_t count, int64_t slice) {
   __shared__ float s_lo[32], s_hi[32];
   __shared__ int s_bad[32];
@@ -123,7 +109,7 @@ __device__ RowParams block_params(const DqLaunch& l, const float* x, int64_t cou
       bad |= s_bad[w];
     }
     if (bad != 0) {
-      s_p = {0.0f, 1.0f, 0, 1};  // zeros, an output of the bias alone
+      s_p = {{0.0f, 1.0f, 0}, 1};  // zeros, an output of the bias alone
       if (atomicCAS(reinterpret_cast<int*>(&l.check->failed), 0, 1) == 0) {
         l.check->kind = static_cast<int32_t>(kernels::DeviceCheckKind::NonFiniteSlice);
         l.check->op = static_cast<int32_t>(kernels::DeviceCheckOp::FullyConnectedDq);
@@ -132,7 +118,7 @@ __device__ RowParams block_params(const DqLaunch& l, const float* x, int64_t cou
         l.check->extra = 0;
       }
     } else {
-      s_p = choose(lo, hi);
+      s_p = {kernels::choose_qd8(lo, hi), 0};
     }
   }
   __syncthreads();
@@ -145,13 +131,11 @@ __device__ RowParams block_params(const DqLaunch& l, const float* x, int64_t cou
 /// stride k, stored_at's order).
 __device__ void quantize_into(const DqLaunch& l, const float* x, int64_t rows, const RowParams& p,
                               int8_t* q) {
-  const float zp = static_cast<float>(p.zero_point);
   const int64_t count = rows * l.k;
   for (int64_t e = threadIdx.x; e < count; e += blockDim.x) {
-    const float v = fminf(fmaxf(__fadd_rn(rintf(__fmul_rn(x[e], p.inv)), zp), -128.0f), 127.0f);
     const int64_t row = e / l.k, col = e - row * l.k;
     q[row * l.k + stored_at(col, l.interleave)] =
-        static_cast<int8_t>(p.pad != 0 ? 0 : static_cast<int>(v));
+        static_cast<int8_t>(p.zeros != 0 ? 0 : kernels::quantize_qd8(x[e], p));
   }
 }
 
