@@ -183,15 +183,13 @@ float finish(float acc, const ops::QDynLinearArgs& a, const RowQuant& p, int64_t
 
 void linear_8bit(KernelContext& ctx, const ops::QDynLinearArgs& a) {
   const int64_t m = a.m, n = a.n, k = a.k;
-  // Tasks of 32 rows (two panels of packed rows, qgemm_rows_packed, from
-  // 16 rows on) by 128 outputs.
-  constexpr int64_t kRows = 32, kCols = 128, kPackRows = 16;
-  const bool packed = qgemm_packs() && m >= kPackRows;
+  // Tasks of 32 rows (two panels of packed rows for qgemm_rows) by 128
+  // outputs.
+  constexpr int64_t kRows = 32, kCols = 128;
   const size_t q_bytes = aligned(static_cast<size_t>(m * k));
   const size_t p_bytes = aligned(static_cast<size_t>(m) * sizeof(RowQuant));
   const size_t acc_bytes = aligned(kRows * kCols * sizeof(int32_t));
-  const size_t pack_bytes =
-      packed ? aligned(static_cast<size_t>(kRows / 16 * qgemm_panel_bytes(k))) : 0;
+  const size_t pack_bytes = aligned(qgemm_rows_bytes(std::min(m, kRows), k));
   const int threads = std::max(1, ctx.num_threads);
   auto* scratch =
       static_cast<char*>(ctx.scratch(q_bytes + p_bytes + (acc_bytes + pack_bytes) * threads));
@@ -214,12 +212,8 @@ void linear_8bit(KernelContext& ctx, const ops::QDynLinearArgs& a) {
           const int64_t rows = std::min(kRows, m - i0), cols = std::min(kCols, n - j0);
           // Raw sums of q * w (zero point 0); the activation's zero point
           // is taken back per row below.
-          const QGemm g{q + i0 * k, k, false, 0, w + j0 * k, k, sums + j0, rows, cols, k};
-          if (packed && rows >= kPackRows) {
-            qgemm_rows_packed(g, pack, acc, cols);
-          } else {
-            qgemm(g, acc, cols);
-          }
+          qgemm_rows({q + i0 * k, k, false, 0, w + j0 * k, k, sums + j0, rows, cols, k}, pack, acc,
+                     cols);
           for (int64_t r = 0; r < rows; ++r) {
             const RowQuant& p = params[i0 + r];
             for (int64_t c = 0; c < cols; ++c) {

@@ -3,6 +3,7 @@
 // The CPU's int8 matrix product (quant_gemm.cpp), which the quantized
 // linear and convolution kernels (quant_nn.cpp) share.
 
+#include <cstddef>
 #include <cstdint>
 
 namespace pterun::cpu {
@@ -52,6 +53,18 @@ void qgemm_packed(const QGemm& p, const uint8_t* panels, int32_t* c, int64_t ldc
 /// (qgemm_panel_bytes(p.k) per 16 rows) and the weights read in place, 4
 /// bytes at a time. Needs 16 * ldc < 2^31.
 void qgemm_rows_packed(const QGemm& p, uint8_t* buffer, int32_t* c, int64_t ldc);
+
+/// From this many rows of activations on, packing an operand pays for
+/// itself (qgemm_packed, qgemm_rows_packed).
+constexpr int64_t kQgemmPackRows = 16;
+
+/// Bytes of the buffer qgemm_rows takes for products of up to m rows of
+/// depth k: 0 where it would not pack them.
+size_t qgemm_rows_bytes(int64_t m, int64_t k);
+
+/// qgemm_rows_packed from kQgemmPackRows rows on where the build has it
+/// (`buffer`: qgemm_rows_bytes of at least p.m rows), else qgemm.
+void qgemm_rows(const QGemm& p, uint8_t* buffer, int32_t* c, int64_t ldc);
 
 /// The instruction set qgemm uses in this build: "avx512-vnni", "avx2" or
 /// "scalar".

@@ -35,6 +35,19 @@ bool qgemm_packs() {
 #endif
 }
 
+size_t qgemm_rows_bytes(int64_t m, int64_t k) {
+  if (!qgemm_packs() || m < kQgemmPackRows) return 0;
+  return static_cast<size_t>((m + 15) / 16 * qgemm_panel_bytes(k));
+}
+
+void qgemm_rows(const QGemm& p, uint8_t* buffer, int32_t* c, int64_t ldc) {
+  if (qgemm_packs() && p.m >= kQgemmPackRows) {
+    qgemm_rows_packed(p, buffer, c, ldc);
+  } else {
+    qgemm(p, c, ldc);
+  }
+}
+
 void qgemm_pack(const int8_t* w, int64_t ldw, int64_t n, int64_t k, bool shift128,
                 int64_t panel_begin, int64_t panel_end, uint8_t* out) {
   const int64_t quads = k / 4 + 1, whole = k / 4;

@@ -98,10 +98,6 @@ void requantize_run(const int32_t* acc, int64_t n, const Requant& t, int64_t cha
 
 constexpr int64_t kRowBlock = 64;
 constexpr int64_t kColBlock = 256;
-/// From this many rows of activations on, the products run on packed
-/// operands (quant_gemm_packed.cpp): a convolution packs its weights once
-/// per call, a linear layer each task's rows.
-constexpr int64_t kPackRows = 16;
 
 }  // namespace
 
@@ -115,16 +111,12 @@ void quantized_linear(KernelContext& ctx, const ops::QLinearArgs& a) {
   const int64_t col_blocks = (n + kColBlock - 1) / kColBlock;
   const int64_t cols = std::min(n, kColBlock);
   const int threads = std::max(1, ctx.num_threads);
-  const bool in_unsigned = a.in.dtype() == DType::UInt8;
-  // From kPackRows rows on, each task packs its rows of activations and
-  // reads the weights in place (qgemm_rows_packed).
-  const bool packed = qgemm_packs() && a.m >= kPackRows;
   // Scratch: the channel terms, then per thread an accumulator block and
-  // the packed rows.
+  // the task's activation rows packed (qgemm_rows: from a few rows on, the
+  // weights are read in place against them).
   const size_t terms_bytes = aligned(static_cast<size_t>(2 * n) * sizeof(float));
   const size_t acc_bytes = aligned(static_cast<size_t>(kRowBlock * cols) * sizeof(int32_t));
-  const size_t pack_bytes =
-      packed ? aligned(static_cast<size_t>(kRowBlock / 16 * qgemm_panel_bytes(a.k))) : 0;
+  const size_t pack_bytes = aligned(qgemm_rows_bytes(std::min(a.m, kRowBlock), a.k));
   auto* scratch = static_cast<char*>(ctx.scratch(terms_bytes + (acc_bytes + pack_bytes) * threads));
   const Requant terms = requant_terms(a.rq, n, scratch);
   kernels::visit_q8(a.out.dtype(), [&]<typename Out>() {
@@ -142,7 +134,7 @@ void quantized_linear(KernelContext& ctx, const ops::QLinearArgs& a) {
                      const int64_t width = std::min(kColBlock, n - j0);
                      const QGemm g{a.in.data_as<const uint8_t>() + i0 * a.k,
                                    a.k,
-                                   in_unsigned,
+                                   a.in.dtype() == DType::UInt8,
                                    a.rq.in_q.zero_point,
                                    a.weight.data_as<const int8_t>() + j0 * a.k,
                                    a.k,
@@ -150,11 +142,7 @@ void quantized_linear(KernelContext& ctx, const ops::QLinearArgs& a) {
                                    rows,
                                    width,
                                    a.k};
-                     if (packed && rows >= kPackRows) {
-                       qgemm_rows_packed(g, pack, acc, width);
-                     } else {
-                       qgemm(g, acc, width);
-                     }
+                     qgemm_rows(g, pack, acc, width);
                      for (int64_t r = 0; r < rows; ++r) {
                        requantize_run(acc + r * width, width, terms, j0, out + (i0 + r) * n + j0);
                      }
@@ -281,7 +269,8 @@ void quantized_conv2d(KernelContext& ctx, const ops::QConv2dArgs& a) {
   const size_t out_bytes = aligned(static_cast<size_t>(kPixelBlock * width));
   const size_t taps_bytes = depthwise ? aligned(static_cast<size_t>(taps * c.out_channels)) : 0;
   const bool in_unsigned = a.in.dtype() == DType::UInt8;
-  const bool packed = !depthwise && qgemm_packs() && c.batch * pixels >= kPackRows;
+  // The weights packed once per call (qgemm_packed), from a few pixels on.
+  const bool packed = !depthwise && qgemm_packs() && c.batch * pixels >= kQgemmPackRows;
   const int64_t panel_bytes = qgemm_panel_bytes(c.k), group_panels = (c.og + 15) / 16;
   const size_t pack_bytes =
       packed ? aligned(static_cast<size_t>(c.groups * group_panels * panel_bytes)) : 0;
