@@ -332,6 +332,69 @@ def test_conv2d_own_kernel_shapes(device, n, cin, cout, hw, k, padding, dilation
          w_order=CL, out_order=CL, num_threads=threads)
 
 
+# Channels-last f32 convolutions (input and output NHWC) run the CPU's
+# channels-last kernel (conv_f32_nhwc.cpp): dense ones as tiles of pixels x
+# one or two vectors of output channels (a partial last block, tiles that
+# cross rows and images, pixels past the end), each pixel reading whole
+# kernel rows (with copies of those that cross the left or right border)
+# or, with a column dilation, one tap at a time; depthwise ones as vectors
+# of channels with a partial last one. Every epilogue (bias, clamp,
+# hardswish, residual) and two threads over 2^20 multiply-adds.
+@pytest.mark.parametrize("n,cin,cout,hw,k,stride,padding,dilation", [
+    (1, 5, 1, (5, 4), (3, 3), (1, 1), (1, 1), (1, 1)),
+    (2, 8, 10, (9, 7), (3, 3), (2, 1), (1, 0), (1, 1)),
+    (3, 6, 17, (6, 11), (2, 3), (1, 2), (0, 2), (1, 1)),
+    (1, 33, 40, (8, 8), (1, 1), (1, 1), (0, 0), (1, 1)),
+    (2, 7, 33, (10, 9), (5, 5), (1, 1), (2, 2), (1, 2)),
+    (1, 16, 16, (13, 13), (3, 3), (3, 3), (1, 1), (2, 1)),
+    (2, 12, 48, (4, 5), (3, 3), (1, 1), (3, 3), (1, 1)),
+])
+def test_conv2d_channels_last_kernel(device, n, cin, cout, hw, k, stride, padding, dilation):
+    x = normals(n, cin, *hw)
+    w, b = normals(cout, cin, *k), normals(cout)
+    conv(device, x, w, b, stride=stride, padding=padding, dilation=dilation, x_order=CL,
+         out_order=CL)
+    conv(device, x, w, None, stride=stride, padding=padding, dilation=dilation, x_order=CL,
+         w_order=CL, out_order=CL)
+
+
+@pytest.mark.parametrize("c,hw,k,stride,padding,dilation", [
+    (3, (7, 6), (3, 3), (1, 1), (1, 1), (1, 1)),
+    (8, (9, 12), (3, 3), (2, 2), (1, 1), (1, 1)),
+    (20, (11, 10), (5, 5), (1, 2), (2, 2), (1, 1)),
+    (35, (6, 13), (3, 3), (1, 1), (2, 2), (2, 2)),
+    (48, (4, 4), (3, 2), (2, 1), (0, 1), (1, 1)),
+])
+def test_conv2d_channels_last_depthwise(device, c, hw, k, stride, padding, dilation):
+    x = normals(2, c, *hw)
+    w, b = normals(c, 1, *k), normals(c)
+    conv(device, x, w, b, stride=stride, padding=padding, dilation=dilation, groups=c,
+         x_order=CL, out_order=CL)
+
+
+@pytest.mark.parametrize("kernel", ["pterun::convolution_relu.out",
+                                    "pterun::convolution_hardswish.out",
+                                    "pterun::convolution_add_relu.out"])
+@pytest.mark.parametrize("groups", [1, 24])
+def test_conv2d_channels_last_epilogues_two_threads(device, kernel, groups):
+    # 2 x 24 x 40 x 40 -> 24 channels, 3x3: over 2^20 multiply-adds for
+    # the dense case (split over the threads), fewer for the depthwise one.
+    x = normals(2, 24, 40, 40) * 2
+    w, b = normals(24, 24 // groups, 3, 3), normals(24)
+    expected = ref_conv2d(x, w, b, (1, 1), (1, 1), (1, 1), groups)
+    args = [T(x, dim_order=CL), w, b, [1, 1], [1, 1], [1, 1], False, [0, 0], groups]
+    if kernel.endswith("add_relu.out"):
+        res = normals(*expected.shape)
+        expected = np.maximum(expected + res, 0)
+        args.append(T(res, dim_order=CL))
+    elif kernel.endswith("hardswish.out"):
+        expected = hardswish_f32(expected)
+    else:
+        expected = np.maximum(expected, 0)
+    check(device, kernel, *args, Out(np.float32, expected.shape, dim_order=CL), expect=expected,
+          tol=(1e-4, 1e-4), num_threads=2)
+
+
 def test_conv1d_stride1_own_kernel(device):
     x, w, b = normals(3, 5, 40), normals(8, 5, 3), normals(8)
     expected = ref_conv2d(x[:, :, None], w[:, :, None], b, (1, 1), (0, 1), (1, 1), 1)[:, :, 0]

@@ -1,8 +1,9 @@
 // The CPU's convolution (pterun/ops/conv.h: the front-end checks and
 // describes the problem; conv1d/conv2d, grouped and depthwise, transposed
 // with output_padding, any dim order of input, weight and out). Forward
-// f32 convolutions, in either layout, run our own register-blocked kernel
-// (conv_f32.cpp: no per-call allocation, unlike oneDNN's execute); oneDNN
+// f32 convolutions run our own register-blocked kernels (conv_f32_nhwc.cpp
+// for channels-last activations, conv_f32.cpp for the rest: no per-call
+// allocation, unlike oneDNN's execute); oneDNN
 // runs transposed f32 ones and f16/bf16 (see
 // conv_dnnl.cpp); the direct kernel below covers f64, integers (same-dtype
 // wraparound, as torch) and anything oneDNN declines. The fused activation
@@ -157,7 +158,8 @@ void activate_output(const KernelContext& ctx, const ConvProblem& p) {
 
 void convolution(KernelContext& ctx, const ConvProblem& p) {
   const char* op = "aten::convolution.out";
-  if (p.ic != 0 && conv_f32(ctx, p)) return;  // applies the activation itself
+  // Both apply the activation themselves.
+  if (p.ic != 0 && (conv_f32_nhwc(ctx, p) || conv_f32(ctx, p))) return;
   if (p.ic == 0 || !conv_dnnl(ctx, p, op)) {
     kernels::visit(p.dtype, kernels::Family::RealHBF16, op,
                    [&]<typename S>() { conv_own<S>(ctx, p); });

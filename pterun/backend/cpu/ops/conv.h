@@ -17,6 +17,14 @@ using ops::ConvProblem;
 /// p.activation. Allocation-free once scratch has grown. Uses ctx.scratch().
 bool conv_f32(kernels::KernelContext& ctx, const ConvProblem& p);
 
+/// Runs `p` with our own channels-last f32 kernel (conv_f32_nhwc.cpp) when
+/// input and output hold their channels contiguously (NHWC) and it takes
+/// the problem: forward, dense (one group) or depthwise (multiplier 1), any
+/// stride, padding and dilation; false otherwise, having done nothing.
+/// Applies p.activation and p.residual. Allocation-free once its packed
+/// weights exist.
+bool conv_f32_nhwc(kernels::KernelContext& ctx, const ConvProblem& p);
+
 /// Runs `p` with oneDNN when it has an optimised implementation for it
 /// (f32, and f16/bf16 natively or through f32 copies); false otherwise,
 /// having done nothing. Uses ctx.scratch().

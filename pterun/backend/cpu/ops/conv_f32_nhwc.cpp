@@ -1,0 +1,589 @@
+// Our own f32 convolution for channels-last activations (input and output
+// with their channels contiguous: NHWC tensors, as XNNPACK-delegated
+// programs and channels-last torch tensors hold them). Vectorised over
+// channels, so nothing is gathered or transposed:
+//
+// - Dense (groups == 1): an implicit GEMM. A tile of R output pixels x NV
+//   vectors of output channels accumulates in registers; for each tap and
+//   input channel, each pixel's input value is broadcast and multiplied by
+//   a vector of packed weights ([channel block][tap][input channel][lanes],
+//   zero-padded past the last output channel). Each pixel of a tile reads
+//   its taps through its own pointers, a tap over the padding through a
+//   row of zeros, so borders cost nothing extra and no padded copy exists.
+// - Depthwise (one input channel per group, multiplier 1): a vector of
+//   channels per pixel, four pixels per step sharing each tap's weights
+//   ([tap][channel], zero-padded to whole vectors); taps over the padding
+//   are skipped.
+//
+// Both take bias, residual and activation in their stores, and split rows
+// or tiles over the threads from 2^20 multiply-adds.
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <utility>
+#include <vector>
+
+#include "pterun/backend/cpu/engine/parallel.h"
+#include "pterun/backend/cpu/engine/vec_float.h"
+#include "pterun/backend/cpu/ops/conv.h"
+#include "pterun/backend/cpu/ops/conv_f32_block.h"
+#include "pterun/backend/cpu/ops/dnnl_util.h"
+
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wpsabi"
+#endif
+
+namespace pterun::cpu {
+namespace {
+
+using kernels::KernelContext;
+using vec::kWide;
+using vec::load;
+using vec::store;
+using vec::V16;
+using vec::V8;
+
+/// Lanes of the widest vector this build uses.
+constexpr int64_t kLanes = kWide ? 16 : 8;
+
+/// Taps (kh * kw) the dense kernel takes: each tile keeps a pointer per tap
+/// and pixel.
+constexpr int64_t kMaxTaps = 64;
+
+/// Largest packed weights (floats) kept per layer.
+constexpr int64_t kMaxPackedWeights = int64_t{1} << 22;
+
+/// Multiply-adds from which a convolution is split over the threads.
+constexpr double kParallelWork = 1 << 20;
+
+/// The epilogue every store applies: residual, then clamp or hardswish.
+struct Epilogue {
+  bool hardswish = false;
+  float lo = -INFINITY, hi = INFINITY;
+};
+
+template <typename V>
+inline V finish(V v, const Epilogue& e) {
+  if (e.hardswish) return conv_blocks::hardswish(v);
+  return conv_blocks::clamp(v, V{} + e.lo, V{} + e.hi);
+}
+
+/// Packed weights (and the bias, copied each call into whole vectors),
+/// kept per geometry and weight tensor while the weight bytes stay the same.
+struct Packed {
+  std::vector<float> w;
+  std::vector<float> bias;
+  std::vector<char> weight_bytes;  // what w was packed from
+  const void* weight_at = nullptr;
+  std::vector<float> zeros;  // a row of zeros (taps over the padding)
+};
+
+/// Elements between the first and the last weight, plus one.
+int64_t weight_span(const ConvProblem& p) {
+  const int64_t* ws = p.w_strides;
+  const int64_t icg = p.ic / p.groups;
+  return 1 + (p.oc - 1) * ws[0] + (icg - 1) * ws[1] + (p.kh - 1) * ws[2] + (p.kw - 1) * ws[3];
+}
+
+/// Calls pack(w) unless the weights are the bytes packed last time.
+template <typename Pack>
+void refresh(const ConvProblem& p, Packed& pk, Pack&& pack) {
+  const size_t bytes = static_cast<size_t>(weight_span(p)) * sizeof(float);
+  if (pk.weight_at == p.weight && pk.weight_bytes.size() == bytes &&
+      std::memcmp(pk.weight_bytes.data(), p.weight, bytes) == 0) {
+    return;
+  }
+  pack(pk.w.data());
+  pk.weight_bytes.resize(bytes);
+  std::memcpy(pk.weight_bytes.data(), p.weight, bytes);
+  pk.weight_at = p.weight;
+}
+
+/// The bias (or zeros) into pk.bias, padded with zeros to `padded`.
+void copy_bias(const ConvProblem& p, Packed& pk, int64_t padded) {
+  pk.bias.assign(static_cast<size_t>(padded), 0.0f);
+  if (p.bias != nullptr) {
+    std::memcpy(pk.bias.data(), p.bias, static_cast<size_t>(p.oc) * sizeof(float));
+  }
+}
+
+// ---- dense: implicit GEMM over tiles of pixels ------------------------------------------------
+
+/// One tile: R pixels x NV vectors of output channels from `co0`.
+struct Tile {
+  const float* const* src;  // src[t * R + r]: pixel r's input channels at tap t
+  int64_t taps, ic;
+  const float* w;           // the channel block's packed weights
+  int64_t block;            // floats per input channel in w (NV * lanes)
+  const float* bias;        // block's bias, NV vectors
+  float* const* dst;        // pixel r's output channels from co0
+  const float* const* res;  // pixel r's residual from co0 (or null: none)
+  int64_t lanes;            // output channels of the block that exist
+  Epilogue e;
+};
+
+template <typename V, int R, int NV, size_t... I>
+void dense_tile_impl(const Tile& t, std::index_sequence<I...>) {
+  constexpr int64_t L = sizeof(V) / sizeof(float);
+  V acc[R * NV];
+  ((acc[I] = load<V>(t.bias + (I % NV) * L)), ...);
+  const float* wt = t.w;
+  for (int64_t k = 0; k < t.taps; ++k) {
+    const float* const* src = t.src + k * R;
+    for (int64_t c = 0; c < t.ic; ++c, wt += t.block) {
+      V w[NV];
+      for (int v = 0; v < NV; ++v) w[v] = load<V>(wt + v * L);
+      // A float times a vector: one broadcast (AVX-512: folded into the
+      // multiply-add); V{} + x would first add 0 to x, a real operation.
+      ((acc[I] += src[I / NV][c] * w[I % NV]), ...);
+    }
+  }
+  if (t.res != nullptr) {
+    auto residual = [&](size_t i) {
+      const float* r = t.res[i / NV] + (i % NV) * L;
+      const int64_t n = std::min<int64_t>(L, t.lanes - static_cast<int64_t>(i % NV) * L);
+      if (n >= L) return load<V>(r);
+      float part[L] = {};
+      for (int64_t l = 0; l < n; ++l) part[l] = r[l];
+      return load<V>(part);
+    };
+    ((acc[I] += residual(I)), ...);
+  }
+  ((acc[I] = finish(acc[I], t.e)), ...);
+  auto put = [&](size_t i, V v) {
+    float* d = t.dst[i / NV] + (i % NV) * L;
+    const int64_t n = std::min<int64_t>(L, t.lanes - static_cast<int64_t>(i % NV) * L);
+    if (n >= L) {
+      store(d, v);
+      return;
+    }
+    float part[L];
+    store(part, v);
+    for (int64_t l = 0; l < n; ++l) d[l] = part[l];
+  };
+  (put(I, acc[I]), ...);
+}
+
+/// Tile shapes: with 32 registers 8 pixels x 2 vectors (or 10 x 1 for
+/// layers of one vector of output channels: measured best of 6-16 pixels;
+/// each pixel's input pointer wants a general register); with 16, 6 x 2
+/// (8 x 1).
+template <int NV>
+constexpr int kTilePixels = kWide ? (NV == 2 ? 8 : 10) : (NV == 2 ? 6 : 8);
+
+/// Border copies of kernel rows (floats) a tile may need in row mode.
+constexpr int64_t kMaxBorderFloats = int64_t{1} << 18;
+
+struct DensePlan {
+  const ConvProblem* p;
+  int64_t taps;  // kh * kw
+  // A pixel reads `groups` runs of `run` consecutive floats: a kernel row
+  // each (kw * ic floats, row mode: unit dilation and pixels of exactly ic
+  // floats), or a tap each (ic floats).
+  bool rows;
+  int64_t groups, run;
+  int64_t block;   // output channels per block (NV * lanes)
+  int64_t blocks;  // channel blocks
+  int64_t pixels;  // n * oh * ow
+  int64_t tiles;
+  int64_t reach;        // input columns from a pixel's first tap to its last, less one
+  int64_t column_step;  // floats between the columns of consecutive taps
+  int64_t pixel_step;   // floats between the inputs of consecutive pixels of a row
+  const float* w;
+  const float* bias;
+  const float* zeros;
+  Epilogue e;
+};
+
+template <typename V, int NV>
+void dense_items(const DensePlan& dp, int64_t begin, int64_t end) {
+  constexpr int R = kTilePixels<NV>;
+  const ConvProblem& p = *dp.p;
+  const float* in = static_cast<const float*>(p.in);
+  float* out = static_cast<float*>(p.out);
+  const float* residual = static_cast<const float*>(p.residual);
+  const int64_t* is = p.in_strides;
+  const int64_t* os = p.out_strides;
+  const int64_t* rs = p.residual_strides;
+  const float* src[kMaxTaps * R];
+  // Row mode: a pixel whose kernel rows cross the left or right border
+  // reads copies of them with zeros for the padding (this thread's, grown
+  // once).
+  thread_local std::vector<float> border;
+  if (dp.rows && border.size() < static_cast<size_t>(R * p.kh * dp.run)) {
+    border.resize(static_cast<size_t>(R * p.kh * dp.run));
+  }
+  float* dst[R];
+  const float* res[R];
+  // Pixels past the end write here and read zeros.
+  alignas(64) float sink[R][NV * sizeof(V) / sizeof(float)];
+  int64_t tile_ready = -1;
+  for (int64_t item = begin; item < end; ++item) {
+    const int64_t tile = item / dp.blocks, block = item % dp.blocks;
+    if (tile != tile_ready) {
+      // Pixel coordinates stepped from the tile's first (no divisions per
+      // pixel).
+      const int64_t first = tile * R;
+      int64_t x = first % p.ow, y = first / p.ow % p.oh, n = first / (p.ow * p.oh);
+      bool previous_inside = false;
+      for (int r = 0; r < R; ++r) {
+        if (first + r >= dp.pixels) {
+          for (int64_t k = 0; k < dp.groups; ++k) src[k * R + r] = dp.zeros;
+          dst[r] = sink[r];
+          res[r] = dp.zeros;
+          continue;
+        }
+        if (r > 0 && ++x == p.ow) {
+          x = 0;
+          if (++y == p.oh) {
+            y = 0;
+            ++n;
+          }
+        }
+        // Pixel r's taps: a row over the padding reads zeros; a row inside
+        // the image whose columns all are (most) is one base and steps.
+        const float* image = in + n * is[0];
+        const int64_t ix0 = x * p.stride[1] - p.pad[1];
+        const bool columns_inside = ix0 >= 0 && ix0 + dp.reach < p.iw;
+        const float** at = src + r;
+        dst[r] = out + n * os[0] + y * os[2] + x * os[3];
+        res[r] = residual != nullptr ? residual + n * rs[0] + y * rs[2] + x * rs[3] : nullptr;
+        // The next pixel of a row, both inside on the left and right: its
+        // pointers are the previous pixel's, a stride further (rows over the
+        // padding stay zeros).
+        if (r > 0 && x > 0 && columns_inside && previous_inside) {
+          for (int64_t k = 0; k < dp.groups; ++k) {
+            const float* before = at[k * R - 1];
+            at[k * R] = before == dp.zeros ? before : before + dp.pixel_step;
+          }
+          continue;
+        }
+        previous_inside = columns_inside;
+        if (dp.rows) {
+          for (int64_t ky = 0; ky < p.kh; ++ky, at += R) {
+            const int64_t iy = y * p.stride[0] - p.pad[0] + ky * p.dilation[0];
+            if (iy < 0 || iy >= p.ih) {
+              *at = dp.zeros;
+              continue;
+            }
+            const float* row = image + iy * is[2];
+            if (columns_inside) {
+              *at = row + ix0 * p.ic;
+              continue;
+            }
+            float* copy = border.data() + (r * p.kh + ky) * dp.run;
+            for (int64_t kx = 0; kx < p.kw; ++kx) {
+              const int64_t ix = ix0 + kx;
+              float* to = copy + kx * p.ic;
+              if (ix >= 0 && ix < p.iw) {
+                std::memcpy(to, row + ix * p.ic, static_cast<size_t>(p.ic) * sizeof(float));
+              } else {
+                std::fill(to, to + p.ic, 0.0f);
+              }
+            }
+            *at = copy;
+          }
+        }
+        for (int64_t ky = 0; ky < (dp.rows ? 0 : p.kh); ++ky, at += p.kw * R) {
+          const int64_t iy = y * p.stride[0] - p.pad[0] + ky * p.dilation[0];
+          if (iy < 0 || iy >= p.ih) {
+            for (int64_t kx = 0; kx < p.kw; ++kx) at[kx * R] = dp.zeros;
+            continue;
+          }
+          const float* row = image + iy * is[2];
+          if (columns_inside) {
+            const float* from = row + ix0 * is[3];
+            for (int64_t kx = 0; kx < p.kw; ++kx, from += dp.column_step) at[kx * R] = from;
+            continue;
+          }
+          for (int64_t kx = 0; kx < p.kw; ++kx) {
+            const int64_t ix = ix0 + kx * p.dilation[1];
+            at[kx * R] = ix >= 0 && ix < p.iw ? row + ix * is[3] : dp.zeros;
+          }
+        }
+      }
+      tile_ready = tile;
+    }
+    const int64_t co0 = block * dp.block;
+    float* tile_dst[R];
+    const float* tile_res[R];
+    for (int r = 0; r < R; ++r) {
+      const bool real = dst[r] != sink[r];
+      tile_dst[r] = real ? dst[r] + co0 : sink[r];
+      tile_res[r] = residual == nullptr ? nullptr : real ? res[r] + co0 : dp.zeros;
+    }
+    Tile t;
+    t.src = src;
+    t.taps = dp.groups;
+    t.ic = dp.run;
+    t.w = dp.w + block * dp.taps * p.ic * dp.block;
+    t.block = dp.block;
+    t.bias = dp.bias + co0;
+    t.dst = tile_dst;
+    t.res = residual != nullptr ? tile_res : nullptr;
+    // A pixel past the end stores whole vectors into its sink.
+    t.lanes = std::min(dp.block, p.oc - co0);
+    t.e = dp.e;
+    dense_tile_impl<V, R, NV>(t, std::make_index_sequence<R * NV>{});
+  }
+}
+
+void pack_dense(const ConvProblem& p, const DensePlan& dp, float* w) {
+  const int64_t* ws = p.w_strides;
+  const float* weight = static_cast<const float*>(p.weight);
+  std::fill(w, w + dp.blocks * dp.taps * p.ic * dp.block, 0.0f);
+  for (int64_t o = 0; o < p.oc; ++o) {
+    const int64_t b = o / dp.block, lane = o % dp.block;
+    for (int64_t ky = 0; ky < p.kh; ++ky) {
+      for (int64_t kx = 0; kx < p.kw; ++kx) {
+        const int64_t k = ky * p.kw + kx;
+        for (int64_t c = 0; c < p.ic; ++c) {
+          w[((b * dp.taps + k) * p.ic + c) * dp.block + lane] =
+              weight[o * ws[0] + c * ws[1] + ky * ws[2] + kx * ws[3]];
+        }
+      }
+    }
+  }
+}
+
+bool dense(KernelContext& ctx, const ConvProblem& p, const Epilogue& e) {
+  DensePlan dp;
+  dp.p = &p;
+  dp.taps = p.kh * p.kw;
+  if (dp.taps > kMaxTaps) return false;
+  const int nv = p.oc > kLanes ? 2 : 1;
+  dp.block = nv * kLanes;
+  dp.blocks = (p.oc + dp.block - 1) / dp.block;
+  const int64_t packed = dp.blocks * dp.taps * p.ic * dp.block;
+  if (packed > kMaxPackedWeights) return false;
+  dp.pixels = p.n * p.oh * p.ow;
+  const int tile_pixels = nv == 2 ? kTilePixels<2> : kTilePixels<1>;
+  dp.tiles = (dp.pixels + tile_pixels - 1) / tile_pixels;
+  dp.e = e;
+  dp.reach = (p.kw - 1) * p.dilation[1];
+  dp.column_step = p.dilation[1] * p.in_strides[3];
+  dp.pixel_step = p.stride[1] * p.in_strides[3];
+  dp.rows = p.kw > 1 && p.dilation[1] == 1 && p.in_strides[3] == p.ic &&
+            tile_pixels * dp.taps * p.ic <= kMaxBorderFloats;
+  dp.groups = dp.rows ? p.kh : dp.taps;
+  dp.run = dp.rows ? p.kw * p.ic : p.ic;
+
+  dnnl_util::PlanKey key;
+  key.add({1, p.ic, p.oc, p.kh, p.kw, dp.block});
+  for (int64_t st : p.w_strides) key.add(st);
+  key.add(static_cast<int64_t>(reinterpret_cast<uintptr_t>(p.weight)));
+  thread_local dnnl_util::PlanCache<Packed> cache(64);
+  Packed& pk = cache.get(key, [&] {
+    Packed made;
+    made.w.resize(static_cast<size_t>(packed));
+    return made;
+  });
+  refresh(p, pk, [&](float* w) { pack_dense(p, dp, w); });
+  copy_bias(p, pk, dp.blocks * dp.block);
+  if (static_cast<int64_t>(pk.zeros.size()) < std::max(dp.run, dp.block)) {
+    pk.zeros.assign(static_cast<size_t>(std::max(dp.run, dp.block)), 0.0f);
+  }
+  dp.w = pk.w.data();
+  dp.bias = pk.bias.data();
+  dp.zeros = pk.zeros.data();
+
+  const int64_t items = dp.tiles * dp.blocks;
+  const double work = static_cast<double>(dp.pixels) * p.oc * p.ic * dp.taps;
+  auto body = [&](int64_t b, int64_t end) {
+    if constexpr (kWide) {
+      if (nv == 2) return dense_items<V16, 2>(dp, b, end);
+      return dense_items<V16, 1>(dp, b, end);
+    } else {
+      if (nv == 2) return dense_items<V8, 2>(dp, b, end);
+      return dense_items<V8, 1>(dp, b, end);
+    }
+  };
+  if (ctx.num_threads > 1 && work >= kParallelWork && items > 1) {
+    cpu::parallel_for(ctx, items, static_cast<int64_t>(work / static_cast<double>(items)), body);
+  } else {
+    body(0, items);
+  }
+  return true;
+}
+
+// ---- depthwise: vectors of channels ---------------------------------------------------------
+
+struct DepthwisePlan {
+  const ConvProblem* p;
+  int64_t padded;  // channels rounded up to whole vectors (the packed row)
+  const float* w;  // [tap][padded]
+  const float* bias;
+  Epilogue e;
+};
+
+/// Channels [c0, c0 + width) of output row (n, y), width <= L lanes of V
+/// (a narrower last group goes lane by lane through a vector's worth of
+/// scratch).
+template <typename V>
+void depthwise_channels(const DepthwisePlan& dp, int64_t n, int64_t y, int64_t c0, int64_t width) {
+  constexpr int64_t L = sizeof(V) / sizeof(float);
+  const ConvProblem& p = *dp.p;
+  const int64_t* is = p.in_strides;
+  const int64_t* os = p.out_strides;
+  const int64_t* rs = p.residual_strides;
+  const float* image = static_cast<const float*>(p.in) + n * is[0] + c0;
+  float* orow = static_cast<float*>(p.out) + n * os[0] + y * os[2] + c0;
+  const float* rrow = p.residual != nullptr
+                          ? static_cast<const float*>(p.residual) + n * rs[0] + y * rs[2] + c0
+                          : nullptr;
+  const bool whole = width == L;
+  auto in_at = [&](const float* at) {
+    if (whole) return load<V>(at);
+    float part[L] = {};
+    for (int64_t l = 0; l < width; ++l) part[l] = at[l];
+    return load<V>(part);
+  };
+  auto out_at = [&](int64_t x, V v) {
+    if (rrow != nullptr) v += in_at(rrow + x * rs[3]);
+    v = finish(v, dp.e);
+    float* d = orow + x * os[3];
+    if (whole) return store(d, v);
+    float part[L];
+    store(part, v);
+    for (int64_t l = 0; l < width; ++l) d[l] = part[l];
+  };
+  // Kernel rows inside the image.
+  int64_t ky0 = 0, ky1 = 0;
+  for (int64_t ky = 0; ky < p.kh; ++ky) {
+    const int64_t iy = y * p.stride[0] - p.pad[0] + ky * p.dilation[0];
+    if (iy < 0 || iy >= p.ih) continue;
+    if (ky1 == 0) ky0 = ky;
+    ky1 = ky + 1;
+  }
+  const V b = load<V>(dp.bias + c0);
+  const int64_t sw = p.stride[1], pw = p.pad[1], dw = p.dilation[1];
+  // Columns [x_lo, x_hi) read every kernel column inside the image.
+  const int64_t x_lo = std::min(p.ow, (pw + sw - 1) / sw);
+  const int64_t reach = (p.kw - 1) * dw;
+  const int64_t x_hi = std::max(
+      x_lo, p.iw - 1 - reach + pw < 0 ? 0 : std::min(p.ow, (p.iw - 1 - reach + pw) / sw + 1));
+  auto one = [&](int64_t x) {
+    V acc = b;
+    for (int64_t ky = ky0; ky < ky1; ++ky) {
+      const float* row = image + (y * p.stride[0] - p.pad[0] + ky * p.dilation[0]) * is[2];
+      for (int64_t kx = 0; kx < p.kw; ++kx) {
+        const int64_t ix = x * sw - pw + kx * dw;
+        if (ix < 0 || ix >= p.iw) continue;
+        acc += in_at(row + ix * is[3]) * load<V>(dp.w + (ky * p.kw + kx) * dp.padded + c0);
+      }
+    }
+    out_at(x, acc);
+  };
+  for (int64_t x = 0; x < x_lo; ++x) one(x);
+  int64_t x = x_lo;
+  for (; x + 4 <= x_hi; x += 4) {
+    V a0 = b, a1 = b, a2 = b, a3 = b;
+    const int64_t step = sw * is[3];
+    for (int64_t ky = ky0; ky < ky1; ++ky) {
+      const float* row =
+          image + (y * p.stride[0] - p.pad[0] + ky * p.dilation[0]) * is[2] + (x * sw - pw) * is[3];
+      const float* wk = dp.w + ky * p.kw * dp.padded + c0;
+      for (int64_t kx = 0; kx < p.kw; ++kx, row += dw * is[3], wk += dp.padded) {
+        const V w = load<V>(wk);
+        a0 += in_at(row) * w;
+        a1 += in_at(row + step) * w;
+        a2 += in_at(row + 2 * step) * w;
+        a3 += in_at(row + 3 * step) * w;
+      }
+    }
+    out_at(x, a0);
+    out_at(x + 1, a1);
+    out_at(x + 2, a2);
+    out_at(x + 3, a3);
+  }
+  for (; x < p.ow; ++x) one(x);
+}
+
+void depthwise_rows(const DepthwisePlan& dp, int64_t begin, int64_t end) {
+  const ConvProblem& p = *dp.p;
+  for (int64_t row = begin; row < end; ++row) {
+    const int64_t n = row / p.oh, y = row % p.oh;
+    int64_t c = 0;
+    for (; c + kLanes <= p.oc; c += kLanes) {
+      if constexpr (kWide) {
+        depthwise_channels<V16>(dp, n, y, c, 16);
+      } else {
+        depthwise_channels<V8>(dp, n, y, c, 8);
+      }
+    }
+    if (kWide && c + 8 <= p.oc) {
+      depthwise_channels<V8>(dp, n, y, c, 8);
+      c += 8;
+    }
+    if (c < p.oc) depthwise_channels<V8>(dp, n, y, c, p.oc - c);
+  }
+}
+
+bool depthwise(KernelContext& ctx, const ConvProblem& p, const Epilogue& e) {
+  DepthwisePlan dp;
+  dp.p = &p;
+  dp.e = e;
+  const int64_t taps = p.kh * p.kw;
+  // Room for a whole vector of eight past the last channel (the tail reads
+  // the packed weights and the bias as vectors).
+  dp.padded = (p.oc + kLanes - 1) / kLanes * kLanes + 8;
+  if (taps * dp.padded > kMaxPackedWeights) return false;
+  dnnl_util::PlanKey key;
+  key.add({2, p.oc, p.kh, p.kw});
+  for (int64_t st : p.w_strides) key.add(st);
+  key.add(static_cast<int64_t>(reinterpret_cast<uintptr_t>(p.weight)));
+  thread_local dnnl_util::PlanCache<Packed> cache(64);
+  Packed& pk = cache.get(key, [&] {
+    Packed made;
+    made.w.resize(static_cast<size_t>(taps * dp.padded));
+    return made;
+  });
+  refresh(p, pk, [&](float* w) {
+    const float* weight = static_cast<const float*>(p.weight);
+    const int64_t* ws = p.w_strides;
+    std::fill(w, w + taps * dp.padded, 0.0f);
+    for (int64_t ky = 0; ky < p.kh; ++ky) {
+      for (int64_t kx = 0; kx < p.kw; ++kx) {
+        for (int64_t c = 0; c < p.oc; ++c) {
+          w[(ky * p.kw + kx) * dp.padded + c] = weight[c * ws[0] + ky * ws[2] + kx * ws[3]];
+        }
+      }
+    }
+  });
+  copy_bias(p, pk, dp.padded);
+  dp.w = pk.w.data();
+  dp.bias = pk.bias.data();
+  const int64_t rows = p.n * p.oh;
+  const double work = static_cast<double>(rows) * p.ow * p.oc * taps;
+  auto body = [&](int64_t b, int64_t end) { depthwise_rows(dp, b, end); };
+  if (ctx.num_threads > 1 && work >= kParallelWork && rows > 1) {
+    cpu::parallel_for(ctx, rows, static_cast<int64_t>(work / static_cast<double>(rows)), body);
+  } else {
+    body(0, rows);
+  }
+  return true;
+}
+
+}  // namespace
+
+bool conv_f32_nhwc(KernelContext& ctx, const ConvProblem& p) {
+  if (p.dtype != DType::Float32 || p.transposed || p.ic == 0) return false;
+  if (p.in_strides[1] != 1 || p.out_strides[1] != 1) return false;
+  if (p.residual != nullptr && p.residual_strides[1] != 1) return false;
+  // One image's pixels must not overlap their channels (a broadcast input
+  // has a zero stride: the NCHW kernel takes it).
+  if (p.in_strides[3] < p.ic || p.out_strides[3] < p.oc) return false;
+  Epilogue e;
+  e.hardswish = p.activation == ops::ConvActivation::Hardswish;
+  if (p.activation == ops::ConvActivation::Clamp) {
+    e.lo = static_cast<float>(p.clamp_min);
+    e.hi = static_cast<float>(p.clamp_max);
+  }
+  if (p.groups == 1) return dense(ctx, p, e);
+  if (p.groups == p.ic && p.oc == p.ic) return depthwise(ctx, p, e);
+  return false;
+}
+
+}  // namespace pterun::cpu
