@@ -1,6 +1,9 @@
 #include "pterun/backend/cpu/engine/strided_copy.h"
 
+#include <algorithm>
+#include <cstdint>
 #include <cstring>
+#include <utility>
 
 #include "pterun/backend/cpu/engine/parallel.h"
 #include "pterun/kernels/common/copy_plan.h"
@@ -42,6 +45,76 @@ void copy_rows(const kernels::CopyPlan& p, char* dst, const char* src, size_t es
   }
 }
 
+/// Offsets of row `row` of the dimensions before `dims` (outermost first).
+std::pair<int64_t, int64_t> outer_offsets(const kernels::CopyPlan& p, size_t dims, int64_t row) {
+  int64_t doff = 0, soff = 0;
+  for (size_t d = dims; d-- > 0;) {
+    const int64_t i = row % p.sizes[d];
+    row /= p.sizes[d];
+    doff += i * p.dst[d];
+    soff += i * p.src[d];
+  }
+  return {doff, soff};
+}
+
+/// Edge of the square tiles a transpose moves (32 x 32 floats: 4 KiB read,
+/// 4 KiB written, both in L1).
+constexpr int64_t kTile = 32;
+
+/// Tiles [begin, end) of a copy whose last two dimensions are a transpose:
+/// the destination dense along the last (B), the source along the one
+/// before (A). A tile's source lines are read once into L1 and its
+/// destination written in runs, so neither side is walked with a large
+/// stride across the whole array (element by element along B would read
+/// one element per source line).
+template <typename E>
+void transpose_tiles(const kernels::CopyPlan& p, char* dst, const char* src, int64_t begin,
+                     int64_t end) {
+  const size_t r = p.rank;
+  const int64_t a_size = p.sizes[r - 2], b_size = p.sizes[r - 1];
+  const int64_t a_tiles = (a_size + kTile - 1) / kTile, b_tiles = (b_size + kTile - 1) / kTile;
+  const int64_t da = p.dst[r - 2], sb = p.src[r - 1];
+  for (int64_t t = begin; t < end; ++t) {
+    const int64_t bt = t % b_tiles, at = t / b_tiles % a_tiles, row = t / (a_tiles * b_tiles);
+    const auto [doff, soff] = outer_offsets(p, r - 2, row);
+    const int64_t a0 = at * kTile, a1 = std::min(a_size, a0 + kTile);
+    const int64_t b0 = bt * kTile, b1 = std::min(b_size, b0 + kTile);
+    // Destination runs in the inner loop: the source lines of the tile stay
+    // in L1 while each destination run is written whole (the other order
+    // writes to rows a power-of-two apart, which share L1 sets).
+    for (int64_t a = a0; a < a1; ++a) {
+      const char* from = src + soff + a * static_cast<int64_t>(sizeof(E));
+      char* to = dst + doff + a * da;
+      for (int64_t b = b0; b < b1; ++b) {
+        E v;
+        std::memcpy(&v, from + b * sb, sizeof(E));
+        std::memcpy(to + b * static_cast<int64_t>(sizeof(E)), &v, sizeof(E));
+      }
+    }
+  }
+}
+
+/// Runs the copy as tiles of a transpose when its last two dimensions are
+/// one (and large enough for it to matter); false otherwise.
+bool transpose_copy(const kernels::KernelContext& ctx, const kernels::CopyPlan& p, char* dst,
+                    const char* src, size_t es) {
+  const size_t r = p.rank;
+  const auto e = static_cast<int64_t>(es);
+  if (r < 2 || p.dst[r - 1] != e || p.src[r - 2] != e || p.src[r - 1] == e) return false;
+  if (es != 2 && es != 4 && es != 8) return false;
+  const int64_t a_size = p.sizes[r - 2], b_size = p.sizes[r - 1];
+  if (a_size < 4) return false;
+  int64_t rows = 1;
+  for (size_t i = 0; i + 2 < r; ++i) rows *= p.sizes[i];
+  const int64_t tiles = rows * ((a_size + kTile - 1) / kTile) * ((b_size + kTile - 1) / kTile);
+  parallel_for(ctx, tiles, kTile * kTile * e / 4, [&](int64_t b, int64_t end) {
+    if (es == 2) return transpose_tiles<uint16_t>(p, dst, src, b, end);
+    if (es == 4) return transpose_tiles<uint32_t>(p, dst, src, b, end);
+    transpose_tiles<uint64_t>(p, dst, src, b, end);
+  });
+  return true;
+}
+
 }  // namespace
 
 void strided_copy(const kernels::KernelContext& ctx, void* dst,
@@ -55,6 +128,7 @@ void strided_copy(const kernels::KernelContext& ctx, void* dst,
   for (size_t i = 0; i + 1 < p.rank; ++i) rows *= p.sizes[i];
   auto* d = static_cast<char*>(dst);
   const auto* s = static_cast<const char*>(src);
+  if (transpose_copy(ctx, p, d, s, element_size)) return;
   parallel_for(ctx, rows, inner * static_cast<int64_t>(element_size) / 4 + 1,
                [&](int64_t b, int64_t e) { copy_rows(p, d, s, element_size, b, e); });
 }
