@@ -341,6 +341,37 @@ inline void max_row_into(float* dst, const float* src, int64_t n, bool first) {
   }
 }
 
+/// The maximum of a window over K vectors of eight channels, NaN if any
+/// value was NaN (as take_max_value), with only a max on the dependency
+/// chain of each vector.
+template <int K>
+struct WindowMax {
+  V8f best[K];
+  V8i nan[K];
+  WindowMax() {
+    for (int k = 0; k < K; ++k) {
+      best[k] = V8f{} - std::numeric_limits<float>::infinity();
+      nan[k] = V8i{};
+    }
+  }
+  void take(const float* p) {
+    for (int k = 0; k < K; ++k) {
+      const V8f v = lanes_load(p + 8 * k);
+      best[k] = v > best[k] ? v : best[k];
+      nan[k] |= v != v;
+    }
+  }
+  void store(float* out) const {
+    for (int k = 0; k < K; ++k) {
+      const V8f r = nan[k] != 0 ? V8f{} + std::numeric_limits<float>::quiet_NaN() : best[k];
+      std::memcpy(out + 8 * k, &r, sizeof r);
+    }
+  }
+};
+
+/// Largest window max_pool_channels_last_values takes (a pointer per tap).
+constexpr int64_t kMaxChannelsLastTaps = 256;
+
 /// Widest row (padded) max_pool_rows_values handles with its stack buffer.
 constexpr int64_t kMaxPoolRow = 4096;
 
@@ -402,7 +433,8 @@ bool max_pool_rows_values(KernelContext& ctx, const ops::MaxPoolArgs& a) {
 bool max_pool_channels_last_values(KernelContext& ctx, const ops::MaxPoolArgs& a) {
   const Window& w = a.w;
   const Planes& g = a.g;
-  if (a.in.dtype() != DType::Float32 || !g.channels_inner || g.in[1] != 1 || g.out[1] != 1) {
+  if (a.in.dtype() != DType::Float32 || !g.channels_inner || g.in[1] != 1 || g.out[1] != 1 ||
+      w.k[0] * w.k[1] > kMaxChannelsLastTaps) {
     return false;
   }
   const float* src = a.in.data_as<const float>();
@@ -412,16 +444,41 @@ bool max_pool_channels_last_values(KernelContext& ctx, const ops::MaxPoolArgs& a
     for (int64_t item = b; item < e; ++item) {
       const int64_t ox = item % g.ow, oy = (item / g.ow) % g.oh, n = item / (g.ow * g.oh);
       float* o = dst + n * g.out[0] + oy * g.out[2] + ox * g.out[3];
-      std::fill(o, o + g.c, lowest);
+      const float* image = src + n * g.in[0];
+      // The window's taps inside the input (the rest are -inf).
+      const float* taps[kMaxChannelsLastTaps];
+      int64_t count = 0;
       for (int64_t ky = 0; ky < w.k[0]; ++ky) {
         const int64_t y = oy * w.s[0] - w.p[0] + ky * w.d[0];
         if (y < 0 || y >= g.ih) continue;
         for (int64_t kx = 0; kx < w.k[1]; ++kx) {
           const int64_t x = ox * w.s[1] - w.p[1] + kx * w.d[1];
-          if (x < 0 || x >= g.iw) continue;
-          const float* px = src + n * g.in[0] + y * g.in[2] + x * g.in[3];
-          max_row_into(o, px, g.c, false);
+          if (x >= 0 && x < g.iw) taps[count++] = image + y * g.in[2] + x * g.in[3];
         }
+      }
+      // Channels in registers across the taps, four vectors of eight at a
+      // time, then two, then one: the running maximum is one max per tap (x86's max
+      // keeps the old value when the new one is NaN) and NaN is tracked
+      // beside it, so the chain a tap waits on is a single instruction.
+      int64_t c = 0;
+      for (; c + 32 <= g.c; c += 32) {
+        WindowMax<4> m;
+        for (int64_t t = 0; t < count; ++t) m.take(taps[t] + c);
+        m.store(o + c);
+      }
+      for (; c + 16 <= g.c; c += 16) {
+        WindowMax<2> m;
+        for (int64_t t = 0; t < count; ++t) m.take(taps[t] + c);
+        m.store(o + c);
+      }
+      for (; c + 8 <= g.c; c += 8) {
+        WindowMax<1> m;
+        for (int64_t t = 0; t < count; ++t) m.take(taps[t] + c);
+        m.store(o + c);
+      }
+      if (c < g.c) {
+        std::fill(o + c, o + g.c, lowest);
+        for (int64_t t = 0; t < count; ++t) max_row_into(o + c, taps[t] + c, g.c - c, false);
       }
     }
   });
