@@ -4,6 +4,8 @@
 // expect, so nothing is copied or re-laid out.
 
 #include <array>
+#include <cmath>
+#include <limits>
 
 #include "pterun/core/error.h"
 #include "pterun/ops/backend.h"
@@ -69,6 +71,26 @@ ConvProblem nhwc_problem(const Tensor& in, const Tensor& out, int64_t kh, int64_
   return p;
 }
 
+/// Runs `p` and clamps its output to [out_min, out_max]: float32 in the
+/// convolution's stores when the backend fuses activations (the same
+/// result: a float32 output is clamped after its one rounding either way),
+/// else by a pass over the output.
+void run_clamped(KernelContext& ctx, ConvProblem& p, Tensor& out, double out_min, double out_max,
+                 const char* op) {
+  const bool has_lo = !(std::isinf(out_min) && out_min < 0);
+  const bool has_hi = !(std::isinf(out_max) && out_max > 0);
+  const auto& conv = *backend(ctx).conv;
+  if ((has_lo || has_hi) && p.dtype == DType::Float32 && conv.convolution_fused != nullptr) {
+    p.activation = ConvActivation::Clamp;
+    p.clamp_min = has_lo ? out_min : -std::numeric_limits<double>::infinity();
+    p.clamp_max = has_hi ? out_max : std::numeric_limits<double>::infinity();
+    conv.convolution_fused(ctx, p);
+    return;
+  }
+  conv.convolution(ctx, p);
+  xnn::clamp_output(ctx, out, out_min, out_max, op);
+}
+
 }  // namespace
 
 void xnn_conv2d(KernelContext& ctx, const Tensor& in, const Tensor& filter, const Tensor* bias,
@@ -99,8 +121,7 @@ void xnn_conv2d(KernelContext& ctx, const Tensor& in, const Tensor& filter, cons
   p.weight = vf.data();
   p.bias = bias != nullptr ? bias->data() : nullptr;
   if (vi.numel() == 0 || vf.numel() == 0) p.ic = 0;
-  backend(ctx).conv->convolution(ctx, p);
-  xnn::clamp_output(ctx, vo, out_min, out_max, op);
+  run_clamped(ctx, p, vo, out_min, out_max, op);
 }
 
 void xnn_depthwise_conv2d(KernelContext& ctx, const Tensor& in, const Tensor& filter,
@@ -130,8 +151,7 @@ void xnn_depthwise_conv2d(KernelContext& ctx, const Tensor& in, const Tensor& fi
   p.weight = vf.data();
   p.bias = bias != nullptr ? bias->data() : nullptr;
   if (vi.numel() == 0) p.ic = 0;
-  backend(ctx).conv->convolution(ctx, p);
-  xnn::clamp_output(ctx, vo, out_min, out_max, op);
+  run_clamped(ctx, p, vo, out_min, out_max, op);
 }
 
 void xnn_conv_transpose2d(KernelContext& ctx, const Tensor& in, const Tensor& filter,
