@@ -210,6 +210,8 @@ def test_permute_tiled_transposes(device, dims, shape):
     check(device, "aten::permute_copy.out", a, dims, Out(np.float32, out_shape))
     check(device, "aten::permute_copy.out", a.astype(np.int16), dims, Out(np.int16, out_shape))
     check(device, "aten::permute_copy.out", a.astype(np.float64), dims, Out(np.float64, out_shape))
+    q = (a * 250).astype(np.uint8)
+    check(device, "aten::permute_copy.out", q, dims, Out(np.uint8, out_shape))
 
 
 @pytest.mark.parametrize("in_order", [None, CL])

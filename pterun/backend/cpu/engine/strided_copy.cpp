@@ -101,13 +101,14 @@ bool transpose_copy(const kernels::KernelContext& ctx, const kernels::CopyPlan& 
   const size_t r = p.rank;
   const auto e = static_cast<int64_t>(es);
   if (r < 2 || p.dst[r - 1] != e || p.src[r - 2] != e || p.src[r - 1] == e) return false;
-  if (es != 2 && es != 4 && es != 8) return false;
+  if (es != 1 && es != 2 && es != 4 && es != 8) return false;
   const int64_t a_size = p.sizes[r - 2], b_size = p.sizes[r - 1];
   if (a_size < 4) return false;
   int64_t rows = 1;
   for (size_t i = 0; i + 2 < r; ++i) rows *= p.sizes[i];
   const int64_t tiles = rows * ((a_size + kTile - 1) / kTile) * ((b_size + kTile - 1) / kTile);
   parallel_for(ctx, tiles, kTile * kTile * e / 4, [&](int64_t b, int64_t end) {
+    if (es == 1) return transpose_tiles<uint8_t>(p, dst, src, b, end);
     if (es == 2) return transpose_tiles<uint16_t>(p, dst, src, b, end);
     if (es == 4) return transpose_tiles<uint32_t>(p, dst, src, b, end);
     transpose_tiles<uint64_t>(p, dst, src, b, end);
