@@ -21,8 +21,8 @@ bool conv_f32(kernels::KernelContext& ctx, const ConvProblem& p);
 /// input and output hold their channels contiguously (NHWC) and it takes
 /// the problem: forward, dense (one group) or depthwise (multiplier 1), any
 /// stride, padding and dilation; false otherwise, having done nothing.
-/// Applies p.activation and p.residual. Allocation-free once its packed
-/// weights exist.
+/// Applies p.activation and p.residual. Uses ctx.scratch(); allocation-free
+/// once that has grown and the weights are packed.
 bool conv_f32_nhwc(kernels::KernelContext& ctx, const ConvProblem& p);
 
 /// Runs `p` with oneDNN when it has an optimised implementation for it

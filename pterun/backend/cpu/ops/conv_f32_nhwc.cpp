@@ -194,6 +194,9 @@ struct DensePlan {
   const float* w;
   const float* bias;
   const float* zeros;
+  float* border;          // row mode: a slot of border_floats per thread
+  int64_t border_floats;  // tile pixels x kh x run
+  bool split;             // over the threads (slot parallel_thread_index())
   Epilogue e;
 };
 
@@ -209,12 +212,9 @@ void dense_items(const DensePlan& dp, int64_t begin, int64_t end) {
   const int64_t* rs = p.residual_strides;
   const float* src[kMaxTaps * R];
   // Row mode: a pixel whose kernel rows cross the left or right border
-  // reads copies of them with zeros for the padding (this thread's, grown
-  // once).
-  thread_local std::vector<float> border;
-  if (dp.rows && border.size() < static_cast<size_t>(R * p.kh * dp.run)) {
-    border.resize(static_cast<size_t>(R * p.kh * dp.run));
-  }
+  // reads copies of them with zeros for the padding, in this thread's slot
+  // of the call's scratch.
+  float* const border = dp.border + (dp.split ? parallel_thread_index() : 0) * dp.border_floats;
   float* dst[R];
   const float* res[R];
   // Pixels past the end write here and read zeros.
@@ -273,7 +273,7 @@ void dense_items(const DensePlan& dp, int64_t begin, int64_t end) {
               *at = row + ix0 * p.ic;
               continue;
             }
-            float* copy = border.data() + (r * p.kh + ky) * dp.run;
+            float* copy = border + (r * p.kh + ky) * dp.run;
             for (int64_t kx = 0; kx < p.kw; ++kx) {
               const int64_t ix = ix0 + kx;
               float* to = copy + kx * p.ic;
@@ -391,6 +391,12 @@ bool dense(KernelContext& ctx, const ConvProblem& p, const Epilogue& e) {
 
   const int64_t items = dp.tiles * dp.blocks;
   const double work = static_cast<double>(dp.pixels) * p.oc * p.ic * dp.taps;
+  dp.split = ctx.num_threads > 1 && work >= kParallelWork && items > 1;
+  dp.border_floats = dp.rows ? tile_pixels * p.kh * dp.run : 0;
+  const size_t slots = dp.split ? static_cast<size_t>(ctx.num_threads) : 1;
+  dp.border = dp.rows ? static_cast<float*>(ctx.scratch(
+                            slots * static_cast<size_t>(dp.border_floats) * sizeof(float)))
+                      : nullptr;
   auto body = [&](int64_t b, int64_t end) {
     if constexpr (kWide) {
       if (nv == 2) return dense_items<V16, 2>(dp, b, end);
@@ -400,7 +406,7 @@ bool dense(KernelContext& ctx, const ConvProblem& p, const Epilogue& e) {
       return dense_items<V8, 1>(dp, b, end);
     }
   };
-  if (ctx.num_threads > 1 && work >= kParallelWork && items > 1) {
+  if (dp.split) {
     cpu::parallel_for(ctx, items, static_cast<int64_t>(work / static_cast<double>(items)), body);
   } else {
     body(0, items);
