@@ -23,9 +23,14 @@ using namespace loader_detail;  // NOLINT: the loader's own helpers
 namespace {
 
 // PTERUN_INTEGER_QUANTIZED=0 turns integer compute of quantized chains off.
-bool integer_quantized_disabled() {
-  const char* env = std::getenv("PTERUN_INTEGER_QUANTIZED");
+/// True when the environment variable `name` is "0".
+bool switched_off(const char* name) {
+  const char* env = std::getenv(name);
   return env != nullptr && std::strcmp(env, "0") == 0;
+}
+
+bool integer_quantized_disabled() {
+  return switched_off("PTERUN_INTEGER_QUANTIZED");
 }
 
 }  // namespace
@@ -393,6 +398,9 @@ std::unique_ptr<Method> Method::load(std::shared_ptr<const Program> program,
     loader.allocate_unplanned_outputs(m->owned_);
     loader.build_values();
     loader.build_steps();
+    if (options.device == Device::CPU && !switched_off("PTERUN_CHANNELS_LAST")) {
+      loader.choose_layouts();
+    }
     if (options.integer_quantized && !integer_quantized_disabled()) loader.fuse_quantized();
     loader.write_caches_in_place();
     loader.read_positions_on_device();

@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "pterun/executor/desc_util.h"
 #include "pterun/executor/method.h"
 #include "pterun/executor/rewrite.h"
 #include "pterun/format/program_desc.h"
@@ -30,14 +31,9 @@ inline bool is_state(const TensorDesc& t) {
 }
 
 inline bool is_planned(const TensorDesc& t) {
-  return t.storage == TensorStorage::Planned || t.storage == TensorStorage::PlannedWithData ||
-         t.storage == TensorStorage::ExternalMutable;
+  return desc::planned(t);
 }
-
-inline bool overlaps(const TensorDesc& a, const TensorDesc& b) {
-  return a.memory_id == b.memory_id && a.memory_offset < b.memory_offset + b.nbytes &&
-         b.memory_offset < a.memory_offset + a.nbytes && a.nbytes > 0 && b.nbytes > 0;
-}
+using desc::overlaps;
 
 }  // namespace loader_detail
 
@@ -111,6 +107,11 @@ struct Method::Loader {
   void fold_batch_norm(const ConvFusion& f);
   // Load-time kernel rewrites (rewrite.h), where the device has the kernel.
   void apply_rewrites();
+  // Channels-last activations between convolutions where that is faster
+  // (layout.h): the chosen tensors get dim order [0, 2, 3, 1] over the same
+  // memory. CPU methods, before the passes that compare layouts;
+  // PTERUN_CHANNELS_LAST=0 turns it off.
+  void choose_layouts();
   // Integer compute for quantized chains (quant_fusion.h, method_quant.cpp):
   // each chain's quantize runs one integer kernel where the device has it
   // and memory allows; before constant folding, so that int8 weights stay

@@ -9,6 +9,7 @@
 #include "pterun/backend/device.h"
 #include "pterun/core/error.h"
 #include "pterun/executor/constant_fold.h"
+#include "pterun/executor/layout.h"
 #include "pterun/executor/method_loader.h"
 #include "pterun/executor/rewrite.h"
 
@@ -131,6 +132,17 @@ std::vector<bool> Method::Loader::kept_values() const {
     keep[i] = keep[i] || (v.kind == ValueKind::Tensor && is_state(*v.tensor));
   }
   return keep;
+}
+
+void Method::Loader::choose_layouts() {
+  static constexpr uint8_t kChannelsLast[] = {0, 2, 3, 1};
+  for (int32_t v : find_channels_last_values(d, kept_values())) {
+    Tensor& t = m.tensors_[tensor_of_value[v]];
+    void* const data = t.data();
+    const size_t capacity = t.capacity();
+    t = Tensor(t.dtype(), t.sizes(), kChannelsLast, t.dynamism());
+    t.set_data(data, capacity);
+  }
 }
 
 // Constant folding (constant_fold.h): each instruction runs once here into

@@ -3,6 +3,8 @@
 
 #include "pterun/executor/rewrite.h"
 
+#include "pterun/executor/desc_util.h"
+
 #include <algorithm>
 
 #include "pterun/kernels/common/dtype_util.h"
@@ -46,84 +48,13 @@ std::vector<int> count_uses(const format::MethodDesc& d) {
   return uses;
 }
 
-namespace {
-
-/// Where each instruction sits, in chain order; empty when the method has
-/// jumps or moves (the finders below then leave it alone).
-struct Position {
-  size_t chain;
-  size_t index;
-  const format::InstructionDesc* instr;
-};
-std::vector<Position> straight_line(const format::MethodDesc& d) {
-  std::vector<Position> order;
-  for (size_t c = 0; c < d.chains.size(); ++c) {
-    const auto& instrs = d.chains[c].instructions;
-    for (size_t k = 0; k < instrs.size(); ++k) {
-      const auto kind = instrs[k].kind;
-      if (kind == InstructionKind::JumpFalseCall || kind == InstructionKind::MoveCall) return {};
-      order.push_back({c, k, &instrs[k]});
-    }
-  }
-  return order;
-}
-
-/// For each value, the positions (in `order`) of the kernel and delegate
-/// calls that name it (list items included), each once, in order.
-std::vector<std::vector<size_t>> mentions(const format::MethodDesc& d,
-                                          const std::vector<Position>& order) {
-  std::vector<std::vector<size_t>> at(d.values.size());
-  auto note = [&](int64_t v, size_t pos) {
-    if (v < 0 || static_cast<size_t>(v) >= at.size()) return;
-    if (at[v].empty() || at[v].back() != pos) at[v].push_back(pos);
-  };
-  for (size_t pos = 0; pos < order.size(); ++pos) {
-    const auto& instr = *order[pos].instr;
-    if (instr.kind != InstructionKind::KernelCall && instr.kind != InstructionKind::DelegateCall) {
-      continue;
-    }
-    for (int32_t a : instr.args) {
-      note(a, pos);
-      const auto& v = d.values[a];
-      if (v.kind == ValueKind::TensorList || v.kind == ValueKind::OptionalTensorList) {
-        for (int64_t item : v.items) note(item, pos);
-      }
-    }
-  }
-  return at;
-}
-
-bool is_call(const format::MethodDesc& d, const format::InstructionDesc& instr, const char* name,
-             size_t args) {
-  return instr.kind == InstructionKind::KernelCall && instr.args.size() == args &&
-         d.operators[instr.index].full_name() == name;
-}
-
-const format::TensorDesc* tensor_of(const format::MethodDesc& d, int32_t v) {
-  return d.values[v].kind == ValueKind::Tensor ? d.values[v].tensor.get() : nullptr;
-}
-
-bool planned(const format::TensorDesc& t) {
-  return t.storage == format::TensorStorage::Planned ||
-         t.storage == format::TensorStorage::PlannedWithData ||
-         t.storage == format::TensorStorage::ExternalMutable;
-}
-
-/// True when some other tensor value's planned bytes overlap those of `v`.
-bool overlapped(const format::MethodDesc& d, int32_t v) {
-  const format::TensorDesc& t = *d.values[v].tensor;
-  for (size_t i = 0; i < d.values.size(); ++i) {
-    const format::TensorDesc* o = tensor_of(d, static_cast<int32_t>(i));
-    if (static_cast<int32_t>(i) == v || o == nullptr || !planned(*o)) continue;
-    if (o->memory_id == t.memory_id && o->memory_offset < t.memory_offset + t.nbytes &&
-        t.memory_offset < o->memory_offset + o->nbytes && o->nbytes > 0 && t.nbytes > 0) {
-      return true;
-    }
-  }
-  return false;
-}
-
-}  // namespace
+using desc::is_call;
+using desc::mentions;
+using desc::overlapped;
+using desc::planned;
+using desc::Position;
+using desc::straight_line;
+using desc::tensor_of;
 
 std::vector<KernelRewrite> find_kernel_rewrites(const format::MethodDesc& d,
                                                 const std::vector<bool>& keep) {

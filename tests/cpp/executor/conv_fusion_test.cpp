@@ -17,12 +17,7 @@
 namespace pterun {
 namespace {
 
-std::vector<bool> inputs_and_outputs(const format::MethodDesc& d) {
-  std::vector<bool> keep(d.values.size(), false);
-  for (int32_t v : d.inputs) keep[v] = true;
-  for (int32_t v : d.outputs) keep[v] = true;
-  return keep;
-}
+using test::inputs_and_outputs;
 
 std::vector<std::vector<bool>> none_idle(const format::MethodDesc& d) {
   std::vector<std::vector<bool>> idle;

@@ -136,4 +136,11 @@ std::shared_ptr<const Program> load_fixture(const json& entry, const std::string
   return Program::load_file(dir + entry["files"]["pte"].get<std::string>(), data);
 }
 
+std::vector<bool> inputs_and_outputs(const format::MethodDesc& d) {
+  std::vector<bool> keep(d.values.size(), false);
+  for (int32_t v : d.inputs) keep[v] = true;
+  for (int32_t v : d.outputs) keep[v] = true;
+  return keep;
+}
+
 }  // namespace pterun::test

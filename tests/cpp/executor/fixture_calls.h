@@ -12,6 +12,7 @@
 #include "cli/npy.h"
 #include "pterun/core/value.h"
 #include "pterun/executor/input.h"
+#include "pterun/format/program_desc.h"
 #include "pterun/program/program.h"
 
 namespace pterun::test {
@@ -44,5 +45,9 @@ void expect_matches(const Value& got, const std::optional<cli::NpyArray>& expect
 /// (empty: tests/fixtures).
 std::shared_ptr<const Program> load_fixture(const nlohmann::json& entry,
                                             const std::string& dir = {});
+
+/// The `keep` a load-time finder gets for `d` when only its inputs and
+/// outputs must stay as they are.
+std::vector<bool> inputs_and_outputs(const format::MethodDesc& d);
 
 }  // namespace pterun::test

@@ -1,0 +1,144 @@
+// The channels-last finder (layout.h).
+
+#include "pterun/executor/layout.h"
+
+#include <algorithm>
+#include <numeric>
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include "pterun/executor/desc_util.h"
+
+namespace pterun {
+namespace {
+
+using format::InstructionKind;
+
+/// Kernels whose results do not depend on their tensors' layouts and whose
+/// CPU kernels read and write any dim order (the ops test suite checks
+/// each with channels-last tensors).
+bool layout_free(std::string_view op) {
+  static constexpr std::string_view kOps[] = {
+      "aten::convolution.out", "aten::_native_batch_norm_legit_no_training.out",
+      "aten::relu.out",        "aten::hardtanh.out",
+      "aten::clamp.out",       "aten::hardswish.out",
+      "aten::sigmoid.out",     "aten::silu.out",
+      "aten::tanh.out",        "aten::add.out",
+      "aten::sub.out",         "aten::mul.out",
+      "aten::div.out",         "aten::max_pool2d_with_indices.out",
+      "aten::avg_pool2d.out",  "aten::mean.out",
+      "aten::cat.out",         "aten::view_copy.out",
+  };
+  return std::find(std::begin(kOps), std::end(kOps), op) != std::end(kOps);
+}
+
+/// True when `instr` is a depthwise convolution.out (weight [C, 1, kh, kw],
+/// C groups).
+bool depthwise(const format::MethodDesc& d, const format::InstructionDesc& instr) {
+  // (input, weight, bias, stride, padding, dilation, transposed,
+  // output_padding, groups, out) and the return entry.
+  if (!desc::is_call(d, instr, "aten::convolution.out", 11)) return false;
+  const format::TensorDesc* w = desc::tensor_of(d, instr.args[1]);
+  const auto& groups = d.values[instr.args[8]];
+  return w != nullptr && w->sizes.size() == 4 && groups.kind == ValueKind::Int &&
+         groups.int_value > 1 && w->sizes[1] == 1 && w->sizes[0] == groups.int_value;
+}
+
+struct Groups {
+  std::vector<int32_t> parent;
+  explicit Groups(size_t n) : parent(n) { std::iota(parent.begin(), parent.end(), 0); }
+  int32_t find(int32_t v) {
+    while (parent[v] != v) v = parent[v] = parent[parent[v]];
+    return v;
+  }
+  void join(int32_t a, int32_t b) { parent[find(a)] = find(b); }
+};
+
+}  // namespace
+
+std::vector<int32_t> find_channels_last_values(const format::MethodDesc& d,
+                                               const std::vector<bool>& keep) {
+  const std::vector<desc::Position> order = desc::straight_line(d);
+  if (order.empty()) return {};
+  const auto at = desc::mentions(d, order);
+  const size_t n = d.values.size();
+  std::vector<bool> ok(n, false);
+  for (size_t i = 0; i < n; ++i) {
+    const format::TensorDesc* t = desc::tensor_of(d, static_cast<int32_t>(i));
+    ok[i] = t != nullptr && !keep[i] && !at[i].empty() && t->dtype == DType::Float32 &&
+            t->sizes.size() == 4 && t->dynamism == ShapeDynamism::Static &&
+            t->storage == format::TensorStorage::Planned && t->memory_id == 1 && t->sizes[1] > 1 &&
+            t->sizes[2] * t->sizes[3] > 1 && t->dim_order == std::vector<uint8_t>{0, 1, 2, 3};
+    if (!ok[i]) continue;
+    for (size_t pos : at[i]) {
+      const auto& instr = *order[pos].instr;
+      if (instr.kind != InstructionKind::KernelCall ||
+          !layout_free(d.operators[instr.index].full_name())) {
+        ok[i] = false;
+        break;
+      }
+    }
+  }
+  // Bytes shared with a tensor alive at the same time. A lifetime runs from
+  // the first mention to the last, ends included; an input's from the
+  // start, an output's to the end; other values kept (state, re-pointed),
+  // and tensors no instruction mentions, are alive throughout.
+  const size_t end = order.size();
+  std::vector<bool> input(n, false), output(n, false);
+  for (int32_t v : d.inputs) input[v] = true;
+  for (int32_t v : d.outputs) output[v] = true;
+  auto lifetime = [&](size_t j) -> std::pair<size_t, size_t> {
+    const bool io = input[j] || output[j];
+    if (at[j].empty() || (keep[j] && !io)) return {0, end};
+    return {input[j] ? 0 : at[j].front(), output[j] ? end : at[j].back()};
+  };
+  for (size_t i = 0; i < n; ++i) {
+    if (!ok[i]) continue;
+    const format::TensorDesc& t = *desc::tensor_of(d, static_cast<int32_t>(i));
+    const auto [first, last] = lifetime(i);
+    for (size_t j = 0; j < n && ok[i]; ++j) {
+      const format::TensorDesc* o = desc::tensor_of(d, static_cast<int32_t>(j));
+      if (j == i || o == nullptr || !desc::planned(*o) || !desc::overlaps(t, *o)) continue;
+      const auto [from, to] = lifetime(j);
+      if (from <= last && first <= to) ok[i] = false;
+    }
+  }
+  // Groups of values mentioned together, and whether a group has a
+  // depthwise convolution.
+  Groups groups(n);
+  std::vector<bool> has_depthwise(n, false);
+  for (const desc::Position& p : order) {
+    const auto& instr = *p.instr;
+    if (instr.kind != InstructionKind::KernelCall) continue;
+    int32_t first = -1;
+    auto visit = [&](int64_t v) {
+      if (v < 0 || static_cast<size_t>(v) >= n || !ok[v]) return;
+      if (first < 0) {
+        first = static_cast<int32_t>(v);
+      } else {
+        groups.join(static_cast<int32_t>(v), first);
+      }
+    };
+    for (int32_t a : instr.args) {
+      visit(a);
+      const auto& v = d.values[a];
+      if (v.kind == ValueKind::TensorList) {
+        for (int64_t item : v.items) visit(item);
+      }
+    }
+    if (first >= 0 && depthwise(d, instr)) has_depthwise[first] = true;
+  }
+  std::vector<bool> chosen(n, false);
+  for (size_t i = 0; i < n; ++i) {
+    if (has_depthwise[i]) chosen[groups.find(static_cast<int32_t>(i))] = true;
+  }
+  std::vector<int32_t> out;
+  for (size_t i = 0; i < n; ++i) {
+    if (ok[i] && chosen[groups.find(static_cast<int32_t>(i))])
+      out.push_back(static_cast<int32_t>(i));
+  }
+  return out;
+}
+
+}  // namespace pterun
