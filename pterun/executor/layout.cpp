@@ -83,17 +83,52 @@ std::vector<int32_t> find_channels_last_values(const format::MethodDesc& d,
   // Bytes shared with a tensor alive at the same time. A lifetime runs from
   // the first mention to the last, ends included; an input's from the
   // start, an output's to the end; other values kept (state, re-pointed),
-  // and tensors no instruction mentions, are alive throughout.
+  // and tensors no instruction mentions, are alive throughout; a tensor no
+  // instruction writes (a view the exporter planned inside another
+  // tensor's bytes) from the write of those bytes.
   const size_t end = order.size();
-  std::vector<bool> input(n, false), output(n, false);
+  std::vector<bool> input(n, false), output(n, false), written(n, false);
   for (int32_t v : d.inputs) input[v] = true;
   for (int32_t v : d.outputs) output[v] = true;
+  for (const desc::Position& p : order) {
+    if (p.instr->kind != InstructionKind::KernelCall || p.instr->args.empty()) continue;
+    const auto& ret = d.values[p.instr->args.back()];
+    written[p.instr->args.back()] = true;
+    if (ret.kind == ValueKind::TensorList) {
+      for (int64_t item : ret.items) {
+        if (item >= 0) written[item] = true;
+      }
+    }
+  }
+  // An unwritten view is alive from the last write of bytes it shares
+  // before its first read (its owner's), or from the start.
+  auto view_start = [&](size_t j) -> size_t {
+    const format::TensorDesc& v = *desc::tensor_of(d, static_cast<int32_t>(j));
+    for (size_t q = at[j].front(); q-- > 0;) {
+      const auto& instr = *order[q].instr;
+      if (instr.kind != InstructionKind::KernelCall || instr.args.empty()) continue;
+      auto shares = [&](int64_t r) {
+        const format::TensorDesc* w =
+            r >= 0 ? desc::tensor_of(d, static_cast<int32_t>(r)) : nullptr;
+        return w != nullptr && desc::planned(*w) && desc::overlaps(*w, v);
+      };
+      const auto& ret = d.values[instr.args.back()];
+      if (shares(instr.args.back())) return q;
+      if (ret.kind == ValueKind::TensorList &&
+          std::any_of(ret.items.begin(), ret.items.end(), shares)) {
+        return q;
+      }
+    }
+    return 0;
+  };
   auto lifetime = [&](size_t j) -> std::pair<size_t, size_t> {
     const bool io = input[j] || output[j];
     if (at[j].empty() || (keep[j] && !io)) return {0, end};
+    if (!written[j] && !input[j]) return {view_start(j), output[j] ? end : at[j].back()};
     return {input[j] ? 0 : at[j].front(), output[j] ? end : at[j].back()};
   };
   for (size_t i = 0; i < n; ++i) {
+    ok[i] = ok[i] && written[i];  // a planned view follows its owner's layout
     if (!ok[i]) continue;
     const format::TensorDesc& t = *desc::tensor_of(d, static_cast<int32_t>(i));
     const auto [first, last] = lifetime(i);

@@ -18,14 +18,15 @@ namespace pterun {
 /// depthwise convolutions (2.6-4.7x faster channels-last, where dense
 /// layers are within 10-30% either way, docs/cpu-blas.md).
 ///
-/// A value qualifies when it is a static 4-D float32 tensor of the method's
-/// own planned memory with more than one channel and one pixel, in the
-/// contiguous order, not in `keep` (inputs, outputs, state, values re-pointed
-/// at run time), mentioned only by kernels that treat memory layout as a
-/// matter of speed (convolution, batch norm, activations, elementwise
-/// arithmetic, pooling, mean, concatenation, view_copy), and whose bytes no
-/// other tensor alive at the same time shares (a view the exporter planned
-/// inside it, an in-place result). Qualifying values that one instruction
+/// A value qualifies when it is a static 4-D float32 tensor that an
+/// instruction writes, in the method's own planned memory, with more than
+/// one channel and one pixel, in the contiguous order, not in `keep`
+/// (inputs, outputs, state, values re-pointed at run time), mentioned only
+/// by kernels that treat memory layout as a matter of speed (convolution,
+/// batch norm, activations, elementwise arithmetic, pooling, mean,
+/// concatenation, view_copy), and whose bytes no other tensor alive at the
+/// same time shares (an in-place result; a view the exporter planned inside
+/// it counts as alive throughout). Qualifying values that one instruction
 /// mentions together form a group; a group is returned whole when one of
 /// its convolutions is depthwise (one input channel per group, as many
 /// output channels). Methods with jumps or moves are left alone.

@@ -4,12 +4,15 @@
 // channels, so nothing is gathered or transposed:
 //
 // - Dense (groups == 1): an implicit GEMM. A tile of R output pixels x NV
-//   vectors of output channels accumulates in registers; for each tap and
-//   input channel, each pixel's input value is broadcast and multiplied by
-//   a vector of packed weights ([channel block][tap][input channel][lanes],
+//   vectors of output channels accumulates in registers; for each input
+//   value a pixel reads, the value is broadcast and multiplied by a vector
+//   of packed weights ([channel block][ky][kx][input channel][lanes],
 //   zero-padded past the last output channel). Each pixel of a tile reads
-//   its taps through its own pointers, a tap over the padding through a
-//   row of zeros, so borders cost nothing extra and no padded copy exists.
+//   through its own pointers: a whole kernel row (kw * ic consecutive
+//   floats) each when the row's taps are adjacent in memory, else a tap
+//   each. A row or tap over the top or bottom padding reads a row of
+//   zeros; a kernel row crossing the left or right border reads a copy of
+//   itself with zeros for the padding. No padded image is made.
 // - Depthwise (one input channel per group, multiplier 1): a vector of
 //   channels per pixel, four pixels per step sharing each tap's weights
 //   ([tap][channel], zero-padded to whole vectors); taps over the padding
@@ -113,8 +116,8 @@ void copy_bias(const ConvProblem& p, Packed& pk, int64_t padded) {
 
 /// One tile: R pixels x NV vectors of output channels from `co0`.
 struct Tile {
-  const float* const* src;  // src[t * R + r]: pixel r's input channels at tap t
-  int64_t taps, ic;
+  const float* const* src;  // src[g * R + r]: pixel r's run of inputs number g
+  int64_t groups, run;      // runs per pixel, floats per run
   const float* w;           // the channel block's packed weights
   int64_t block;            // floats per input channel in w (NV * lanes)
   const float* bias;        // block's bias, NV vectors
@@ -130,9 +133,9 @@ void dense_tile_impl(const Tile& t, std::index_sequence<I...>) {
   V acc[R * NV];
   ((acc[I] = load<V>(t.bias + (I % NV) * L)), ...);
   const float* wt = t.w;
-  for (int64_t k = 0; k < t.taps; ++k) {
-    const float* const* src = t.src + k * R;
-    for (int64_t c = 0; c < t.ic; ++c, wt += t.block) {
+  for (int64_t g = 0; g < t.groups; ++g) {
+    const float* const* src = t.src + g * R;
+    for (int64_t c = 0; c < t.run; ++c, wt += t.block) {
       V w[NV];
       for (int v = 0; v < NV; ++v) w[v] = load<V>(wt + v * L);
       // A float times a vector: one broadcast (AVX-512: folded into the
@@ -316,8 +319,8 @@ void dense_items(const DensePlan& dp, int64_t begin, int64_t end) {
     }
     Tile t;
     t.src = src;
-    t.taps = dp.groups;
-    t.ic = dp.run;
+    t.groups = dp.groups;
+    t.run = dp.run;
     t.w = dp.w + block * dp.taps * p.ic * dp.block;
     t.block = dp.block;
     t.bias = dp.bias + co0;
