@@ -29,6 +29,7 @@
 #include "pterun/backend/cpu/engine/vec_float.h"
 #include "pterun/backend/cpu/ops/conv.h"
 #include "pterun/backend/cpu/ops/conv_f32_block.h"
+#include "pterun/backend/cpu/ops/conv_weights.h"
 #include "pterun/backend/cpu/ops/dnnl_util.h"
 
 // Without AVX the 32-byte vectors below are passed differently; they never
@@ -109,8 +110,7 @@ struct Prepared {
   std::vector<int32_t> taps;
   std::vector<int64_t> tap_index;  // of each tap: (c * kh + ky) * kw + kx
   std::vector<float> w;
-  std::vector<char> weight_bytes;  // what w was packed from
-  const void* weight_at = nullptr;
+  WeightSnapshot from;  // what w was packed from
 };
 
 /// Weights in the order the blocks read them (Plan::w).
@@ -342,13 +342,6 @@ void run_items(const Plan& pl, int64_t bands, int64_t parts, int64_t begin, int6
   }
 }
 
-/// Elements between the first and the last weight, plus one.
-int64_t weight_span(const Plan& pl) {
-  const ConvProblem& p = *pl.p;
-  const int64_t* ws = p.w_strides;
-  return 1 + (p.oc - 1) * ws[0] + (pl.icg - 1) * ws[1] + (p.kh - 1) * ws[2] + (p.kw - 1) * ws[3];
-}
-
 /// Row classes and their taps for `pl`'s geometry; weights sized, not
 /// packed (refresh_weights does that).
 Prepared prepare(const Plan& pl) {
@@ -388,20 +381,14 @@ Prepared prepare(const Plan& pl) {
   prep.row_class_begin.push_back(p.oh);
   prep.class_taps_begin.push_back(static_cast<int64_t>(prep.taps.size()));
   prep.w.resize(prep.taps.size() * p.oc);
-  prep.weight_bytes.resize(static_cast<size_t>(weight_span(pl)) * sizeof(float));
   return prep;
 }
 
 /// Packs the weights into prep.w unless they are the bytes packed last time.
 void refresh_weights(const Plan& pl, Prepared& prep) {
-  const ConvProblem& p = *pl.p;
-  const size_t bytes = prep.weight_bytes.size();
-  if (prep.weight_at == p.weight && std::memcmp(prep.weight_bytes.data(), p.weight, bytes) == 0) {
-    return;
-  }
+  if (prep.from.same(*pl.p)) return;
   pack_weights(pl, prep, prep.w.data());
-  std::memcpy(prep.weight_bytes.data(), p.weight, bytes);
-  prep.weight_at = p.weight;
+  prep.from.take(*pl.p);
 }
 
 /// A 1x1, stride-1, unpadded convolution of planes whose rows follow each

@@ -32,6 +32,7 @@
 #include "pterun/backend/cpu/engine/vec_float.h"
 #include "pterun/backend/cpu/ops/conv.h"
 #include "pterun/backend/cpu/ops/conv_f32_block.h"
+#include "pterun/backend/cpu/ops/conv_weights.h"
 #include "pterun/backend/cpu/ops/dnnl_util.h"
 
 #if defined(__GNUC__) && !defined(__clang__)
@@ -78,30 +79,16 @@ inline V finish(V v, const Epilogue& e) {
 struct Packed {
   std::vector<float> w;
   std::vector<float> bias;
-  std::vector<char> weight_bytes;  // what w was packed from
-  const void* weight_at = nullptr;
+  WeightSnapshot from;       // what w was packed from
   std::vector<float> zeros;  // a row of zeros (taps over the padding)
 };
-
-/// Elements between the first and the last weight, plus one.
-int64_t weight_span(const ConvProblem& p) {
-  const int64_t* ws = p.w_strides;
-  const int64_t icg = p.ic / p.groups;
-  return 1 + (p.oc - 1) * ws[0] + (icg - 1) * ws[1] + (p.kh - 1) * ws[2] + (p.kw - 1) * ws[3];
-}
 
 /// Calls pack(w) unless the weights are the bytes packed last time.
 template <typename Pack>
 void refresh(const ConvProblem& p, Packed& pk, Pack&& pack) {
-  const size_t bytes = static_cast<size_t>(weight_span(p)) * sizeof(float);
-  if (pk.weight_at == p.weight && pk.weight_bytes.size() == bytes &&
-      std::memcmp(pk.weight_bytes.data(), p.weight, bytes) == 0) {
-    return;
-  }
+  if (pk.from.same(p)) return;
   pack(pk.w.data());
-  pk.weight_bytes.resize(bytes);
-  std::memcpy(pk.weight_bytes.data(), p.weight, bytes);
-  pk.weight_at = p.weight;
+  pk.from.take(p);
 }
 
 /// The bias (or zeros) into pk.bias, padded with zeros to `padded`.
