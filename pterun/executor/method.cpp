@@ -22,13 +22,13 @@ using namespace loader_detail;  // NOLINT: the loader's own helpers
 
 namespace {
 
-// PTERUN_INTEGER_QUANTIZED=0 turns integer compute of quantized chains off.
 /// True when the environment variable `name` is "0".
 bool switched_off(const char* name) {
   const char* env = std::getenv(name);
   return env != nullptr && std::strcmp(env, "0") == 0;
 }
 
+// PTERUN_INTEGER_QUANTIZED=0 turns integer compute of quantized chains off.
 bool integer_quantized_disabled() {
   return switched_off("PTERUN_INTEGER_QUANTIZED");
 }

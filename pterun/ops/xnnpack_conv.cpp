@@ -4,7 +4,6 @@
 // expect, so nothing is copied or re-laid out.
 
 #include <array>
-#include <cmath>
 #include <limits>
 
 #include "pterun/core/error.h"
@@ -77,13 +76,12 @@ ConvProblem nhwc_problem(const Tensor& in, const Tensor& out, int64_t kh, int64_
 /// else by a pass over the output.
 void run_clamped(KernelContext& ctx, ConvProblem& p, Tensor& out, double out_min, double out_max,
                  const char* op) {
-  const bool has_lo = !(std::isinf(out_min) && out_min < 0);
-  const bool has_hi = !(std::isinf(out_max) && out_max > 0);
+  const xnn::OutputClamp c = xnn::output_clamp(out_min, out_max);
   const auto& conv = *backend(ctx).conv;
-  if ((has_lo || has_hi) && p.dtype == DType::Float32 && conv.convolution_fused != nullptr) {
+  if ((c.lo || c.hi) && p.dtype == DType::Float32 && conv.convolution_fused != nullptr) {
     p.activation = ConvActivation::Clamp;
-    p.clamp_min = has_lo ? out_min : -std::numeric_limits<double>::infinity();
-    p.clamp_max = has_hi ? out_max : std::numeric_limits<double>::infinity();
+    p.clamp_min = c.lo.value_or(-std::numeric_limits<double>::infinity());
+    p.clamp_max = c.hi.value_or(std::numeric_limits<double>::infinity());
     conv.convolution_fused(ctx, p);
     return;
   }

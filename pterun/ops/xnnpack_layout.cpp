@@ -74,13 +74,19 @@ Tensor nchw(const Tensor& t) {
   return v;
 }
 
+OutputClamp output_clamp(double lo, double hi) {
+  OutputClamp c;
+  if (!(std::isinf(lo) && lo < 0)) c.lo = lo;
+  if (!(std::isinf(hi) && hi > 0)) c.hi = hi;
+  return c;
+}
+
 void clamp_output(kernels::KernelContext& ctx, Tensor& out, double lo, double hi, const char* op) {
-  const bool has_lo = !(std::isinf(lo) && lo < 0);
-  const bool has_hi = !(std::isinf(hi) && hi > 0);
-  if ((!has_lo && !has_hi) || out.numel() == 0) return;
+  const OutputClamp c = output_clamp(lo, hi);
+  if ((!c.lo && !c.hi) || out.numel() == 0) return;
   std::optional<Scalar> min, max;
-  if (has_lo) min = Scalar::from_double(lo);
-  if (has_hi) max = Scalar::from_double(hi);
+  if (c.lo) min = Scalar::from_double(*c.lo);
+  if (c.hi) max = Scalar::from_double(*c.hi);
   backend(ctx).elementwise->clamp(ctx, {out, min, max, out.dtype(), out, op});
 }
 

@@ -96,6 +96,13 @@ inline void check_value(const Tensor& t, const char* what, const char* op,
   check_float(t, what, op, like);
 }
 
+/// A node's fused output clamp [lo, hi] as the bounds it sets: none for an
+/// infinite end.
+struct OutputClamp {
+  std::optional<double> lo, hi;
+};
+OutputClamp output_clamp(double lo, double hi);
+
 /// Clamps `out` in place to [lo, hi], a node's fused output clamp; nothing
 /// when both bounds are infinite.
 void clamp_output(kernels::KernelContext& ctx, Tensor& out, double lo, double hi, const char* op);

@@ -12,6 +12,18 @@ namespace pterun::cpu {
 
 namespace {
 
+/// Offsets of row `row` of the dimensions before `dims` (outermost first).
+std::pair<int64_t, int64_t> outer_offsets(const kernels::CopyPlan& p, size_t dims, int64_t row) {
+  int64_t doff = 0, soff = 0;
+  for (size_t d = dims; d-- > 0;) {
+    const int64_t i = row % p.sizes[d];
+    row /= p.sizes[d];
+    doff += i * p.dst[d];
+    soff += i * p.src[d];
+  }
+  return {doff, soff};
+}
+
 void copy_rows(const kernels::CopyPlan& p, char* dst, const char* src, size_t es, int64_t begin,
                int64_t end) {
   // The innermost dimension is copied as one memcpy when both sides are
@@ -22,13 +34,7 @@ void copy_rows(const kernels::CopyPlan& p, char* dst, const char* src, size_t es
   const int64_t src_inner = r == 0 ? static_cast<int64_t>(es) : p.src[r - 1];
   const bool dense = dst_inner == static_cast<int64_t>(es) && src_inner == static_cast<int64_t>(es);
   for (int64_t row = begin; row < end; ++row) {
-    int64_t doff = 0, soff = 0, rem = row;
-    for (size_t d = r == 0 ? 0 : r - 1; d-- > 0;) {
-      int64_t i = rem % p.sizes[d];
-      rem /= p.sizes[d];
-      doff += i * p.dst[d];
-      soff += i * p.src[d];
-    }
+    const auto [doff, soff] = outer_offsets(p, r == 0 ? 0 : r - 1, row);
     char* dr = dst + doff;
     const char* sr = src + soff;
     if (dense) {
@@ -43,18 +49,6 @@ void copy_rows(const kernels::CopyPlan& p, char* dst, const char* src, size_t es
       for (int64_t i = 0; i < inner; ++i) std::memcpy(dr + i * dst_inner, sr + i * src_inner, es);
     }
   }
-}
-
-/// Offsets of row `row` of the dimensions before `dims` (outermost first).
-std::pair<int64_t, int64_t> outer_offsets(const kernels::CopyPlan& p, size_t dims, int64_t row) {
-  int64_t doff = 0, soff = 0;
-  for (size_t d = dims; d-- > 0;) {
-    const int64_t i = row % p.sizes[d];
-    row /= p.sizes[d];
-    doff += i * p.dst[d];
-    soff += i * p.src[d];
-  }
-  return {doff, soff};
 }
 
 /// Edge of the square tiles a transpose moves (32 x 32 floats: 4 KiB read,

@@ -232,8 +232,8 @@ void dense_items(const DensePlan& dp, int64_t begin, int64_t end) {
             ++n;
           }
         }
-        // Pixel r's taps: a row over the padding reads zeros; a row inside
-        // the image whose columns all are (most) is one base and steps.
+        // Pixel r's runs: a row over the padding reads zeros; a row whose
+        // columns are all inside the image (most) is one base and steps.
         const float* image = in + n * is[0];
         const int64_t ix0 = x * p.stride[1] - p.pad[1];
         const bool columns_inside = ix0 >= 0 && ix0 + dp.reach < p.iw;
@@ -275,8 +275,9 @@ void dense_items(const DensePlan& dp, int64_t begin, int64_t end) {
             }
             *at = copy;
           }
+          continue;
         }
-        for (int64_t ky = 0; ky < (dp.rows ? 0 : p.kh); ++ky, at += p.kw * R) {
+        for (int64_t ky = 0; ky < p.kh; ++ky, at += p.kw * R) {
           const int64_t iy = y * p.stride[0] - p.pad[0] + ky * p.dilation[0];
           if (iy < 0 || iy >= p.ih) {
             for (int64_t kx = 0; kx < p.kw; ++kx) at[kx * R] = dp.zeros;
