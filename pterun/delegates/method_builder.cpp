@@ -124,8 +124,9 @@ std::span<uint8_t> MethodBuilder::own(size_t size) {
   constexpr size_t kSmall = size_t{64} << 10, kHugePage = size_t{2} << 20;
   constexpr size_t kRegion = size_t{32} << 20;
   if (size < kSmall) {
-    const size_t rounded = (std::max<size_t>(size, 1) + 15) / 16 * 16;
-    owned_.emplace_back(allocate(16, rounded));
+    // Cache-line aligned: kernels read rows of constants as whole vectors.
+    const size_t rounded = (std::max<size_t>(size, 1) + 63) / 64 * 64;
+    owned_.emplace_back(allocate(64, rounded));
     std::memset(owned_.back().get(), 0, rounded);
     return {owned_.back().get(), size};
   }

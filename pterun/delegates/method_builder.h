@@ -49,8 +49,9 @@ class MethodBuilder {
   /// The index of operator `name` (no overload), added on first use.
   int32_t op(std::string_view name);
 
-  /// `size` zeroed bytes that live as long as the description, 16-byte
-  /// aligned. From 64 KiB on, 64-byte aligned, cut from regions of 32 MiB
+  /// `size` zeroed bytes that live as long as the description, 64-byte
+  /// aligned (whole vectors of a row never straddle a cache line where
+  /// rows are multiples of 16 floats). From 64 KiB on, cut from regions of 32 MiB
   /// or more advised to use transparent huge pages where the system has
   /// them: kernels that stream large constants from memory (a decode
   /// step's weights) read 2 MiB pages faster than 4 KiB ones (fewer TLB
