@@ -42,6 +42,13 @@ constexpr const char* binary_name(BinaryFn fn) {
 }
 
 /// out = fn(a, b) over the broadcast memory-order shape.
+void compute_binary(KernelContext& ctx, BinaryFn fn, const Tensor& a, const Tensor& b, Tensor& out,
+                    double lo, double hi, const char* op) {
+  if (out.numel() == 0) return;
+  elementwise(ctx).binary(ctx, {fn, a.dtype(), a, b, Scalar::from_int(1), out, op});
+  clamp_output(ctx, out, lo, hi, op);
+}
+
 void broadcast_binary(KernelContext& ctx, BinaryFn fn, const Tensor& a, const Tensor& b,
                       Tensor& out, double lo, double hi) {
   const char* op = binary_name(fn);
@@ -50,13 +57,14 @@ void broadcast_binary(KernelContext& ctx, BinaryFn fn, const Tensor& a, const Te
   check_float(out, "out", op, &a);
   const In va(a), vb(b);
   // Most nodes take equal shapes: no broadcast to work out.
-  const bool same = kernels::same_dims(va->sizes(), vb->sizes());
-  const kernels::Shape shape =
-      same ? kernels::Shape{} : kernels::broadcast_shapes({va->sizes(), vb->sizes()}, op);
-  const Out vo = resize_memory(out, same ? va->sizes() : shape.span(), op);
-  if (vo->numel() == 0) return;
-  elementwise(ctx).binary(ctx, {fn, a.dtype(), *va, *vb, Scalar::from_int(1), *vo, op});
-  clamp_output(ctx, *vo, lo, hi, op);
+  if (kernels::same_dims(va->sizes(), vb->sizes())) {
+    const Out vo = resize_memory(out, va->sizes(), op);
+    compute_binary(ctx, fn, *va, *vb, *vo, lo, hi, op);
+    return;
+  }
+  const kernels::Shape shape = kernels::broadcast_shapes({va->sizes(), vb->sizes()}, op);
+  const Out vo = resize_memory(out, shape.span(), op);
+  compute_binary(ctx, fn, *va, *vb, *vo, lo, hi, op);
 }
 
 constexpr const char* unary_name(XnnUnary fn) {

@@ -81,7 +81,7 @@ OutputClamp output_clamp(double lo, double hi) {
   return c;
 }
 
-void clamp_output(kernels::KernelContext& ctx, Tensor& out, double lo, double hi, const char* op) {
+void clamp_bounded(kernels::KernelContext& ctx, Tensor& out, double lo, double hi, const char* op) {
   const OutputClamp c = output_clamp(lo, hi);
   if ((!c.lo && !c.hi) || out.numel() == 0) return;
   std::optional<Scalar> min, max;

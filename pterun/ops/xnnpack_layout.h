@@ -4,6 +4,7 @@
 // order, as XNNPACK does. Internal to ops/.
 
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <span>
 #include <type_traits>
@@ -103,9 +104,17 @@ struct OutputClamp {
 };
 OutputClamp output_clamp(double lo, double hi);
 
+/// clamp_output's work once a bound is finite.
+void clamp_bounded(kernels::KernelContext& ctx, Tensor& out, double lo, double hi, const char* op);
+
 /// Clamps `out` in place to [lo, hi], a node's fused output clamp; nothing
-/// when both bounds are infinite.
-void clamp_output(kernels::KernelContext& ctx, Tensor& out, double lo, double hi, const char* op);
+/// when both bounds are infinite (inline: most nodes have no clamp).
+inline void clamp_output(kernels::KernelContext& ctx, Tensor& out, double lo, double hi,
+                         const char* op) {
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  if (lo == -kInf && hi == kInf) return;
+  clamp_bounded(ctx, out, lo, hi, op);
+}
 
 /// Error InvalidArgument unless `list` has `n` entries, each in min..INT32_MAX
 /// (XNNPACK's parameters are 32-bit, and sizes computed from them stay far
