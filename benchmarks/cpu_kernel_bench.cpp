@@ -143,6 +143,22 @@ int main(int argc, char** argv) {
   conv("conv 359x1x8x8 -> 8, 3x3 pad 1 (digits)", {359, 1, 8, 8}, 8, 3, 1);
   conv("conv 359x8x8x8 -> 16, 3x3 pad 1 (digits)", {359, 8, 8, 8}, 16, 3, 1);
   conv("conv 1x64x56x56 -> 64, 3x3 pad 1", {1, 64, 56, 56}, 64, 3, 1);
+  // The ResNet fixture's layers (batch 2), in both layouts.
+  for (const auto& order : {std::vector<uint8_t>{}, std::vector<uint8_t>{0, 2, 3, 1}}) {
+    const char* cl = order.empty() ? "" : ", channels-last";
+    conv(("conv 2x3x32x32 -> 16, 3x3 pad 1 (resnet stem)" + std::string(cl)).c_str(),
+         {2, 3, 32, 32}, 16, 3, 1, order);
+    conv(("conv 2x16x16x16 -> 16, 3x3 pad 1 (resnet)" + std::string(cl)).c_str(), {2, 16, 16, 16},
+         16, 3, 1, order);
+    conv(("conv 2x32x8x8 -> 32, 3x3 pad 1 (resnet)" + std::string(cl)).c_str(), {2, 32, 8, 8}, 32,
+         3, 1, order);
+    conv(("conv 4x3x128x128 -> 16, 3x3 pad 1 (resnet_128 stem)" + std::string(cl)).c_str(),
+         {4, 3, 128, 128}, 16, 3, 1, order);
+    conv(("conv 4x16x64x64 -> 16, 3x3 pad 1 (resnet_128)" + std::string(cl)).c_str(),
+         {4, 16, 64, 64}, 16, 3, 1, order);
+    conv(("conv 4x32x32x32 -> 32, 3x3 pad 1 (resnet_128)" + std::string(cl)).c_str(),
+         {4, 32, 32, 32}, 32, 3, 1, order);
+  }
   maxpool("maxpool 1x8x32x32, 2x2 (cnn)", {1, 8, 32, 32});
   maxpool("maxpool 359x16x8x8, 2x2 (digits)", {359, 16, 8, 8});
   maxpool("maxpool 1x64x56x56, 2x2, channels-last", {1, 64, 56, 56}, {0, 2, 3, 1});

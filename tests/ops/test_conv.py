@@ -348,6 +348,18 @@ def test_conv2d_own_kernel_shapes(device, n, cin, cout, hw, k, padding, dilation
     (2, 7, 33, (10, 9), (5, 5), (1, 1), (2, 2), (1, 2)),
     (1, 16, 16, (13, 13), (3, 3), (3, 3), (1, 1), (2, 1)),
     (2, 12, 48, (4, 5), (3, 3), (1, 1), (3, 3), (1, 1)),
+    # Rows of whole 8-pixel tiles; short kernel rows read a copy of the
+    # input padded left and right (a stem's three channels, 16 channels),
+    # longer ones copy the kernel rows that cross a border.
+    (2, 3, 16, (32, 32), (3, 3), (1, 1), (1, 1), (1, 1)),
+    (1, 4, 12, (15, 16), (3, 3), (1, 2), (1, 1), (1, 1)),
+    (2, 16, 16, (8, 16), (3, 3), (1, 1), (1, 1), (1, 1)),
+    (1, 24, 16, (6, 16), (3, 3), (1, 1), (1, 1), (1, 1)),
+    # Three-channel stems in strips of one row (inputs 3 or 6 floats apart),
+    # one or two vectors of output channels.
+    (1, 3, 16, (31, 32), (3, 3), (2, 2), (1, 1), (1, 1)),
+    (1, 3, 24, (9, 16), (3, 3), (1, 1), (1, 1), (1, 1)),
+    (2, 3, 32, (8, 16), (3, 3), (2, 2), (1, 1), (1, 1)),
 ])
 def test_conv2d_channels_last_kernel(device, n, cin, cout, hw, k, stride, padding, dilation):
     x = normals(n, cin, *hw)
@@ -393,6 +405,20 @@ def test_conv2d_channels_last_epilogues_two_threads(device, kernel, groups):
         expected = np.maximum(expected, 0)
     check(device, kernel, *args, Out(np.float32, expected.shape, dim_order=CL), expect=expected,
           tol=(1e-4, 1e-4), num_threads=2)
+
+
+def test_conv2d_channels_last_stem_residual_two_threads(device):
+    # A 3-channel stem over 2^20 multiply-adds: the padded copy of the
+    # input is made once and the tiles are split over the threads.
+    x = normals(2, 3, 64, 64)
+    w, b = normals(16, 3, 3, 3), normals(16)
+    expected = ref_conv2d(x, w, b, (1, 1), (1, 1), (1, 1), 1)
+    res = normals(*expected.shape)
+    expected = np.maximum(expected + res, 0)
+    check(device, "pterun::convolution_add_relu.out", T(x, dim_order=CL), w, b, [1, 1], [1, 1],
+          [1, 1], False, [0, 0], 1, T(res, dim_order=CL),
+          Out(np.float32, expected.shape, dim_order=CL), expect=expected, tol=(1e-4, 1e-4),
+          num_threads=2)
 
 
 def test_conv1d_stride1_own_kernel(device):

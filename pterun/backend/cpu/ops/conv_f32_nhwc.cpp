@@ -25,6 +25,8 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <iterator>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -48,6 +50,8 @@ using vec::load;
 using vec::store;
 using vec::V16;
 using vec::V8;
+/// The widest vector this build uses.
+using VL = std::conditional_t<kWide, V16, V8>;
 
 /// Lanes of the widest vector this build uses.
 constexpr int64_t kLanes = kWide ? 16 : 8;
@@ -114,22 +118,11 @@ struct Tile {
   Epilogue e;
 };
 
+/// The epilogue of a tile: residual, activation, stores (partial vectors
+/// past the last output channel lane by lane).
 template <typename V, int R, int NV, size_t... I>
-void dense_tile_impl(const Tile& t, std::index_sequence<I...>) {
+[[gnu::always_inline]] inline void tile_store(V* acc, const Tile& t, std::index_sequence<I...>) {
   constexpr int64_t L = sizeof(V) / sizeof(float);
-  V acc[R * NV];
-  ((acc[I] = load<V>(t.bias + (I % NV) * L)), ...);
-  const float* wt = t.w;
-  for (int64_t g = 0; g < t.groups; ++g) {
-    const float* const* src = t.src + g * R;
-    for (int64_t c = 0; c < t.run; ++c, wt += t.block) {
-      V w[NV];
-      for (int v = 0; v < NV; ++v) w[v] = load<V>(wt + v * L);
-      // A float times a vector: one broadcast (AVX-512: folded into the
-      // multiply-add); V{} + x would first add 0 to x, a real operation.
-      ((acc[I] += src[I / NV][c] * w[I % NV]), ...);
-    }
-  }
   if (t.res != nullptr) {
     auto residual = [&](size_t i) {
       const float* r = t.res[i / NV] + (i % NV) * L;
@@ -156,6 +149,50 @@ void dense_tile_impl(const Tile& t, std::index_sequence<I...>) {
   (put(I, acc[I]), ...);
 }
 
+template <typename V, int R, int NV, size_t... I>
+void dense_tile_impl(const Tile& t, std::index_sequence<I...>) {
+  constexpr int64_t L = sizeof(V) / sizeof(float);
+  V acc[R * NV];
+  ((acc[I] = load<V>(t.bias + (I % NV) * L)), ...);
+  const float* wt = t.w;
+  for (int64_t g = 0; g < t.groups; ++g) {
+    const float* const* src = t.src + g * R;
+    for (int64_t c = 0; c < t.run; ++c, wt += t.block) {
+      V w[NV];
+      for (int v = 0; v < NV; ++v) w[v] = load<V>(wt + v * L);
+      // A float times a vector: one broadcast (AVX-512: folded into the
+      // multiply-add); V{} + x would first add 0 to x, a real operation.
+      ((acc[I] += src[I / NV][c] * w[I % NV]), ...);
+    }
+  }
+  tile_store<V, R, NV>(acc, t, std::index_sequence<I...>{});
+}
+
+/// A strip: R pixels of one output row whose inputs lie STEP floats apart
+/// (stride x ic, known at compile time), every column inside the image.
+/// Each kernel row is one pointer for the whole strip (`rows[ky]`, null
+/// over the top or bottom padding: skipped) and the pixels are its
+/// displacements, so no pointer per pixel is set up or held: strips of
+/// three-channel stems are twice as wide as tiles, and their few
+/// multiply-adds per pixel are not outweighed by the setup.
+template <typename V, int R, int NV, int STEP, size_t... I>
+void strip_tile_impl(const Tile& t, const float* const* rows, std::index_sequence<I...>) {
+  constexpr int64_t L = sizeof(V) / sizeof(float);
+  V acc[R * NV];
+  ((acc[I] = load<V>(t.bias + (I % NV) * L)), ...);
+  for (int64_t g = 0; g < t.groups; ++g) {
+    const float* b = rows[g];
+    if (b == nullptr) continue;
+    const float* wt = t.w + g * t.run * t.block;
+    for (int64_t c = 0; c < t.run; ++c, wt += t.block) {
+      V w[NV];
+      for (int v = 0; v < NV; ++v) w[v] = load<V>(wt + v * L);
+      ((acc[I] += b[c + static_cast<int64_t>(I / NV) * STEP] * w[I % NV]), ...);
+    }
+  }
+  tile_store<V, R, NV>(acc, t, std::index_sequence<I...>{});
+}
+
 /// Tile shapes: with 32 registers 8 pixels x 2 vectors (or 10 x 1 for
 /// layers of one vector of output channels: measured best of 6-16 pixels;
 /// each pixel's input pointer wants a general register); with 16, 6 x 2
@@ -163,8 +200,18 @@ void dense_tile_impl(const Tile& t, std::index_sequence<I...>) {
 template <int NV>
 constexpr int kTilePixels = kWide ? (NV == 2 ? 8 : 10) : (NV == 2 ? 6 : 8);
 
+/// 8 x 1 tiles for rows a whole number of 8 pixels wide (with 32 registers):
+/// every tile then lies in one row and steps its pointers (a 32-pixel stem
+/// ran 28 us so against 29 in 10-pixel tiles, a 16x16 layer 24 against 25).
+constexpr int kAlignedTilePixels = 8;
+
 /// Border copies of kernel rows (floats) a tile may need in row mode.
 constexpr int64_t kMaxBorderFloats = int64_t{1} << 18;
+
+/// Longest kernel row (floats) of the layers that read a padded copy of
+/// their input (pads_columns), and the largest such copy.
+constexpr int64_t kMaxPaddedRun = 64;
+constexpr int64_t kMaxPadded = int64_t{1} << 20;
 
 struct DensePlan {
   const ConvProblem* p;
@@ -190,9 +237,8 @@ struct DensePlan {
   Epilogue e;
 };
 
-template <typename V, int NV>
+template <typename V, int NV, int R = kTilePixels<NV>>
 void dense_items(const DensePlan& dp, int64_t begin, int64_t end) {
-  constexpr int R = kTilePixels<NV>;
   const ConvProblem& p = *dp.p;
   const float* in = static_cast<const float*>(p.in);
   float* out = static_cast<float*>(p.out);
@@ -210,15 +256,32 @@ void dense_items(const DensePlan& dp, int64_t begin, int64_t end) {
   // Pixels past the end write here and read zeros.
   alignas(64) float sink[R][NV * sizeof(V) / sizeof(float)];
   int64_t tile_ready = -1;
+  // The coordinates of the pixel after the last tile set up.
+  int64_t next_x = 0, next_y = 0, next_n = 0;
   for (int64_t item = begin; item < end; ++item) {
-    const int64_t tile = item / dp.blocks, block = item % dp.blocks;
+    const int64_t tile = dp.blocks == 1 ? item : item / dp.blocks;
+    const int64_t block = dp.blocks == 1 ? 0 : item % dp.blocks;
     if (tile != tile_ready) {
       // Pixel coordinates stepped from the tile's first (no divisions per
-      // pixel).
+      // pixel, none per tile after the first).
       const int64_t first = tile * R;
-      int64_t x = first % p.ow, y = first / p.ow % p.oh, n = first / (p.ow * p.oh);
-      bool previous_inside = false;
-      for (int r = 0; r < R; ++r) {
+      int64_t x = next_x, y = next_y, n = next_n;
+      if (tile != tile_ready + 1 || tile_ready < 0) {
+        x = first % p.ow;
+        y = first / p.ow % p.oh;
+        n = first / (p.ow * p.oh);
+      }
+      // Pixels from `run_start` on (all of their columns inside the image)
+      // take run_start's pointers, a pixel step further each: no pointer
+      // waits for the one just written.
+      int run_start = -1;
+      // Most tiles lie in one output row with every column inside: only
+      // pixel 0 is worked out, the others step from it.
+      const int64_t ix_first = x * p.stride[1] - p.pad[1];
+      const bool one_row = x + R <= p.ow && first + R <= dp.pixels && ix_first >= 0 &&
+                           ix_first + (R - 1) * p.stride[1] + dp.reach < p.iw;
+      const int worked_out = one_row ? 1 : R;
+      for (int r = 0; r < worked_out; ++r) {
         if (first + r >= dp.pixels) {
           for (int64_t k = 0; k < dp.groups; ++k) src[k * R + r] = dp.zeros;
           dst[r] = sink[r];
@@ -243,14 +306,15 @@ void dense_items(const DensePlan& dp, int64_t begin, int64_t end) {
         // The next pixel of a row, both inside on the left and right: its
         // pointers are the previous pixel's, a stride further (rows over the
         // padding stay zeros).
-        if (r > 0 && x > 0 && columns_inside && previous_inside) {
+        if (run_start >= 0 && x > 0 && columns_inside) {
+          const int64_t step = (r - run_start) * dp.pixel_step;
           for (int64_t k = 0; k < dp.groups; ++k) {
-            const float* before = at[k * R - 1];
-            at[k * R] = before == dp.zeros ? before : before + dp.pixel_step;
+            const float* base = src[k * R + run_start];
+            at[k * R] = base == dp.zeros ? base : base + step;
           }
           continue;
         }
-        previous_inside = columns_inside;
+        run_start = columns_inside ? r : -1;
         if (dp.rows) {
           for (int64_t ky = 0; ky < p.kh; ++ky, at += R) {
             const int64_t iy = y * p.stride[0] - p.pad[0] + ky * p.dilation[0];
@@ -264,14 +328,14 @@ void dense_items(const DensePlan& dp, int64_t begin, int64_t end) {
               continue;
             }
             float* copy = border + (r * p.kh + ky) * dp.run;
+            // Element by element: runs of a few channels (a stem's three)
+            // cost less so than through memcpy and memset calls.
             for (int64_t kx = 0; kx < p.kw; ++kx) {
               const int64_t ix = ix0 + kx;
               float* to = copy + kx * p.ic;
-              if (ix >= 0 && ix < p.iw) {
-                std::memcpy(to, row + ix * p.ic, static_cast<size_t>(p.ic) * sizeof(float));
-              } else {
-                std::fill(to, to + p.ic, 0.0f);
-              }
+              const bool inside = ix >= 0 && ix < p.iw;
+              const float* from = inside ? row + ix * p.ic : nullptr;
+              for (int64_t c = 0; c < p.ic; ++c) to[c] = inside ? from[c] : 0.0f;
             }
             *at = copy;
           }
@@ -295,7 +359,29 @@ void dense_items(const DensePlan& dp, int64_t begin, int64_t end) {
           }
         }
       }
+      if (one_row) {
+        for (int r = 1; r < R; ++r) {
+          const int64_t step = r * dp.pixel_step;
+          for (int64_t k = 0; k < dp.groups; ++k) {
+            const float* base = src[k * R];
+            src[k * R + r] = base == dp.zeros ? base : base + step;
+          }
+          dst[r] = dst[0] + r * os[3];
+          res[r] = residual != nullptr ? res[0] + r * rs[3] : nullptr;
+        }
+        x += R - 1;
+      }
       tile_ready = tile;
+      if (++x == p.ow) {
+        x = 0;
+        if (++y == p.oh) {
+          y = 0;
+          ++n;
+        }
+      }
+      next_x = x;
+      next_y = y;
+      next_n = n;
     }
     const int64_t co0 = block * dp.block;
     float* tile_dst[R];
@@ -321,6 +407,68 @@ void dense_items(const DensePlan& dp, int64_t begin, int64_t end) {
   }
 }
 
+/// Tiles as strips (strip_tile_impl): rows of whole strips of R pixels
+/// whose columns are all inside the (padded) image.
+// Without predictive commoning: it sees that a pixel's input at c + STEP
+// is the next pixel's at c and keeps loaded floats in the stack across
+// iterations, where a broadcast from the image costs less.
+#if defined(__GNUC__) && !defined(__clang__)
+#define PTERUN_NO_PREDICTIVE_COMMONING [[gnu::optimize("no-predictive-commoning")]]
+#else
+#define PTERUN_NO_PREDICTIVE_COMMONING
+#endif
+template <typename V, int NV, int R, int STEP>
+PTERUN_NO_PREDICTIVE_COMMONING void strip_items(const DensePlan& dp, int64_t begin, int64_t end) {
+  const ConvProblem& p = *dp.p;
+  const float* in = static_cast<const float*>(p.in);
+  float* out = static_cast<float*>(p.out);
+  const float* residual = static_cast<const float*>(p.residual);
+  const int64_t* is = p.in_strides;
+  const int64_t* os = p.out_strides;
+  const int64_t* rs = p.residual_strides;
+  const float* rows[kMaxTaps];
+  float* dst[R];
+  const float* res[R];
+  for (int64_t item = begin; item < end; ++item) {
+    const int64_t tile = dp.blocks == 1 ? item : item / dp.blocks;
+    const int64_t block = dp.blocks == 1 ? 0 : item % dp.blocks;
+    const int64_t first = tile * R;
+    const int64_t x = first % p.ow, y = first / p.ow % p.oh, n = first / (p.ow * p.oh);
+    const float* image = in + n * is[0] + (x * p.stride[1] - p.pad[1]) * p.ic;
+    for (int64_t ky = 0; ky < p.kh; ++ky) {
+      const int64_t iy = y * p.stride[0] - p.pad[0] + ky * p.dilation[0];
+      rows[ky] = iy >= 0 && iy < p.ih ? image + iy * is[2] : nullptr;
+    }
+    const int64_t co0 = block * dp.block;
+    for (int r = 0; r < R; ++r) {
+      dst[r] = out + n * os[0] + y * os[2] + (x + r) * os[3] + co0;
+      res[r] =
+          residual != nullptr ? residual + n * rs[0] + y * rs[2] + (x + r) * rs[3] + co0 : nullptr;
+    }
+    Tile t;
+    t.src = nullptr;
+    t.groups = p.kh;
+    t.run = dp.run;
+    t.w = dp.w + block * dp.taps * p.ic * dp.block;
+    t.block = dp.block;
+    t.bias = dp.bias + co0;
+    t.dst = dst;
+    t.res = residual != nullptr ? res : nullptr;
+    t.lanes = std::min(dp.block, p.oc - co0);
+    t.e = dp.e;
+    strip_tile_impl<V, R, NV, STEP>(t, rows, std::make_index_sequence<R * NV>{});
+  }
+}
+
+/// Pixels per strip: 16 x 1 vector or 8 x 2 with 32 registers, 8 x 1 or
+/// 4 x 2 with 16 (a whole number of them per output row, else tiles).
+template <int NV>
+constexpr int kStripPixels = (kWide ? 16 : 8) / NV;
+
+/// Input steps (stride x input channels) strips are built for: three-channel
+/// stems at strides 1 and 2.
+constexpr int64_t kStripSteps[] = {3, 6};
+
 void pack_dense(const ConvProblem& p, const DensePlan& dp, float* w) {
   const int64_t* ws = p.w_strides;
   const float* weight = static_cast<const float*>(p.weight);
@@ -339,8 +487,58 @@ void pack_dense(const ConvProblem& p, const DensePlan& dp, float* w) {
   }
 }
 
-bool dense(KernelContext& ctx, const ConvProblem& p, const Epilogue& e) {
+/// The input's width with pads_columns' zeros: the left padding, and on the
+/// right up to the last column the last pixel's last tap reads.
+int64_t padded_width(const ConvProblem& p) {
+  const int64_t reached = (p.ow - 1) * p.stride[1] - p.pad[1] + p.kw;  // columns, from 0
+  return p.pad[1] + std::max(p.iw, reached);
+}
+
+/// Whether `p` reads a copy of its input padded left and right with zeros
+/// (pad_columns): layers whose kernel rows are a few floats (a stem's three
+/// channels, layers of 16), where the per-pixel copies of kernel rows
+/// crossing the border would cost more than the whole input once, and every
+/// pixel then steps its neighbour's pointers.
+bool pads_columns(const ConvProblem& p) {
+  return p.pad[1] > 0 && p.dilation[1] == 1 && p.in_strides[1] == 1 && p.in_strides[3] == p.ic &&
+         p.kw * p.ic <= kMaxPaddedRun && p.n * p.ih * padded_width(p) * p.ic <= kMaxPadded;
+}
+
+/// `p` over a copy of its input with its column padding written out as
+/// zeros into `buffer` (n * ih * padded_width * ic floats): no padding
+/// left to do along the width.
+ConvProblem pad_columns(const ConvProblem& p, float* buffer) {
+  const int64_t left = p.pad[1];
+  const int64_t width = padded_width(p);
+  const float* in = static_cast<const float*>(p.in);
+  const int64_t row = p.iw * p.ic;
+  float* to = buffer;
+  for (int64_t n = 0; n < p.n; ++n) {
+    for (int64_t y = 0; y < p.ih; ++y) {
+      const float* from = in + n * p.in_strides[0] + y * p.in_strides[2];
+      std::fill(to, to + left * p.ic, 0.0f);
+      std::memcpy(to + left * p.ic, from, static_cast<size_t>(row) * sizeof(float));
+      std::fill(to + left * p.ic + row, to + width * p.ic, 0.0f);
+      to += width * p.ic;
+    }
+  }
+  ConvProblem q = p;
+  q.in = buffer;
+  q.iw = width;
+  q.pad[1] = 0;
+  q.in_strides[0] = p.ih * width * p.ic;
+  q.in_strides[2] = width * p.ic;
+  return q;
+}
+
+bool dense(KernelContext& ctx, const ConvProblem& given, const Epilogue& e) {
   DensePlan dp;
+  // Scratch: the padded input (when made), then the border slots.
+  size_t padded_floats = 0;
+  ConvProblem p = given;
+  if (pads_columns(given)) {
+    padded_floats = static_cast<size_t>(given.n * given.ih * padded_width(given) * given.ic);
+  }
   dp.p = &p;
   dp.taps = p.kh * p.kw;
   if (dp.taps > kMaxTaps) return false;
@@ -350,7 +548,8 @@ bool dense(KernelContext& ctx, const ConvProblem& p, const Epilogue& e) {
   const int64_t packed = dp.blocks * dp.taps * p.ic * dp.block;
   if (packed > kMaxPackedWeights) return false;
   dp.pixels = p.n * p.oh * p.ow;
-  const int tile_pixels = nv == 2 ? kTilePixels<2> : kTilePixels<1>;
+  const bool aligned = kWide && nv == 1 && p.ow % kAlignedTilePixels == 0;
+  const int tile_pixels = nv == 2 ? kTilePixels<2> : aligned ? kAlignedTilePixels : kTilePixels<1>;
   dp.tiles = (dp.pixels + tile_pixels - 1) / tile_pixels;
   dp.e = e;
   dp.reach = (p.kw - 1) * p.dilation[1];
@@ -380,17 +579,41 @@ bool dense(KernelContext& ctx, const ConvProblem& p, const Epilogue& e) {
   dp.bias = pk.bias.data();
   dp.zeros = pk.zeros.data();
 
-  const int64_t items = dp.tiles * dp.blocks;
+  int64_t items = dp.tiles * dp.blocks;
   const double work = static_cast<double>(dp.pixels) * p.oc * p.ic * dp.taps;
   dp.split = ctx.num_threads > 1 && work >= kParallelWork && items > 1;
   dp.border_floats = dp.rows ? tile_pixels * p.kh * dp.run : 0;
   const size_t slots = dp.split ? static_cast<size_t>(ctx.num_threads) : 1;
-  dp.border = dp.rows ? static_cast<float*>(ctx.scratch(
-                            slots * static_cast<size_t>(dp.border_floats) * sizeof(float)))
-                      : nullptr;
+  const size_t border_floats = dp.rows ? slots * static_cast<size_t>(dp.border_floats) : 0;
+  if (padded_floats + border_floats > 0) {
+    auto* scratch =
+        static_cast<float*>(ctx.scratch((padded_floats + border_floats) * sizeof(float)));
+    if (padded_floats > 0) p = pad_columns(given, scratch);
+    dp.border = dp.rows ? scratch + padded_floats : nullptr;
+  }
+  // Strips where every row is whole strips with all columns inside.
+  const int strip = nv == 2 ? kStripPixels<2> : kStripPixels<1>;
+  const bool strips = dp.rows && p.ow % strip == 0 && p.pad[1] == 0 &&
+                      (p.ow - 1) * p.stride[1] + dp.reach < p.iw &&
+                      std::find(std::begin(kStripSteps), std::end(kStripSteps), dp.pixel_step) !=
+                          std::end(kStripSteps);
+  if (strips) {
+    dp.tiles = dp.pixels / strip;
+    items = dp.tiles * dp.blocks;
+  }
   auto body = [&](int64_t b, int64_t end) {
+    if (strips) {
+      const bool three = dp.pixel_step == 3;
+      if (nv == 2) {
+        return three ? strip_items<VL, 2, kStripPixels<2>, 3>(dp, b, end)
+                     : strip_items<VL, 2, kStripPixels<2>, 6>(dp, b, end);
+      }
+      return three ? strip_items<VL, 1, kStripPixels<1>, 3>(dp, b, end)
+                   : strip_items<VL, 1, kStripPixels<1>, 6>(dp, b, end);
+    }
     if constexpr (kWide) {
       if (nv == 2) return dense_items<V16, 2>(dp, b, end);
+      if (aligned) return dense_items<V16, 1, kAlignedTilePixels>(dp, b, end);
       return dense_items<V16, 1>(dp, b, end);
     } else {
       if (nv == 2) return dense_items<V8, 2>(dp, b, end);
