@@ -113,12 +113,15 @@ int main(int argc, char** argv) {
          A.ints({pad, pad}), A.ints({1, 1}), A.boolean(false), A.ints({0, 0}), A.integer(1), out,
          out});
   };
-  auto maxpool = [&](const char* label, std::vector<int64_t> in, std::vector<uint8_t> order = {}) {
+  // k x k windows at stride 2 with padding (k - 2) / 2: 2x2, or 3x3 pad 1 (ResNet's).
+  auto maxpool = [&](const char* label, std::vector<int64_t> in, std::vector<uint8_t> order = {},
+                     int64_t k = 2, const char* kernel = "aten::max_pool2d_with_indices.out") {
     std::vector<int64_t> o{in[0], in[1], in[2] / 2, in[3] / 2};
     Value* out = A.tensor(F, o, order);
     Value* idx = A.tensor(DType::Int64, o, order);
-    run(label, "aten::max_pool2d_with_indices.out",
-        {A.tensor(F, in, order), A.ints({2, 2}), A.ints({2, 2}), A.ints({0, 0}), A.ints({1, 1}),
+    const int64_t pad = (k - 1) / 2;
+    run(label, kernel,
+        {A.tensor(F, in, order), A.ints({k, k}), A.ints({2, 2}), A.ints({pad, pad}), A.ints({1, 1}),
          A.boolean(false), out, idx, A.list({out, idx})});
   };
   std::printf("| kernel call (threads = %d) | us |\n|---|---|\n", threads);
@@ -162,5 +165,10 @@ int main(int argc, char** argv) {
   maxpool("maxpool 1x8x32x32, 2x2 (cnn)", {1, 8, 32, 32});
   maxpool("maxpool 359x16x8x8, 2x2 (digits)", {359, 16, 8, 8});
   maxpool("maxpool 1x64x56x56, 2x2, channels-last", {1, 64, 56, 56}, {0, 2, 3, 1});
+  // Values only (the indices unused, as in ResNet), in both layouts.
+  const char* values = "pterun::max_pool2d_values.out";
+  maxpool("maxpool values 4x16x128x128, 3x3 pad 1 (resnet_128)", {4, 16, 128, 128}, {}, 3, values);
+  maxpool("maxpool values 4x16x128x128, 3x3 pad 1 (resnet_128), channels-last", {4, 16, 128, 128},
+          {0, 2, 3, 1}, 3, values);
   return 0;
 }

@@ -192,6 +192,7 @@ def test_max_pool_nan_propagates(device):
     ((1, 3, 12, 11), (3, 2), (1, 2), (1, 1), (2, 1), False, None, None),  # dilation
     ((2, 16, 16, 16), (3, 3), (2, 2), (1, 1), (1, 1), False, CL, CL),  # channels at once
     ((1, 5, 9, 8), (2, 3), (2, 1), (1, 1), (1, 2), True, CL, CL),
+    ((3, 41, 6, 7), (3, 3), (2, 2), (1, 1), (1, 1), True, CL, CL),  # 32 + 8 + 1 channels
 ])
 def test_max_pool_values_only_kernel(device, shape, k, s, p, d, ceil, order, out_order):
     # The kernel the executor runs when nothing reads the indices

@@ -440,45 +440,55 @@ bool max_pool_channels_last_values(KernelContext& ctx, const ops::MaxPoolArgs& a
   const float* src = a.in.data_as<const float>();
   float* dst = a.out.data_as<float>();
   const float lowest = -std::numeric_limits<float>::infinity();
-  cpu::parallel_for(ctx, g.n * g.oh * g.ow, w.k[0] * w.k[1] * g.c, [&](int64_t b, int64_t e) {
+  // Output rows over the threads; per row, the window rows inside the input
+  // once, and per pixel its taps (without checks where its columns are
+  // all inside).
+  cpu::parallel_for(ctx, g.n * g.oh, w.k[0] * w.k[1] * g.c * g.ow, [&](int64_t b, int64_t e) {
+    const float* rows[kMaxChannelsLastTaps];
+    const float* taps[kMaxChannelsLastTaps];
     for (int64_t item = b; item < e; ++item) {
-      const int64_t ox = item % g.ow, oy = (item / g.ow) % g.oh, n = item / (g.ow * g.oh);
-      float* o = dst + n * g.out[0] + oy * g.out[2] + ox * g.out[3];
-      const float* image = src + n * g.in[0];
-      // The window's taps inside the input (the rest are -inf).
-      const float* taps[kMaxChannelsLastTaps];
-      int64_t count = 0;
+      const int64_t oy = item % g.oh, n = item / g.oh;
+      int64_t row_count = 0;
       for (int64_t ky = 0; ky < w.k[0]; ++ky) {
         const int64_t y = oy * w.s[0] - w.p[0] + ky * w.d[0];
-        if (y < 0 || y >= g.ih) continue;
-        for (int64_t kx = 0; kx < w.k[1]; ++kx) {
-          const int64_t x = ox * w.s[1] - w.p[1] + kx * w.d[1];
-          if (x >= 0 && x < g.iw) taps[count++] = image + y * g.in[2] + x * g.in[3];
+        if (y >= 0 && y < g.ih) rows[row_count++] = src + n * g.in[0] + y * g.in[2];
+      }
+      float* o = dst + n * g.out[0] + oy * g.out[2];
+      for (int64_t ox = 0; ox < g.ow; ++ox, o += g.out[3]) {
+        const int64_t x0 = ox * w.s[1] - w.p[1];
+        const bool inside = x0 >= 0 && x0 + (w.k[1] - 1) * w.d[1] < g.iw;
+        // The window's taps inside the input (the rest are -inf).
+        int64_t count = 0;
+        for (int64_t r = 0; r < row_count; ++r) {
+          for (int64_t kx = 0; kx < w.k[1]; ++kx) {
+            const int64_t x = x0 + kx * w.d[1];
+            if (inside || (x >= 0 && x < g.iw)) taps[count++] = rows[r] + x * g.in[3];
+          }
         }
-      }
-      // Channels in registers across the taps, four vectors of eight at a
-      // time, then two, then one: the running maximum is one max per tap (x86's max
-      // keeps the old value when the new one is NaN) and NaN is tracked
-      // beside it, so the chain a tap waits on is a single instruction.
-      int64_t c = 0;
-      for (; c + 32 <= g.c; c += 32) {
-        WindowMax<4> m;
-        for (int64_t t = 0; t < count; ++t) m.take(taps[t] + c);
-        m.store(o + c);
-      }
-      for (; c + 16 <= g.c; c += 16) {
-        WindowMax<2> m;
-        for (int64_t t = 0; t < count; ++t) m.take(taps[t] + c);
-        m.store(o + c);
-      }
-      for (; c + 8 <= g.c; c += 8) {
-        WindowMax<1> m;
-        for (int64_t t = 0; t < count; ++t) m.take(taps[t] + c);
-        m.store(o + c);
-      }
-      if (c < g.c) {
-        std::fill(o + c, o + g.c, lowest);
-        for (int64_t t = 0; t < count; ++t) max_row_into(o + c, taps[t] + c, g.c - c, false);
+        // Channels in registers across the taps, four vectors of eight at a
+        // time, then two, then one: the running maximum is one max per tap (x86's max
+        // keeps the old value when the new one is NaN) and NaN is tracked
+        // beside it, so the chain a tap waits on is a single instruction.
+        int64_t c = 0;
+        for (; c + 32 <= g.c; c += 32) {
+          WindowMax<4> m;
+          for (int64_t t = 0; t < count; ++t) m.take(taps[t] + c);
+          m.store(o + c);
+        }
+        for (; c + 16 <= g.c; c += 16) {
+          WindowMax<2> m;
+          for (int64_t t = 0; t < count; ++t) m.take(taps[t] + c);
+          m.store(o + c);
+        }
+        for (; c + 8 <= g.c; c += 8) {
+          WindowMax<1> m;
+          for (int64_t t = 0; t < count; ++t) m.take(taps[t] + c);
+          m.store(o + c);
+        }
+        if (c < g.c) {
+          std::fill(o + c, o + g.c, lowest);
+          for (int64_t t = 0; t < count; ++t) max_row_into(o + c, taps[t] + c, g.c - c, false);
+        }
       }
     }
   });
