@@ -203,7 +203,12 @@ def test_permute_every_dtype(device, dtype):
 @pytest.mark.parametrize("dims,shape", [([1, 0], (33, 70)), ([2, 0, 1], (3, 40, 65)),
                                         ([0, 2, 1], (7, 64, 96)), ([1, 0], (1, 5)),
                                         ([0, 2, 3, 1], (2, 3, 33, 35)),
-                                        ([0, 3, 1, 2], (2, 9, 7, 16)), ([1, 0], (3, 4))])
+                                        ([0, 3, 1, 2], (2, 9, 7, 16)), ([1, 0], (3, 4)),
+                                        # NCHW to NHWC of 2-4 channels: lines of a few
+                                        # elements, in chunks (a partial last one)
+                                        ([0, 2, 3, 1], (2, 3, 45, 70)),
+                                        ([0, 2, 3, 1], (1, 2, 5, 7)),
+                                        ([0, 2, 3, 1], (3, 4, 33, 40))])
 def test_permute_tiled_transposes(device, dims, shape):
     a = rand(shape, np.float32)
     out_shape = tuple(shape[d] for d in dims)

@@ -88,6 +88,48 @@ void transpose_tiles(const kernels::CopyPlan& p, char* dst, const char* src, int
   }
 }
 
+/// Elements along A per item of a narrow transpose.
+constexpr int64_t kNarrowChunk = 1024;
+
+/// Items [begin, end) (chunks of kNarrowChunk along A) of a transpose whose
+/// destination lines are B elements (2 to 4: an image's channels, NCHW to
+/// NHWC): B source lines read side by side, each destination line written
+/// whole, with B known to the compiler (tiles of 32 x B spend their time
+/// on loop control).
+template <typename E, int B>
+void transpose_narrow(const kernels::CopyPlan& p, char* dst, const char* src, int64_t begin,
+                      int64_t end) {
+  const size_t r = p.rank;
+  const int64_t a_size = p.sizes[r - 2];
+  const int64_t chunks = (a_size + kNarrowChunk - 1) / kNarrowChunk;
+  const int64_t da = p.dst[r - 2], sb = p.src[r - 1];
+  for (int64_t t = begin; t < end; ++t) {
+    const int64_t chunk = t % chunks, row = t / chunks;
+    const auto [doff, soff] = outer_offsets(p, r - 2, row);
+    const int64_t a0 = chunk * kNarrowChunk, a1 = std::min(a_size, a0 + kNarrowChunk);
+    for (int64_t a = a0; a < a1; ++a) {
+      const char* from = src + soff + a * static_cast<int64_t>(sizeof(E));
+      char* to = dst + doff + a * da;
+      E v[B];
+      for (int b = 0; b < B; ++b) std::memcpy(&v[b], from + b * sb, sizeof(E));
+      std::memcpy(to, v, sizeof v);
+    }
+  }
+}
+
+/// Runs transpose_narrow for elements E; false for a B it does not take.
+template <typename E>
+bool narrow_for(const kernels::KernelContext& ctx, const kernels::CopyPlan& p, char* dst,
+                const char* src, int64_t items, int64_t b_size) {
+  if (b_size < 2 || b_size > 4) return false;
+  parallel_for(ctx, items, kNarrowChunk * b_size, [&](int64_t b, int64_t end) {
+    if (b_size == 2) return transpose_narrow<E, 2>(p, dst, src, b, end);
+    if (b_size == 3) return transpose_narrow<E, 3>(p, dst, src, b, end);
+    transpose_narrow<E, 4>(p, dst, src, b, end);
+  });
+  return true;
+}
+
 /// Runs the copy as tiles of a transpose when its last two dimensions are
 /// one (and large enough for it to matter); false otherwise.
 bool transpose_copy(const kernels::KernelContext& ctx, const kernels::CopyPlan& p, char* dst,
@@ -100,6 +142,13 @@ bool transpose_copy(const kernels::KernelContext& ctx, const kernels::CopyPlan& 
   if (a_size < 4) return false;
   int64_t rows = 1;
   for (size_t i = 0; i + 2 < r; ++i) rows *= p.sizes[i];
+  // Destination lines of a few elements (and the source's of one each way).
+  if (b_size <= 4 && (es == 4 || es == 2)) {
+    const int64_t items = rows * ((a_size + kNarrowChunk - 1) / kNarrowChunk);
+    const bool done = es == 4 ? narrow_for<uint32_t>(ctx, p, dst, src, items, b_size)
+                              : narrow_for<uint16_t>(ctx, p, dst, src, items, b_size);
+    if (done) return true;
+  }
   const int64_t tiles = rows * ((a_size + kTile - 1) / kTile) * ((b_size + kTile - 1) / kTile);
   parallel_for(ctx, tiles, kTile * kTile * e / 4, [&](int64_t b, int64_t end) {
     if (es == 1) return transpose_tiles<uint8_t>(p, dst, src, b, end);
