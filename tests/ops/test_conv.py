@@ -407,6 +407,24 @@ def test_conv2d_channels_last_epilogues_two_threads(device, kernel, groups):
           tol=(1e-4, 1e-4), num_threads=2)
 
 
+# An NCHW image into a channels-last network (the stem of a plain MobileNet
+# whose activations pterun keeps channels-last): up to 4 input channels are
+# copied channels-last (and padded) once, then the channels-last kernel runs,
+# strips included; a transposed (non-contiguous) input takes the same copy.
+@pytest.mark.parametrize("n,cin,cout,hw,k,stride,padding", [
+    (1, 3, 16, (31, 32), (3, 3), (2, 2), (1, 1)),
+    (2, 3, 24, (9, 16), (3, 3), (1, 1), (1, 1)),
+    (1, 4, 8, (7, 9), (3, 3), (1, 1), (0, 0)),
+    (2, 2, 5, (6, 10), (2, 3), (2, 1), (1, 2)),
+    (1, 1, 16, (12, 8), (5, 5), (1, 1), (2, 2)),
+])
+def test_conv2d_nchw_image_into_channels_last(device, n, cin, cout, hw, k, stride, padding):
+    x = normals(n, cin, *hw)
+    w, b = normals(cout, cin, *k), normals(cout)
+    conv(device, x, w, b, stride=stride, padding=padding, out_order=CL)
+    conv(device, x, w, b, stride=stride, padding=padding, x_order=(0, 1, 3, 2), out_order=CL)
+
+
 def test_conv2d_channels_last_stem_residual_two_threads(device):
     # A 3-channel stem over 2^20 multiply-adds: the padded copy of the
     # input is made once and the tiles are split over the threads.

@@ -209,9 +209,13 @@ constexpr int kAlignedTilePixels = 8;
 constexpr int64_t kMaxBorderFloats = int64_t{1} << 18;
 
 /// Longest kernel row (floats) of the layers that read a padded copy of
-/// their input (pads_columns), and the largest such copy.
+/// their input (copies_input), and the largest such copy.
 constexpr int64_t kMaxPaddedRun = 64;
 constexpr int64_t kMaxPadded = int64_t{1} << 20;
+
+/// Most channels of an input that is not channels-last which the copy
+/// takes (an image's; more are a transpose the NCHW kernel avoids).
+constexpr int64_t kMaxCopiedChannels = 4;
 
 struct DensePlan {
   const ConvProblem* p;
@@ -487,58 +491,96 @@ void pack_dense(const ConvProblem& p, const DensePlan& dp, float* w) {
   }
 }
 
-/// The input's width with pads_columns' zeros: the left padding, and on the
+/// The input's width with copy_input's zeros: the left padding, and on the
 /// right up to the last column the last pixel's last tap reads.
 int64_t padded_width(const ConvProblem& p) {
   const int64_t reached = (p.ow - 1) * p.stride[1] - p.pad[1] + p.kw;  // columns, from 0
   return p.pad[1] + std::max(p.iw, reached);
 }
 
-/// Whether `p` reads a copy of its input padded left and right with zeros
-/// (pad_columns): layers whose kernel rows are a few floats (a stem's three
-/// channels, layers of 16), where the per-pixel copies of kernel rows
-/// crossing the border would cost more than the whole input once, and every
-/// pixel then steps its neighbour's pointers.
-bool pads_columns(const ConvProblem& p) {
-  return p.pad[1] > 0 && p.dilation[1] == 1 && p.in_strides[1] == 1 && p.in_strides[3] == p.ic &&
+/// Whether `p` reads a copy of its input, channels-last and padded left and
+/// right with zeros (copy_input): layers whose kernel rows are a few floats
+/// (a stem's three channels, layers of 16), where the per-pixel copies of
+/// kernel rows crossing the border would cost more than the whole input
+/// once, and every pixel then steps its neighbour's pointers; and such
+/// layers whose input is not channels-last (an NCHW image into a
+/// channels-last network's stem), which the copy makes so.
+bool copies_input(const ConvProblem& p) {
+  const bool channels_last = p.in_strides[1] == 1 && p.in_strides[3] == p.ic;
+  if (!channels_last && p.ic > kMaxCopiedChannels) return false;
+  return (p.pad[1] > 0 || !channels_last) && p.groups == 1 && p.dilation[1] == 1 &&
          p.kw * p.ic <= kMaxPaddedRun && p.n * p.ih * padded_width(p) * p.ic <= kMaxPadded;
 }
 
-/// `p` over a copy of its input with its column padding written out as
-/// zeros into `buffer` (n * ih * padded_width * ic floats): no padding
-/// left to do along the width.
-ConvProblem pad_columns(const ConvProblem& p, float* buffer) {
+/// `p` over copy_input's copy (its data still to be set): channels-last,
+/// no padding left to do along the width.
+ConvProblem copied_problem(const ConvProblem& p) {
+  const int64_t width = padded_width(p);
+  ConvProblem q = p;
+  q.in = nullptr;
+  q.iw = width;
+  q.pad[1] = 0;
+  q.in_strides[0] = p.ih * width * p.ic;
+  q.in_strides[1] = 1;
+  q.in_strides[2] = width * p.ic;
+  q.in_strides[3] = p.ic;
+  return q;
+}
+
+/// Pixels [0, width) of C contiguous rows `plane` floats apart into
+/// channels-last pixels at `to`.
+template <int C>
+void interleave_rows(float* to, const float* from, int64_t plane, int64_t width) {
+  for (int64_t x = 0; x < width; ++x) {
+    for (int c = 0; c < C; ++c) to[x * C + c] = from[c * plane + x];
+  }
+}
+
+/// Writes `p`'s input into `buffer` as copied_problem(p) reads it (n * ih *
+/// padded_width * ic floats): rows of channels-last pixels, the column
+/// padding as zeros.
+void copy_input(const ConvProblem& p, float* buffer) {
   const int64_t left = p.pad[1];
   const int64_t width = padded_width(p);
   const float* in = static_cast<const float*>(p.in);
+  const int64_t* is = p.in_strides;
+  const bool channels_last = is[1] == 1 && is[3] == p.ic;
   const int64_t row = p.iw * p.ic;
   float* to = buffer;
   for (int64_t n = 0; n < p.n; ++n) {
     for (int64_t y = 0; y < p.ih; ++y) {
-      const float* from = in + n * p.in_strides[0] + y * p.in_strides[2];
+      const float* from = in + n * is[0] + y * is[2];
       std::fill(to, to + left * p.ic, 0.0f);
-      std::memcpy(to + left * p.ic, from, static_cast<size_t>(row) * sizeof(float));
-      std::fill(to + left * p.ic + row, to + width * p.ic, 0.0f);
+      float* inside = to + left * p.ic;
+      if (channels_last) {
+        std::memcpy(inside, from, static_cast<size_t>(row) * sizeof(float));
+      } else if (is[3] == 1 && p.ic <= kMaxCopiedChannels) {
+        // NCHW rows: the channels' rows side by side, their count known to
+        // the compiler.
+        switch (p.ic) {
+          case 1: interleave_rows<1>(inside, from, is[1], p.iw); break;
+          case 2: interleave_rows<2>(inside, from, is[1], p.iw); break;
+          case 3: interleave_rows<3>(inside, from, is[1], p.iw); break;
+          default: interleave_rows<4>(inside, from, is[1], p.iw); break;
+        }
+      } else {
+        for (int64_t x = 0; x < p.iw; ++x) {
+          for (int64_t c = 0; c < p.ic; ++c) inside[x * p.ic + c] = from[x * is[3] + c * is[1]];
+        }
+      }
+      std::fill(inside + row, to + width * p.ic, 0.0f);
       to += width * p.ic;
     }
   }
-  ConvProblem q = p;
-  q.in = buffer;
-  q.iw = width;
-  q.pad[1] = 0;
-  q.in_strides[0] = p.ih * width * p.ic;
-  q.in_strides[2] = width * p.ic;
-  return q;
 }
 
 bool dense(KernelContext& ctx, const ConvProblem& given, const Epilogue& e) {
   DensePlan dp;
-  // Scratch: the padded input (when made), then the border slots.
-  size_t padded_floats = 0;
-  ConvProblem p = given;
-  if (pads_columns(given)) {
-    padded_floats = static_cast<size_t>(given.n * given.ih * padded_width(given) * given.ic);
-  }
+  // Scratch: the copied input (when made), then the border slots.
+  size_t copied_floats = 0;
+  const bool copies = copies_input(given);
+  ConvProblem p = copies ? copied_problem(given) : given;
+  if (copies) copied_floats = static_cast<size_t>(p.n * p.ih * p.iw * p.ic);
   dp.p = &p;
   dp.taps = p.kh * p.kw;
   if (dp.taps > kMaxTaps) return false;
@@ -585,11 +627,14 @@ bool dense(KernelContext& ctx, const ConvProblem& given, const Epilogue& e) {
   dp.border_floats = dp.rows ? tile_pixels * p.kh * dp.run : 0;
   const size_t slots = dp.split ? static_cast<size_t>(ctx.num_threads) : 1;
   const size_t border_floats = dp.rows ? slots * static_cast<size_t>(dp.border_floats) : 0;
-  if (padded_floats + border_floats > 0) {
+  if (copied_floats + border_floats > 0) {
     auto* scratch =
-        static_cast<float*>(ctx.scratch((padded_floats + border_floats) * sizeof(float)));
-    if (padded_floats > 0) p = pad_columns(given, scratch);
-    dp.border = dp.rows ? scratch + padded_floats : nullptr;
+        static_cast<float*>(ctx.scratch((copied_floats + border_floats) * sizeof(float)));
+    if (copies) {
+      copy_input(given, scratch);
+      p.in = scratch;
+    }
+    dp.border = dp.rows ? scratch + copied_floats : nullptr;
   }
   // Strips where every row is whole strips with all columns inside.
   const int strip = nv == 2 ? kStripPixels<2> : kStripPixels<1>;
@@ -790,11 +835,15 @@ bool depthwise(KernelContext& ctx, const ConvProblem& p, const Epilogue& e) {
 
 bool conv_f32_nhwc(KernelContext& ctx, const ConvProblem& p) {
   if (p.dtype != DType::Float32 || p.transposed || p.ic == 0) return false;
-  if (p.in_strides[1] != 1 || p.out_strides[1] != 1) return false;
+  if (p.out_strides[1] != 1) return false;
   if (p.residual != nullptr && p.residual_strides[1] != 1) return false;
-  // One image's pixels must not overlap their channels (a broadcast input
-  // has a zero stride: the NCHW kernel takes it).
-  if (p.in_strides[3] < p.ic || p.out_strides[3] < p.oc) return false;
+  // A dense layer with short kernel rows takes any input through its copy;
+  // otherwise the input's channels must be contiguous, and one image's
+  // pixels must not overlap them (a broadcast input has a zero stride: the
+  // NCHW kernel takes it).
+  const bool copied = p.groups == 1 && copies_input(p);
+  if (!copied && (p.in_strides[1] != 1 || p.in_strides[3] < p.ic)) return false;
+  if (p.out_strides[3] < p.oc) return false;
   Epilogue e;
   e.hardswish = p.activation == ops::ConvActivation::Hardswish;
   if (p.activation == ops::ConvActivation::Clamp) {
