@@ -146,6 +146,13 @@ int main(int argc, char** argv) {
   conv("conv 359x1x8x8 -> 8, 3x3 pad 1 (digits)", {359, 1, 8, 8}, 8, 3, 1);
   conv("conv 359x8x8x8 -> 16, 3x3 pad 1 (digits)", {359, 8, 8, 8}, 16, 3, 1);
   conv("conv 1x64x56x56 -> 64, 3x3 pad 1", {1, 64, 56, 56}, 64, 3, 1);
+  conv("conv 1x64x56x56 -> 64, 3x3 pad 1, channels-last", {1, 64, 56, 56}, 64, 3, 1, {0, 2, 3, 1});
+  conv("conv 1x128x28x28 -> 128, 3x3 pad 1", {1, 128, 28, 28}, 128, 3, 1);
+  conv("conv 1x128x28x28 -> 128, 3x3 pad 1, channels-last", {1, 128, 28, 28}, 128, 3, 1,
+       {0, 2, 3, 1});
+  conv("conv 1x256x14x14 -> 256, 3x3 pad 1", {1, 256, 14, 14}, 256, 3, 1);
+  conv("conv 1x256x14x14 -> 256, 3x3 pad 1, channels-last", {1, 256, 14, 14}, 256, 3, 1,
+       {0, 2, 3, 1});
   // The ResNet fixture's layers (batch 2), in both layouts.
   for (const auto& order : {std::vector<uint8_t>{}, std::vector<uint8_t>{0, 2, 3, 1}}) {
     const char* cl = order.empty() ? "" : ", channels-last";

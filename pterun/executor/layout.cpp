@@ -45,6 +45,23 @@ bool depthwise(const format::MethodDesc& d, const format::InstructionDesc& instr
          groups.int_value > 1 && w->sizes[1] == 1 && w->sizes[0] == groups.int_value;
 }
 
+/// Output channels between which a dense convolution runs about as fast
+/// channels-last or faster (docs/cpu-blas.md: 64 and 128 channels 12-13%
+/// faster, 16 and 32 within 4%, 256 9% slower; 8 channels fill half an
+/// AVX-512 vector: a 3 -> 8 stem ran 2x slower).
+constexpr int64_t kChannelsLastMinOutputs = 16;
+constexpr int64_t kChannelsLastMaxOutputs = 128;
+
+/// True when `instr` is a convolution.out whose output channels are outside
+/// [kChannelsLastMinOutputs, kChannelsLastMaxOutputs] (or whose weight is
+/// not a known 4-D tensor).
+bool unsuited_convolution(const format::MethodDesc& d, const format::InstructionDesc& instr) {
+  if (!desc::is_call(d, instr, "aten::convolution.out", 11)) return false;
+  const format::TensorDesc* w = desc::tensor_of(d, instr.args[1]);
+  return w == nullptr || w->sizes.size() != 4 || w->sizes[0] < kChannelsLastMinOutputs ||
+         w->sizes[0] > kChannelsLastMaxOutputs;
+}
+
 struct Groups {
   std::vector<int32_t> parent;
   explicit Groups(size_t n) : parent(n) { std::iota(parent.begin(), parent.end(), 0); }
@@ -142,7 +159,7 @@ std::vector<int32_t> find_channels_last_values(const format::MethodDesc& d,
   // Groups of values mentioned together, and whether a group has a
   // depthwise convolution.
   Groups groups(n);
-  std::vector<bool> has_depthwise(n, false);
+  std::vector<bool> has_depthwise(n, false), has_conv(n, false), has_unsuited(n, false);
   for (const desc::Position& p : order) {
     const auto& instr = *p.instr;
     if (instr.kind != InstructionKind::KernelCall) continue;
@@ -162,11 +179,26 @@ std::vector<int32_t> find_channels_last_values(const format::MethodDesc& d,
         for (int64_t item : v.items) visit(item);
       }
     }
-    if (first >= 0 && depthwise(d, instr)) has_depthwise[first] = true;
+    if (first < 0) continue;
+    if (depthwise(d, instr)) has_depthwise[first] = true;
+    if (desc::is_call(d, instr, "aten::convolution.out", 11)) has_conv[first] = true;
+    if (unsuited_convolution(d, instr)) has_unsuited[first] = true;
   }
+  // Per group (at its root): a depthwise convolution, a convolution, one
+  // with too few or too many output channels.
+  std::vector<bool> depthwise_root(n, false), conv_root(n, false), unsuited_root(n, false);
+  for (size_t i = 0; i < n; ++i) {
+    const int32_t root = groups.find(static_cast<int32_t>(i));
+    depthwise_root[root] = depthwise_root[root] || has_depthwise[i];
+    conv_root[root] = conv_root[root] || has_conv[i];
+    unsuited_root[root] = unsuited_root[root] || has_unsuited[i];
+  }
+  // A group goes channels-last (chosen at its root) with a depthwise
+  // convolution, or with convolutions that all suit the kernel.
   std::vector<bool> chosen(n, false);
   for (size_t i = 0; i < n; ++i) {
-    if (has_depthwise[i]) chosen[groups.find(static_cast<int32_t>(i))] = true;
+    if (groups.find(static_cast<int32_t>(i)) != static_cast<int32_t>(i)) continue;
+    chosen[i] = depthwise_root[i] || (conv_root[i] && !unsuited_root[i]);
   }
   std::vector<int32_t> out;
   for (size_t i = 0; i < n; ++i) {
