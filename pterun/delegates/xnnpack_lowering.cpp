@@ -168,6 +168,38 @@ int32_t XnnpackLowering::constant(int32_t xv, DType dtype, bool transpose) {
   return index;
 }
 
+// The HardSwish node that alone reads convolution node n's output, when the
+// two can run as one call (xnnpack::conv2d_hardswish or
+// depthwise_conv2d_hardswish): a float Conv2d or DepthwiseConv2d whose
+// output is an internal value read once, by a HardSwish node of the same
+// datatype. -1 otherwise.
+int64_t XnnpackLowering::fused_hardswish(size_t n) const {
+  const XnnNodeDesc& conv = g_.nodes[n];
+  if (conv.type != T::Conv2d && conv.type != T::DepthwiseConv2d) return -1;
+  if (conv.outputs.empty() || xnnpack_static_int8(g_, n)) return -1;
+  const int32_t v = conv.outputs[0];
+  const XnnDatatype type = g_.values[v].datatype;
+  if (!is_internal(g_.values[v]) ||
+      (type != XnnDatatype::Fp32 && type != XnnDatatype::Fp16 && type != XnnDatatype::BF16)) {
+    return -1;
+  }
+  int64_t reader = -1;
+  for (size_t m = n + 1; m < g_.nodes.size(); ++m) {
+    for (int32_t in : g_.nodes[m].inputs) {
+      if (in != v) continue;
+      if (reader >= 0) return -1;  // a second read
+      reader = static_cast<int64_t>(m);
+    }
+  }
+  if (reader < 0) return -1;
+  const XnnNodeDesc& act = g_.nodes[static_cast<size_t>(reader)];
+  if (act.type != T::Hardswish || act.inputs.size() != 1 || act.outputs.empty() ||
+      g_.values[act.outputs[0]].datatype != type) {
+    return -1;
+  }
+  return reader;
+}
+
 void XnnpackLowering::check_external(const XnnValueDesc& v, int32_t arg) const {
   const format::ValueDesc& a = b_.desc().values[arg];
   const std::string what = str_cat(context_, ": external value ", v.id, " (argument ",
@@ -202,11 +234,31 @@ uint64_t XnnpackLowering::lower_call(std::span<const int32_t> args, uint64_t are
   // Internal values: live from the node writing them to the last node
   // reading them. A reshape's output shares its input's bytes (the copy is
   // then skipped): both are only read from there on.
+  // hardswish_of[n]: the HardSwish node that runs inside convolution node n
+  // (fused_hardswish), or -1; absorbed[m]: node m runs inside another.
+  std::vector<int64_t> hardswish_of(g_.nodes.size(), -1);
+  std::vector<bool> absorbed(g_.nodes.size(), false);
+  for (size_t n = 0; n < g_.nodes.size(); ++n) {
+    const int64_t m = fused_hardswish(n);
+    if (m < 0) continue;
+    hardswish_of[n] = m;
+    absorbed[static_cast<size_t>(m)] = true;
+  }
+
   std::vector<int64_t> first(nv, -1), last(nv, -1);
   std::vector<int32_t> root(nv);
   std::iota(root.begin(), root.end(), 0);
   for (size_t n = 0; n < g_.nodes.size(); ++n) {
+    if (absorbed[n]) continue;  // its output is written by its convolution
     const XnnNodeDesc& node = g_.nodes[n];
+    if (hardswish_of[n] >= 0) {
+      // The hardswish's output is written here, earlier than its node.
+      const int32_t v = g_.nodes[static_cast<size_t>(hardswish_of[n])].outputs[0];
+      if (is_internal(g_.values[v])) {
+        first[v] = static_cast<int64_t>(n);
+        last[v] = std::max(last[v], static_cast<int64_t>(n));
+      }
+    }
     for (int32_t v : node.inputs) {
       if (v != kXnnNoValue && is_internal(g_.values[v]) &&
           g_.values[v].datatype != XnnDatatype::QDInt8) {
@@ -216,7 +268,8 @@ uint64_t XnnpackLowering::lower_call(std::span<const int32_t> args, uint64_t are
     for (int32_t v : node.outputs) {
       // A qdint8 value is never stored: its readers quantize the float.
       if (!is_internal(g_.values[v]) || g_.values[v].datatype == XnnDatatype::QDInt8) continue;
-      first[v] = static_cast<int64_t>(n);
+      first[v] =
+          first[v] < 0 ? static_cast<int64_t>(n) : std::min(first[v], static_cast<int64_t>(n));
       last[v] = std::max(last[v], static_cast<int64_t>(n));
     }
     if (node.type == T::StaticReshape) {
@@ -265,6 +318,7 @@ uint64_t XnnpackLowering::lower_call(std::span<const int32_t> args, uint64_t are
   }
 
   for (size_t n = 0; n < g_.nodes.size(); ++n) {
+    if (absorbed[n]) continue;
     const XnnNodeDesc& node = g_.nodes[n];
     // A node's constant inputs in the dtype it computes in (its output's):
     // the exporter keeps weights of fp16 nodes and biases of bf16 ones in
@@ -388,9 +442,13 @@ uint64_t XnnpackLowering::lower_call(std::span<const int32_t> args, uint64_t are
                      ErrorCode::InvalidProgram, what,
                      ": the filter's dims do not match the node's "
                      "kernel size, groups and channels");
-        Call call(b_, node.type == T::Conv2d            ? "xnnpack::conv2d"
-                      : node.type == T::DepthwiseConv2d ? "xnnpack::depthwise_conv2d"
-                                                        : "xnnpack::conv_transpose2d");
+        const bool hardswish = hardswish_of[n] >= 0;
+        Call call(
+            b_,
+            node.type == T::Conv2d ? (hardswish ? "xnnpack::conv2d_hardswish" : "xnnpack::conv2d")
+            : node.type == T::DepthwiseConv2d
+                ? (hardswish ? "xnnpack::depthwise_conv2d_hardswish" : "xnnpack::depthwise_conv2d")
+                : "xnnpack::conv_transpose2d");
         call.value(tensor(in[0]))
             .value(tensor(in[1]))
             .value(tensor(in[2]))
@@ -399,7 +457,9 @@ uint64_t XnnpackLowering::lower_call(std::span<const int32_t> args, uint64_t are
         call.list({p.subsampling_height, p.subsampling_width})
             .list({p.dilation_height, p.dilation_width});
         if (node.type != T::DepthwiseConv2d) call.i(p.groups);
-        out.push_back(call.range(node).done(o));
+        const int32_t result =
+            hardswish ? tensor(g_.nodes[static_cast<size_t>(hardswish_of[n])].outputs[0]) : o;
+        out.push_back(call.range(node).done(result));
         break;
       }
       case T::AvgPooling2d:

@@ -45,6 +45,7 @@ class XnnpackLowering {
 
  private:
   int32_t constant(int32_t xnn_value, DType dtype, bool transpose = false);
+  int64_t fused_hardswish(size_t n) const;
   void check_external(const format::XnnValueDesc& v, int32_t arg) const;
 
   MethodBuilder& b_;

@@ -91,7 +91,7 @@ std::string xnnpack_unsupported(const format::XnnGraphDesc& graph) {
 }
 
 std::span<const std::string_view> xnnpack_operator_names() {
-  static constexpr std::array<std::string_view, 50> kNames = {
+  static constexpr std::array<std::string_view, 52> kNames = {
       "xnnpack::add",
       "xnnpack::subtract",
       "xnnpack::multiply",
@@ -122,6 +122,8 @@ std::span<const std::string_view> xnnpack_operator_names() {
       "xnnpack::batch_matrix_multiply",
       "xnnpack::conv2d",
       "xnnpack::depthwise_conv2d",
+      "xnnpack::conv2d_hardswish",
+      "xnnpack::depthwise_conv2d_hardswish",
       "xnnpack::conv_transpose2d",
       "xnnpack::avg_pooling2d",
       "xnnpack::max_pooling2d",

@@ -386,6 +386,8 @@ constexpr OpDef kOps[] = {
     def<&xnn_batch_matrix_multiply>("xnnpack::batch_matrix_multiply", F::Matmul),
     def<&xnn_conv2d>("xnnpack::conv2d", F::Conv),
     def<&xnn_depthwise_conv2d>("xnnpack::depthwise_conv2d", F::Conv),
+    def<&xnn_conv2d_hardswish>("xnnpack::conv2d_hardswish", F::Conv),
+    def<&xnn_depthwise_conv2d_hardswish>("xnnpack::depthwise_conv2d_hardswish", F::Conv),
     def<&xnn_conv_transpose2d>("xnnpack::conv_transpose2d", F::Conv),
     def<&xnn_avg_pooling2d>("xnnpack::avg_pooling2d", F::Pool),
     def<&xnn_max_pooling2d>("xnnpack::max_pooling2d", F::Pool),

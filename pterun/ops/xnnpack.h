@@ -98,6 +98,16 @@ void xnn_conv2d(KernelContext& ctx, const Tensor& in, const Tensor& filter, cons
 void xnn_depthwise_conv2d(KernelContext& ctx, const Tensor& in, const Tensor& filter,
                           const Tensor* bias, IntList padding, IntList stride, IntList dilation,
                           double out_min, double out_max, Tensor& out);
+// xnnpack::conv2d_hardswish and xnnpack::depthwise_conv2d_hardswish (pterun's
+// own, the arguments of conv2d and depthwise_conv2d): the convolution then
+// hardswish, for a HardSwish node that alone reads a convolution's output
+// (the delegate's lowering fuses the two; one pass over the output).
+void xnn_conv2d_hardswish(KernelContext& ctx, const Tensor& in, const Tensor& filter,
+                          const Tensor* bias, IntList padding, IntList stride, IntList dilation,
+                          int64_t groups, double out_min, double out_max, Tensor& out);
+void xnn_depthwise_conv2d_hardswish(KernelContext& ctx, const Tensor& in, const Tensor& filter,
+                                    const Tensor* bias, IntList padding, IntList stride,
+                                    IntList dilation, double out_min, double out_max, Tensor& out);
 // xnnpack::conv_transpose2d(Tensor in, Tensor filter, Tensor? bias, int[2] padding,
 //   int[2] adjustment, int[2] stride, int[2] dilation, int groups, float out_min,
 //   float out_max, *, Tensor(a!) out): filter [OC, KH, KW, C / groups]; output size

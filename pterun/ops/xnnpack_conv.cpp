@@ -89,12 +89,34 @@ void run_clamped(KernelContext& ctx, ConvProblem& p, Tensor& out, double out_min
   xnn::clamp_output(ctx, out, out_min, out_max, op);
 }
 
+/// Runs `p` with its output clamp, then hardswish on `out` when `hardswish`
+/// (a HardSwish node that alone reads the convolution's output): in the
+/// convolution's stores for an unclamped float32 output where the backend
+/// fuses activations, else as a pass over the output.
+void run_activated(KernelContext& ctx, ConvProblem& p, Tensor& out, double out_min, double out_max,
+                   bool hardswish, const char* op) {
+  const xnn::OutputClamp c = xnn::output_clamp(out_min, out_max);
+  const auto& conv = *backend(ctx).conv;
+  if (hardswish && !c.lo && !c.hi && p.dtype == DType::Float32 &&
+      conv.convolution_fused != nullptr) {
+    p.activation = ConvActivation::Hardswish;
+    conv.convolution_fused(ctx, p);
+    return;
+  }
+  run_clamped(ctx, p, out, out_min, out_max, op);
+  if (hardswish) {
+    backend(ctx).elementwise->activation(
+        ctx, {.fn = ActivationFn::Hardswish, .in = out, .out = out, .op = op});
+  }
+}
+
 }  // namespace
 
-void xnn_conv2d(KernelContext& ctx, const Tensor& in, const Tensor& filter, const Tensor* bias,
-                IntList padding, IntList stride, IntList dilation, int64_t groups, double out_min,
-                double out_max, Tensor& out) {
-  const char* op = "xnnpack::conv2d";
+namespace {
+
+void conv2d(KernelContext& ctx, const Tensor& in, const Tensor& filter, const Tensor* bias,
+            IntList padding, IntList stride, IntList dilation, int64_t groups, double out_min,
+            double out_max, bool hardswish, Tensor& out, const char* op) {
   check_args(op, in, filter, bias, out, padding, stride, dilation);
   const In iv(in), fv(filter);
   const Tensor& vi = *iv;
@@ -119,13 +141,12 @@ void xnn_conv2d(KernelContext& ctx, const Tensor& in, const Tensor& filter, cons
   p.weight = vf.data();
   p.bias = bias != nullptr ? bias->data() : nullptr;
   if (vi.numel() == 0 || vf.numel() == 0) p.ic = 0;
-  run_clamped(ctx, p, vo, out_min, out_max, op);
+  run_activated(ctx, p, vo, out_min, out_max, hardswish, op);
 }
 
-void xnn_depthwise_conv2d(KernelContext& ctx, const Tensor& in, const Tensor& filter,
-                          const Tensor* bias, IntList padding, IntList stride, IntList dilation,
-                          double out_min, double out_max, Tensor& out) {
-  const char* op = "xnnpack::depthwise_conv2d";
+void depthwise_conv2d(KernelContext& ctx, const Tensor& in, const Tensor& filter,
+                      const Tensor* bias, IntList padding, IntList stride, IntList dilation,
+                      double out_min, double out_max, bool hardswish, Tensor& out, const char* op) {
   check_args(op, in, filter, bias, out, padding, stride, dilation);
   const In iv(in), fv(filter);
   const Tensor& vi = *iv;
@@ -149,7 +170,37 @@ void xnn_depthwise_conv2d(KernelContext& ctx, const Tensor& in, const Tensor& fi
   p.weight = vf.data();
   p.bias = bias != nullptr ? bias->data() : nullptr;
   if (vi.numel() == 0) p.ic = 0;
-  run_clamped(ctx, p, vo, out_min, out_max, op);
+  run_activated(ctx, p, vo, out_min, out_max, hardswish, op);
+}
+
+}  // namespace
+
+void xnn_conv2d(KernelContext& ctx, const Tensor& in, const Tensor& filter, const Tensor* bias,
+                IntList padding, IntList stride, IntList dilation, int64_t groups, double out_min,
+                double out_max, Tensor& out) {
+  conv2d(ctx, in, filter, bias, padding, stride, dilation, groups, out_min, out_max, false, out,
+         "xnnpack::conv2d");
+}
+
+void xnn_conv2d_hardswish(KernelContext& ctx, const Tensor& in, const Tensor& filter,
+                          const Tensor* bias, IntList padding, IntList stride, IntList dilation,
+                          int64_t groups, double out_min, double out_max, Tensor& out) {
+  conv2d(ctx, in, filter, bias, padding, stride, dilation, groups, out_min, out_max, true, out,
+         "xnnpack::conv2d_hardswish");
+}
+
+void xnn_depthwise_conv2d(KernelContext& ctx, const Tensor& in, const Tensor& filter,
+                          const Tensor* bias, IntList padding, IntList stride, IntList dilation,
+                          double out_min, double out_max, Tensor& out) {
+  depthwise_conv2d(ctx, in, filter, bias, padding, stride, dilation, out_min, out_max, false, out,
+                   "xnnpack::depthwise_conv2d");
+}
+
+void xnn_depthwise_conv2d_hardswish(KernelContext& ctx, const Tensor& in, const Tensor& filter,
+                                    const Tensor* bias, IntList padding, IntList stride,
+                                    IntList dilation, double out_min, double out_max, Tensor& out) {
+  depthwise_conv2d(ctx, in, filter, bias, padding, stride, dilation, out_min, out_max, true, out,
+                   "xnnpack::depthwise_conv2d_hardswish");
 }
 
 void xnn_conv_transpose2d(KernelContext& ctx, const Tensor& in, const Tensor& filter,

@@ -98,9 +98,20 @@ TEST(XnnpackRun, DelegateCallsBecomeKernelCalls) {
   for (const auto& [type, count] : entry["xnnpack"]["forward"][0]["node_counts"].items()) {
     nodes += count.get<size_t>();
   }
+  const size_t hardswish = entry["xnnpack"]["forward"][0]["node_counts"]["Hardswish"].get<size_t>();
+  ASSERT_GT(hardswish, 0u);
   // One kernel call per node, but for the reshape of GAP's result for the
-  // linear layer: both internal, they share their bytes, nothing to do.
-  EXPECT_EQ(xnn_calls, nodes - 1);
+  // linear layer (both internal, they share their bytes, nothing to do) and
+  // the HardSwish nodes, each inside the convolution it alone reads.
+  EXPECT_EQ(xnn_calls, nodes - 1 - hardswish);
+  size_t fused = 0;
+  for (const auto& instr : runs.chains[0].instructions) {
+    if (instr.kind != format::InstructionKind::KernelCall) continue;
+    const std::string& name = runs.operators[instr.index].name;
+    fused += name == "xnnpack::conv2d_hardswish" || name == "xnnpack::depthwise_conv2d_hardswish";
+    EXPECT_NE(name, "xnnpack::hardswish");
+  }
+  EXPECT_EQ(fused, hardswish);
   EXPECT_EQ(file.chains[0].instructions.size(), 1u);
   EXPECT_EQ(file.chains[0].instructions[0].kind, format::InstructionKind::DelegateCall);
   EXPECT_EQ(runs.inputs, file.inputs);

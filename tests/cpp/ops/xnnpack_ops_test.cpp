@@ -268,6 +268,62 @@ TEST(XnnpackOps, TensorsAreReadAndWrittenInMemoryOrder) {
   }
 }
 
+// A convolution and the HardSwish node reading it, as one call: the
+// convolution's result (clamped first when the node clamps) through
+// x * min(max(x + 3, 0), 6) / 6, fused into the stores (float32) or as a
+// pass over the output (float16), dense and depthwise.
+TEST(XnnpackOps, ConvolutionThenHardswish) {
+  KernelContext ctx = cpu();
+  auto hardswish = [](float x) { return x * std::min(std::max(x + 3.0f, 0.0f), 6.0f) / 6.0f; };
+  const std::vector<int64_t> pad = {1, 1}, one = {1, 1};
+  const auto x = randoms(2 * 5 * 5 * 3, 7);
+  const auto w = randoms(4 * 3 * 3 * 3, 8);
+  for (DType dtype : {DType::Float32, DType::Float16}) {
+    SCOPED_TRACE(dtype_name(dtype));
+    auto fill = [&](Host& h, const std::vector<float>& v) {
+      for (size_t i = 0; i < v.size(); ++i) {
+        const float f = v[i] * 3.0f;  // across hardswish's bends at -3 and 3
+        if (dtype == DType::Float32) {
+          h.data<float>()[i] = f;
+        } else {
+          h.data<uint16_t>()[i] = Half(f).bits;
+        }
+      }
+    };
+    auto value = [&](Host& h, size_t i) {
+      return dtype == DType::Float32 ? h.data<float>()[i]
+                                     : Half::half_bits_to_float(h.data<uint16_t>()[i]);
+    };
+    // float16 rounds the convolution's result and hardswish's own.
+    auto tol = [&](float want) {
+      return dtype == DType::Float32 ? 1e-4f + 1e-5f * std::fabs(want)
+                                     : 1e-2f + 4e-3f * std::fabs(want);
+    };
+    Host in(dtype, {2, 5, 5, 3});
+    fill(in, x);
+    Host dense_w(dtype, {4, 3, 3, 3}), depth_w(dtype, {1, 3, 3, 3});
+    fill(dense_w, w);
+    fill(depth_w, std::vector<float>(w.begin(), w.begin() + 27));
+    for (double hi : {kInf, 2.0}) {
+      Host plain(dtype, {2, 5, 5, 4}), fused(dtype, {2, 5, 5, 4});
+      xnn_conv2d(ctx, in.t, dense_w.t, nullptr, pad, one, one, 1, -kInf, hi, plain.t);
+      xnn_conv2d_hardswish(ctx, in.t, dense_w.t, nullptr, pad, one, one, 1, -kInf, hi, fused.t);
+      for (size_t i = 0; i < 200; ++i) {
+        const float want = hardswish(value(plain, i));
+        EXPECT_NEAR(value(fused, i), want, tol(want)) << i;
+      }
+      Host dplain(dtype, {2, 5, 5, 3}), dfused(dtype, {2, 5, 5, 3});
+      xnn_depthwise_conv2d(ctx, in.t, depth_w.t, nullptr, pad, one, one, -kInf, hi, dplain.t);
+      xnn_depthwise_conv2d_hardswish(ctx, in.t, depth_w.t, nullptr, pad, one, one, -kInf, hi,
+                                     dfused.t);
+      for (size_t i = 0; i < 150; ++i) {
+        const float want = hardswish(value(dplain, i));
+        EXPECT_NEAR(value(dfused, i), want, tol(want)) << i;
+      }
+    }
+  }
+}
+
 TEST(XnnpackOps, WrongArgumentsAreRefused) {
   KernelContext ctx = cpu();
   Host in(DType::Float32, {1, 3, 3, 2}), filter(DType::Float32, {4, 1, 1, 3});
