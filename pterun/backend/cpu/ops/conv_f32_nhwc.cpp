@@ -241,15 +241,47 @@ struct DensePlan {
   Epilogue e;
 };
 
+/// The tile of channel block `block` for pixels reading `groups` runs each
+/// through `src`, writing `dst` and adding `res` (null: no residual), each
+/// from the block's first channel.
+Tile block_tile(const DensePlan& dp, int64_t block, int64_t groups, const float* const* src,
+                float* const* dst, const float* const* res) {
+  const ConvProblem& p = *dp.p;
+  const int64_t co0 = block * dp.block;
+  Tile t;
+  t.src = src;
+  t.groups = groups;
+  t.run = dp.run;
+  t.w = dp.w + block * dp.taps * p.ic * dp.block;
+  t.block = dp.block;
+  t.bias = dp.bias + co0;
+  t.dst = dst;
+  t.res = res;
+  t.lanes = std::min(dp.block, p.oc - co0);
+  t.e = dp.e;
+  return t;
+}
+
+/// A problem's data and strides as the dense kernels read them.
+struct Buffers {
+  const float* in;
+  float* out;
+  const float* residual;
+  const int64_t *is, *os, *rs;
+};
+Buffers buffers(const ConvProblem& p) {
+  return {static_cast<const float*>(p.in),
+          static_cast<float*>(p.out),
+          static_cast<const float*>(p.residual),
+          p.in_strides,
+          p.out_strides,
+          p.residual_strides};
+}
+
 template <typename V, int NV, int R = kTilePixels<NV>>
 void dense_items(const DensePlan& dp, int64_t begin, int64_t end) {
   const ConvProblem& p = *dp.p;
-  const float* in = static_cast<const float*>(p.in);
-  float* out = static_cast<float*>(p.out);
-  const float* residual = static_cast<const float*>(p.residual);
-  const int64_t* is = p.in_strides;
-  const int64_t* os = p.out_strides;
-  const int64_t* rs = p.residual_strides;
+  const auto [in, out, residual, is, os, rs] = buffers(p);
   const float* src[kMaxTaps * R];
   // Row mode: a pixel whose kernel rows cross the left or right border
   // reads copies of them with zeros for the padding, in this thread's slot
@@ -395,18 +427,9 @@ void dense_items(const DensePlan& dp, int64_t begin, int64_t end) {
       tile_dst[r] = real ? dst[r] + co0 : sink[r];
       tile_res[r] = residual == nullptr ? nullptr : real ? res[r] + co0 : dp.zeros;
     }
-    Tile t;
-    t.src = src;
-    t.groups = dp.groups;
-    t.run = dp.run;
-    t.w = dp.w + block * dp.taps * p.ic * dp.block;
-    t.block = dp.block;
-    t.bias = dp.bias + co0;
-    t.dst = tile_dst;
-    t.res = residual != nullptr ? tile_res : nullptr;
     // A pixel past the end stores whole vectors into its sink.
-    t.lanes = std::min(dp.block, p.oc - co0);
-    t.e = dp.e;
+    const Tile t =
+        block_tile(dp, block, dp.groups, src, tile_dst, residual != nullptr ? tile_res : nullptr);
     dense_tile_impl<V, R, NV>(t, std::make_index_sequence<R * NV>{});
   }
 }
@@ -424,12 +447,7 @@ void dense_items(const DensePlan& dp, int64_t begin, int64_t end) {
 template <typename V, int NV, int R, int STEP>
 PTERUN_NO_PREDICTIVE_COMMONING void strip_items(const DensePlan& dp, int64_t begin, int64_t end) {
   const ConvProblem& p = *dp.p;
-  const float* in = static_cast<const float*>(p.in);
-  float* out = static_cast<float*>(p.out);
-  const float* residual = static_cast<const float*>(p.residual);
-  const int64_t* is = p.in_strides;
-  const int64_t* os = p.out_strides;
-  const int64_t* rs = p.residual_strides;
+  const auto [in, out, residual, is, os, rs] = buffers(p);
   const float* rows[kMaxTaps];
   float* dst[R];
   const float* res[R];
@@ -449,17 +467,7 @@ PTERUN_NO_PREDICTIVE_COMMONING void strip_items(const DensePlan& dp, int64_t beg
       res[r] =
           residual != nullptr ? residual + n * rs[0] + y * rs[2] + (x + r) * rs[3] + co0 : nullptr;
     }
-    Tile t;
-    t.src = nullptr;
-    t.groups = p.kh;
-    t.run = dp.run;
-    t.w = dp.w + block * dp.taps * p.ic * dp.block;
-    t.block = dp.block;
-    t.bias = dp.bias + co0;
-    t.dst = dst;
-    t.res = residual != nullptr ? res : nullptr;
-    t.lanes = std::min(dp.block, p.oc - co0);
-    t.e = dp.e;
+    const Tile t = block_tile(dp, block, p.kh, nullptr, dst, residual != nullptr ? res : nullptr);
     strip_tile_impl<V, R, NV, STEP>(t, rows, std::make_index_sequence<R * NV>{});
   }
 }
