@@ -107,6 +107,20 @@ void transpose_narrow(const kernels::CopyPlan& p, char* dst, const char* src, in
     const int64_t chunk = t % chunks, row = t / chunks;
     const auto [doff, soff] = outer_offsets(p, r - 2, row);
     const int64_t a0 = chunk * kNarrowChunk, a1 = std::min(a_size, a0 + kNarrowChunk);
+    if (da == B * static_cast<int64_t>(sizeof(E))) {
+      // Destination lines back to back: element b of line a at a * B + b,
+      // the B source lines read side by side.
+      char* to = dst + doff;
+      const char* lines[B];
+      for (int b = 0; b < B; ++b) lines[b] = src + soff + b * sb;
+      for (int64_t a = a0; a < a1; ++a) {
+        for (int b = 0; b < B; ++b) {
+          std::memcpy(to + (a * B + b) * static_cast<int64_t>(sizeof(E)),
+                      lines[b] + a * static_cast<int64_t>(sizeof(E)), sizeof(E));
+        }
+      }
+      continue;
+    }
     for (int64_t a = a0; a < a1; ++a) {
       const char* from = src + soff + a * static_cast<int64_t>(sizeof(E));
       char* to = dst + doff + a * da;

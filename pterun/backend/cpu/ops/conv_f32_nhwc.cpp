@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "pterun/backend/cpu/engine/parallel.h"
+#include "pterun/backend/cpu/engine/strided_copy.h"
 #include "pterun/backend/cpu/engine/vec_float.h"
 #include "pterun/backend/cpu/ops/conv.h"
 #include "pterun/backend/cpu/ops/conv_f32_block.h"
@@ -535,51 +536,21 @@ ConvProblem copied_problem(const ConvProblem& p) {
   return q;
 }
 
-/// Pixels [0, width) of C contiguous rows `plane` floats apart into
-/// channels-last pixels at `to`.
-template <int C>
-void interleave_rows(float* to, const float* from, int64_t plane, int64_t width) {
-  for (int64_t x = 0; x < width; ++x) {
-    for (int c = 0; c < C; ++c) to[x * C + c] = from[c * plane + x];
-  }
-}
-
 /// Writes `p`'s input into `buffer` as copied_problem(p) reads it (n * ih *
 /// padded_width * ic floats): rows of channels-last pixels, the column
-/// padding as zeros.
-void copy_input(const ConvProblem& p, float* buffer) {
-  const int64_t left = p.pad[1];
-  const int64_t width = padded_width(p);
-  const float* in = static_cast<const float*>(p.in);
-  const int64_t* is = p.in_strides;
-  const bool channels_last = is[1] == 1 && is[3] == p.ic;
-  const int64_t row = p.iw * p.ic;
-  float* to = buffer;
-  for (int64_t n = 0; n < p.n; ++n) {
-    for (int64_t y = 0; y < p.ih; ++y) {
-      const float* from = in + n * is[0] + y * is[2];
-      std::fill(to, to + left * p.ic, 0.0f);
-      float* inside = to + left * p.ic;
-      if (channels_last) {
-        std::memcpy(inside, from, static_cast<size_t>(row) * sizeof(float));
-      } else if (is[3] == 1 && p.ic <= kMaxCopiedChannels) {
-        // NCHW rows: the channels' rows side by side, their count known to
-        // the compiler.
-        switch (p.ic) {
-          case 1: interleave_rows<1>(inside, from, is[1], p.iw); break;
-          case 2: interleave_rows<2>(inside, from, is[1], p.iw); break;
-          case 3: interleave_rows<3>(inside, from, is[1], p.iw); break;
-          default: interleave_rows<4>(inside, from, is[1], p.iw); break;
-        }
-      } else {
-        for (int64_t x = 0; x < p.iw; ++x) {
-          for (int64_t c = 0; c < p.ic; ++c) inside[x * p.ic + c] = from[x * is[3] + c * is[1]];
-        }
-      }
-      std::fill(inside + row, to + width * p.ic, 0.0f);
-      to += width * p.ic;
-    }
+/// padding as zeros. The input goes through the strided copy: whole rows
+/// when it is channels-last, the narrow transpose from NCHW.
+void copy_input(KernelContext& ctx, const ConvProblem& p, float* buffer) {
+  const int64_t width = padded_width(p), left = p.pad[1], ic = p.ic;
+  float* row = buffer;
+  for (int64_t r = 0; r < p.n * p.ih; ++r, row += width * ic) {
+    std::fill(row, row + left * ic, 0.0f);
+    std::fill(row + (left + p.iw) * ic, row + width * ic, 0.0f);
   }
+  // (N, C, H, W) in the copy, as copied_problem gives its strides.
+  const int64_t strides[4] = {p.ih * width * ic, 1, width * ic, ic};
+  const int64_t sizes[4] = {p.n, ic, p.ih, p.iw};
+  cpu::strided_copy(ctx, buffer + left * ic, strides, p.in, p.in_strides, sizes, sizeof(float));
 }
 
 bool dense(KernelContext& ctx, const ConvProblem& given, const Epilogue& e) {
@@ -639,7 +610,7 @@ bool dense(KernelContext& ctx, const ConvProblem& given, const Epilogue& e) {
     auto* scratch =
         static_cast<float*>(ctx.scratch((copied_floats + border_floats) * sizeof(float)));
     if (copies) {
-      copy_input(given, scratch);
+      copy_input(ctx, given, scratch);
       p.in = scratch;
     }
     dp.border = dp.rows ? scratch + copied_floats : nullptr;
