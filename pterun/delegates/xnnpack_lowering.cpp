@@ -126,7 +126,9 @@ int32_t find_root(std::vector<int32_t>& root, int32_t v) {
 
 XnnpackLowering::XnnpackLowering(MethodBuilder& builder, const format::XnnGraphDesc& graph,
                                  std::string context)
-    : b_(builder), g_(graph), context_(std::move(context)), static_(builder, graph) {}
+    : b_(builder), g_(graph), context_(std::move(context)), static_(builder, graph) {
+  find_hardswish_fusions();
+}
 
 // Constant tensor of graph value `xv` in `dtype`: its own bytes when they
 // are of that dtype and aligned for it, else a converted or aligned copy
@@ -168,36 +170,43 @@ int32_t XnnpackLowering::constant(int32_t xv, DType dtype, bool transpose) {
   return index;
 }
 
-// The HardSwish node that alone reads convolution node n's output, when the
-// two can run as one call (xnnpack::conv2d_hardswish or
+// Each HardSwish node that alone reads a convolution's output runs inside
+// that convolution, as one call (xnnpack::conv2d_hardswish or
 // depthwise_conv2d_hardswish): a float Conv2d or DepthwiseConv2d whose
-// output is an internal value read once, by a HardSwish node of the same
-// datatype. -1 otherwise.
-int64_t XnnpackLowering::fused_hardswish(size_t n) const {
-  const XnnNodeDesc& conv = g_.nodes[n];
-  if (conv.type != T::Conv2d && conv.type != T::DepthwiseConv2d) return -1;
-  if (conv.outputs.empty() || xnnpack_static_int8(g_, n)) return -1;
-  const int32_t v = conv.outputs[0];
-  const XnnDatatype type = g_.values[v].datatype;
-  if (!is_internal(g_.values[v]) ||
-      (type != XnnDatatype::Fp32 && type != XnnDatatype::Fp16 && type != XnnDatatype::BF16)) {
-    return -1;
-  }
-  int64_t reader = -1;
-  for (size_t m = n + 1; m < g_.nodes.size(); ++m) {
+// output is an internal value read once, by a later HardSwish node of the
+// same datatype. Fills hardswish_of_ and absorbed_, once per graph.
+void XnnpackLowering::find_hardswish_fusions() {
+  const size_t nv = g_.values.size(), nn = g_.nodes.size();
+  hardswish_of_.assign(nn, -1);
+  absorbed_.assign(nn, false);
+  // Reads of each value, and its last reader.
+  std::vector<int> reads(nv, 0);
+  std::vector<int64_t> reader(nv, -1);
+  for (size_t m = 0; m < nn; ++m) {
     for (int32_t in : g_.nodes[m].inputs) {
-      if (in != v) continue;
-      if (reader >= 0) return -1;  // a second read
-      reader = static_cast<int64_t>(m);
+      if (in == kXnnNoValue || static_cast<size_t>(in) >= nv) continue;
+      ++reads[in];
+      reader[in] = static_cast<int64_t>(m);
     }
   }
-  if (reader < 0) return -1;
-  const XnnNodeDesc& act = g_.nodes[static_cast<size_t>(reader)];
-  if (act.type != T::Hardswish || act.inputs.size() != 1 || act.outputs.empty() ||
-      g_.values[act.outputs[0]].datatype != type) {
-    return -1;
+  for (size_t n = 0; n < nn; ++n) {
+    const XnnNodeDesc& conv = g_.nodes[n];
+    if (conv.type != T::Conv2d && conv.type != T::DepthwiseConv2d) continue;
+    if (conv.outputs.empty() || xnnpack_static_int8(g_, n)) continue;
+    const int32_t v = conv.outputs[0];
+    const XnnDatatype type = g_.values[v].datatype;
+    if (!is_internal(g_.values[v]) || reads[v] != 1 || reader[v] <= static_cast<int64_t>(n) ||
+        (type != XnnDatatype::Fp32 && type != XnnDatatype::Fp16 && type != XnnDatatype::BF16)) {
+      continue;
+    }
+    const XnnNodeDesc& act = g_.nodes[static_cast<size_t>(reader[v])];
+    if (act.type != T::Hardswish || act.inputs.size() != 1 || act.outputs.empty() ||
+        g_.values[act.outputs[0]].datatype != type) {
+      continue;
+    }
+    hardswish_of_[n] = reader[v];
+    absorbed_[static_cast<size_t>(reader[v])] = true;
   }
-  return reader;
 }
 
 void XnnpackLowering::check_external(const XnnValueDesc& v, int32_t arg) const {
@@ -234,26 +243,15 @@ uint64_t XnnpackLowering::lower_call(std::span<const int32_t> args, uint64_t are
   // Internal values: live from the node writing them to the last node
   // reading them. A reshape's output shares its input's bytes (the copy is
   // then skipped): both are only read from there on.
-  // hardswish_of[n]: the HardSwish node that runs inside convolution node n
-  // (fused_hardswish), or -1; absorbed[m]: node m runs inside another.
-  std::vector<int64_t> hardswish_of(g_.nodes.size(), -1);
-  std::vector<bool> absorbed(g_.nodes.size(), false);
-  for (size_t n = 0; n < g_.nodes.size(); ++n) {
-    const int64_t m = fused_hardswish(n);
-    if (m < 0) continue;
-    hardswish_of[n] = m;
-    absorbed[static_cast<size_t>(m)] = true;
-  }
-
   std::vector<int64_t> first(nv, -1), last(nv, -1);
   std::vector<int32_t> root(nv);
   std::iota(root.begin(), root.end(), 0);
   for (size_t n = 0; n < g_.nodes.size(); ++n) {
-    if (absorbed[n]) continue;  // its output is written by its convolution
+    if (absorbed_[n]) continue;  // its output is written by its convolution
     const XnnNodeDesc& node = g_.nodes[n];
-    if (hardswish_of[n] >= 0) {
+    if (hardswish_of_[n] >= 0) {
       // The hardswish's output is written here, earlier than its node.
-      const int32_t v = g_.nodes[static_cast<size_t>(hardswish_of[n])].outputs[0];
+      const int32_t v = g_.nodes[static_cast<size_t>(hardswish_of_[n])].outputs[0];
       if (is_internal(g_.values[v])) {
         first[v] = static_cast<int64_t>(n);
         last[v] = std::max(last[v], static_cast<int64_t>(n));
@@ -318,7 +316,7 @@ uint64_t XnnpackLowering::lower_call(std::span<const int32_t> args, uint64_t are
   }
 
   for (size_t n = 0; n < g_.nodes.size(); ++n) {
-    if (absorbed[n]) continue;
+    if (absorbed_[n]) continue;
     const XnnNodeDesc& node = g_.nodes[n];
     // A node's constant inputs in the dtype it computes in (its output's):
     // the exporter keeps weights of fp16 nodes and biases of bf16 ones in
@@ -442,7 +440,7 @@ uint64_t XnnpackLowering::lower_call(std::span<const int32_t> args, uint64_t are
                      ErrorCode::InvalidProgram, what,
                      ": the filter's dims do not match the node's "
                      "kernel size, groups and channels");
-        const bool hardswish = hardswish_of[n] >= 0;
+        const bool hardswish = hardswish_of_[n] >= 0;
         Call call(
             b_,
             node.type == T::Conv2d ? (hardswish ? "xnnpack::conv2d_hardswish" : "xnnpack::conv2d")
@@ -458,7 +456,7 @@ uint64_t XnnpackLowering::lower_call(std::span<const int32_t> args, uint64_t are
             .list({p.dilation_height, p.dilation_width});
         if (node.type != T::DepthwiseConv2d) call.i(p.groups);
         const int32_t result =
-            hardswish ? tensor(g_.nodes[static_cast<size_t>(hardswish_of[n])].outputs[0]) : o;
+            hardswish ? tensor(g_.nodes[static_cast<size_t>(hardswish_of_[n])].outputs[0]) : o;
         out.push_back(call.range(node).done(result));
         break;
       }

@@ -45,7 +45,7 @@ class XnnpackLowering {
 
  private:
   int32_t constant(int32_t xnn_value, DType dtype, bool transpose = false);
-  int64_t fused_hardswish(size_t n) const;
+  void find_hardswish_fusions();
   void check_external(const format::XnnValueDesc& v, int32_t arg) const;
 
   MethodBuilder& b_;
@@ -54,6 +54,10 @@ class XnnpackLowering {
   // Constant tensors made so far, by (graph value, dtype, transposed):
   // shared by every call of the delegate.
   std::map<std::tuple<int32_t, DType, bool>, int32_t> constants_;
+  // hardswish_of_[n]: the HardSwish node that runs inside convolution node
+  // n, or -1; absorbed_[m]: node m runs inside another (find_hardswish_fusions).
+  std::vector<int64_t> hardswish_of_;
+  std::vector<bool> absorbed_;
   // Quantized filters made so far, by graph value.
   std::map<int32_t, QuantFilter> quant_filters_;
   StaticLowering static_;
