@@ -1,0 +1,177 @@
+// The depthwise part of the channels-last f32 convolution
+// (conv_f32_nhwc.cpp describes it): vectors of channels, four pixels per
+// step.
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "pterun/backend/cpu/engine/parallel.h"
+#include "pterun/backend/cpu/ops/conv_f32_nhwc_shared.h"
+#include "pterun/backend/cpu/ops/dnnl_util.h"
+
+namespace pterun::cpu::nhwc {
+namespace {
+
+// ---- depthwise: vectors of channels ---------------------------------------------------------
+
+struct DepthwisePlan {
+  const ConvProblem* p;
+  int64_t padded;  // channels rounded up to whole vectors (the packed row)
+  const float* w;  // [tap][padded]
+  const float* bias;
+  Epilogue e;
+};
+
+/// Channels [c0, c0 + width) of output row (n, y), width <= L lanes of V
+/// (a narrower last group goes lane by lane through a vector's worth of
+/// scratch).
+template <typename V>
+void depthwise_channels(const DepthwisePlan& dp, int64_t n, int64_t y, int64_t c0, int64_t width) {
+  constexpr int64_t L = sizeof(V) / sizeof(float);
+  const ConvProblem& p = *dp.p;
+  const int64_t* is = p.in_strides;
+  const int64_t* os = p.out_strides;
+  const int64_t* rs = p.residual_strides;
+  const float* image = static_cast<const float*>(p.in) + n * is[0] + c0;
+  float* orow = static_cast<float*>(p.out) + n * os[0] + y * os[2] + c0;
+  const float* rrow = p.residual != nullptr
+                          ? static_cast<const float*>(p.residual) + n * rs[0] + y * rs[2] + c0
+                          : nullptr;
+  const bool whole = width == L;
+  auto in_at = [&](const float* at) {
+    if (whole) return load<V>(at);
+    float part[L] = {};
+    for (int64_t l = 0; l < width; ++l) part[l] = at[l];
+    return load<V>(part);
+  };
+  auto out_at = [&](int64_t x, V v) {
+    if (rrow != nullptr) v += in_at(rrow + x * rs[3]);
+    v = finish(v, dp.e);
+    float* d = orow + x * os[3];
+    if (whole) return store(d, v);
+    float part[L];
+    store(part, v);
+    for (int64_t l = 0; l < width; ++l) d[l] = part[l];
+  };
+  // Kernel rows inside the image.
+  int64_t ky0 = 0, ky1 = 0;
+  for (int64_t ky = 0; ky < p.kh; ++ky) {
+    const int64_t iy = y * p.stride[0] - p.pad[0] + ky * p.dilation[0];
+    if (iy < 0 || iy >= p.ih) continue;
+    if (ky1 == 0) ky0 = ky;
+    ky1 = ky + 1;
+  }
+  const V b = load<V>(dp.bias + c0);
+  const int64_t sw = p.stride[1], pw = p.pad[1], dw = p.dilation[1];
+  // Columns [x_lo, x_hi) read every kernel column inside the image.
+  const int64_t x_lo = std::min(p.ow, (pw + sw - 1) / sw);
+  const int64_t reach = (p.kw - 1) * dw;
+  const int64_t x_hi = std::max(
+      x_lo, p.iw - 1 - reach + pw < 0 ? 0 : std::min(p.ow, (p.iw - 1 - reach + pw) / sw + 1));
+  auto one = [&](int64_t x) {
+    V acc = b;
+    for (int64_t ky = ky0; ky < ky1; ++ky) {
+      const float* row = image + (y * p.stride[0] - p.pad[0] + ky * p.dilation[0]) * is[2];
+      for (int64_t kx = 0; kx < p.kw; ++kx) {
+        const int64_t ix = x * sw - pw + kx * dw;
+        if (ix < 0 || ix >= p.iw) continue;
+        acc += in_at(row + ix * is[3]) * load<V>(dp.w + (ky * p.kw + kx) * dp.padded + c0);
+      }
+    }
+    out_at(x, acc);
+  };
+  for (int64_t x = 0; x < x_lo; ++x) one(x);
+  int64_t x = x_lo;
+  for (; x + 4 <= x_hi; x += 4) {
+    V a0 = b, a1 = b, a2 = b, a3 = b;
+    const int64_t step = sw * is[3];
+    for (int64_t ky = ky0; ky < ky1; ++ky) {
+      const float* row =
+          image + (y * p.stride[0] - p.pad[0] + ky * p.dilation[0]) * is[2] + (x * sw - pw) * is[3];
+      const float* wk = dp.w + ky * p.kw * dp.padded + c0;
+      for (int64_t kx = 0; kx < p.kw; ++kx, row += dw * is[3], wk += dp.padded) {
+        const V w = load<V>(wk);
+        a0 += in_at(row) * w;
+        a1 += in_at(row + step) * w;
+        a2 += in_at(row + 2 * step) * w;
+        a3 += in_at(row + 3 * step) * w;
+      }
+    }
+    out_at(x, a0);
+    out_at(x + 1, a1);
+    out_at(x + 2, a2);
+    out_at(x + 3, a3);
+  }
+  for (; x < p.ow; ++x) one(x);
+}
+
+void depthwise_rows(const DepthwisePlan& dp, int64_t begin, int64_t end) {
+  const ConvProblem& p = *dp.p;
+  for (int64_t row = begin; row < end; ++row) {
+    const int64_t n = row / p.oh, y = row % p.oh;
+    int64_t c = 0;
+    for (; c + kLanes <= p.oc; c += kLanes) {
+      if constexpr (kWide) {
+        depthwise_channels<V16>(dp, n, y, c, 16);
+      } else {
+        depthwise_channels<V8>(dp, n, y, c, 8);
+      }
+    }
+    if (kWide && c + 8 <= p.oc) {
+      depthwise_channels<V8>(dp, n, y, c, 8);
+      c += 8;
+    }
+    if (c < p.oc) depthwise_channels<V8>(dp, n, y, c, p.oc - c);
+  }
+}
+
+}  // namespace
+
+bool depthwise(KernelContext& ctx, const ConvProblem& p, const Epilogue& e) {
+  DepthwisePlan dp;
+  dp.p = &p;
+  dp.e = e;
+  const int64_t taps = p.kh * p.kw;
+  // Room for a whole vector of eight past the last channel (the tail reads
+  // the packed weights and the bias as vectors).
+  dp.padded = (p.oc + kLanes - 1) / kLanes * kLanes + 8;
+  if (taps * dp.padded > kMaxPackedWeights) return false;
+  dnnl_util::PlanKey key;
+  key.add({2, p.oc, p.kh, p.kw});
+  for (int64_t st : p.w_strides) key.add(st);
+  key.add(static_cast<int64_t>(reinterpret_cast<uintptr_t>(p.weight)));
+  thread_local dnnl_util::PlanCache<Packed> cache(64);
+  Packed& pk = cache.get(key, [&] {
+    Packed made;
+    made.w.resize(static_cast<size_t>(taps * dp.padded));
+    return made;
+  });
+  refresh(p, pk, [&](float* w) {
+    const float* weight = static_cast<const float*>(p.weight);
+    const int64_t* ws = p.w_strides;
+    std::fill(w, w + taps * dp.padded, 0.0f);
+    for (int64_t ky = 0; ky < p.kh; ++ky) {
+      for (int64_t kx = 0; kx < p.kw; ++kx) {
+        for (int64_t c = 0; c < p.oc; ++c) {
+          w[(ky * p.kw + kx) * dp.padded + c] = weight[c * ws[0] + ky * ws[2] + kx * ws[3]];
+        }
+      }
+    }
+  });
+  copy_bias(p, pk, dp.padded);
+  dp.w = pk.w.data();
+  dp.bias = pk.bias.data();
+  const int64_t rows = p.n * p.oh;
+  const double work = static_cast<double>(rows) * p.ow * p.oc * taps;
+  auto body = [&](int64_t b, int64_t end) { depthwise_rows(dp, b, end); };
+  if (ctx.num_threads > 1 && work >= kParallelWork && rows > 1) {
+    cpu::parallel_for(ctx, rows, static_cast<int64_t>(work / static_cast<double>(rows)), body);
+  } else {
+    body(0, rows);
+  }
+  return true;
+}
+
+}  // namespace pterun::cpu::nhwc
