@@ -15,6 +15,7 @@ import random
 import statistics
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -185,6 +186,40 @@ def calibrate(peer: Peer, target_s: float, max_n: int, min_n: int = 1) -> None:
     peer.n = int(max(min_n, min(max_n, round(target_s / per))))
 
 
+def _running_threads() -> int:
+    """How many threads of this process, the caller's aside, are running or
+    runnable (state R in /proc/self/task/*/stat): spinning pool workers
+    are; workers asleep on a futex are not."""
+    me, running = threading.get_native_id(), 0
+    for tid in os.listdir("/proc/self/task"):
+        if int(tid) == me:
+            continue
+        try:
+            with open(f"/proc/self/task/{tid}/stat", "rb") as f:
+                state = f.read().rsplit(b")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            continue  # the thread exited
+        running += state == b"R"
+    return running
+
+
+def settle(poll_s: float = 0.0005, limit_s: float = 0.25) -> float:
+    """Wait until no other thread of this process runs (twice in a row,
+    `poll_s` apart; at most `limit_s`) and return the seconds waited.
+    Thread pools spin after a run: ONNX Runtime's intra-op workers for
+    about 40 ms (session.intra_op.allow_spinning, on by default), XNNPACK's
+    pthreadpool about 1 ms, pterun's 50 µs; on a 2-core machine a peer
+    timed while another's workers spin loses its second core to them.
+    (Process CPU time cannot tell: other threads' time is only added up at
+    the 4 ms scheduler ticks.)"""
+    start = time.perf_counter()
+    quiet = 0
+    while quiet < 2 and time.perf_counter() - start < limit_s:
+        quiet = quiet + 1 if _running_threads() == 0 else 0
+        time.sleep(poll_s)
+    return time.perf_counter() - start
+
+
 def run_interleaved(
     peers: list[Peer],
     rounds: int,
@@ -198,13 +233,16 @@ def run_interleaved(
 ) -> None:
     """Time every ok peer `rounds` times, one batch per peer per round, in a
     freshly shuffled order each round so slow drift (other jobs on the
-    machine, frequency changes) hits all peers alike. A short pause after
-    each batch lets worker threads that spin after a run (ONNX Runtime's,
-    pterun's, ExecuTorch's) go idle before the next peer starts."""
+    machine, frequency changes) hits all peers alike. After each batch the
+    harness waits until the process is idle (settle: the worker threads
+    that spin after a run, ONNX Runtime's for about 40 ms, have gone to
+    sleep), then `pause_s` more, so no peer's batch shares the cores with
+    another's spinning workers."""
     live = [p for p in peers if p.ok]
     for p in live:
         p.batch(max(1, min_n))  # first call: lazy init, page faults
         calibrate(p, target_s, max_n, min_n)
+        settle()
     rng = random.Random(seed)
     for r in range(warmup_rounds + rounds):
         order = live[:]
@@ -213,6 +251,7 @@ def run_interleaved(
             ns = p.batch(p.n)
             if r >= warmup_rounds:
                 p.samples.append(ns / p.n)
+            settle()
             if pause_s:
                 time.sleep(pause_s)
 
