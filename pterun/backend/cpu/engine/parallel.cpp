@@ -8,7 +8,9 @@
 
 #include "pterun/backend/cpu/engine/parallel.h"
 
+#include <pthread.h>
 #include <sched.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
@@ -16,6 +18,7 @@
 #include <mutex>
 #include <system_error>
 #include <thread>
+#include <vector>
 
 namespace pterun::cpu {
 namespace {
@@ -69,12 +72,17 @@ class Pool {
     chunks = std::min<int64_t>(chunks, 0x3ffff);
     try {
       for (; helpers_ < threads - 1; ++helpers_) {
-        std::thread([this, index = helpers_ + 1] { helper_loop(index); }).detach();
+        std::thread helper([this, index = helpers_ + 1] { helper_loop(index); });
+        handles_.push_back(helper.native_handle());
+        helper.detach();
+        owner_ = getpid();
+        away_from_ = -1;  // the new helper has the caller's affinity
       }
     } catch (const std::system_error&) {
       // No more threads to be had: the caller takes the ranges of the
       // helpers that do not exist.
     }
+    keep_helpers_off(sched_getcpu());
     n_ = n;
     body_ = body;
     context_ = context;
@@ -145,11 +153,33 @@ class Pool {
     }
   }
 
+  // Keeps the helpers off the caller's CPU: their affinity becomes the
+  // caller's less that CPU, set again only when the caller moves. A helper
+  // woken after its CPU idled a while (40 ms on the 2-vCPU VM) was
+  // otherwise often put on the caller's CPU by the scheduler, where the
+  // two shared one core for milliseconds until load balancing moved it:
+  // calls right after a pause ran at one thread's speed.
+  void keep_helpers_off(int cpu) {
+    // (A forked child has the handles but not the threads.)
+    if (cpu == away_from_ || handles_.empty() || getpid() != owner_) return;
+    away_from_ = cpu;
+    cpu_set_t allowed;
+    if (cpu < 0 || cpu >= CPU_SETSIZE || sched_getaffinity(0, sizeof(allowed), &allowed) != 0 ||
+        !CPU_ISSET(cpu, &allowed) || CPU_COUNT(&allowed) < 2) {
+      return;
+    }
+    CPU_CLR(cpu, &allowed);
+    for (pthread_t h : handles_) pthread_setaffinity_np(h, sizeof(allowed), &allowed);
+  }
+
   std::atomic<bool> busy_{false};
   int helpers_ = 0;  // started so far (threads 1, 2, ...)
   std::atomic<uint64_t> ticket_{0};
   std::atomic<uint32_t> epoch_{0};
   std::atomic<int64_t> done_{0};
+  std::vector<pthread_t> handles_;  // the helpers, which never exit
+  int away_from_ = -1;              // the CPU the helpers' affinity leaves out
+  pid_t owner_ = 0;                 // the process that started them
   uint64_t generation_ = 0;
   int64_t n_ = 0;
   void (*body_)(void*, int64_t, int64_t) = nullptr;
