@@ -187,6 +187,18 @@ void strided_copy(const kernels::KernelContext& ctx, void* dst,
   auto* d = static_cast<char*>(dst);
   const auto* s = static_cast<const char*>(src);
   if (transpose_copy(ctx, p, d, s, element_size)) return;
+  const auto es = static_cast<int64_t>(element_size);
+  if (rows == 1 && p.rank > 0 && p.dst[p.rank - 1] == es && p.src[p.rank - 1] == es) {
+    // One dense run (a whole tensor in the same layout): pieces of 64 KiB,
+    // so that a large copy is split over the threads too.
+    constexpr int64_t kPiece = int64_t{1} << 16;
+    const int64_t bytes = inner * es;
+    parallel_for(ctx, (bytes + kPiece - 1) / kPiece, kPiece / 4, [&](int64_t b, int64_t e) {
+      std::memcpy(d + b * kPiece, s + b * kPiece,
+                  static_cast<size_t>(std::min(e * kPiece, bytes) - b * kPiece));
+    });
+    return;
+  }
   parallel_for(ctx, rows, inner * static_cast<int64_t>(element_size) / 4 + 1,
                [&](int64_t b, int64_t e) { copy_rows(p, d, s, element_size, b, e); });
 }

@@ -166,8 +166,9 @@ bool depthwise(KernelContext& ctx, const ConvProblem& p, const Epilogue& e) {
   const int64_t rows = p.n * p.oh;
   const double work = static_cast<double>(rows) * p.ow * p.oc * taps;
   auto body = [&](int64_t b, int64_t end) { depthwise_rows(dp, b, end); };
-  if (ctx.num_threads > 1 && work >= kParallelWork && rows > 1) {
-    cpu::parallel_for(ctx, rows, static_cast<int64_t>(work / static_cast<double>(rows)), body);
+  if (ctx.num_threads > 1 && work >= kParallelDepthwiseWork && rows > 1) {
+    // A depthwise multiply-add counts as four dense ones (kParallelWork).
+    cpu::parallel_for(ctx, rows, static_cast<int64_t>(4 * work / static_cast<double>(rows)), body);
   } else {
     body(0, rows);
   }
