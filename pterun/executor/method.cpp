@@ -408,6 +408,7 @@ std::unique_ptr<Method> Method::load(std::shared_ptr<const Program> program,
     loader.fuse_convolutions();
     loader.fuse_elementwise();
     loader.apply_rewrites();
+    loader.skip_fused_copies();
     loader.plan_inputs();
     loader.plan_outputs();
   } catch (const Error& e) {
@@ -424,6 +425,14 @@ std::unique_ptr<Method> Method::load(std::shared_ptr<const Program> program,
 
 backend::Allocation Method::allocate(size_t bytes) const {
   return backend::Allocation(options_.device, options_.device_index, bytes);
+}
+
+size_t Method::steps_calling(kernels::KernelFn fn) const {
+  size_t n = 0;
+  for (const auto& chain : chains_) {
+    for (const Step& s : chain) n += s.kind == InstructionKind::KernelCall && s.fn == fn;
+  }
+  return n;
 }
 
 std::string Method::device_string() const {

@@ -153,6 +153,10 @@ class Method {
   /// integer_quantized).
   size_t quantized_chains() const { return quantized_chains_; }
 
+  /// How many steps call kernel `fn` (what the load-time passes left, for
+  /// tests).
+  size_t steps_calling(kernels::KernelFn fn) const;
+
   /// True when some tensor in this method is state shared with other
   /// methods or kept across calls.
   bool has_state() const { return has_state_; }

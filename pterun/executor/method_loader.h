@@ -105,6 +105,17 @@ struct Method::Loader {
   // relu or hardtanh into the convolution's clamp (CPU methods).
   void fuse_convolutions();
   void fold_batch_norm(const ConvFusion& f);
+  // A convolution fusion whose fused output the memory plan put over the
+  // convolution's input: the convolution writes its own output `own`, and
+  // step `step` of chain `chain` copies it over `out` (alias_copy.out).
+  struct FusedCopy {
+    size_t chain, step;
+    int32_t own, out;
+  };
+  std::vector<FusedCopy> fused_copies;
+  // After the other passes: where `own`'s bytes stay untouched until the
+  // last reader of `out`, the readers take `own` and the copy goes.
+  void skip_fused_copies();
   // Load-time kernel rewrites (rewrite.h), where the device has the kernel.
   void apply_rewrites();
   // Channels-last activations between convolutions where that is faster
