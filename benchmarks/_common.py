@@ -230,6 +230,7 @@ def run_interleaved(
     warmup_rounds: int = 2,
     pause_s: float = 0.002,
     seed: int = 0,
+    warm: bool = True,
 ) -> None:
     """Time every ok peer `rounds` times, one batch per peer per round, in a
     freshly shuffled order each round so slow drift (other jobs on the
@@ -237,7 +238,12 @@ def run_interleaved(
     harness waits until the process is idle (settle: the worker threads
     that spin after a run, ONNX Runtime's for about 40 ms, have gone to
     sleep), then `pause_s` more, so no peer's batch shares the cores with
-    another's spinning workers."""
+    another's spinning workers. With `warm`, an untimed batch of the same
+    peer runs right before each timed one: after that idle wait a pool's
+    workers, woken, may share the caller's core until the scheduler
+    spreads them, milliseconds later (ExecuTorch + XNNPACK's mobilenet_224
+    at 2 threads: median 1.88-1.94 ms without, 0.87-0.89 ms with), and
+    caches are cold; each runtime is timed in its steady state."""
     live = [p for p in peers if p.ok]
     for p in live:
         p.batch(max(1, min_n))  # first call: lazy init, page faults
@@ -248,6 +254,8 @@ def run_interleaved(
         order = live[:]
         rng.shuffle(order)
         for p in order:
+            if warm:
+                p.batch(p.n)
             ns = p.batch(p.n)
             if r >= warmup_rounds:
                 p.samples.append(ns / p.n)
