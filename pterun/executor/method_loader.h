@@ -3,7 +3,8 @@
 // Method::Loader, the load-time builder of a Method (internal to executor/):
 // method.cpp builds values, tensors, steps and the input/output plans;
 // method_passes.cpp holds the passes that rewrite the step list (constant
-// folding, elementwise fusion, kernel rewrites) and the analyses they share.
+// folding, elementwise fusion, kernel rewrites) and the analyses they share;
+// method_conv.cpp those around convolutions and the hardswish.
 
 #include <cstdint>
 #include <set>
@@ -116,6 +117,11 @@ struct Method::Loader {
   // After the other passes: where `own`'s bytes stay untouched until the
   // last reader of `out`, the readers take `own` and the copy goes.
   void skip_fused_copies();
+  // Hardswish fusion (rewrite.h): torch's decomposed hardswish that no
+  // convolution took runs as one hardswish.out step.
+  void fuse_hardswish();
+  // Whether each one-element float32 tensor holds its value.
+  bool scalars_hold(const std::vector<std::pair<int32_t, double>>& scalars) const;
   // Load-time kernel rewrites (rewrite.h), where the device has the kernel.
   void apply_rewrites();
   // Channels-last activations between convolutions where that is faster

@@ -106,6 +106,28 @@ struct KernelReplacement {
   std::vector<int32_t> args;
 };
 
+/// torch's decomposed hardswish of a float32 value that no convolution
+/// fusion took: add.out(input, three, 1), clamp.out(0, None),
+/// clamp.out(None, 6), mul.out(input, clamped), div.out(six) -> out, the
+/// five running one after the other (instructions between them marked in
+/// `idle`), each intermediate result (not in `keep`) read by the next
+/// alone, out of input's shape. The add becomes hardswish.out(input, out)
+/// (`replacement`) and the other four run nothing (`idle`). The caller
+/// checks that `scalars` hold 3 and 6, that no view reads the `dropped`
+/// values' bytes, and that out overlaps input element for element or not
+/// at all. None in methods with jumps or moves.
+struct HardswishFusion {
+  size_t chain = 0;
+  KernelReplacement replacement;
+  std::vector<size_t> idle;
+  int32_t input = 0, out = 0;
+  std::vector<std::pair<int32_t, size_t>> dropped;  // values nothing reads now, and their writer
+  std::vector<std::pair<int32_t, double>> scalars;
+};
+std::vector<HardswishFusion> find_hardswish_fusions(const format::MethodDesc& d,
+                                                    const std::vector<bool>& keep,
+                                                    const std::vector<std::vector<bool>>& idle);
+
 /// A KV cache that the plain -kv export writes back whole on every step,
 ///   index_put.out(cache, indices, values, accumulate, *, out=result)
 ///   ... readers of result ...

@@ -1,6 +1,7 @@
 // Convolution fusion finds conv -> batch norm -> relu / hardtanh chains with
 // constant weights and statistics, and leaves alone those whose
-// intermediate results something else reads.
+// intermediate results something else reads; torch's decomposed hardswish
+// elsewhere becomes one hardswish step.
 
 #include <gtest/gtest.h>
 
@@ -142,6 +143,51 @@ TEST(ConvFusion, NoConvolutionNoFusion) {
     const auto& d = program->method("forward");
     EXPECT_TRUE(find_conv_fusions(d, inputs_and_outputs(d), none_idle(d)).empty()) << name;
   }
+}
+
+// hardswish_head: linear -> hardswish, then (h + linear(h)) -> hardswish,
+// each torch's five-instruction decomposition with no convolution before.
+TEST(HardswishFusion, AfterALinearLayerAndAnAdd) {
+  auto program = test::load_fixture(test::manifest()["fixtures"]["hardswish_head"]);
+  const auto& d = program->method("forward");
+  EXPECT_TRUE(find_conv_fusions(d, inputs_and_outputs(d), folded(d)).empty());
+  auto found = find_hardswish_fusions(d, inputs_and_outputs(d), folded(d));
+  ASSERT_EQ(found.size(), 2u);
+  for (const HardswishFusion& f : found) {
+    EXPECT_STREQ(f.replacement.kernel, "aten::hardswish.out");
+    EXPECT_EQ(op_at(d, f.chain, f.replacement.index), "aten::add.out");
+    EXPECT_EQ(f.replacement.args, (std::vector<int32_t>{f.input, f.out, f.out}));
+    ASSERT_EQ(f.idle.size(), 4u);
+    EXPECT_EQ(op_at(d, f.chain, f.idle.back()), "aten::div.out");
+    EXPECT_EQ(f.dropped.size(), 4u);
+    EXPECT_EQ(f.scalars.size(), 2u);
+  }
+  // The first reads the linear layer's result, the second the residual sum.
+  auto writer_of = [&](int32_t v) {
+    for (size_t k = 0; k < d.chains[0].instructions.size(); ++k) {
+      if (d.chains[0].instructions[k].args.back() == v) return op_at(d, 0, k);
+    }
+    return std::string();
+  };
+  EXPECT_EQ(writer_of(found[0].input), "aten::addmm.out");
+  EXPECT_EQ(writer_of(found[1].input), "aten::add.out");
+  // A caller that keeps an intermediate result keeps the decomposition.
+  auto keep = inputs_and_outputs(d);
+  keep[found[0].dropped[1].first] = true;
+  EXPECT_EQ(find_hardswish_fusions(d, keep, folded(d)).size(), 1u);
+}
+
+// The MobileNet-like fixture's hardswishes all follow a convolution: the
+// convolution fusion takes them, and nothing is left for this one.
+TEST(HardswishFusion, ConvolutionsTakeTheirsFirst) {
+  auto program = test::load_fixture(test::manifest()["fixtures"]["mobilenet_like"]);
+  const auto& d = program->method("forward");
+  auto idle = folded(d);
+  EXPECT_EQ(find_hardswish_fusions(d, inputs_and_outputs(d), idle).size(), 5u);
+  for (const ConvFusion& f : find_conv_fusions(d, inputs_and_outputs(d), idle)) {
+    for (size_t k : f.idle) idle[f.chain][k] = true;
+  }
+  EXPECT_TRUE(find_hardswish_fusions(d, inputs_and_outputs(d), idle).empty());
 }
 
 }  // namespace

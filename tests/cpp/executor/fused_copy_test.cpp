@@ -2,7 +2,8 @@
 // the convolution's input) write the convolution's own output and copy it
 // over; where nothing overwrites those bytes before the last reader, the
 // readers read it there and the copy goes (Method::Loader::
-// skip_fused_copies). Outputs still match the exporter's.
+// skip_fused_copies). Outputs still match the exporter's. And the
+// decomposed hardswish after a linear layer runs as one step.
 
 #include <gtest/gtest.h>
 
@@ -46,6 +47,16 @@ TEST(FusedCopies, MobileNetKeepsEveryFusedResultWhereThePlanPutIt) {
   auto method = Method::load(program, "forward");
   EXPECT_EQ(alias_copies(*method), 0u);
   expect_runs(*method, "mobilenet_like");
+}
+
+TEST(HardswishFusion, RunsAsOneStepAndMatchesTheExporter) {
+  auto program = test::load_fixture(test::manifest()["fixtures"]["hardswish_head"]);
+  auto method = Method::load(program, "forward");
+  const auto& registry = kernels::KernelRegistry::global();
+  EXPECT_EQ(method->steps_calling(registry.info("aten::hardswish.out", Device::CPU)->fn), 2u);
+  EXPECT_EQ(method->steps_calling(registry.info("aten::div.out", Device::CPU)->fn), 0u);
+  EXPECT_EQ(method->steps_calling(registry.info("aten::clamp.out", Device::CPU)->fn), 0u);
+  expect_runs(*method, "hardswish_head");
 }
 
 TEST(FusedCopies, CopiesStayWhereLaterStepsReuseTheBytes) {
