@@ -208,7 +208,7 @@ def settle(poll_s: float = 0.0005, limit_s: float = 0.25) -> float:
     `poll_s` apart; at most `limit_s`) and return the seconds waited.
     Thread pools spin after a run: ONNX Runtime's intra-op workers for
     about 40 ms (session.intra_op.allow_spinning, on by default), XNNPACK's
-    pthreadpool about 1 ms, pterun's 50 µs; on a 2-core machine a peer
+    pthreadpool about 1 ms, pterun's 200 µs; on a 2-core machine a peer
     timed while another's workers spin loses its second core to them.
     (Process CPU time cannot tell: other threads' time is only added up at
     the 4 ms scheduler ticks.)"""
