@@ -37,11 +37,12 @@ constexpr int64_t kLanes = kWide ? 16 : 8;
 constexpr int64_t kMaxPackedWeights = int64_t{1} << 22;
 
 /// Multiply-adds from which a convolution is split over the threads: about
-/// 20 µs of a dense layer. A depthwise multiply-add costs about three times
-/// a dense one (a load per tap, no reuse across output channels), so those
-/// split from a quarter of that.
-constexpr double kParallelWork = 1 << 20;
-constexpr double kParallelDepthwiseWork = 1 << 18;
+/// 5 µs of a dense layer (the pool's helpers spin between operators, so
+/// waking one costs little). A depthwise multiply-add costs about three
+/// times a dense one (a load per tap, no reuse across output channels), so
+/// those split from a quarter of that.
+constexpr double kParallelWork = 1 << 18;
+constexpr double kParallelDepthwiseWork = 1 << 16;
 
 /// The epilogue every store applies: residual, then clamp or hardswish.
 struct Epilogue {
