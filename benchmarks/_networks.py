@@ -9,7 +9,9 @@ with XnnpackPartitioner), ONNX Runtime runs NAME.onnx (the same module and
 weights). Every runtime's output is checked against torch eager before
 timing. For each thread count the runtimes are set up afresh (ExecuTorch's
 delegates keep the threadpool they were loaded with), then timed in
-shuffled interleaved rounds; the figure is the median per call.
+shuffled interleaved rounds (_common.run_interleaved: a warm batch before
+each timed one, the process idle after it); the figure is the median per
+call.
 """
 
 from __future__ import annotations

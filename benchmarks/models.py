@@ -57,9 +57,12 @@ Their outputs are checked against ExecuTorch + XNNPACK's saved outputs.
 
 Every peer's outputs are checked against pterun's (and pterun's against the
 fixture's torch outputs) before timing. Each round times one batch of calls
-per peer, in a shuffled order; the figure is the median over rounds of the
-per-call time (batch time / calls); a second table gives the best batch.
-Ratios are peer / pterun: above 1 means pterun is faster.
+per peer, in a shuffled order, each right after an untimed batch of the
+same peer and followed by a wait until no other thread of the process
+runs (_common.run_interleaved: ONNX Runtime's workers spin about 40 ms
+after a run); the figure is the median over rounds of the per-call time
+(batch time / calls); a second table gives the best batch. Ratios are
+peer / pterun: above 1 means pterun is faster.
 """
 
 from __future__ import annotations
