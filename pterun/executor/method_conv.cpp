@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 #include "pterun/executor/method_loader.h"
 #include "pterun/executor/rewrite.h"
@@ -18,10 +19,19 @@ using namespace loader_detail;  // NOLINT: the loader's own helpers
 bool Method::Loader::scalars_hold(const std::vector<std::pair<int32_t, double>>& scalars) const {
   for (auto [value, want] : scalars) {
     const Tensor& t = m.tensors_[tensor_of_value[value]];
-    if (t.data() == nullptr || t.numel() != 1 || t.dtype() != DType::Float32 ||
-        *t.data_as<const float>() != want) {
-      return false;
+    if (t.data() == nullptr || t.numel() != 1 || t.dtype() != DType::Float32) return false;
+    float held = 0;
+    if (m.options_.device == Device::CPU) {
+      held = *t.data_as<const float>();
+    } else {
+      // On a GPU the tensor's bytes are device memory: read the program's
+      // own copy of a constant; a value computed at load is not checked
+      // (no fusion).
+      const format::TensorDesc& desc = *d.values[value].tensor;
+      if (!desc.is_constant() || desc.data.size() < sizeof(float)) return false;
+      std::memcpy(&held, desc.data.data(), sizeof(float));
     }
+    if (held != want) return false;
   }
   return true;
 }
