@@ -301,3 +301,23 @@ def test_group_norm_no_affine_3d_and_errors(device):
     check_error(device, "aten::native_group_norm.out", x, None, None, 3, 6, 11, 3, 1e-6,
                 Out(np.float64, x.shape), Out(np.float64, [3, 3]), Out(np.float64, [3, 3]),
                 exc=ValueError)
+
+
+@pytest.mark.parametrize("width", [12, 13, 1024, 1028, 2049, 8192, 8196, 16384, 16392])
+@pytest.mark.parametrize("affine", [True, False])
+@pytest.mark.parametrize("dtype", [np.float32, BF16])
+def test_layer_norm_row_widths(device, width, affine, dtype):
+    # Each of the CUDA kernel's paths: rows held in registers by a warp or
+    # by the block, in 16-byte packs or single elements, and rows too long
+    # for registers; the same rows on the CPU.
+    x = normal((3, width), scale=2, loc=3)
+    w = normal(width) if affine else None
+    b = normal(width) if affine else None
+    if dtype == BF16:
+        x, w, b = (None if a is None else bf16(a) for a in (x, w, b))
+    ry, rm, rr = np_layer_norm(x, 1, w, b, 1e-5)
+    tol = [(2e-2, 2e-2)] * 3 if dtype == BF16 else [(1e-4, 1e-5), (1e-5, 1e-6), (1e-4, 0)]
+    check(device, "aten::native_layer_norm.out", tensor(x, dtype), [width],
+          None if w is None else tensor(w, dtype), None if b is None else tensor(b, dtype), 1e-5,
+          Out(dtype, x.shape), Out(dtype, [3, 1]), Out(dtype, [3, 1]), expect=[ry, rm, rr],
+          tol=tol)

@@ -140,3 +140,17 @@ def test_softmax_errors(device):
                 exc=ValueError)
     check_error(device, "aten::_softmax.out", x, 2, False, Out(np.float32, [2, 3]),
                 exc=IndexError)
+
+
+@pytest.mark.parametrize("name,ref", CASES)
+@pytest.mark.parametrize("width", [12, 13, 1024, 1028, 2049, 8192, 8196, 16384, 16392])
+@pytest.mark.parametrize("dtype", [np.float32, BF16])
+def test_softmax_row_widths(device, name, ref, width, dtype):
+    # Each of the CUDA kernel's paths: lines held in registers by a warp or
+    # by the block, in 16-byte packs or single elements, and lines too long
+    # for registers; the same lines on the CPU.
+    x = normal((3, width), scale=3)
+    x[1, width // 2] = -np.inf
+    expect = ref(bf16(x) if dtype == BF16 else x, -1)
+    tol = (1e-2, 1e-2) if dtype == BF16 else (1e-5, 1e-7)
+    check(device, name, tensor(x, dtype), -1, False, Out(dtype, x.shape), expect=expect, tol=tol)

@@ -1,8 +1,8 @@
-// Normalisation: native_layer_norm (a block per row: mean, squared
-// deviations, then the normalised row), inference batch norm and group norm
-// (per-channel scale / shift tables, then one elementwise pass over any
-// layout). Statistics in float for f16/bf16/f32, double for f64, two-pass
-// like the CPU kernels.
+// Normalisation: native_layer_norm (dense rows that fit are read once into
+// registers, a warp or a block per row; others a block per row reading
+// the row three times: mean, squared deviations, then the normalised row), inference batch norm and
+// group norm (per-channel scale / shift tables, then one elementwise pass over any layout).
+// Statistics in float for f16/bf16/f32, double for f64, two-pass like the CPU kernels.
 
 #include <algorithm>
 #include <array>
@@ -10,6 +10,7 @@
 
 #include "pterun/backend/cuda/cuda_context.h"
 #include "pterun/backend/cuda/device/nn_device.cuh"
+#include "pterun/backend/cuda/device/row_regs.cuh"
 #include "pterun/backend/cuda/ops/launch_util.cuh"
 #include "pterun/backend/cuda/ops/nn_launch.h"
 #include "pterun/backend/cuda/ops/ops.h"
@@ -79,6 +80,43 @@ __global__ void layer_norm_kernel(LayerNormLaunch l, int64_t num_rows) {
     if (threadIdx.x == 0) {
       mean_out[ro[2]] = convert<T>(mean);
       rstd_out[ro[3]] = convert<T>(rstd);
+    }
+  }
+}
+
+/// Rows dense in memory (in, out, weight and bias at unit stride, aligned
+/// to whole packs), each read into registers once: kThreads threads per
+/// row (8 or 32 lanes of a warp, or the block), the statistics and the
+/// normalised row from the registers, in the generic kernel's arithmetic.
+template <typename T, int kThreads, int kSlots, int V>
+__global__ void __launch_bounds__(kBlock) layer_norm_rows(LayerNormLaunch l, int64_t num_rows) {
+  using C = StatOf<T>;
+  using Row = RowRegs<T, C, kThreads, kSlots, V>;
+  const int64_t packs = l.n / V;
+  for (RowWalk<kThreads> walk(num_rows); walk.more(); walk.next()) {
+    const bool valid = walk.valid();
+    int64_t ro[4] = {0, 0, 0, 0};
+    if (valid) space_offsets(l.rows, walk.row(), ro);
+    Row row;
+    row.load(static_cast<const T*>(l.in) + ro[0], valid ? packs : 0);
+    const C n = static_cast<C>(l.n);
+    const C mean = row_reduce<kThreads>(row.fold(packs, C(0), Add{}), Add{}) / n;
+    const C ss = row_reduce<kThreads>(
+        row.fold(valid ? packs : 0, C(0), [mean](C a, C x) { return a + (x - mean) * (x - mean); }),
+        Add{});
+    if (!valid) continue;
+    const C rstd = C(1) / sqrt(ss / n + static_cast<C>(l.eps));
+    const T* w = static_cast<const T*>(l.weight);
+    const T* b = static_cast<const T*>(l.bias);
+    row.store(static_cast<T*>(l.out) + ro[1], packs, [&](C x, int64_t i) {
+      C v = (x - mean) * rstd;
+      if (w != nullptr) v = v * convert<C>(w[i]);
+      if (b != nullptr) v = v + convert<C>(b[i]);
+      return v;
+    });
+    if (Row::lane() == 0) {
+      static_cast<T*>(l.mean)[ro[2]] = convert<T>(mean);
+      static_cast<T*>(l.rstd)[ro[3]] = convert<T>(rstd);
     }
   }
 }
@@ -171,11 +209,45 @@ __global__ void channel_affine_kernel(ChannelAffineLaunch l, int64_t total) {
 
 }  // namespace
 
+namespace {
+
+/// Whether the rows of `l` suit layer_norm_rows with packs of V elements of
+/// `bytes` bytes: every operand at unit stride within a row, each row and
+/// the parameters starting on a whole pack.
+bool dense_rows(const LayerNormLaunch& l, int v, size_t bytes) {
+  if (l.n == 0 || l.n % v != 0 || l.row.rank != 1) return false;
+  if (l.row.strides[0][0] != 1 || l.row.strides[1][0] != 1) return false;
+  if (l.weight != nullptr && l.row.strides[2][0] != 1) return false;
+  if (l.bias != nullptr && l.row.strides[3][0] != 1) return false;
+  const uintptr_t align = static_cast<uintptr_t>(v) * bytes;
+  for (const void* p : {l.in, static_cast<const void*>(l.out), l.weight, l.bias}) {
+    if (reinterpret_cast<uintptr_t>(p) % align != 0) return false;
+  }
+  for (int d = 0; d < l.rows.rank; ++d) {
+    if (l.rows.strides[0][d] % v != 0 || l.rows.strides[1][d] % v != 0) return false;
+  }
+  return true;
+}
+
+/// Launches layer_norm_rows when a row fits in registers with packs of V.
+template <typename T, int V>
+bool launch_rows(kernels::KernelContext& ctx, const LayerNormLaunch& l, int64_t rows) {
+  if (!dense_rows(l, V, sizeof(T))) return false;
+  return for_row_shape<V>(l.n / V, [&]<int kThreads, int kSlots>() {
+    layer_norm_rows<T, kThreads, kSlots, V>
+        <<<blocks_for(rows, kBlock / kThreads), kBlock, 0, stream(ctx)>>>(l, rows);
+  });
+}
+
+}  // namespace
+
 void launch_layer_norm(kernels::KernelContext& ctx, const LayerNormLaunch& l, const char* op) {
   const int64_t rows = l.rows.count();
   if (rows == 0) return;
   kernels::visit_floating<DeviceTypes>(l.dtype, op, [&]<typename T>() {
-    layer_norm_kernel<T><<<blocks_for(rows, 1), kBlock, 0, stream(ctx)>>>(l, rows);
+    if (!launch_rows<T, kPackOf<T>>(ctx, l, rows) && !launch_rows<T, 1>(ctx, l, rows)) {
+      layer_norm_kernel<T><<<blocks_for(rows, 1), kBlock, 0, stream(ctx)>>>(l, rows);
+    }
   });
   check_launch(op);
 }

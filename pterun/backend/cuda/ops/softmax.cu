@@ -1,6 +1,8 @@
-// _softmax / _log_softmax along one dim: a block per line when the dim is
-// the input's fastest walk (or lines are few), else a thread per line so
-// that neighbouring threads read neighbouring lines. Numerically stable
+// _softmax / _log_softmax along one dim: lines dense in memory that fit are
+// read once into registers (a warp or a block per line); otherwise a block
+// per line when the dim is the input's fastest walk (or lines are few),
+// else a thread per line so that neighbouring threads read neighbouring
+// lines. Numerically stable
 // (max, then sum of exp(x - max)); float for f16/bf16/f32, double for f64.
 
 #include <algorithm>
@@ -9,6 +11,7 @@
 
 #include "pterun/backend/cuda/cuda_context.h"
 #include "pterun/backend/cuda/device/nn_device.cuh"
+#include "pterun/backend/cuda/device/row_regs.cuh"
 #include "pterun/backend/cuda/ops/launch_util.cuh"
 #include "pterun/backend/cuda/ops/nn_launch.h"
 #include "pterun/backend/cuda/ops/ops.h"
@@ -68,6 +71,38 @@ __global__ void softmax_block(SoftmaxLaunch l, int64_t lines) {
   }
 }
 
+/// Lines dense in memory and aligned to whole packs, each read into
+/// registers once (kThreads threads per line: 8 or 32 lanes of a warp, or
+/// the block), with softmax_block's arithmetic.
+template <typename T, typename C, int kThreads, int kSlots, int V>
+__global__ void __launch_bounds__(kBlock) softmax_rows(SoftmaxLaunch l, int64_t lines) {
+  const int64_t packs = l.len / V;
+  for (RowWalk<kThreads> walk(lines); walk.more(); walk.next()) {
+    const bool valid = walk.valid();
+    int64_t off[2] = {0, 0};
+    if (valid) space_offsets(l.other, walk.row(), off);
+    RowRegs<T, C, kThreads, kSlots, V> row;
+    const int64_t held = valid ? packs : 0;
+    row.load(static_cast<const T*>(l.in) + off[0], held);
+    const C m = row_reduce<kThreads>(row.fold(held, C(-INFINITY), MaxNaN{}), MaxNaN{});
+    T* y = static_cast<T*>(l.out) + off[1];
+    if (l.log) {
+      const C s = row_reduce<kThreads>(
+          row.fold(held, C(0), [m](C a, C x) { return a + exp(x - m); }), Add{});
+      const C shift = m + log(s);
+      row.store(y, held, [shift](C x, int64_t) { return x - shift; });
+    } else {
+#pragma unroll
+      for (int q = 0; q < kSlots; ++q) {
+#pragma unroll
+        for (int e = 0; e < V; ++e) row.x[q][e] = exp(row.x[q][e] - m);
+      }
+      const C inv = C(1) / row_reduce<kThreads>(row.fold(held, C(0), Add{}), Add{});
+      row.store(y, held, [inv](C x, int64_t) { return x * inv; });
+    }
+  }
+}
+
 template <typename T, typename C>
 __global__ void softmax_thread(SoftmaxLaunch l, int64_t lines) {
   for (int64_t j = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; j < lines;
@@ -93,10 +128,33 @@ __global__ void softmax_thread(SoftmaxLaunch l, int64_t lines) {
   }
 }
 
+/// Launches softmax_rows when the lines are dense, aligned to packs of V
+/// and fit in registers.
+template <typename T, typename C, int V>
+bool launch_rows(kernels::KernelContext& ctx, const SoftmaxLaunch& l, int64_t lines) {
+  if (l.len == 0 || l.len % V != 0 || l.in_step != 1 || l.out_step != 1) return false;
+  const uintptr_t align = sizeof(T) * V;
+  if (reinterpret_cast<uintptr_t>(l.in) % align != 0 ||
+      reinterpret_cast<uintptr_t>(l.out) % align != 0) {
+    return false;
+  }
+  for (int d = 0; d < l.other.rank; ++d) {
+    if (l.other.strides[0][d] % V != 0 || l.other.strides[1][d] % V != 0) return false;
+  }
+  return for_row_shape<V>(l.len / V, [&]<int kThreads, int kSlots>() {
+    softmax_rows<T, C, kThreads, kSlots, V>
+        <<<blocks_for(lines, kBlock / kThreads), kBlock, 0, stream(ctx)>>>(l, lines);
+  });
+}
+
 template <typename T>
 void run(kernels::KernelContext& ctx, const SoftmaxLaunch& l, const char* op) {
   using C = std::conditional_t<std::is_same_v<T, double>, double, float>;
   const int64_t lines = l.other.count();
+  if (launch_rows<T, C, kPackOf<T>>(ctx, l, lines) || launch_rows<T, C, 1>(ctx, l, lines)) {
+    check_launch(op);
+    return;
+  }
   if (l.line_inner) {
     softmax_block<T, C><<<blocks_for(lines, 1), kBlock, 0, stream(ctx)>>>(l, lines);
   } else {
