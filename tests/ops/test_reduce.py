@@ -710,3 +710,19 @@ def test_cumsum_dtypes_and_layouts(device):
     check(device, "aten::cumsum.out", x.astype(np.float16), -1, None, Out(np.float16, x.shape),
           expect=np.cumsum(x.astype(np.float16).astype(np.float32), -1), tol=(0, 1e-2))
     check_error(device, "aten::cumsum.out", x, 0, 7, Out(np.float32, x.shape), exc=ValueError)
+
+
+@pytest.mark.parametrize("shape,dims", [((1027, 256), [0]), ((1027, 258), [0]),
+                                        ((3, 1027, 64), [1]), ((2051, 8), [0])])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_sum_columns_split_over_blocks(device, shape, dims, dtype):
+    # Columns (a kept dim innermost) folded in parts by several blocks and
+    # finished by a second pass on CUDA, in 16-byte packs of neighbouring
+    # outputs where they are dense and aligned; whole-tensor sums likewise.
+    x = normal(shape).astype(dtype)
+    tol = (1e-4, 1e-4) if dtype == np.float32 else (1e-10, 1e-10)
+    out = [s for i, s in enumerate(shape) if i not in dims]
+    check(device, "aten::sum.IntList_out", x, dims, False, None, Out(dtype, out),
+          expect=x.astype(np.float64).sum(tuple(dims)), tol=tol)
+    check(device, "aten::sum.out", x, None, Out(dtype, []), expect=x.astype(np.float64).sum(),
+          tol=tol)

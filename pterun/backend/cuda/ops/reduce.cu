@@ -9,12 +9,14 @@
 // Accumulates in float (f16/bf16/f32), double (f64), wrapping 64-bit
 // integers, int64 (integer extremes) or bool, like the CPU engine.
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <limits>
 
 #include "pterun/backend/cuda/cuda_context.h"
 #include "pterun/backend/cuda/device/nn_device.cuh"
+#include "pterun/backend/cuda/device/row_regs.cuh"
 #include "pterun/backend/cuda/ops/launch_util.cuh"
 #include "pterun/backend/cuda/ops/nn_launch.h"
 
@@ -66,6 +68,56 @@ struct StepFn {
   __device__ A operator()(A a, A b) const { return DevOp<A, K>::step(a, b); }
 };
 
+/// Folds p[begin, end) (A's own storage, unit stride) by `nthreads` threads
+/// from `tid`: the elements before the first 16-byte boundary one by one,
+/// then whole packs, four in flight per thread, then the tail.
+template <typename A, RedKind K>
+__device__ A fold_dense(const A* __restrict__ p, int64_t begin, int64_t end, int tid,
+                        int nthreads) {
+  using Op = DevOp<A, K>;
+  constexpr int V = kPackOf<A>;
+  using P = Pack<A, V>;
+  const int64_t misalign = static_cast<int64_t>(reinterpret_cast<uintptr_t>(p + begin) % 16) /
+                           static_cast<int64_t>(sizeof(A));
+  int64_t head = misalign == 0 ? begin : begin + (V - misalign);
+  if (head > end) head = end;
+  const int64_t packs = (end - head) / V;
+  A acc[4][V];
+#pragma unroll
+  for (int u = 0; u < 4; ++u) {
+#pragma unroll
+    for (int e = 0; e < V; ++e) acc[u][e] = Op::identity();
+  }
+  for (int64_t r = begin + tid; r < head; r += nthreads) acc[0][0] = Op::step(acc[0][0], p[r]);
+  const P* v = reinterpret_cast<const P*>(p + head);
+  int64_t q = tid;
+  for (; q + 3 * nthreads < packs; q += 4 * nthreads) {
+    P x[4];
+#pragma unroll
+    for (int u = 0; u < 4; ++u) x[u] = v[q + u * nthreads];
+#pragma unroll
+    for (int u = 0; u < 4; ++u) {
+#pragma unroll
+      for (int e = 0; e < V; ++e) acc[u][e] = Op::step(acc[u][e], x[u].v[e]);
+    }
+  }
+  for (; q < packs; q += nthreads) {
+    const P x = v[q];
+#pragma unroll
+    for (int e = 0; e < V; ++e) acc[0][e] = Op::step(acc[0][e], x.v[e]);
+  }
+  for (int64_t r = head + packs * V + tid; r < end; r += nthreads) {
+    acc[1][0] = Op::step(acc[1][0], p[r]);
+  }
+  A a = Op::identity();
+#pragma unroll
+  for (int u = 0; u < 4; ++u) {
+#pragma unroll
+    for (int e = 0; e < V; ++e) a = Op::step(a, acc[u][e]);
+  }
+  return a;
+}
+
 /// Folds the reduced elements [begin, end) of the output whose input
 /// starts at `base`, by `nthreads` threads from `tid`.
 template <typename A, RedKind K, bool kDirect>
@@ -76,11 +128,23 @@ __device__ A fold_range(const ReduceLaunch& l, int64_t base, int64_t begin, int6
   int64_t r = begin + tid;
   if (l.red.rank == 1) {
     const int64_t s = l.red.strides[0][0];
-    for (; r + nthreads < end; r += 2 * nthreads) {
+    if constexpr (kDirect) {
+      // A dense run of the accumulator's own type: 16-byte packs from the
+      // first aligned element, four in flight per thread.
+      if (s == 1)
+        return fold_dense<A, K>(static_cast<const A*>(l.in) + base, begin, end, tid, nthreads);
+    }
+    A a2 = Op::identity(), a3 = Op::identity();
+    for (; r + 3 * nthreads < end; r += 4 * nthreads) {
       a0 = Op::step(a0, load_acc<A, kDirect>(l.in, l.in_dtype, base + r * s));
       a1 = Op::step(a1, load_acc<A, kDirect>(l.in, l.in_dtype, base + (r + nthreads) * s));
+      a2 = Op::step(a2, load_acc<A, kDirect>(l.in, l.in_dtype, base + (r + 2 * nthreads) * s));
+      a3 = Op::step(a3, load_acc<A, kDirect>(l.in, l.in_dtype, base + (r + 3 * nthreads) * s));
     }
-    if (r < end) a0 = Op::step(a0, load_acc<A, kDirect>(l.in, l.in_dtype, base + r * s));
+    for (; r < end; r += nthreads)
+      a0 = Op::step(a0, load_acc<A, kDirect>(l.in, l.in_dtype, base + r * s));
+    a0 = Op::step(a0, a2);
+    a1 = Op::step(a1, a3);
   } else {
     for (; r < end; r += nthreads) {
       a0 = Op::step(a0, load_acc<A, kDirect>(l.in, l.in_dtype, base + space_offset(l.red, r)));
@@ -124,29 +188,39 @@ __global__ void reduce_rows(ReduceLaunch l, int64_t splits, A* partial) {
   }
 }
 
-/// Second pass of split rows: one thread per output.
+/// Second pass of split reductions: a warp per output folds its `splits`
+/// partial results (a single thread walking 2048 of them in order was most
+/// of a whole-tensor sum).
 template <typename A, RedKind K>
 __global__ void reduce_finish(ReduceLaunch l, int64_t splits, const A* partial) {
   using Op = DevOp<A, K>;
-  for (int64_t o = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; o < l.num_out;
-       o += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+  const int lane = threadIdx.x & 31;
+  for (int64_t o = blockIdx.x * int64_t(kWarps) + (threadIdx.x >> 5); o < l.num_out;
+       o += int64_t(gridDim.x) * kWarps) {
     A acc = Op::identity();
-    for (int64_t s = 0; s < splits; ++s) acc = Op::step(acc, partial[o * splits + s]);
-    int64_t off[2];
-    space_offsets(l.kept, o, off);
-    store_as(l.out, l.out_dtype, off[1], Op::finish(acc, l.count));
+    for (int64_t s = lane; s < splits; s += 32) acc = Op::step(acc, partial[o * splits + s]);
+    acc = warp_reduce(acc, StepFn<A, K>{});
+    if (lane == 0) {
+      int64_t off[2];
+      space_offsets(l.kept, o, off);
+      store_as(l.out, l.out_dtype, off[1], Op::finish(acc, l.count));
+    }
   }
 }
 
 constexpr int kColX = 32, kColY = 8;
 
 /// Columns: block (32, 8); threadIdx.x picks one of 32 neighbouring
-/// outputs, threadIdx.y a share of its reduced elements.
+/// outputs, threadIdx.y a share of its reduced elements. With splits > 1
+/// (gridDim.y) each block row folds part blockIdx.y of the reduced
+/// elements into `partial` (output-major), for reduce_finish.
 template <typename A, RedKind K, bool kDirect>
-__global__ void reduce_cols(ReduceLaunch l) {
+__global__ void reduce_cols(ReduceLaunch l, int64_t splits, A* partial) {
   using Op = DevOp<A, K>;
   __shared__ A part[kColY][kColX];
   const int tx = threadIdx.x, ty = threadIdx.y;
+  const int64_t split = blockIdx.y;
+  const int64_t begin = l.count * split / splits, end = l.count * (split + 1) / splits;
   for (int64_t o0 = blockIdx.x * static_cast<int64_t>(kColX); o0 < l.num_out;
        o0 += static_cast<int64_t>(gridDim.x) * kColX) {
     const int64_t o = o0 + tx;
@@ -154,16 +228,89 @@ __global__ void reduce_cols(ReduceLaunch l) {
     A acc = Op::identity();
     if (o < l.num_out) {
       space_offsets(l.kept, o, off);
-      acc = fold_range<A, K, kDirect>(l, off[0], 0, l.count, ty, kColY);
+      acc = fold_range<A, K, kDirect>(l, off[0], begin, end, ty, kColY);
     }
     __syncthreads();  // part may still be read by the previous iteration
     part[ty][tx] = acc;
     __syncthreads();
     if (ty == 0 && o < l.num_out) {
       for (int y = 1; y < kColY; ++y) acc = Op::step(acc, part[y][tx]);
-      store_as(l.out, l.out_dtype, off[1], Op::finish(acc, l.count));
+      if (splits == 1) {
+        store_as(l.out, l.out_dtype, off[1], Op::finish(acc, l.count));
+      } else {
+        partial[o * splits + split] = acc;
+      }
     }
   }
+}
+
+/// Columns of the accumulator's own type with the outputs side by side in
+/// memory (kept stride 1, packs aligned): reduce_cols with each thread
+/// folding a 16-byte pack of neighbouring outputs, so a warp reads 512
+/// contiguous bytes per reduced element instead of 128.
+template <typename A, RedKind K>
+__global__ void reduce_cols_packed(ReduceLaunch l, int64_t splits, A* partial) {
+  using Op = DevOp<A, K>;
+  constexpr int V = kPackOf<A>;
+  using P = Pack<A, V>;
+  __shared__ A part[kColY][kColX * V];
+  const int tx = threadIdx.x, ty = threadIdx.y;
+  const int64_t split = blockIdx.y;
+  const int64_t begin = l.count * split / splits, end = l.count * (split + 1) / splits;
+  const int64_t s = l.red.strides[0][0];
+  const int64_t packs = l.num_out / V;
+  for (int64_t p0 = blockIdx.x * static_cast<int64_t>(kColX); p0 < packs;
+       p0 += static_cast<int64_t>(gridDim.x) * kColX) {
+    const int64_t p = p0 + tx;
+    A acc[V];
+#pragma unroll
+    for (int e = 0; e < V; ++e) acc[e] = Op::identity();
+    if (p < packs) {
+      const A* base = static_cast<const A*>(l.in) + p * V;
+      int64_t r = begin + ty;
+      for (; r + 3 * kColY < end; r += 4 * kColY) {
+        P x[4];
+#pragma unroll
+        for (int u = 0; u < 4; ++u) x[u] = *reinterpret_cast<const P*>(base + (r + u * kColY) * s);
+#pragma unroll
+        for (int u = 0; u < 4; ++u) {
+#pragma unroll
+          for (int e = 0; e < V; ++e) acc[e] = Op::step(acc[e], x[u].v[e]);
+        }
+      }
+      for (; r < end; r += kColY) {
+        const P x = *reinterpret_cast<const P*>(base + r * s);
+#pragma unroll
+        for (int e = 0; e < V; ++e) acc[e] = Op::step(acc[e], x.v[e]);
+      }
+    }
+    __syncthreads();  // part may still be read by the previous iteration
+#pragma unroll
+    for (int e = 0; e < V; ++e) part[ty][tx * V + e] = acc[e];
+    __syncthreads();
+    if (ty == 0 && p < packs) {
+#pragma unroll
+      for (int e = 0; e < V; ++e) {
+        A a = acc[e];
+        for (int y = 1; y < kColY; ++y) a = Op::step(a, part[y][tx * V + e]);
+        const int64_t o = p * V + e;
+        if (splits == 1) {
+          store_as(l.out, l.out_dtype, o * l.kept.strides[1][0], Op::finish(a, l.count));
+        } else {
+          partial[o * splits + split] = a;
+        }
+      }
+    }
+  }
+}
+
+/// Whether the columns of `l` suit reduce_cols_packed (A is the input's
+/// own type): one kept dim of unit input stride, whole aligned packs.
+template <typename A>
+bool packed_columns(const ReduceLaunch& l) {
+  constexpr int V = kPackOf<A>;
+  return l.kept.rank == 1 && l.kept.strides[0][0] == 1 && l.red.rank == 1 && l.num_out % V == 0 &&
+         l.red.strides[0][0] % V == 0 && reinterpret_cast<uintptr_t>(l.in) % 16 == 0;
 }
 
 template <typename A, RedKind K, bool kDirect>
@@ -175,9 +322,34 @@ void run(kernels::KernelContext& ctx, const ReduceLaunch& l, const char* op) {
   const bool columns = rr > 0 && kr > 0 && l.count > 1 && l.num_out >= 64 &&
                        std::llabs(kept_inner) < std::llabs(red_inner);
   if (columns) {
-    const unsigned blocks = blocks_for(l.num_out, kColX);
-    reduce_cols<A, K, kDirect><<<blocks, dim3(kColX, kColY), 0, st>>>(l);
+    bool packed = false;
+    if constexpr (kDirect) packed = packed_columns<A>(l);
+    const unsigned blocks = blocks_for(packed ? l.num_out / kPackOf<A> : l.num_out, kColX);
+    // Split the reduced elements over more block rows until about 16
+    // blocks per SM (132 SMs) are busy, each thread still folding 16 or more.
+    int64_t splits = 1;
+    if (blocks < 2048) {
+      splits = std::min<int64_t>((2048 + blocks - 1) / blocks, l.count / (kColY * 16));
+      splits = std::max<int64_t>(1, std::min<int64_t>(splits, 65535));
+    }
+    A* partial = nullptr;
+    if (splits > 1) {
+      partial = static_cast<A*>(scratch(ctx, sizeof(A) * static_cast<size_t>(l.num_out * splits)));
+    }
+    if (packed) {
+      reduce_cols_packed<A, K>
+          <<<dim3(blocks, static_cast<unsigned>(splits)), dim3(kColX, kColY), 0, st>>>(l, splits,
+                                                                                       partial);
+    } else {
+      reduce_cols<A, K, kDirect>
+          <<<dim3(blocks, static_cast<unsigned>(splits)), dim3(kColX, kColY), 0, st>>>(l, splits,
+                                                                                       partial);
+    }
     check_launch(op);
+    if (splits > 1) {
+      reduce_finish<A, K><<<blocks_for(l.num_out, kWarps), kBlock, 0, st>>>(l, splits, partial);
+      check_launch(op);
+    }
     return;
   }
   if (l.count < 4096) {
@@ -203,7 +375,7 @@ void run(kernels::KernelContext& ctx, const ReduceLaunch& l, const char* op) {
   reduce_rows<A, K, kDirect, false>
       <<<blocks_for(l.num_out * splits, 1), kBlock, 0, st>>>(l, splits, partial);
   check_launch(op);
-  reduce_finish<A, K><<<blocks_for(l.num_out, 128), 128, 0, st>>>(l, splits, partial);
+  reduce_finish<A, K><<<blocks_for(l.num_out, kWarps), kBlock, 0, st>>>(l, splits, partial);
   check_launch(op);
 }
 
