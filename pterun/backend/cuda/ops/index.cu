@@ -82,6 +82,90 @@ int64_t stride_at(const Tensor& t, size_t d) {
   return t.dim() == 0 ? 0 : t.stride(d);
 }
 
+// ---- row gather: embedding and index_select of whole rows ------------------
+//
+// out row (o, i) = src row (o, index[i]) for row-major operands, o over the
+// dims before the indexed one: rows move in the widest unit (up to 16
+// bytes) that divides them, a warp per row (8 rows per block) for short
+// rows, else the block, four units in flight per thread.
+
+struct RowGather {
+  const void* index = nullptr;
+  bool is64 = true;
+  int64_t index_stride = 0;
+  int64_t count = 0;                   // indices (rows) per outer block
+  int64_t size = 0;                    // valid index values: [0, size)
+  int64_t src_outer = 0, src_row = 0;  // strides in units
+  int64_t dst_outer = 0, dst_row = 0;
+  int64_t units = 0;  // units per row
+};
+
+template <typename U, int kPerRow>
+__global__ void __launch_bounds__(kThreads)
+    row_gather_kernel(U* __restrict__ out, const U* __restrict__ src, RowGather g, int64_t rows) {
+  constexpr int kRowsPerBlock = kThreads / kPerRow;
+  const int lane = static_cast<int>(threadIdx.x) % kPerRow;
+  for (int64_t row = int64_t(blockIdx.x) * kRowsPerBlock + threadIdx.x / kPerRow; row < rows;
+       row += int64_t(gridDim.x) * kRowsPerBlock) {
+    const int64_t o = row / g.count, i = row - o * g.count;
+    const int64_t v = read_index(g.index, g.is64, i * g.index_stride);
+    U* d = out + o * g.dst_outer + i * g.dst_row;
+    if (v < 0 || v >= g.size) {
+      for (int64_t k = lane; k < g.units; k += kPerRow) d[k] = U{};
+      continue;
+    }
+    const U* s = src + o * g.src_outer + v * g.src_row;
+    int64_t k = lane;
+    for (; k + 3 * kPerRow < g.units; k += 4 * kPerRow) {
+      U x[4];
+#pragma unroll
+      for (int u = 0; u < 4; ++u) x[u] = s[k + u * kPerRow];
+#pragma unroll
+      for (int u = 0; u < 4; ++u) d[k + u * kPerRow] = x[u];
+    }
+    for (; k < g.units; k += kPerRow) d[k] = s[k];
+  }
+}
+
+/// Runs the row gather of `rows` rows of `row_bytes` bytes; `g`'s strides
+/// are in bytes here. False (nothing launched) when a row is under 16
+/// bytes, which the element kernels move as well.
+bool row_gather(cudaStream_t stream, void* out, const void* src, RowGather g, int64_t rows,
+                int64_t row_bytes) {
+  if (row_bytes < 16) return false;
+  int64_t w = 16;
+  auto fits = [&](int64_t unit) {
+    for (int64_t b : {row_bytes, g.src_outer, g.src_row, g.dst_outer, g.dst_row}) {
+      if (b % unit != 0) return false;
+    }
+    return reinterpret_cast<uintptr_t>(out) % uint64_t(unit) == 0 &&
+           reinterpret_cast<uintptr_t>(src) % uint64_t(unit) == 0;
+  };
+  while (w > 1 && !fits(w)) w /= 2;
+  g.units = row_bytes / w;
+  g.src_outer /= w;
+  g.src_row /= w;
+  g.dst_outer /= w;
+  g.dst_row /= w;
+  auto launch = [&]<typename U>() {
+    if (g.units >= 4 * kThreads) {
+      row_gather_kernel<U, kThreads><<<cuda::blocks_for(rows, 1), kThreads, 0, stream>>>(
+          static_cast<U*>(out), static_cast<const U*>(src), g, rows);
+    } else {
+      row_gather_kernel<U, 32><<<cuda::blocks_for(rows, kThreads / 32), kThreads, 0, stream>>>(
+          static_cast<U*>(out), static_cast<const U*>(src), g, rows);
+    }
+  };
+  switch (w) {
+    case 16: launch.template operator()<uint4>(); break;
+    case 8: launch.template operator()<uint2>(); break;
+    case 4: launch.template operator()<uint32_t>(); break;
+    case 2: launch.template operator()<uint16_t>(); break;
+    default: launch.template operator()<uint8_t>(); break;
+  }
+  return true;
+}
+
 // ---- embedding -------------------------------------------------------------
 
 struct EmbeddingParams {
@@ -134,6 +218,22 @@ void embedding_out(KernelContext& ctx, const ops::EmbeddingArgs& a) {
   p.weight_col = a.weight.stride(1);
   p.out_col = a.out.stride(k);
   cudaStream_t stream = cuda::stream(ctx);
+  if (a.weight.is_contiguous_order() && a.out.is_contiguous_order() &&
+      a.indices.is_contiguous_order()) {
+    const int64_t es = static_cast<int64_t>(a.weight.element_size());
+    RowGather g;
+    g.index = p.indices;
+    g.is64 = p.is64;
+    g.index_stride = 1;
+    g.count = a.indices.numel();
+    g.size = p.num_rows;
+    g.src_row = p.weight_row * es;
+    g.dst_row = p.dim * es;
+    if (row_gather(stream, a.out.data(), a.weight.data(), g, g.count, p.dim * es)) {
+      cuda::check_launch(op);
+      return;
+    }
+  }
   visit_unit(a.weight.element_size(), [&]<typename U>(int parts) {
     p.parts = parts;
     embedding_kernel<U><<<cuda::blocks_for(n, kThreads), kThreads, 0, stream>>>(
@@ -192,6 +292,23 @@ void index_select_out(KernelContext& ctx, const ops::IndexSelectArgs& a) {
   p.size = size_at(a.self, a.dim);
   p.stride = stride_at(a.self, a.dim);
   cudaStream_t stream = cuda::stream(ctx);
+  if (a.self.dim() > 0 && a.self.is_contiguous_order() && a.out.is_contiguous_order()) {
+    const int64_t es = static_cast<int64_t>(a.self.element_size());
+    RowGather g;
+    g.index = p.index;
+    g.is64 = p.is64;
+    g.index_stride = p.index_stride;
+    g.count = p.count;
+    g.size = p.size;
+    g.src_row = p.inner * es;
+    g.src_outer = p.size * p.inner * es;
+    g.dst_row = p.inner * es;
+    g.dst_outer = p.count * p.inner * es;
+    if (row_gather(stream, a.out.data(), a.self.data(), g, n / p.inner, p.inner * es)) {
+      cuda::check_launch(op);
+      return;
+    }
+  }
   visit_unit(a.self.element_size(), [&]<typename U>(int parts) {
     p.parts = parts;
     index_select_kernel<U><<<cuda::blocks_for(n, kThreads), kThreads, 0, stream>>>(
