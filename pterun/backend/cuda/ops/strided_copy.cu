@@ -2,8 +2,9 @@
 // (kernels::make_copy_plan: dims in destination order, coalesced), then the
 // cheapest of four movers: one cudaMemcpyAsync for a dense copy, a
 // shared-memory tiled transpose when the source's contiguous dim is not the
-// destination's, a row kernel for long innermost runs (widened to 16-byte
-// units when both sides are dense there), and a flat kernel otherwise.
+// destination's, a row kernel (a warp or a block per row) for innermost
+// runs of 32 units or more (widened to 16-byte units when both sides are
+// dense there), and a flat kernel otherwise.
 
 #include <cuda_runtime.h>
 
@@ -62,13 +63,19 @@ __global__ void copy_flat_kernel(T* __restrict__ dst, const T* __restrict__ src,
   }
 }
 
-// blockIdx.y walks rows (all dims but the innermost), x-threads the row.
-template <typename T>
-__global__ void copy_rows_kernel(T* __restrict__ dst, const T* __restrict__ src, Layout l,
-                                 int64_t rows) {
+constexpr int kCopyThreads = 256;
+
+// Rows (all dims but the innermost) of kPerRow threads each: a warp (8
+// rows per block) or the block; four units in flight per thread.
+template <typename T, int kPerRow>
+__global__ void __launch_bounds__(kCopyThreads)
+    copy_rows_kernel(T* __restrict__ dst, const T* __restrict__ src, Layout l, int64_t rows) {
+  constexpr int kRowsPerBlock = kCopyThreads / kPerRow;
   const int r = l.rank - 1;
   const int64_t inner = l.sizes[r], di = l.dst[r], si = l.src[r];
-  for (int64_t row = blockIdx.y; row < rows; row += gridDim.y) {
+  const int lane = static_cast<int>(threadIdx.x) % kPerRow;
+  for (int64_t row = int64_t(blockIdx.x) * kRowsPerBlock + threadIdx.x / kPerRow; row < rows;
+       row += int64_t(gridDim.x) * kRowsPerBlock) {
     int64_t rem = row, doff = 0, soff = 0;
     for (int d = r - 1; d >= 0; --d) {
       const int64_t q = rem / l.sizes[d];
@@ -77,26 +84,31 @@ __global__ void copy_rows_kernel(T* __restrict__ dst, const T* __restrict__ src,
       doff += k * l.dst[d];
       soff += k * l.src[d];
     }
-    for (int64_t k = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; k < inner;
-         k += int64_t(gridDim.x) * blockDim.x) {
-      dst[doff + k * di] = src[soff + k * si];
+    int64_t k = lane;
+    for (; k + 3 * kPerRow < inner; k += 4 * kPerRow) {
+      T x[4];
+#pragma unroll
+      for (int u = 0; u < 4; ++u) x[u] = src[soff + (k + u * kPerRow) * si];
+#pragma unroll
+      for (int u = 0; u < 4; ++u) dst[doff + (k + u * kPerRow) * di] = x[u];
     }
+    for (; k < inner; k += kPerRow) dst[doff + k * di] = src[soff + k * si];
   }
 }
 
-// Block (kTile, kTileRows): reads a kTile x kTile tile along the source's
+// Block (32, kTileRows): reads a kT x kT tile along the source's
 // contiguous dim j, writes it along the destination's contiguous dim i.
-template <typename T>
+template <typename T, int kT>
 __global__ void copy_transpose_kernel(T* __restrict__ dst, const T* __restrict__ src,
                                       TileParams p) {
-  __shared__ T tile[kTile][kTile + 1];
+  __shared__ T tile[kT][kT + 1];
   const int tx = threadIdx.x, ty = threadIdx.y;
   for (int64_t t = blockIdx.x; t < p.total; t += gridDim.x) {
     const int64_t per_batch = p.tiles_i * p.tiles_j;
     int64_t b = t / per_batch;
     const int64_t within = t - b * per_batch;
-    const int64_t i0 = (within % p.tiles_i) * kTile;
-    const int64_t j0 = (within / p.tiles_i) * kTile;
+    const int64_t i0 = (within % p.tiles_i) * kT;
+    const int64_t j0 = (within / p.tiles_i) * kT;
     int64_t dbase = 0, sbase = 0;
     for (int d = p.batch_rank - 1; d >= 0; --d) {
       const int64_t q = b / p.batch_sizes[d];
@@ -105,16 +117,24 @@ __global__ void copy_transpose_kernel(T* __restrict__ dst, const T* __restrict__
       dbase += k * p.batch_dst[d];
       sbase += k * p.batch_src[d];
     }
-    const int64_t j = j0 + tx;
-    for (int k = ty; k < kTile; k += kTileRows) {
-      const int64_t i = i0 + k;
-      if (i < p.size_i && j < p.size_j) tile[k][tx] = src[sbase + i * p.src_i + j];
+#pragma unroll
+    for (int c = tx; c < kT; c += kTile) {
+      const int64_t j = j0 + c;
+#pragma unroll
+      for (int k = ty; k < kT; k += kTileRows) {
+        const int64_t i = i0 + k;
+        if (i < p.size_i && j < p.size_j) tile[k][c] = src[sbase + i * p.src_i + j];
+      }
     }
     __syncthreads();
-    const int64_t i = i0 + tx;
-    for (int k = ty; k < kTile; k += kTileRows) {
-      const int64_t jj = j0 + k;
-      if (i < p.size_i && jj < p.size_j) dst[dbase + jj * p.dst_j + i] = tile[tx][k];
+#pragma unroll
+    for (int c = tx; c < kT; c += kTile) {
+      const int64_t i = i0 + c;
+#pragma unroll
+      for (int k = ty; k < kT; k += kTileRows) {
+        const int64_t jj = j0 + k;
+        if (i < p.size_i && jj < p.size_j) dst[dbase + jj * p.dst_j + i] = tile[c][k];
+      }
     }
     __syncthreads();
   }
@@ -153,21 +173,36 @@ void launch_copy(cudaStream_t stream, void* dst_ptr, const void* src_ptr, const 
         ++p.batch_rank;
         batches *= l.sizes[d];
       }
-      p.tiles_i = (p.size_i + kTile - 1) / kTile;
-      p.tiles_j = (p.size_j + kTile - 1) / kTile;
+      // Wide tiles (64 x 64, 16 units in flight per thread) for units of
+      // up to 4 bytes on sides long enough to fill them.
+      const bool wide = sizeof(T) <= 4 && p.size_i >= 64 && p.size_j >= 64;
+      const int64_t t = wide ? 2 * kTile : kTile;
+      p.tiles_i = (p.size_i + t - 1) / t;
+      p.tiles_j = (p.size_j + t - 1) / t;
       p.total = batches * p.tiles_i * p.tiles_j;
       const unsigned blocks = static_cast<unsigned>(p.total < (1 << 20) ? p.total : (1 << 20));
-      copy_transpose_kernel<T><<<blocks, dim3(kTile, kTileRows), 0, stream>>>(dst, src, p);
+      if constexpr (sizeof(T) <= 4) {
+        if (wide) {
+          copy_transpose_kernel<T, 2 * kTile>
+              <<<blocks, dim3(kTile, kTileRows), 0, stream>>>(dst, src, p);
+        }
+      }
+      if (!wide) {
+        copy_transpose_kernel<T, kTile><<<blocks, dim3(kTile, kTileRows), 0, stream>>>(dst, src, p);
+      }
       check_launch(op);
       return;
     }
   }
-  if (l.rank >= 1 && l.sizes[inner] >= 128) {
+  if (l.rank >= 1 && l.sizes[inner] >= 32) {
     const int64_t rows = n / l.sizes[inner];
-    const unsigned threads = l.sizes[inner] >= 256 ? 256 : 128;
-    const unsigned gx = blocks_for(l.sizes[inner], threads, 4096);
-    const unsigned gy = static_cast<unsigned>(rows < 65535 ? rows : 65535);
-    copy_rows_kernel<T><<<dim3(gx, gy), threads, 0, stream>>>(dst, src, l, rows);
+    if (l.sizes[inner] >= 4 * kCopyThreads) {
+      copy_rows_kernel<T, kCopyThreads>
+          <<<blocks_for(rows, 1), kCopyThreads, 0, stream>>>(dst, src, l, rows);
+    } else {
+      copy_rows_kernel<T, 32>
+          <<<blocks_for(rows, kCopyThreads / 32), kCopyThreads, 0, stream>>>(dst, src, l, rows);
+    }
     check_launch(op);
     return;
   }
