@@ -470,7 +470,8 @@ def _record(label, seconds, nbytes, flops, ref):
 def perf(label, name, *args, nbytes=None, flops=None, iterations=50, ref=None):
     """With --perf: times `name` on cuda:0 and records achieved GB/s (from
     `nbytes`, the bytes read and written) or TFLOP/s (from `flops`), and its
-    share of the reference rate `ref` (a PERF_REFS key) where measured."""
+    share of the reference rate `ref` (a PERF_REFS key, or a tuple of keys)
+    where measured."""
     if not PERF:
         return
     seconds = time_kernel(name, *args, device="cuda:0", iterations=iterations)
@@ -512,8 +513,9 @@ def perf_lines():
         line = f"{label:<52} {seconds * 1e6:10.2f} us"
         if rate is not None:
             line += f" {rate:10.1f} {unit:<7}"
-        if ref is not None and PERF_REFS.get(ref):
-            line += f" {100 * rate / PERF_REFS[ref]:5.0f}% of {ref}"
+        for key in (ref if isinstance(ref, (tuple, list)) else (ref,)):
+            if key is not None and rate is not None and PERF_REFS.get(key):
+                line += f" {100 * rate / PERF_REFS[key]:5.0f}% of {key}"
         lines.append(line)
     return lines
 

@@ -27,6 +27,11 @@ def test_perf_conv_pool():
          nbytes=x.nbytes * 2)
 
 
+def torch_ref(key, label, make, nbytes):
+    """torch's figure for the same work, stored as PERF_REFS[key]."""
+    harness.perf_torch_reference(key, label, make, nbytes=nbytes)
+
+
 def copy_reference(torch, n):
     src = torch.rand(n, device="cuda")
     dst = torch.empty_like(src)
@@ -45,10 +50,22 @@ def test_perf_copy():
     perf("clone float32 64 MiB", "aten::clone.out", x, None, Out(np.float32, (n,)),
          nbytes=2 * n * 4, ref="copy")
     y = rand((64, 256, 32, 32))
+    torch_ref("torch channels_last", "torch contiguous(channels_last) f32 64 MiB",
+              lambda torch: _channels_last(torch, y.shape), nbytes=2 * y.nbytes)
     perf("clone float32 64 MiB -> channels last", "aten::clone.out", y, None,
-         Out(np.float32, y.shape, dim_order=CL), nbytes=2 * y.nbytes, ref="copy")
+         Out(np.float32, y.shape, dim_order=CL), nbytes=2 * y.nbytes,
+         ref=("copy", "torch channels_last"))
+    torch_ref("torch full", "torch full f32 64 MiB",
+              lambda torch: (lambda out: lambda: out.fill_(1.5))(
+                  torch.empty(n, device="cuda")), nbytes=n * 4)
     perf("full float32 64 MiB", "aten::full.out", [n], 1.5, Out(np.float32, (n,)), nbytes=n * 4,
-         ref="copy")
+         ref=("copy", "torch full"))
+
+
+def _channels_last(torch, shape):
+    x = torch.rand(*shape, device="cuda")
+    out = torch.empty_like(x, memory_format=torch.channels_last)
+    return lambda: out.copy_(x)
 
 
 @pytest.mark.parametrize("dtype", [np.float32, BF16])
@@ -64,8 +81,12 @@ def test_perf_elementwise(dtype):
          ref="copy")
     perf(f"relu {name} 64 MiB", "aten::relu.out", a, Out(dtype, (n,)), nbytes=2 * n * elem,
          ref="copy")
+    tname = "float32" if dtype == np.float32 else "bfloat16"
+    torch_ref(f"torch gelu {name}", f"torch gelu {name} 64 MiB",
+              lambda torch: _unary(torch, torch.nn.functional.gelu, n, tname),
+              nbytes=2 * n * elem)
     perf(f"gelu {name} 64 MiB", "aten::gelu.out", a, "none", Out(dtype, (n,)),
-         nbytes=2 * n * elem, ref="copy")
+         nbytes=2 * n * elem, ref=("copy", f"torch gelu {name}"))
     perf(f"x * 2 + 1 {name} 64 MiB, fused", "pterun::mul_add.out", a,
          tensor(np.float32(2), dtype), tensor(np.float32(1), dtype), 1, Out(dtype, (n,)),
          nbytes=2 * n * elem, ref="copy")
@@ -74,14 +95,37 @@ def test_perf_elementwise(dtype):
          Out(dtype, (n // 4096, 4096)), nbytes=2 * n * elem, ref="copy")
 
 
+def _unary(torch, fn, n, dtype_name):
+    x = torch.rand(n, device="cuda", dtype=getattr(torch, dtype_name))
+    return lambda: fn(x)
+
+
 def test_perf_gathers():
     w = rand((32000, 4096), np.float16)  # 250 MiB table
     idx = RNG.integers(0, 32000, (8, 512))
+    nbytes = 2 * 8 * 512 * 4096 * 2
+    torch_ref("torch embedding", "torch embedding f16 [32000,4096] x 4096 rows",
+              lambda torch: _embedding(torch, w.shape, idx), nbytes=nbytes)
     perf("embedding f16 [32000,4096] x 4096 rows", "aten::embedding.out", w, idx, -1, False,
-         False, Out(np.float16, (8, 512, 4096)), nbytes=2 * 8 * 512 * 4096 * 2)
+         False, Out(np.float16, (8, 512, 4096)), nbytes=nbytes, ref=("copy", "torch embedding"))
     x = rand((4096, 4096), np.float32)
-    perf("index_select f32 [4096,4096] dim 0, 4096 rows", "aten::index_select.out", x, 0,
-         RNG.integers(0, 4096, 4096), Out(np.float32, (4096, 4096)), nbytes=2 * x.nbytes)
+    sel = RNG.integers(0, 4096, 4096)
+    torch_ref("torch index_select", "torch index_select f32 [4096,4096] dim 0",
+              lambda torch: _index_select(torch, x.shape, sel), nbytes=2 * x.nbytes)
+    perf("index_select f32 [4096,4096] dim 0, 4096 rows", "aten::index_select.out", x, 0, sel,
+         Out(np.float32, (4096, 4096)), nbytes=2 * x.nbytes, ref=("copy", "torch index_select"))
+
+
+def _embedding(torch, shape, idx):
+    w = torch.rand(*shape, device="cuda", dtype=torch.float16)
+    i = torch.as_tensor(idx, device="cuda")
+    return lambda: torch.nn.functional.embedding(i, w)
+
+
+def _index_select(torch, shape, sel):
+    x = torch.rand(*shape, device="cuda")
+    i = torch.as_tensor(sel, device="cuda")
+    return lambda: torch.index_select(x, 0, i)
 
 
 def mm_reference(torch, dtype_name, n):
@@ -104,39 +148,85 @@ def test_perf_matmul_4096():
              iterations=20, ref=f"mm {name}")
 
 
-def test_perf_softmax_and_layer_norm():
-    x = rand((4096, 4096))
-    perf("softmax float32 [4096, 4096] dim=-1", "aten::_softmax.out", x, -1, False,
-         Out(np.float32, x.shape), nbytes=2 * x.nbytes)
-    perf("layer_norm float32 [4096, 4096]", "aten::native_layer_norm.out", x, [4096],
-         rand((4096,)), rand((4096,)), 1e-5, Out(np.float32, x.shape), Out(np.float32, [4096, 1]),
-         Out(np.float32, [4096, 1]), nbytes=2 * x.nbytes)
+def _dense(torch, shape, fn, dtype_name="float32"):
+    x = torch.rand(*shape, device="cuda", dtype=getattr(torch, dtype_name))
+    return lambda: fn(x)
+
+
+# Rows of the normalisation and softmax figures: [rows, width] as in a
+# transformer (4096 tokens of 4096, 1024 of 768) and attention scores.
+NORM_SHAPES = [(4096, 4096), (8192, 768), (65536, 128)]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, BF16])
+def test_perf_softmax_and_layer_norm(dtype):
+    name = "float32" if dtype == np.float32 else "bfloat16"
+    elem = 4 if dtype == np.float32 else 2
+    for rows, width in NORM_SHAPES:
+        x = tensor(rand((rows, width)), dtype)
+        nbytes = 2 * rows * width * elem
+        shape = f"{name} [{rows}, {width}]"
+        torch_ref(f"torch softmax {shape}", f"torch softmax {shape} dim=-1",
+                  lambda torch: _dense(torch, (rows, width),
+                                       lambda t: torch.softmax(t, -1), name), nbytes=nbytes)
+        perf(f"softmax {shape} dim=-1", "aten::_softmax.out", x, -1, False,
+             Out(dtype, (rows, width)), nbytes=nbytes, ref=("copy", f"torch softmax {shape}"))
+        torch_ref(f"torch layer_norm {shape}", f"torch layer_norm {shape}",
+                  lambda torch: _layer_norm(torch, rows, width, name), nbytes=nbytes)
+        perf(f"layer_norm {shape}", "aten::native_layer_norm.out", x, [width],
+             tensor(rand((width,)), dtype), tensor(rand((width,)), dtype), 1e-5,
+             Out(dtype, (rows, width)), Out(dtype, [rows, 1]), Out(dtype, [rows, 1]),
+             nbytes=nbytes, ref=("copy", f"torch layer_norm {shape}"))
+
+
+def _layer_norm(torch, rows, width, dtype_name):
+    dt = getattr(torch, dtype_name)
+    x = torch.rand(rows, width, device="cuda", dtype=dt)
+    w = torch.rand(width, device="cuda", dtype=dt)
+    b = torch.rand(width, device="cuda", dtype=dt)
+    return lambda: torch.nn.functional.layer_norm(x, (width,), w, b, 1e-5)
 
 
 def test_perf_sum_64mib():
     x = rand((16 * 1024 * 1024,))
-    perf("sum float32 64 MiB", "aten::sum.out", x, None, Out(np.float32, []), nbytes=x.nbytes)
-    perf("sum float32 [4096, 4096] dim=1", "aten::sum.IntList_out", x.reshape(4096, 4096), [1],
-         False, None, Out(np.float32, [4096]), nbytes=x.nbytes)
-    perf("sum float32 [4096, 4096] dim=0", "aten::sum.IntList_out", x.reshape(4096, 4096), [0],
-         False, None, Out(np.float32, [4096]), nbytes=x.nbytes)
+    cases = [("sum float32 64 MiB", None, lambda t: t.sum()),
+             ("sum float32 [4096, 4096] dim=1", [1], lambda t: t.view(4096, 4096).sum(1)),
+             ("sum float32 [4096, 4096] dim=0", [0], lambda t: t.view(4096, 4096).sum(0))]
+    for label, dims, fn in cases:
+        torch_ref(f"torch {label}", f"torch {label}",
+                  lambda torch: _dense(torch, x.shape, fn), nbytes=x.nbytes)
+        if dims is None:
+            perf(label, "aten::sum.out", x, None, Out(np.float32, []), nbytes=x.nbytes,
+                 ref=("copy", f"torch {label}"))
+        else:
+            perf(label, "aten::sum.IntList_out", x.reshape(4096, 4096), dims, False, None,
+                 Out(np.float32, [4096]), nbytes=x.nbytes, ref=("copy", f"torch {label}"))
 
 
 def test_perf_copies():
     a = rand((4096, 4096), np.float32)  # 64 MiB
     nbytes = 2 * a.nbytes
+    torch_ref("torch transpose", "torch t().contiguous() f32 [4096,4096]",
+              lambda torch: _dense(torch, a.shape, lambda t: t.t().contiguous()), nbytes=nbytes)
     perf("permute_copy f32 [4096,4096] (1,0)", "aten::permute_copy.out", a, [1, 0],
-         Out(np.float32, (4096, 4096)), nbytes=nbytes)
+         Out(np.float32, (4096, 4096)), nbytes=nbytes, ref=("copy", "torch transpose"))
     perf("alias_copy f32 [4096,4096] contiguous", "aten::alias_copy.out", a,
-         Out(np.float32, (4096, 4096)), nbytes=nbytes)
+         Out(np.float32, (4096, 4096)), nbytes=nbytes, ref="copy")
     b = rand((64, 256, 32, 32), np.float32)  # 64 MiB
     perf("alias_copy f32 [64,256,32,32] -> channels last", "aten::alias_copy.out", b,
-         Out(np.float32, b.shape, dim_order=CL), nbytes=2 * b.nbytes)
+         Out(np.float32, b.shape, dim_order=CL), nbytes=2 * b.nbytes,
+         ref=("copy", "torch channels_last"))
     half = rand((4096, 2048), np.float32)
+    torch_ref("torch cat", "torch cat f32 2x[4096,2048] dim 1",
+              lambda torch: _dense(torch, half.shape, lambda t: torch.cat([t, t], 1)),
+              nbytes=nbytes)
     perf("cat f32 2x[4096,2048] dim 1", "aten::cat.out", [half, half], 1,
-         Out(np.float32, (4096, 4096)), nbytes=nbytes)
+         Out(np.float32, (4096, 4096)), nbytes=nbytes, ref=("copy", "torch cat"))
+    torch_ref("torch slice", "torch [:, :2048].contiguous() f32 [4096,4096]",
+              lambda torch: _dense(torch, a.shape, lambda t: t[:, :2048].contiguous()),
+              nbytes=a.nbytes)
     perf("slice_copy f32 [4096,4096] -> [4096,2048]", "aten::slice_copy.Tensor_out", a, 1, 0,
-         2048, 1, Out(np.float32, (4096, 2048)), nbytes=a.nbytes)
+         2048, 1, Out(np.float32, (4096, 2048)), nbytes=a.nbytes, ref=("copy", "torch slice"))
 
 
 def mv_reference(torch, k, n):
