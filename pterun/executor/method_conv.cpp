@@ -36,6 +36,14 @@ bool Method::Loader::scalars_hold(const std::vector<std::pair<int32_t, double>>&
   return true;
 }
 
+bool Method::Loader::any_viewed(const std::vector<std::pair<int32_t, size_t>>& dropped,
+                                int64_t chain_start) {
+  for (auto [value, writer] : dropped) {
+    if (!followers(value, chain_start + static_cast<int64_t>(writer)).empty()) return true;
+  }
+  return false;
+}
+
 // Convolution fusion (rewrite.h): a batch norm with constant statistics is
 // folded into the weights and bias of the convolution before it, and a
 // relu, hardtanh or hardswish after it becomes the convolution's
@@ -58,11 +66,7 @@ void Method::Loader::fuse_convolutions() {
       fn = info->fn;
     }
     if (fn == nullptr || conv.kind != InstructionKind::KernelCall) continue;
-    bool viewed = false;
-    for (auto [value, writer] : f.dropped) {
-      viewed =
-          viewed || !followers(value, layout.start[f.chain] + static_cast<int64_t>(writer)).empty();
-    }
+    const bool viewed = any_viewed(f.dropped, layout.start[f.chain]);
     const TensorDesc& in = *d.values[f.input].tensor;
     const TensorDesc& out = *d.values[f.out].tensor;
     if (viewed || !scalars_hold(f.scalars) || in.dynamism != ShapeDynamism::Static) continue;
@@ -305,11 +309,7 @@ void Method::Loader::fuse_hardswish() {
   if (info == nullptr) return;
   const ChainLayout layout = chain_layout();
   for (const HardswishFusion& f : find_hardswish_fusions(d, kept_values(), layout.idle)) {
-    bool viewed = false;
-    for (auto [value, writer] : f.dropped) {
-      viewed =
-          viewed || !followers(value, layout.start[f.chain] + static_cast<int64_t>(writer)).empty();
-    }
+    const bool viewed = any_viewed(f.dropped, layout.start[f.chain]);
     const TensorDesc& in = *d.values[f.input].tensor;
     const TensorDesc& out = *d.values[f.out].tensor;
     const bool clash = is_planned(in) && is_planned(out) && overlaps(in, out) &&

@@ -122,6 +122,9 @@ struct Method::Loader {
   void fuse_hardswish();
   // Whether each one-element float32 tensor holds its value.
   bool scalars_hold(const std::vector<std::pair<int32_t, double>>& scalars) const;
+  // Whether a view reads one of the values a fusion drops (each with its
+  // writer's step in a chain that starts at instruction `chain_start`).
+  bool any_viewed(const std::vector<std::pair<int32_t, size_t>>& dropped, int64_t chain_start);
   // Load-time kernel rewrites (rewrite.h), where the device has the kernel.
   void apply_rewrites();
   // Channels-last activations between convolutions where that is faster
