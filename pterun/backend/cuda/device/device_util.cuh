@@ -117,6 +117,22 @@ __host__ __device__ inline __nv_bfloat16 float_to_bf16(float f) {
 #endif
 }
 
+/// Copies n units from s (stride si) to d (stride di), shared by kLanes
+/// threads of which the caller is `lane`: four units in flight per thread.
+template <int kLanes, typename U>
+__device__ inline void copy_run(U* __restrict__ d, int64_t di, const U* __restrict__ s, int64_t si,
+                                int64_t n, int lane) {
+  int64_t k = lane;
+  for (; k + 3 * kLanes < n; k += 4 * kLanes) {
+    U x[4];
+#pragma unroll
+    for (int u = 0; u < 4; ++u) x[u] = s[(k + u * kLanes) * si];
+#pragma unroll
+    for (int u = 0; u < 4; ++u) d[(k + u * kLanes) * di] = x[u];
+  }
+  for (; k < n; k += kLanes) d[k * di] = s[k * si];
+}
+
 /// Converts between device storage / compute types with the CPU engine's
 /// rules (kernels::convert).
 template <typename To, typename From>

@@ -124,6 +124,18 @@ struct RowWalk {
   __device__ bool valid() const { return row() < count; }
 };
 
+/// Whether operands [0, n) of `s` move from row to row by whole packs of
+/// V elements (so each row starts on a pack when the data does).
+template <int N>
+bool steps_by_packs(const Space<N>& s, int n, int v) {
+  for (int d = 0; d < s.rank; ++d) {
+    for (int k = 0; k < n; ++k) {
+      if (s.strides[k][d] % v != 0) return false;
+    }
+  }
+  return true;
+}
+
 /// Calls launch.template operator()<kThreads, kSlots>() with the smallest
 /// of the row shapes that holds `packs` packs: 8 lanes x 4, a warp x 4 or
 /// x 8, the block x 2, x 4 or x 8 (fewest registers for the row; only a

@@ -202,10 +202,6 @@ inline int64_t row_period(const Tensor& in, const Tensor& out) {
   return in.numel();
 }
 
-inline bool aligned(const void* p, size_t bytes) {
-  return reinterpret_cast<uintptr_t>(p) % bytes == 0;
-}
-
 }  // namespace ew_detail
 
 /// out[i] = op(ins...[i]) computed in C, through the strided kernel only
@@ -248,13 +244,11 @@ void elementwise(const kernels::KernelContext& ctx, Tensor& out,
   // shape (a bias) in whole aligned vectors, or a single element.
   ew_detail::Periods<N> period{};
   const bool linear = is_linear(ix);
-  bool fast = typed && (linear || out.is_contiguous_order()) &&
-              ew_detail::aligned(out.data(), V * sizeof(SO));
+  bool fast = typed && (linear || out.is_contiguous_order()) && aligned(out.data(), V * sizeof(SO));
   for (int k = 0; k < N && fast; ++k) {
     period.elements[k] = linear ? n : ew_detail::row_period(*ins[k], out);
     const int64_t p = period.elements[k];
-    fast = p == 1 ||
-           (p > 0 && (linear || p % V == 0) && ew_detail::aligned(ins[k]->data(), V * sizeof(S)));
+    fast = p == 1 || (p > 0 && (linear || p % V == 0) && aligned(ins[k]->data(), V * sizeof(S)));
   }
   if (typed) {
     ew_detail::TypedInputs<S, N> in;

@@ -114,16 +114,7 @@ __global__ void __launch_bounds__(kThreads)
       for (int64_t k = lane; k < g.units; k += kPerRow) d[k] = U{};
       continue;
     }
-    const U* s = src + o * g.src_outer + v * g.src_row;
-    int64_t k = lane;
-    for (; k + 3 * kPerRow < g.units; k += 4 * kPerRow) {
-      U x[4];
-#pragma unroll
-      for (int u = 0; u < 4; ++u) x[u] = s[k + u * kPerRow];
-#pragma unroll
-      for (int u = 0; u < 4; ++u) d[k + u * kPerRow] = x[u];
-    }
-    for (; k < g.units; k += kPerRow) d[k] = s[k];
+    cuda::copy_run<kPerRow>(d, 1, src + o * g.src_outer + v * g.src_row, 1, g.units, lane);
   }
 }
 
@@ -138,8 +129,8 @@ bool row_gather(cudaStream_t stream, void* out, const void* src, RowGather g, in
     for (int64_t b : {row_bytes, g.src_outer, g.src_row, g.dst_outer, g.dst_row}) {
       if (b % unit != 0) return false;
     }
-    return reinterpret_cast<uintptr_t>(out) % uint64_t(unit) == 0 &&
-           reinterpret_cast<uintptr_t>(src) % uint64_t(unit) == 0;
+    return cuda::aligned(out, static_cast<size_t>(unit)) &&
+           cuda::aligned(src, static_cast<size_t>(unit));
   };
   while (w > 1 && !fits(w)) w /= 2;
   g.units = row_bytes / w;

@@ -219,14 +219,10 @@ bool dense_rows(const LayerNormLaunch& l, int v, size_t bytes) {
   if (l.row.strides[0][0] != 1 || l.row.strides[1][0] != 1) return false;
   if (l.weight != nullptr && l.row.strides[2][0] != 1) return false;
   if (l.bias != nullptr && l.row.strides[3][0] != 1) return false;
-  const uintptr_t align = static_cast<uintptr_t>(v) * bytes;
   for (const void* p : {l.in, static_cast<const void*>(l.out), l.weight, l.bias}) {
-    if (reinterpret_cast<uintptr_t>(p) % align != 0) return false;
+    if (!aligned(p, static_cast<size_t>(v) * bytes)) return false;
   }
-  for (int d = 0; d < l.rows.rank; ++d) {
-    if (l.rows.strides[0][d] % v != 0 || l.rows.strides[1][d] % v != 0) return false;
-  }
-  return true;
+  return steps_by_packs(l.rows, 2, v);
 }
 
 /// Launches layer_norm_rows when a row fits in registers with packs of V.

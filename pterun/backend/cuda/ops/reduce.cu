@@ -310,7 +310,21 @@ template <typename A>
 bool packed_columns(const ReduceLaunch& l) {
   constexpr int V = kPackOf<A>;
   return l.kept.rank == 1 && l.kept.strides[0][0] == 1 && l.red.rank == 1 && l.num_out % V == 0 &&
-         l.red.strides[0][0] % V == 0 && reinterpret_cast<uintptr_t>(l.in) % 16 == 0;
+         l.red.strides[0][0] % V == 0 && aligned(l.in, 16);
+}
+
+/// Scratch for `splits` partial results of every output.
+template <typename A>
+A* partials(kernels::KernelContext& ctx, const ReduceLaunch& l, int64_t splits) {
+  return static_cast<A*>(scratch(ctx, sizeof(A) * static_cast<size_t>(l.num_out * splits)));
+}
+
+/// The second pass of a split reduction.
+template <typename A, RedKind K>
+void finish(cudaStream_t st, const ReduceLaunch& l, int64_t splits, const A* partial,
+            const char* op) {
+  reduce_finish<A, K><<<blocks_for(l.num_out, kWarps), kBlock, 0, st>>>(l, splits, partial);
+  check_launch(op);
 }
 
 template <typename A, RedKind K, bool kDirect>
@@ -332,24 +346,15 @@ void run(kernels::KernelContext& ctx, const ReduceLaunch& l, const char* op) {
       splits = std::min<int64_t>((2048 + blocks - 1) / blocks, l.count / (kColY * 16));
       splits = std::max<int64_t>(1, std::min<int64_t>(splits, 65535));
     }
-    A* partial = nullptr;
-    if (splits > 1) {
-      partial = static_cast<A*>(scratch(ctx, sizeof(A) * static_cast<size_t>(l.num_out * splits)));
+    A* partial = splits > 1 ? partials<A>(ctx, l, splits) : nullptr;
+    auto* kernel = &reduce_cols<A, K, kDirect>;
+    if constexpr (kDirect) {
+      if (packed) kernel = &reduce_cols_packed<A, K>;
     }
-    if (packed) {
-      reduce_cols_packed<A, K>
-          <<<dim3(blocks, static_cast<unsigned>(splits)), dim3(kColX, kColY), 0, st>>>(l, splits,
+    kernel<<<dim3(blocks, static_cast<unsigned>(splits)), dim3(kColX, kColY), 0, st>>>(l, splits,
                                                                                        partial);
-    } else {
-      reduce_cols<A, K, kDirect>
-          <<<dim3(blocks, static_cast<unsigned>(splits)), dim3(kColX, kColY), 0, st>>>(l, splits,
-                                                                                       partial);
-    }
     check_launch(op);
-    if (splits > 1) {
-      reduce_finish<A, K><<<blocks_for(l.num_out, kWarps), kBlock, 0, st>>>(l, splits, partial);
-      check_launch(op);
-    }
+    if (splits > 1) finish<A, K>(st, l, splits, partial, op);
     return;
   }
   if (l.count < 4096) {
@@ -371,12 +376,11 @@ void run(kernels::KernelContext& ctx, const ReduceLaunch& l, const char* op) {
     check_launch(op);
     return;
   }
-  A* partial = static_cast<A*>(scratch(ctx, sizeof(A) * static_cast<size_t>(l.num_out * splits)));
+  A* partial = partials<A>(ctx, l, splits);
   reduce_rows<A, K, kDirect, false>
       <<<blocks_for(l.num_out * splits, 1), kBlock, 0, st>>>(l, splits, partial);
   check_launch(op);
-  reduce_finish<A, K><<<blocks_for(l.num_out, kWarps), kBlock, 0, st>>>(l, splits, partial);
-  check_launch(op);
+  finish<A, K>(st, l, splits, partial, op);
 }
 
 template <typename A, RedKind K>

@@ -133,13 +133,9 @@ __global__ void softmax_thread(SoftmaxLaunch l, int64_t lines) {
 template <typename T, typename C, int V>
 bool launch_rows(kernels::KernelContext& ctx, const SoftmaxLaunch& l, int64_t lines) {
   if (l.len == 0 || l.len % V != 0 || l.in_step != 1 || l.out_step != 1) return false;
-  const uintptr_t align = sizeof(T) * V;
-  if (reinterpret_cast<uintptr_t>(l.in) % align != 0 ||
-      reinterpret_cast<uintptr_t>(l.out) % align != 0) {
+  if (!aligned(l.in, sizeof(T) * V) || !aligned(l.out, sizeof(T) * V) ||
+      !steps_by_packs(l.other, 2, V)) {
     return false;
-  }
-  for (int d = 0; d < l.other.rank; ++d) {
-    if (l.other.strides[0][d] % V != 0 || l.other.strides[1][d] % V != 0) return false;
   }
   return for_row_shape<V>(l.len / V, [&]<int kThreads, int kSlots>() {
     softmax_rows<T, C, kThreads, kSlots, V>

@@ -11,6 +11,7 @@
 #include <cstdint>
 
 #include "pterun/backend/cuda/cuda_context.h"
+#include "pterun/backend/cuda/ops/launch_util.cuh"
 #include "pterun/backend/cuda/strided_copy.h"
 #include "pterun/core/error.h"
 #include "pterun/kernels/common/copy_plan.h"
@@ -84,15 +85,7 @@ __global__ void __launch_bounds__(kCopyThreads)
       doff += k * l.dst[d];
       soff += k * l.src[d];
     }
-    int64_t k = lane;
-    for (; k + 3 * kPerRow < inner; k += 4 * kPerRow) {
-      T x[4];
-#pragma unroll
-      for (int u = 0; u < 4; ++u) x[u] = src[soff + (k + u * kPerRow) * si];
-#pragma unroll
-      for (int u = 0; u < 4; ++u) dst[doff + (k + u * kPerRow) * di] = x[u];
-    }
-    for (; k < inner; k += kPerRow) dst[doff + k * di] = src[soff + k * si];
+    copy_run<kPerRow>(dst + doff, di, src + soff, si, inner, lane);
   }
 }
 
@@ -211,8 +204,7 @@ void launch_copy(cudaStream_t stream, void* dst_ptr, const void* src_ptr, const 
 }
 
 bool aligned_to(const Layout& l, const void* a, const void* b, int64_t w) {
-  if (reinterpret_cast<uintptr_t>(a) % uint64_t(w) != 0) return false;
-  if (reinterpret_cast<uintptr_t>(b) % uint64_t(w) != 0) return false;
+  if (!aligned(a, static_cast<size_t>(w)) || !aligned(b, static_cast<size_t>(w))) return false;
   for (int d = 0; d < l.rank; ++d) {
     if (l.dst[d] % w != 0 || l.src[d] % w != 0) return false;
   }
