@@ -12,6 +12,7 @@ const char* counter_name(Counter c) {
     case Counter::LayoutConversions: return "layout_conversions";
     case Counter::OutputCopies: return "output_copies";
     case Counter::GraphLaunches: return "graph_launches";
+    case Counter::KernelCalls: return "kernel_calls";
     case Counter::kCount: break;
   }
   return "unknown";

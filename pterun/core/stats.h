@@ -16,6 +16,7 @@ enum class Counter : int {
   LayoutConversions,
   OutputCopies,
   GraphLaunches,
+  KernelCalls,
   kCount,
 };
 

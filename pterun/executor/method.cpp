@@ -407,6 +407,7 @@ std::unique_ptr<Method> Method::load(std::shared_ptr<const Program> program,
     loader.fold_constants();
     loader.fuse_convolutions();
     loader.fuse_hardswish();
+    loader.fuse_safe_softmax();
     loader.fuse_elementwise();
     loader.apply_rewrites();
     loader.skip_fused_copies();

@@ -211,7 +211,8 @@ class Method {
   // fused quantized kernels); deques keep their addresses stable.
   std::deque<Tensor> extra_tensors_;
   std::deque<Value> extra_values_;
-  std::vector<Value*> arg_pool_;  // kernel arguments, flattened
+  std::deque<std::vector<double>> fused_programs_;  // of fused elementwise steps
+  std::vector<Value*> arg_pool_;                    // kernel arguments, flattened
   std::vector<std::vector<Value*>> boxed_lists_;
   std::vector<std::vector<Tensor*>> tensor_lists_;
   std::vector<std::vector<Step>> chains_;

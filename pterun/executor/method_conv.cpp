@@ -166,11 +166,26 @@ void Method::Loader::skip_fused_copies() {
       }
       return false;
     };
+    // A step that reads `out` as an item of a tensor list (a fused
+    // elementwise program's inputs) keeps the copy: readers are
+    // retargeted by their own arguments only.
+    auto listed = [&](const Step& s) {
+      if (s.kind != InstructionKind::KernelCall) return false;
+      for (uint32_t a = 0; a < s.args_count; ++a) {
+        const Value* v = arg(s, a);
+        if (v->kind() != ValueKind::TensorList) continue;
+        for (const Tensor* t : v->to_tensor_list()) {
+          if (t == &ut) return true;
+        }
+      }
+      return false;
+    };
     // The steps that mention `out`: after the copy, in its chain alone.
     size_t last = 0;
     bool ok = true;
     for (size_t c = 0; c < m.chains_.size() && ok; ++c) {
       for (size_t k = 0; k < m.chains_[c].size(); ++k) {
+        ok = ok && !listed(m.chains_[c][k]);
         if (!mentions(m.chains_[c][k], out) || (c == fc.chain && k == fc.step)) continue;
         ok = ok && c == fc.chain && k > fc.step;
         last = std::max(last, k);
@@ -304,11 +319,16 @@ void Method::Loader::fold_batch_norm(const ConvFusion& f) {
 // values' bytes, and the output overlaps the input element for element or
 // not at all.
 void Method::Loader::fuse_hardswish() {
-  const kernels::KernelInfo* info =
-      kernels::KernelRegistry::global().info("aten::hardswish.out", m.options_.device);
-  if (info == nullptr) return;
   const ChainLayout layout = chain_layout();
-  for (const HardswishFusion& f : find_hardswish_fusions(d, kept_values(), layout.idle)) {
+  apply_pattern_fusions(find_hardswish_fusions(d, kept_values(), layout.idle), layout);
+}
+
+void Method::Loader::apply_pattern_fusions(const std::vector<PatternFusion>& found,
+                                           const ChainLayout& layout) {
+  for (const PatternFusion& f : found) {
+    const kernels::KernelInfo* info =
+        kernels::KernelRegistry::global().info(f.replacement.kernel, m.options_.device);
+    if (info == nullptr) continue;
     const bool viewed = any_viewed(f.dropped, layout.start[f.chain]);
     const TensorDesc& in = *d.values[f.input].tensor;
     const TensorDesc& out = *d.values[f.out].tensor;

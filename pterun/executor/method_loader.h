@@ -95,12 +95,10 @@ struct Method::Loader {
   // stays (the error then comes from the call, as before). On a GPU the
   // folded kernels run on the method's stream, waited for once at the end.
   void fold_constants();
-  // Elementwise fusion (rewrite.h): a mul whose product only the next
-  // running add (or sub) reads runs inside that add, one pass over memory
-  // instead of two, where the device has the fused kernel and memory allows:
-  // no view reads the product's bytes later, and out overlaps each operand
-  // element for element (static shapes, same place and order) or not at
-  // all.
+  // Elementwise fusion (rewrite.h, find_elementwise_fusions): each tree of
+  // elementwise steps runs as one fused elementwise program (ops/fused.h)
+  // where the device has the kernel, no view reads a value it drops, and
+  // PTERUN_FUSE_ELEMENTWISE is not 0.
   void fuse_elementwise();
   // Convolution fusion (rewrite.h): batch norm folded into the weights, a
   // relu or hardtanh into the convolution's clamp (CPU methods).
@@ -120,6 +118,14 @@ struct Method::Loader {
   // Hardswish fusion (rewrite.h): torch's decomposed hardswish that no
   // convolution took runs as one hardswish.out step.
   void fuse_hardswish();
+  // Safe-softmax fusion (rewrite.h, find_safe_softmax_fusions): torch's
+  // decomposed attention's softmax and the five steps that zero its dead
+  // lines run as one kernel.
+  void fuse_safe_softmax();
+  // Applies pattern fusions where the device has the kernel and memory
+  // allows: no view reads a dropped value's bytes, the output overlaps the
+  // input element for element or not at all, the scalars hold.
+  void apply_pattern_fusions(const std::vector<PatternFusion>& found, const ChainLayout& layout);
   // Whether each one-element float32 tensor holds its value.
   bool scalars_hold(const std::vector<std::pair<int32_t, double>>& scalars) const;
   // Whether a view reads one of the values a fusion drops (each with its

@@ -4,6 +4,8 @@
 // share: views that follow a tensor, values to keep.
 
 #include <algorithm>
+#include <cstdlib>
+#include <cstring>
 
 #include "pterun/backend/device.h"
 #include "pterun/core/error.h"
@@ -11,6 +13,7 @@
 #include "pterun/executor/layout.h"
 #include "pterun/executor/method_loader.h"
 #include "pterun/executor/rewrite.h"
+#include "pterun/kernels/internal_ops.h"
 
 namespace pterun {
 
@@ -182,39 +185,96 @@ void Method::Loader::fold_constants() {
   if (gpu && folded) m.wait();
 }
 
-// Elementwise fusion (rewrite.h): a mul whose product only the next
-// running add (or sub) reads runs inside that add, one pass over memory
-// instead of two, where the device has the fused kernel and memory allows:
-// no view reads the product's bytes later, and out overlaps each operand
-// element for element (static shapes, same place and order) or not at
-// all.
+void Method::Loader::fuse_safe_softmax() {
+  const ChainLayout layout = chain_layout();
+  apply_pattern_fusions(find_safe_softmax_fusions(d, kept_values(), layout.idle), layout);
+}
+
+// Elementwise fusion (rewrite.h, find_elementwise_fusions): each tree runs
+// as one fused elementwise program where the device has the kernel, no
+// view reads a value it drops, and PTERUN_FUSE_ELEMENTWISE is not 0.
 void Method::Loader::fuse_elementwise() {
   const auto& registry = kernels::KernelRegistry::global();
+  const Device device = m.options_.device;
+  const kernels::KernelInfo* info = registry.info(kernels::kFusedElementwiseKernel, device);
+  const char* env = std::getenv("PTERUN_FUSE_ELEMENTWISE");
+  if (info == nullptr || (env != nullptr && std::strcmp(env, "0") == 0)) return;
   const ChainLayout layout = chain_layout();
-  for (const KernelFusion& f : find_mul_add_fusions(d, kept_values(), layout.idle)) {
-    const kernels::KernelInfo* info = registry.info(f.kernel, m.options_.device);
-    if (info == nullptr) continue;
-    const kernels::KernelFn fn = info->fn;
-    const int64_t first_at = layout.start[f.chain] + static_cast<int64_t>(f.first);
-    if (!followers(f.dropped, first_at).empty()) continue;
-    const TensorDesc& out = *d.values[f.args[4]].tensor;
-    bool clash = false;
-    for (int32_t operand : {f.args[0], f.args[1], f.args[2]}) {
-      const TensorDesc& in = *d.values[operand].tensor;
-      if (!is_planned(in) || !is_planned(out) || !overlaps(in, out)) continue;
-      clash = clash || in.memory_offset != out.memory_offset || in.sizes != out.sizes ||
-              in.dim_order != out.dim_order || in.dynamism != ShapeDynamism::Static ||
-              out.dynamism != ShapeDynamism::Static;
+  // Steps that still run their own operator.
+  std::vector<std::vector<bool>> original(m.chains_.size());
+  for (size_t c = 0; c < m.chains_.size(); ++c) {
+    for (size_t k = 0; k < m.chains_[c].size(); ++k) {
+      const Step& s = m.chains_[c][k];
+      const format::InstructionDesc& instr = d.chains[c].instructions[k];
+      original[c].push_back(s.kind == InstructionKind::KernelCall &&
+                            instr.kind == InstructionKind::KernelCall &&
+                            s.fn == registry.find(d.operators[instr.index].full_name(), device));
     }
-    if (clash) continue;
-    Step& first = m.chains_[f.chain][f.first];
-    Step& second = m.chains_[f.chain][f.second];
-    second.fn = fn;
-    second.args_begin = static_cast<uint32_t>(m.arg_pool_.size());
-    second.args_count = static_cast<uint32_t>(f.args.size());
-    for (int32_t v : f.args) m.arg_pool_.push_back(&m.values_[v]);
-    first.kind = InstructionKind::FreeCall;  // a no-op from now on
-    first.fn = nullptr;
+  }
+  // A value a view reads stays materialised: such values are kept and the
+  // trees found again, until none drops one.
+  std::vector<bool> keep = kept_values();
+  std::vector<ElementwiseFusion> found;
+  for (bool again = true; again;) {
+    found = find_elementwise_fusions(d, keep, original, layout.idle);
+    again = false;
+    for (const ElementwiseFusion& f : found) {
+      for (const auto& dropped : f.dropped) {
+        if (keep[dropped.first] || !any_viewed({dropped}, layout.start[f.chain])) continue;
+        keep[dropped.first] = true;
+        again = true;
+      }
+    }
+  }
+  // Inputs read after their planned lifetime move to memory of their own,
+  // before the views below are made of their bytes. An input held in the
+  // bytes of the value that moves must move with it (one of its
+  // followers); a tree whose input would stay behind is not applied.
+  std::erase_if(found, [&](const ElementwiseFusion& f) {
+    for (auto [value, input] : f.own_memory) {
+      if (value == input) continue;
+      const Tensor* held = &m.tensors_[tensor_of_value[input]];
+      const auto views = followers(value, last_writer(value));
+      if (std::none_of(views.begin(), views.end(),
+                       [&](const auto& v) { return v.first == held; })) {
+        return true;
+      }
+    }
+    return false;
+  });
+  std::set<int32_t> moved;
+  for (const ElementwiseFusion& f : found) {
+    for (auto [value, input] : f.own_memory) moved.insert(value);
+  }
+  for (int32_t v : moved) give_own_memory(v);
+  for (const ElementwiseFusion& f : found) {
+    std::vector<Tensor*>& list = m.tensor_lists_.emplace_back();
+    for (const ElementwiseFusion::Input& in : f.inputs) {
+      Tensor& t = m.tensors_[tensor_of_value[in.value]];
+      if (!in.view) {
+        list.push_back(&t);
+        continue;
+      }
+      // The value's bytes seen through a view: they never move (the finder
+      // views no value the method keeps).
+      Tensor& view =
+          m.extra_tensors_.emplace_back(t.dtype(), in.sizes, in.dim_order, ShapeDynamism::Static);
+      view.set_data(t.data(), t.capacity());
+      list.push_back(&view);
+    }
+    Value& inputs = m.extra_values_.emplace_back(Value::from_tensor_list(list, false));
+    const std::vector<double>& program = m.fused_programs_.emplace_back(f.program);
+    Value& steps = m.extra_values_.emplace_back(Value::from_double_list(program));
+    Step& root = m.chains_[f.chain][f.root];
+    root.fn = info->fn;
+    root.args_begin = static_cast<uint32_t>(m.arg_pool_.size());
+    root.args_count = 4;  // inputs, program, out, and the returned out
+    for (Value* v : {&inputs, &steps, &m.values_[f.out], &m.values_[f.out]})
+      m.arg_pool_.push_back(v);
+    for (size_t k : f.idle) {
+      m.chains_[f.chain][k].kind = InstructionKind::FreeCall;  // a no-op from now on
+      m.chains_[f.chain][k].fn = nullptr;
+    }
   }
 }
 

@@ -5,6 +5,7 @@
 
 #include "pterun/backend/device.h"
 #include "pterun/core/error.h"
+#include "pterun/core/stats.h"
 #include "pterun/core/text.h"
 #include "pterun/core/threads.h"
 #include "pterun/executor/method.h"
@@ -107,6 +108,7 @@ void Method::execute_async() {
 
 void Method::run_steps() {
   uint64_t budget = kInstructionBudget;
+  int64_t kernel_calls = 0;
   for (size_t c = 0; c < chains_.size(); ++c) {
     const auto& steps = chains_[c];
     size_t pc = 0;
@@ -121,6 +123,7 @@ void Method::run_steps() {
         switch (s.kind) {
           case format::InstructionKind::KernelCall:
             s.fn(context_, std::span<Value* const>(arg_pool_.data() + s.args_begin, s.args_count));
+            ++kernel_calls;
             ++pc;
             break;
           case format::InstructionKind::JumpFalseCall:
@@ -145,6 +148,7 @@ void Method::run_steps() {
       }
     }
   }
+  stats::add(stats::Counter::KernelCalls, kernel_calls);
 }
 
 void Method::wait() {

@@ -79,58 +79,6 @@ std::vector<KernelRewrite> find_kernel_rewrites(const format::MethodDesc& d,
   return found;
 }
 
-std::vector<KernelFusion> find_mul_add_fusions(const format::MethodDesc& d,
-                                               const std::vector<bool>& keep,
-                                               const std::vector<std::vector<bool>>& idle) {
-  std::vector<KernelFusion> found;
-  // Straight-line programs only: a jump could enter between the two, and a
-  // move could give the product another name.
-  if (straight_line(d).empty()) return found;
-  const std::vector<int> uses = count_uses(d);
-  auto is_kernel = [&](const format::InstructionDesc& instr, const char* name, size_t args) {
-    return instr.kind == InstructionKind::KernelCall && instr.args.size() == args &&
-           d.operators[instr.index].full_name() == name;
-  };
-  auto tensor = [&](int32_t v) -> const format::TensorDesc* {
-    return d.values[v].kind == ValueKind::Tensor ? d.values[v].tensor.get() : nullptr;
-  };
-  for (size_t c = 0; c < d.chains.size(); ++c) {
-    const auto& instrs = d.chains[c].instructions;
-    for (size_t k = 0; k < instrs.size(); ++k) {
-      // mul.out(self, other, *, out) -> out
-      if (!is_kernel(instrs[k], "aten::mul.out", 4)) continue;
-      size_t j = k + 1;
-      while (j < instrs.size() && j < idle[c].size() && idle[c][j]) ++j;
-      if (j >= instrs.size()) continue;
-      // add.out(self, other, *, alpha, out) -> out, and sub.out
-      const bool add = is_kernel(instrs[j], "aten::add.out", 5);
-      if (!add && !is_kernel(instrs[j], "aten::sub.out", 5)) continue;
-      const auto& a = instrs[k].args;
-      const auto& b = instrs[j].args;
-      const int32_t t = a[2];
-      if (b[0] != t || b[1] == t || a[3] != t || keep[t] || uses[t] != 2) continue;
-      const ValueKind alpha = d.values[b[2]].kind;
-      if (alpha != ValueKind::Int && alpha != ValueKind::Double) continue;
-      const format::TensorDesc* tt = tensor(t);
-      if (tt == nullptr || !kernels::is_floating(tt->dtype)) continue;
-      bool same = true;
-      for (int32_t v : {a[0], a[1], b[1], b[3]}) {
-        const format::TensorDesc* o = tensor(v);
-        same = same && o != nullptr && o->dtype == tt->dtype;
-      }
-      if (!same || b[4] != b[3]) continue;
-      found.push_back({c,
-                       k,
-                       j,
-                       add ? kernels::kMulAddKernel : kernels::kMulSubKernel,
-                       {a[0], a[1], b[1], b[2], b[3]},
-                       t});
-      k = j;  // on after the add
-    }
-  }
-  return found;
-}
-
 std::vector<InPlaceCacheWrite> find_in_place_cache_writes(const format::MethodDesc& d,
                                                           const std::vector<bool>& keep) {
   std::vector<InPlaceCacheWrite> found;

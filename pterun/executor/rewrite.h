@@ -31,30 +31,69 @@ struct KernelRewrite {
 std::vector<KernelRewrite> find_kernel_rewrites(const format::MethodDesc& d,
                                                 const std::vector<bool>& keep);
 
-/// Two instructions of one chain that may run as one kernel: `first` runs
-/// nothing and `second` runs `kernel` (kernels/internal_ops.h) with `args`
-/// (value indices), which gives what `second` gave; `dropped` is the value
-/// `first` wrote, which nothing reads any more.
-struct KernelFusion {
+/// A tree of elementwise instructions of one chain run as one
+/// pterun::fused_elementwise.out (ops/fused.h) by instruction `root`, the
+/// last of them, with `inputs` (the program's registers 0 ..) and `program`
+/// (encoded steps); `out` is the root's out. The instructions `idle` run
+/// nothing; `dropped` are the values they wrote (nothing reads them now)
+/// with each writer's index in the chain.
+struct ElementwiseFusion {
+  /// A tensor the program reads: value `value` itself, or (`view`) its
+  /// bytes seen with other sizes and dim order (a dense view: a permutation
+  /// or a reshape of its elements, leading size-1 dims added), which
+  /// broadcasts to the out's shape.
+  struct Input {
+    int32_t value = 0;
+    bool view = false;
+    std::vector<int64_t> sizes;
+    std::vector<uint8_t> dim_order;
+    bool broadcast = false;  // an expand: sizes broadcast to a larger shape
+    bool operator==(const Input&) const = default;
+  };
   size_t chain = 0;
-  size_t first = 0;
-  size_t second = 0;
-  const char* kernel = nullptr;
-  std::array<int32_t, 5> args{};
-  int32_t dropped = 0;
+  size_t root = 0;
+  std::vector<size_t> idle;
+  std::vector<Input> inputs;
+  std::vector<double> program;
+  int32_t out = 0;
+  std::vector<std::pair<int32_t, size_t>> dropped;
+  /// Inputs read after their planned lifetime (a later tenant of their
+  /// planned bytes writes before the root runs) need memory of their own:
+  /// (value to move, input) pairs, the value the input itself or the
+  /// written value whose planned bytes hold it (a view resolved by
+  /// planning, which must move with it); and (out, out) where the out
+  /// would overlap an input otherwise than element for element.
+  std::vector<std::pair<int32_t, int32_t>> own_memory;
 };
 
-/// mul.out(x, m) -> t followed by add.out(t, a, alpha) -> out (or sub.out)
-/// where only that add reads t, t is not in `keep`, x, m, t, a and out share
-/// one floating dtype, and every instruction between the two is marked in
-/// `idle` (it runs nothing: folded at load); none in methods with jumps or
-/// moves. Gives kMulAddKernel /
-/// kMulSubKernel fusions with args (x, m, a, alpha, out). The caller still
-/// checks memory: that nothing reads t's bytes through a view and that out
-/// does not partly overlap x, m or a.
-std::vector<KernelFusion> find_mul_add_fusions(const format::MethodDesc& d,
-                                               const std::vector<bool>& keep,
-                                               const std::vector<std::vector<bool>>& idle);
+/// Elementwise fusion: an instruction whose result only one later
+/// elementwise instruction of its chain reads (not in `keep`) runs inside
+/// that one. Elementwise here: the floating unary functions, neg, abs,
+/// relu, silu, gelu, hardsigmoid, hardswish, hardtanh, clamp with scalar
+/// bounds, add/sub/mul/div/maximum/minimum/pow of two tensors or of a
+/// tensor and a scalar, rsub, and float-to-float copies (_to_copy,
+/// _to_dim_order_copy, clone), every tensor float32, float16 or bfloat16
+/// and each operator's compute type float32 or its operands' own dtype.
+/// Layout copies of static shape (permute_copy, transpose_copy, t_copy,
+/// view_copy, unsqueeze_copy, squeeze_copy, alias_copy, expand_copy) take
+/// part too: they read a materialised tensor through a view (Input::view),
+/// one layout copy of another composing into one view; a value the caller
+/// keeps is never viewed (its bytes move at run time).
+/// Only instructions marked in `candidate` (they still run their own
+/// operator) take part; those marked in `idle` run nothing and are passed
+/// over. An instruction is moved later, into its reader, only where no
+/// instruction in between may write what it reads, or where only a later
+/// tenant of an input's planned memory does (a value an instruction writes,
+/// not kept, at most 64 MiB: `own_memory`); the root's out overlaps
+/// an input element for element (same place, shape, order and dtype,
+/// static shapes; never a view) or not at all, or moves to memory of its
+/// own (on the same terms). At most
+/// ops::kFusedMaxInputs inputs and kFusedMaxSteps steps a tree; trees of
+/// one instruction are not reported. None in methods with jumps or moves.
+/// The caller checks that no view reads a dropped value's bytes.
+std::vector<ElementwiseFusion> find_elementwise_fusions(
+    const format::MethodDesc& d, const std::vector<bool>& keep,
+    const std::vector<std::vector<bool>>& candidate, const std::vector<std::vector<bool>>& idle);
 
 /// A convolution whose batch norm (and activation) run inside it: `conv`
 /// runs `kernel` (kernels/internal_ops.h; null: convolution.out itself)
@@ -106,6 +145,21 @@ struct KernelReplacement {
   std::vector<int32_t> args;
 };
 
+/// A run of instructions of one chain that one kernel replaces: instruction
+/// `replacement.index` runs `replacement.kernel` with its arguments and
+/// the instructions `idle` run nothing. `input` and `out` are the tensor
+/// the kernel reads and the one it writes; `dropped` the values the run
+/// wrote that nothing reads now, with their writers; `scalars` one-element
+/// float32 tensors the fusion assumes hold these values.
+struct PatternFusion {
+  size_t chain = 0;
+  KernelReplacement replacement;
+  std::vector<size_t> idle;
+  int32_t input = 0, out = 0;
+  std::vector<std::pair<int32_t, size_t>> dropped;
+  std::vector<std::pair<int32_t, double>> scalars;
+};
+
 /// torch's decomposed hardswish of a float32 value that no convolution
 /// fusion took: add.out(input, three, 1), clamp.out(0, None),
 /// clamp.out(None, 6), mul.out(input, clamped), div.out(six) -> out, the
@@ -116,17 +170,25 @@ struct KernelReplacement {
 /// checks that `scalars` hold 3 and 6, that no view reads the `dropped`
 /// values' bytes, and that out overlaps input element for element or not
 /// at all. None in methods with jumps or moves.
-struct HardswishFusion {
-  size_t chain = 0;
-  KernelReplacement replacement;
-  std::vector<size_t> idle;
-  int32_t input = 0, out = 0;
-  std::vector<std::pair<int32_t, size_t>> dropped;  // values nothing reads now, and their writer
-  std::vector<std::pair<int32_t, double>> scalars;
-};
-std::vector<HardswishFusion> find_hardswish_fusions(const format::MethodDesc& d,
-                                                    const std::vector<bool>& keep,
-                                                    const std::vector<std::vector<bool>>& idle);
+std::vector<PatternFusion> find_hardswish_fusions(const format::MethodDesc& d,
+                                                  const std::vector<bool>& keep,
+                                                  const std::vector<std::vector<bool>>& idle);
+
+/// torch's decomposed attention's softmax, whose lines of nothing but -inf
+/// give zeros:
+///   _softmax.out(x, dim, false) -> s, eq.Scalar_out(x, -inf) -> e,
+///   logical_not.out(e) -> n, any.out(n, dim, true) -> a,
+///   logical_not.out(a) -> k, full_like.out(s, 0) -> z,
+///   where.self_out(k, z, s) -> out,
+/// the seven running one after the other (instructions between them marked
+/// in `idle`), s, e, n, a, k, z (not in `keep`) read by these alone, x
+/// floating. The softmax becomes kSafeSoftmaxKernel(x, dim, false, out)
+/// (`replacement`) and the other six run nothing. The caller checks that
+/// no view reads the `dropped` values' bytes and that out overlaps x
+/// element for element or not at all. None in methods with jumps or moves.
+std::vector<PatternFusion> find_safe_softmax_fusions(const format::MethodDesc& d,
+                                                     const std::vector<bool>& keep,
+                                                     const std::vector<std::vector<bool>>& idle);
 
 /// A KV cache that the plain -kv export writes back whole on every step,
 ///   index_put.out(cache, indices, values, accumulate, *, out=result)

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <optional>
 
+#include "pterun/executor/chain_view.h"
 #include "pterun/executor/desc_util.h"
 #include "pterun/executor/rewrite.h"
 #include "pterun/kernels/internal_ops.h"
@@ -16,53 +17,7 @@ using format::InstructionKind;
 
 namespace {
 
-// One chain of a method as the finders walk it: which instructions still
-// run (`idle` marks those folded or fused away), what the caller keeps,
-// and how many instructions mention each value (count_uses).
-struct ChainView {
-  const format::MethodDesc& d;
-  size_t c;
-  const std::vector<bool>& keep;
-  const std::vector<int>& uses;
-  const std::vector<bool>& idle;
-
-  const std::vector<format::InstructionDesc>& instrs() const { return d.chains[c].instructions; }
-  bool is_kernel(size_t k, const char* name, size_t args) const {
-    const auto& instr = instrs()[k];
-    return instr.kind == InstructionKind::KernelCall && instr.args.size() == args &&
-           d.operators[instr.index].full_name() == name;
-  }
-  const format::TensorDesc* f32(int32_t v) const {
-    const auto& value = d.values[v];
-    if (value.kind != ValueKind::Tensor || value.tensor->dtype != DType::Float32) return nullptr;
-    return value.tensor.get();
-  }
-  // The next instruction after k that runs.
-  size_t next_running(size_t k) const {
-    size_t j = k + 1;
-    while (j < instrs().size() && j < idle.size() && idle[j]) ++j;
-    return j;
-  }
-  // A float32 constant of one element, or the result of an instruction
-  // folded at load (marked idle).
-  bool scalar_tensor(int32_t v) const {
-    const format::TensorDesc* t = f32(v);
-    if (t == nullptr || t->numel != 1) return false;
-    if (t->is_constant()) return true;
-    for (size_t i = 0; i < instrs().size(); ++i) {
-      if (instrs()[i].kind == InstructionKind::KernelCall && !instrs()[i].args.empty() &&
-          instrs()[i].args.back() == v) {
-        return i < idle.size() && idle[i];
-      }
-    }
-    return false;
-  }
-  bool number_is(int32_t v, double want) const {
-    const auto& value = d.values[v];
-    return (value.kind == ValueKind::Int && static_cast<double>(value.int_value) == want) ||
-           (value.kind == ValueKind::Double && value.double_value == want);
-  }
-};
+using detail::ChainView;
 
 // torch's hardswish of float32 y from instruction l on: add.out(y, three,
 // 1) -> a, clamp.out(a, 0, None) -> b, clamp.out(b, None, 6) -> c,
@@ -289,10 +244,10 @@ std::vector<ConvFusion> find_conv_fusions(const format::MethodDesc& d,
 
 namespace pterun {
 
-std::vector<HardswishFusion> find_hardswish_fusions(const format::MethodDesc& d,
-                                                    const std::vector<bool>& keep,
-                                                    const std::vector<std::vector<bool>>& idle) {
-  std::vector<HardswishFusion> found;
+std::vector<PatternFusion> find_hardswish_fusions(const format::MethodDesc& d,
+                                                  const std::vector<bool>& keep,
+                                                  const std::vector<std::vector<bool>>& idle) {
+  std::vector<PatternFusion> found;
   if (straight_line(d).empty()) return found;
   const std::vector<int> uses = count_uses(d);
   for (size_t c = 0; c < d.chains.size(); ++c) {
@@ -303,7 +258,7 @@ std::vector<HardswishFusion> find_hardswish_fusions(const format::MethodDesc& d,
       const format::TensorDesc* yt = view.f32(y);
       const auto m = match_hardswish(view, y, l);
       if (!m || yt->sizes != view.f32(m->out)->sizes) continue;
-      HardswishFusion f;
+      PatternFusion f;
       f.chain = c;
       f.idle.assign(m->steps.begin() + 1, m->steps.end());
       f.replacement = {c, l, "aten::hardswish.out", {y, m->out, m->out}};

@@ -11,13 +11,15 @@ namespace pterun::kernels {
 /// tensor may be left as it was (ops/pool.h, PoolBackend::max_pool_values).
 inline constexpr const char* kMaxPoolValuesKernel = "pterun::max_pool2d_values.out";
 
-/// mul.out then add.out (sub.out) of its product, in one pass:
-/// (self, mul_other, add_other, alpha, *, out) -> out, where out =
-/// self * mul_other + alpha * add_other (minus for sub), the product
-/// rounded to out's dtype first exactly as the two kernels would; one
-/// floating dtype throughout.
-inline constexpr const char* kMulAddKernel = "pterun::mul_add.out";
-inline constexpr const char* kMulSubKernel = "pterun::mul_sub.out";
+/// A chain of elementwise operators as one kernel (ops/fused.h):
+/// (Tensor[] inputs, float[] program, *, out) -> out.
+inline constexpr const char* kFusedElementwiseKernel = "pterun::fused_elementwise.out";
+
+/// _softmax.out whose lines of nothing but -inf give zeros: torch's
+/// decomposed attention's softmax, eq(-inf), logical_not, any,
+/// logical_not, full_like(0) and where as one kernel (executor/rewrite.h):
+/// (self, dim, half_to_float, *, out) -> out.
+inline constexpr const char* kSafeSoftmaxKernel = "pterun::safe_softmax.out";
 
 /// The integer kernels that replace dequantize -> op -> quantize chains
 /// (executor/quant_fusion.h; signatures in ops/quant.h).

@@ -1,8 +1,7 @@
 #pragma once
 
 // The elementwise family: binary arithmetic, unary math, comparisons and
-// logical ops, where, activations, and the fused mul-add kernels the
-// executor substitutes (kernels/internal_ops.h). The front-ends
+// logical ops, where and activations. The front-ends
 // (elementwise_*.cpp) check, promote and resize once, then resolve each call
 // into an op code, the dtype it computes in and its scalars; a backend's
 // compute function maps the op code to its per-element functor in one
@@ -97,20 +96,6 @@ struct BinaryScalarArgs {
   const char* op;
 };
 
-/// out = a * m + alpha * b (`add` Add or AddAlpha) or out = a * m - alpha *
-/// b (Sub or SubAlpha), broadcast, the product rounded to out's dtype
-/// first, exactly as mul.out then add.out would; one dtype throughout
-/// (checked), floating where the executor substitutes it.
-struct MulAddArgs {
-  BinaryFn add;
-  const Tensor& a;
-  const Tensor& m;
-  const Tensor& b;
-  Scalar alpha;
-  Tensor& out;
-  const char* op;
-};
-
 // ---- unary -----------------------------------------------------------------
 
 enum class UnaryFn : uint8_t {
@@ -155,6 +140,13 @@ enum class UnaryFn : uint8_t {
   IsNan,
   IsInf,
 };
+
+/// Calls X(name) for each floating UnaryFn, Exp through Sigmoid (one case
+/// per function where a backend dispatches them).
+#define PTERUN_FLOAT_UNARY_FNS(X)                                                               \
+  X(Exp)                                                                                        \
+  X(Expm1) X(Log) X(Log1p) X(Log2) X(Log10) X(Sqrt) X(Rsqrt) X(Reciprocal) X(Sin) X(Cos) X(Tan) \
+      X(Asin) X(Acos) X(Atan) X(Sinh) X(Cosh) X(Tanh) X(Asinh) X(Acosh) X(Atanh) X(Erf) X(Sigmoid)
 
 /// out = fn(in), out of in's shape.
 struct UnaryArgs {
@@ -269,14 +261,12 @@ struct GluArgs {
   const char* op;
 };
 
-/// One backend's elementwise compute. Every entry but mul_add is required.
+struct FusedArgs;  // fused.h
+
+/// One backend's elementwise compute. Every entry but fused is required.
 struct ElementwiseBackend {
   void (*binary)(KernelContext& ctx, const BinaryArgs& a);
   void (*binary_scalar)(KernelContext& ctx, const BinaryScalarArgs& a);
-  /// nullptr where the backend has no fused kernel: pterun::mul_add.out and
-  /// mul_sub.out are then not registered, and the executor keeps the two
-  /// kernels apart.
-  void (*mul_add)(KernelContext& ctx, const MulAddArgs& a);
   void (*unary)(KernelContext& ctx, const UnaryArgs& a);
   void (*compare)(KernelContext& ctx, const CompareArgs& a);
   void (*logical)(KernelContext& ctx, const LogicalArgs& a);
@@ -285,16 +275,21 @@ struct ElementwiseBackend {
   void (*clamp)(KernelContext& ctx, const ClampArgs& a);
   void (*clamp_tensor)(KernelContext& ctx, const ClampTensorArgs& a);
   void (*glu)(KernelContext& ctx, const GluArgs& a);
+  /// nullptr where the backend has no fused elementwise programs (fused.h):
+  /// pterun::fused_elementwise.out is then not registered, and the
+  /// executor runs each operator of a chain on its own.
+  void (*fused)(KernelContext& ctx, const FusedArgs& a);
 };
 
 /// An ElementwiseBackend of the compute functions named like its slots,
-/// found where the macro is used; `mul_add_fn` is the fused kernel, or
-/// nullptr for a backend without one. Each backend states only that.
-#define PTERUN_ELEMENTWISE_BACKEND(mul_add_fn)                                                    \
-  ::pterun::ops::ElementwiseBackend {                                                             \
-    .binary = &binary, .binary_scalar = &binary_scalar, .mul_add = (mul_add_fn), .unary = &unary, \
-    .compare = &compare, .logical = &logical, .where = &where, .activation = &activation,         \
-    .clamp = &clamp, .clamp_tensor = &clamp_tensor, .glu = &glu,                                  \
+/// found where the macro is used; `fused_fn` is the fused programs'
+/// kernel, or nullptr for a backend without one. Each backend states only
+/// that.
+#define PTERUN_ELEMENTWISE_BACKEND(fused_fn)                                                  \
+  ::pterun::ops::ElementwiseBackend {                                                         \
+    .binary = &binary, .binary_scalar = &binary_scalar, .unary = &unary, .compare = &compare, \
+    .logical = &logical, .where = &where, .activation = &activation, .clamp = &clamp,         \
+    .clamp_tensor = &clamp_tensor, .glu = &glu, .fused = (fused_fn),                          \
   }
 
 // ---- front-ends: binary (elementwise_binary.cpp) ---------------------------
@@ -359,15 +354,6 @@ void bitwise_tensor_out(KernelContext& ctx, const Tensor& self, const Tensor& ot
 // ScalarFn::Bitwise*.
 template <ScalarFn kFn>
 void bitwise_scalar_out(KernelContext& ctx, const Tensor& self, Scalar other, Tensor& out);
-// pterun::mul_add.out(Tensor self, Tensor mul_other, Tensor add_other, Scalar alpha, *,
-//   Tensor(a!) out) (kernels/internal_ops.h)
-void mul_add_out(KernelContext& ctx, const Tensor& self, const Tensor& mul_other,
-                 const Tensor& add_other, Scalar alpha, Tensor& out);
-// pterun::mul_sub.out(Tensor self, Tensor mul_other, Tensor sub_other, Scalar alpha, *,
-//   Tensor(a!) out)
-void mul_sub_out(KernelContext& ctx, const Tensor& self, const Tensor& mul_other,
-                 const Tensor& sub_other, Scalar alpha, Tensor& out);
-
 // ---- front-ends: unary (elementwise_unary.cpp) -----------------------------
 
 // <fn>.out(Tensor self, *, Tensor(a!) out) for every UnaryFn but Logit and

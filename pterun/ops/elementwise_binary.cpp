@@ -108,23 +108,6 @@ ScalarFn pow_fn(const Scalar& exponent, DType common) {
                     : ScalarFn::Pow;
 }
 
-// mul.out then add.out (sub.out) in one pass; the executor checked the
-// dtypes at load.
-void mul_add_sub(KernelContext& ctx, const Tensor& self, const Tensor& mul_other,
-                 const Tensor& add_other, const Scalar& alpha, Tensor& out, bool subtract) {
-  const char* op = subtract ? kernels::kMulSubKernel : kernels::kMulAddKernel;
-  const DType dtype = out.dtype();
-  PTERUN_CHECK(self.dtype() == dtype && mul_other.dtype() == dtype && add_other.dtype() == dtype,
-               ErrorCode::InvalidArgument, op, ": operands must all be ", dtype_name(dtype));
-  check_alpha(alpha, dtype, op);
-  kernels::resize_to_broadcast(out, {&self, &mul_other, &add_other}, op);
-  // A dtype the backend does not compute is its error to raise.
-  const bool one = kernels::is_floating(dtype) && is_one_in(alpha, dtype, op);
-  const BinaryFn add = subtract ? (one ? BinaryFn::Sub : BinaryFn::SubAlpha)
-                                : (one ? BinaryFn::Add : BinaryFn::AddAlpha);
-  elementwise(ctx).mul_add(ctx, {add, self, mul_other, add_other, alpha, out, op});
-}
-
 template <BinaryFn kFn>
 constexpr const char* kBitwiseTensorName =
     kFn == BinaryFn::BitwiseAnd  ? "aten::bitwise_and.Tensor_out"
@@ -285,15 +268,5 @@ template void bitwise_scalar_out<ScalarFn::BitwiseOr>(KernelContext&, const Tens
                                                       Tensor&);
 template void bitwise_scalar_out<ScalarFn::BitwiseXor>(KernelContext&, const Tensor&, Scalar,
                                                        Tensor&);
-
-void mul_add_out(KernelContext& ctx, const Tensor& self, const Tensor& mul_other,
-                 const Tensor& add_other, Scalar alpha, Tensor& out) {
-  mul_add_sub(ctx, self, mul_other, add_other, alpha, out, false);
-}
-
-void mul_sub_out(KernelContext& ctx, const Tensor& self, const Tensor& mul_other,
-                 const Tensor& sub_other, Scalar alpha, Tensor& out) {
-  mul_add_sub(ctx, self, mul_other, sub_other, alpha, out, true);
-}
 
 }  // namespace pterun::ops

@@ -13,6 +13,7 @@
 #include "pterun/ops/copy.h"
 #include "pterun/ops/creation.h"
 #include "pterun/ops/elementwise.h"
+#include "pterun/ops/fused.h"
 #include "pterun/ops/index.h"
 #include "pterun/ops/kv_cache.h"
 #include "pterun/ops/matmul.h"
@@ -32,8 +33,8 @@ namespace {
 using F = OpFamily;
 constexpr Fold kFold = Fold::Yes;
 
-bool has_mul_add(const OpBackend& b) {
-  return b.elementwise->mul_add != nullptr;
+bool has_fused_elementwise(const OpBackend& b) {
+  return b.elementwise->fused != nullptr;
 }
 
 bool has_conv_fused(const OpBackend& b) {
@@ -113,6 +114,7 @@ constexpr OpDef kOps[] = {
     // ---- softmax ----------------------------------------------------------------
     def<&softmax_out>("aten::_softmax.out", F::Softmax),
     def<&log_softmax_out>("aten::_log_softmax.out", F::Softmax),
+    def<&safe_softmax_out>(kernels::kSafeSoftmaxKernel, F::Softmax),
 
     // ---- norm -------------------------------------------------------------------
     def<&native_layer_norm_out>("aten::native_layer_norm.out", F::Norm),
@@ -148,8 +150,8 @@ constexpr OpDef kOps[] = {
     def<&bitwise_scalar_out<ScalarFn::BitwiseAnd>>("aten::bitwise_and.Scalar_out", F::Elementwise),
     def<&bitwise_scalar_out<ScalarFn::BitwiseOr>>("aten::bitwise_or.Scalar_out", F::Elementwise),
     def<&bitwise_scalar_out<ScalarFn::BitwiseXor>>("aten::bitwise_xor.Scalar_out", F::Elementwise),
-    only_where(def<&mul_add_out>(kernels::kMulAddKernel, F::Elementwise), &has_mul_add),
-    only_where(def<&mul_sub_out>(kernels::kMulSubKernel, F::Elementwise), &has_mul_add),
+    only_where(def<&fused_elementwise_out>(kernels::kFusedElementwiseKernel, F::Elementwise),
+               &has_fused_elementwise),
 
     // ---- elementwise: unary -----------------------------------------------------
     def<&unary_out<UnaryFn::Exp>>("aten::exp.out", F::Elementwise, kFold),

@@ -17,6 +17,10 @@ struct SoftmaxArgs {
   size_t dim;
   bool log;
   Tensor& out;
+  // Softmax only: a line whose every element is -inf gives zeros (torch's
+  // decomposed scaled dot-product attention writes that with a where),
+  // where plain softmax gives NaN.
+  bool safe = false;
 };
 
 struct SoftmaxBackend {
@@ -26,6 +30,10 @@ struct SoftmaxBackend {
 // _softmax.out(Tensor self, int dim, bool half_to_float, *, Tensor(a!) out)
 void softmax_out(KernelContext& ctx, const Tensor& in, int64_t dim, bool half_to_float,
                  Tensor& out);
+// pterun::safe_softmax.out(Tensor self, int dim, bool half_to_float, *, Tensor(a!) out)
+// (kernels/internal_ops.h): softmax with SoftmaxArgs::safe.
+void safe_softmax_out(KernelContext& ctx, const Tensor& in, int64_t dim, bool half_to_float,
+                      Tensor& out);
 // _log_softmax.out(Tensor self, int dim, bool half_to_float, *, Tensor(a!) out)
 void log_softmax_out(KernelContext& ctx, const Tensor& in, int64_t dim, bool half_to_float,
                      Tensor& out);

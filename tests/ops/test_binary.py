@@ -1,6 +1,6 @@
 """Elementwise binary arithmetic (add, sub, mul, div, floor_divide,
-remainder, fmod, pow, maximum, minimum, atan2, bitwise and/or/xor and the
-fused mul_add / mul_sub) against NumPy models of ATen's promotion and
+remainder, fmod, pow, maximum, minimum, atan2, bitwise and/or/xor)
+against NumPy models of ATen's promotion and
 out-dtype rules: every dtype, broadcasting, dim orders, Python
 division/remainder semantics, integer division by zero (CPU only: the CUDA
 kernels never read device data to raise), NaN propagation, scalar
@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 from harness import (BF16, CL, Out, T, bf16, cast, check, check_error, compute_type, cpu_only,
-                     cuda_only, dtype_of, integers, is_float, is_int, normal, promote,
-                     promote_scalar, rand, reference, run_on, tensor, value)
+                     dtype_of, integers, is_float, is_int, normal, promote, promote_scalar, rand,
+                     reference, tensor, value)
 
 INTS = [np.uint8, np.int8, np.int16, np.int32, np.int64]
 FLOATS = [np.float32, np.float16, BF16, np.float64]
@@ -809,32 +809,3 @@ def test_bitwise_promotion_and_errors(device):
                 Out(np.float32, (4,)), exc=ValueError)
     check_error(device, "aten::bitwise_and.Scalar_out", a, 1.5, Out(np.float32, (4,)),
                 exc=ValueError)
-
-
-# ---- mul then add, fused (internal kernels the executor substitutes) ---------------------------
-
-FUSED_SHAPES = [((4096,), (), ()), ((3, 4, 5), (3, 4, 5), (5,)), ((6, 64), (64,), (6, 64)),
-                ((1000,), (1,), (1000,)), ((2, 1, 4), (3, 1), (4,)), ((0, 4), (), (4,))]
-
-
-@cuda_only("the fused kernels are CUDA only (the CPU executor runs mul then add)")
-@pytest.mark.parametrize("dtype", FLOATS)
-@pytest.mark.parametrize("kernel,second",
-                         [("pterun::mul_add.out", "aten::add.out"),
-                          ("pterun::mul_sub.out", "aten::sub.out")])
-@pytest.mark.parametrize("shapes", FUSED_SHAPES)
-@pytest.mark.parametrize("alpha", [1, 2.5])
-def test_fused_mul_add_equals_mul_then_add(device, dtype, kernel, second, shapes, alpha):
-    # Bit for bit the two kernels it replaces on the same device (each of
-    # them checked against the CPU above): the product is rounded to the
-    # dtype before the add, never contracted into a fused multiply-add.
-    x, m, a = (values(s, dtype) for s in shapes)
-    product = np.broadcast_shapes(shapes[0], shapes[1])
-    out = np.broadcast_shapes(*shapes)
-    t = run_on(device, "aten::mul.out", tensor(x, dtype), tensor(m, dtype), Out(dtype, product))[0]
-    expected = run_on(device, second, tensor(t, dtype), tensor(a, dtype), alpha,
-                      Out(dtype, out))[0]
-    got = run_on(device, kernel, tensor(x, dtype), tensor(m, dtype), tensor(a, dtype), alpha,
-                 Out(dtype, out))[0]
-    assert got.shape == expected.shape
-    np.testing.assert_array_equal(got, expected)

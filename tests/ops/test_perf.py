@@ -8,6 +8,7 @@ import pytest
 
 import harness
 from harness import BF16, CL, Out, perf, rand, tensor
+from test_fused import SCALAR, step
 
 pytestmark = [harness.needs_cuda,
               pytest.mark.skipif("not harness.PERF", reason="--perf only")]
@@ -87,9 +88,10 @@ def test_perf_elementwise(dtype):
               nbytes=2 * n * elem)
     perf(f"gelu {name} 64 MiB", "aten::gelu.out", a, "none", Out(dtype, (n,)),
          nbytes=2 * n * elem, ref=("copy", f"torch gelu {name}"))
-    perf(f"x * 2 + 1 {name} 64 MiB, fused", "pterun::mul_add.out", a,
-         tensor(np.float32(2), dtype), tensor(np.float32(1), dtype), 1, Out(dtype, (n,)),
-         nbytes=2 * n * elem, ref="copy")
+    perf(f"x * 2 + 1 {name} 64 MiB, fused", "pterun::fused_elementwise.out", [a],
+         step("scalar", SCALAR["mul"], 0, round=dtype, s0=2)
+         + step("scalar", SCALAR["add"], 1, round=dtype, s0=1, s1=1),
+         Out(dtype, (n,)), nbytes=2 * n * elem, ref="copy")
     perf(f"add {name} 64 MiB + [4096] bias", "aten::add.out",
          tensor(rand((n // 4096, 4096)), dtype), tensor(rand((4096,)), dtype), 1,
          Out(dtype, (n // 4096, 4096)), nbytes=2 * n * elem, ref="copy")

@@ -154,3 +154,43 @@ def test_softmax_row_widths(device, name, ref, width, dtype):
     expect = ref(bf16(x) if dtype == BF16 else x, -1)
     tol = (1e-2, 1e-2) if dtype == BF16 else (1e-5, 1e-7)
     check(device, name, tensor(x, dtype), -1, False, Out(dtype, x.shape), expect=expect, tol=tol)
+
+
+# ---- safe softmax (pterun::safe_softmax.out, the executor's fusion of torch's decomposed
+# attention softmax): lines of nothing but -inf give zeros ---------------------------------------
+
+def np_safe_softmax(x, dim):
+    y = np_softmax(x, dim)
+    dead = np.all(np.isneginf(x), axis=dim, keepdims=True)
+    return np.where(dead, 0.0, y)
+
+
+@reference("pterun::safe_softmax.out")
+def safe_softmax_model(a, dim, half_to_float, out):
+    x = value(a)
+    return cast(np_safe_softmax(x, dim if x.ndim else None), dtype_of(out))
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("shape,dim", [((6, 16), 1), ((6, 16), 0), ((2, 4, 8, 8), -1),
+                                       ((4, 3000), -1), ((3000, 4), 0), ((2, 4, 64, 64), -1)])
+def test_safe_softmax_zeroes_dead_lines(device, dtype, shape, dim):
+    # Masked scores as a causal mask writes them, a dead line (all -inf),
+    # a line with a NaN (stays NaN, as the decomposition leaves it) and a
+    # line with one live element.
+    x = rand(shape, low=-8, high=8)
+    lines = np.moveaxis(x, dim, -1)
+    lines[..., 0, :] = -np.inf
+    lines[..., 1, 1::2] = -np.inf
+    lines[..., 2, 3] = np.nan
+    lines[..., 3, 1:] = -np.inf
+    x = np.moveaxis(lines, -1, dim)
+    for name in ("pterun::safe_softmax.out", "aten::_softmax.out"):
+        got = check(device, name, tensor(x, dtype), dim, False, Out(dtype, shape), tol=TOL)[0]
+        dead = np.moveaxis(got, dim, -1)[..., 0, :]
+        assert (np.all(dead == 0) if name.startswith("pterun") else np.all(np.isnan(dead)))
+
+
+def test_safe_softmax_errors(device):
+    check_error(device, "pterun::safe_softmax.out", np.zeros((2, 3), np.int64), 1, False,
+                Out(np.int64, (2, 3)), exc=ValueError, match="pterun::safe_softmax.out: input")

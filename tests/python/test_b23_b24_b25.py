@@ -91,6 +91,7 @@ def test_stats_has_every_counter():
         "layout_conversions",
         "output_copies",
         "graph_launches",
+        "kernel_calls",
     }
     pterun.reset_stats()
     assert all(v == 0 for v in pterun.stats().values())

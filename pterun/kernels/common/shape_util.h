@@ -46,7 +46,8 @@ inline bool same_dims(std::span<const int64_t> a, std::span<const int64_t> b) {
 /// when they do not broadcast.
 Shape broadcast_shapes(std::initializer_list<std::span<const int64_t>> shapes, const char* op);
 
-/// Resizes `out` to the broadcast shape of `inputs`.
+/// Resizes `out` to the broadcast shape of `inputs` (at least one).
+void resize_to_broadcast(Tensor& out, std::span<const Tensor* const> inputs, const char* op);
 void resize_to_broadcast(Tensor& out, std::initializer_list<const Tensor*> inputs, const char* op);
 
 /// Resizes `out` to `sizes`, prefixing errors with `op`.

@@ -153,7 +153,7 @@ TEST(HardswishFusion, AfterALinearLayerAndAnAdd) {
   EXPECT_TRUE(find_conv_fusions(d, inputs_and_outputs(d), folded(d)).empty());
   auto found = find_hardswish_fusions(d, inputs_and_outputs(d), folded(d));
   ASSERT_EQ(found.size(), 2u);
-  for (const HardswishFusion& f : found) {
+  for (const PatternFusion& f : found) {
     EXPECT_STREQ(f.replacement.kernel, "aten::hardswish.out");
     EXPECT_EQ(op_at(d, f.chain, f.replacement.index), "aten::add.out");
     EXPECT_EQ(f.replacement.args, (std::vector<int32_t>{f.input, f.out, f.out}));

@@ -1,5 +1,5 @@
-// The elementwise operators each backend registers: the fused mul-add only
-// where the backend computes it (the executor fuses wherever the kernel
+// The elementwise operators each backend registers: fused elementwise
+// programs on every backend built (the executor fuses wherever the kernel
 // exists), and constant folding for the same operators as before the move
 // behind ops/.
 
@@ -11,19 +11,18 @@
 namespace pterun {
 namespace {
 
-TEST(ElementwiseRegister, CpuHasNoFusedMulAdd) {
+TEST(ElementwiseRegister, CpuHasFusedPrograms) {
   const auto& registry = kernels::KernelRegistry::global();
-  EXPECT_EQ(registry.info(kernels::kMulAddKernel, Device::CPU), nullptr);
-  EXPECT_EQ(registry.info(kernels::kMulSubKernel, Device::CPU), nullptr);
-  ASSERT_NE(registry.info("aten::mul.out", Device::CPU), nullptr);
-  ASSERT_NE(registry.info("aten::add.out", Device::CPU), nullptr);
+  const kernels::KernelInfo* info = registry.info(kernels::kFusedElementwiseKernel, Device::CPU);
+  ASSERT_NE(info, nullptr);
+  EXPECT_FALSE(info->foldable);  // never run at load: the executor emits it
+  EXPECT_EQ(registry.info("pterun::mul_add.out", Device::CPU), nullptr);  // gone: programs cover it
 }
 
-TEST(ElementwiseRegister, CudaHasTheFusedMulAddWhereBuilt) {
+TEST(ElementwiseRegister, CudaHasFusedProgramsWhereBuilt) {
   const auto& registry = kernels::KernelRegistry::global();
   if (registry.info("aten::add.out", Device::CUDA) == nullptr) GTEST_SKIP() << "no CUDA backend";
-  EXPECT_NE(registry.info(kernels::kMulAddKernel, Device::CUDA), nullptr);
-  EXPECT_NE(registry.info(kernels::kMulSubKernel, Device::CUDA), nullptr);
+  EXPECT_NE(registry.info(kernels::kFusedElementwiseKernel, Device::CUDA), nullptr);
 }
 
 TEST(ElementwiseRegister, FoldableAsBefore) {

@@ -12,6 +12,7 @@
 #include "pterun/backend/cpu/engine/parallel.h"
 #include "pterun/backend/cpu/engine/vec_math.h"
 #include "pterun/backend/cpu/ops/elementwise_compute.h"
+#include "pterun/backend/cpu/ops/elementwise_fns.h"
 #include "pterun/kernels/common/elementwise_math.h"
 #include "pterun/ops/elementwise.h"
 
@@ -52,7 +53,7 @@ void relu(KernelContext& ctx, const ops::ActivationArgs& a) {
           ctx, a.out, {&a.in}, [](C x) { return x; }, a.op);
     } else {
       cpu::map_elements<C, C, 1>(
-          ctx, a.out, {&a.in}, [](C x) { return x < C(0) ? C(0) : x; }, a.op);
+          ctx, a.out, {&a.in}, [](C x) { return fns::relu(x); }, a.op);
     }
   });
 }
@@ -67,58 +68,22 @@ void clamp_scalar(KernelContext& ctx, const Tensor& in, Tensor& out, C lo, C hi,
     return;
   }
   cpu::map_elements<C, C, 1>(
-      ctx, out, {&in},
-      [lo, hi](C x) {
-        C v = x < lo ? lo : x;
-        return v > hi ? hi : v;
-      },
-      op);
+      ctx, out, {&in}, [lo, hi](C x) { return fns::clamp(x, lo, hi); }, op);
 }
-
-constexpr auto kSilu = [](auto x) {
-  if constexpr (std::is_same_v<decltype(x), float>) {
-    return x * vec_math::sigmoid(x);
-  } else {
-    return x / (decltype(x)(1) + std::exp(-x));
-  }
-};
-constexpr auto kHardsigmoid = [](auto x) {
-  using C = decltype(x);
-  C v = x + C(3);
-  v = v < C(0) ? C(0) : v;
-  return (v > C(6) ? C(6) : v) / C(6);
-};
-constexpr auto kHardswish = [](auto x) { return x * kHardsigmoid(x); };
 
 }  // namespace
 
 void elementwise::activation(KernelContext& ctx, const ops::ActivationArgs& a) {
   switch (a.fn) {
     case ActivationFn::Relu: return relu(ctx, a);
-    case ActivationFn::Silu: return map_float_fn(ctx, a, kSilu);
-    case ActivationFn::Hardsigmoid: return map_float_fn(ctx, a, kHardsigmoid);
-    case ActivationFn::Hardswish: return map_float_fn(ctx, a, kHardswish);
+    case ActivationFn::Silu: return map_float_fn(ctx, a, [](auto x) { return fns::silu(x); });
+    case ActivationFn::Hardsigmoid:
+      return map_float_fn(ctx, a, [](auto x) { return fns::hardsigmoid(x); });
+    case ActivationFn::Hardswish:
+      return map_float_fn(ctx, a, [](auto x) { return fns::hardswish(x); });
     case ActivationFn::GeluTanh:
-      return map_float(ctx, a, [&]<typename C>() {
-        return [](C x) {
-          constexpr C kBeta = C(0.7978845608028654);  // sqrt(2 / pi)
-          constexpr C kKappa = C(0.044715);
-          if (std::isinf(x)) return x > 0 ? x : C(0);
-          return C(0.5) * x * (C(1) + std::tanh(kBeta * (x + kKappa * x * x * x)));
-        };
-      });
-    case ActivationFn::Gelu:
-      return map_float(ctx, a, [&]<typename C>() {
-        return [](C x) {
-          if constexpr (std::is_same_v<C, float>) {
-            return vec_math::gelu_erf(x);
-          } else {
-            constexpr C kSqrtHalf = C(0.7071067811865476);
-            if (std::isinf(x)) return x > 0 ? x : C(0);
-            return C(0.5) * x * (C(1) + std::erf(x * kSqrtHalf));
-          }
-        };
-      });
+      return map_float_fn(ctx, a, [](auto x) { return fns::gelu_tanh(x); });
+    case ActivationFn::Gelu: return map_float_fn(ctx, a, [](auto x) { return fns::gelu_erf(x); });
     case ActivationFn::LeakyRelu:
       return map_float(ctx, a, [&]<typename C>() {
         C s = math::scalar_as<C>(a.negative_slope);

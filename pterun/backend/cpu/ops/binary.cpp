@@ -329,8 +329,7 @@ void elementwise::binary_scalar(KernelContext& ctx, const ops::BinaryScalarArgs&
 
 const ops::ElementwiseBackend& elementwise_backend() {
   using namespace elementwise;  // NOLINT: the compute functions
-  // No fused kernel: the executor keeps mul and add apart.
-  static constexpr ops::ElementwiseBackend kElementwise = PTERUN_ELEMENTWISE_BACKEND(nullptr);
+  static constexpr ops::ElementwiseBackend kElementwise = PTERUN_ELEMENTWISE_BACKEND(&fused);
   return kElementwise;
 }
 

@@ -1,7 +1,8 @@
 #pragma once
 
 // The CPU elementwise compute, one function per ops::ElementwiseBackend
-// entry, spread over binary.cpp, unary.cpp, compare.cpp and activation.cpp;
+// entry, spread over binary.cpp, unary.cpp, compare.cpp, activation.cpp and
+// fused.cpp;
 // elementwise_backend() (binary.cpp) gathers them into the table.
 
 #include "pterun/kernels/kernel.h"
@@ -21,5 +22,6 @@ void activation(KernelContext& ctx, const ops::ActivationArgs& a);       // acti
 void clamp(KernelContext& ctx, const ops::ClampArgs& a);                 // activation.cpp
 void clamp_tensor(KernelContext& ctx, const ops::ClampTensorArgs& a);    // activation.cpp
 void glu(KernelContext& ctx, const ops::GluArgs& a);                     // activation.cpp
+void fused(KernelContext& ctx, const ops::FusedArgs& a);                 // fused.cpp
 
 }  // namespace pterun::cpu::elementwise

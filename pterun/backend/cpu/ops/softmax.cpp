@@ -82,10 +82,15 @@ void exp_shift_accumulate(const C* x, const C* m, C* y, C* s, int64_t n) {
 }
 
 /// y = softmax(x) (or log_softmax) of one contiguous row; y may alias x.
+/// `safe`: a row of nothing but -inf gives zeros.
 template <bool kLog, typename C>
-void softmax_row(const C* x, C* y, int64_t n) {
+void softmax_row(const C* x, C* y, int64_t n, bool safe) {
   const cpu::ExtremeOp<C, true> max_op;
   const C m = cpu::detail::fold(max_op, max_op.identity(), x, n);
+  if (safe && m == -std::numeric_limits<C>::infinity()) {
+    std::fill(y, y + n, C(0));
+    return;
+  }
   if constexpr (kLog) {
     const C shift = m + std::log(exp_shift_sum<C>(x, m, nullptr, n));
     for (int64_t i = 0; i < n; ++i) y[i] = x[i] - shift;
@@ -97,10 +102,11 @@ void softmax_row(const C* x, C* y, int64_t n) {
 
 /// Softmax of `nb` lines side by side: element k of line j is
 /// x[k * x_stride + j], written to y[k * y_stride + j] (y may alias x). m
-/// and s are nb-element scratch.
+/// and s are nb-element scratch. `safe`: a line of nothing but -inf gives
+/// zeros (its max taken as 0, its exps then all 0, and its scale 0).
 template <bool kLog, typename C>
 void softmax_block(const C* x, int64_t x_stride, C* y, int64_t y_stride, int64_t len, int64_t nb,
-                   C* m, C* s) {
+                   C* m, C* s, bool safe) {
   const cpu::ExtremeOp<C, true> max_op;
   for (int64_t j = 0; j < nb; ++j) {
     m[j] = max_op.identity();
@@ -110,10 +116,17 @@ void softmax_block(const C* x, int64_t x_stride, C* y, int64_t y_stride, int64_t
     const C* row = x + k * x_stride;
     for (int64_t j = 0; j < nb; ++j) m[j] = max_op.step(m[j], row[j]);
   }
+  if (safe) {
+    for (int64_t j = 0; j < nb; ++j) {
+      if (m[j] == -std::numeric_limits<C>::infinity()) m[j] = C(0);
+    }
+  }
   for (int64_t k = 0; k < len; ++k) {
     exp_shift_accumulate<C>(x + k * x_stride, m, kLog ? nullptr : y + k * y_stride, s, nb);
   }
-  for (int64_t j = 0; j < nb; ++j) s[j] = kLog ? m[j] + std::log(s[j]) : C(1) / s[j];
+  for (int64_t j = 0; j < nb; ++j) {
+    s[j] = kLog ? m[j] + std::log(s[j]) : (safe && s[j] == C(0)) ? C(0) : C(1) / s[j];
+  }
   for (int64_t k = 0; k < len; ++k) {
     const C* xr = x + k * x_stride;
     C* yr = y + k * y_stride;
@@ -126,7 +139,7 @@ void softmax_block(const C* x, int64_t x_stride, C* y, int64_t y_stride, int64_t
 }
 
 template <bool kLog, typename T>
-void softmax_impl(KernelContext& ctx, const Tensor& in, Tensor& out, size_t dim) {
+void softmax_impl(KernelContext& ctx, const Tensor& in, Tensor& out, size_t dim, bool safe) {
   using C = std::conditional_t<std::is_same_v<T, double>, double, float>;
   auto plan = kernels::make_line_plan<1>(in, dim, {out.strides()});
   const int64_t len = plan.len;
@@ -165,25 +178,25 @@ void softmax_impl(KernelContext& ctx, const Tensor& in, Tensor& out, size_t dim)
       const int64_t nb = std::min(block, plan.vec - j0);
       if constexpr (kSameType) {
         if (direct && !blocked) {
-          softmax_row<kLog, C>(x + in_base, y + out_base, len);
+          softmax_row<kLog, C>(x + in_base, y + out_base, len, safe);
           continue;
         }
         if (direct) {
           softmax_block<kLog, C>(x + in_base, step, y + out_base, out_step, len, nb, stats,
-                                 stats + block);
+                                 stats + block, safe);
           continue;
         }
       }
       if (!blocked) {
         cpu::detail::load<C>(x, in.dtype(), in_base, step, len, buf);
-        softmax_row<kLog, C>(buf, buf, len);
+        softmax_row<kLog, C>(buf, buf, len, safe);
         cpu::detail::store<C>(y, out.dtype(), out_base, out_step, len, buf);
         continue;
       }
       for (int64_t k = 0; k < len; ++k) {
         cpu::detail::load<C>(x, in.dtype(), in_base + k * step, plan.vec_in, nb, buf + k * nb);
       }
-      softmax_block<kLog, C>(buf, nb, buf, nb, len, nb, stats, stats + block);
+      softmax_block<kLog, C>(buf, nb, buf, nb, len, nb, stats, stats + block, safe);
       for (int64_t k = 0; k < len; ++k) {
         cpu::detail::store<C>(y, out.dtype(), out_base + k * out_step, plan.vec_out[0], nb,
                               buf + k * nb);
@@ -196,9 +209,9 @@ void softmax_out(KernelContext& ctx, const ops::SoftmaxArgs& a) {
   const char* op = a.log ? "aten::_log_softmax.out" : "aten::_softmax.out";
   kernels::visit(a.in.dtype(), kernels::Family::FloatHBF16, op, [&]<typename T>() {
     if (a.log) {
-      softmax_impl<true, T>(ctx, a.in, a.out, a.dim);
+      softmax_impl<true, T>(ctx, a.in, a.out, a.dim, false);
     } else {
-      softmax_impl<false, T>(ctx, a.in, a.out, a.dim);
+      softmax_impl<false, T>(ctx, a.in, a.out, a.dim, a.safe);
     }
   });
 }

@@ -8,8 +8,8 @@
 
 #include "pterun/backend/cpu/engine/elementwise.h"
 #include "pterun/backend/cpu/engine/elementwise_util.h"
-#include "pterun/backend/cpu/engine/vec_math.h"
 #include "pterun/backend/cpu/ops/elementwise_compute.h"
+#include "pterun/backend/cpu/ops/elementwise_fns.h"
 #include "pterun/kernels/common/elementwise_math.h"
 #include "pterun/ops/elementwise.h"
 
@@ -28,6 +28,21 @@ void map_float(KernelContext& ctx, const ops::UnaryArgs& a, Fn fn) {
     cpu::map_elements<double, double, 1>(ctx, a.out, {&a.in}, fn, a.op);
   } else {
     cpu::map_elements<float, float, 1>(ctx, a.out, {&a.in}, fn, a.op);
+  }
+}
+
+/// One of the floating functions (fns::unary_float), dispatched once per
+/// call.
+void float_fn(KernelContext& ctx, const ops::UnaryArgs& a) {
+  auto run = [&]<UnaryFn kFn>() {
+    map_float(ctx, a, [](auto x) { return fns::unary_float<kFn>(x); });
+  };
+  switch (a.fn) {
+#define PTERUN_FLOAT_FN(name) \
+  case UnaryFn::name: return run.template operator()<UnaryFn::name>();
+    PTERUN_FLOAT_UNARY_FNS(PTERUN_FLOAT_FN)
+#undef PTERUN_FLOAT_FN
+    default: return;
   }
 }
 
@@ -151,37 +166,29 @@ constexpr auto kSign = [](auto x) {
 void elementwise::unary(KernelContext& ctx, const ops::UnaryArgs& a) {
   constexpr Family kRealH = Family::RealHBF16;
   switch (a.fn) {
-    case UnaryFn::Exp: return map_float(ctx, a, [](auto x) { return std::exp(x); });
-    case UnaryFn::Expm1: return map_float(ctx, a, [](auto x) { return std::expm1(x); });
-    case UnaryFn::Log: return map_float(ctx, a, [](auto x) { return std::log(x); });
-    case UnaryFn::Log1p: return map_float(ctx, a, [](auto x) { return std::log1p(x); });
-    case UnaryFn::Log2: return map_float(ctx, a, [](auto x) { return std::log2(x); });
-    case UnaryFn::Log10: return map_float(ctx, a, [](auto x) { return std::log10(x); });
-    case UnaryFn::Sqrt: return map_float(ctx, a, [](auto x) { return std::sqrt(x); });
+    case UnaryFn::Exp:
+    case UnaryFn::Expm1:
+    case UnaryFn::Log:
+    case UnaryFn::Log1p:
+    case UnaryFn::Log2:
+    case UnaryFn::Log10:
+    case UnaryFn::Sqrt:
     case UnaryFn::Rsqrt:
-      return map_float(ctx, a, [](auto x) { return decltype(x)(1) / std::sqrt(x); });
-    case UnaryFn::Reciprocal: return map_float(ctx, a, [](auto x) { return decltype(x)(1) / x; });
-    case UnaryFn::Sin: return map_float(ctx, a, [](auto x) { return std::sin(x); });
-    case UnaryFn::Cos: return map_float(ctx, a, [](auto x) { return std::cos(x); });
-    case UnaryFn::Tan: return map_float(ctx, a, [](auto x) { return std::tan(x); });
-    case UnaryFn::Asin: return map_float(ctx, a, [](auto x) { return std::asin(x); });
-    case UnaryFn::Acos: return map_float(ctx, a, [](auto x) { return std::acos(x); });
-    case UnaryFn::Atan: return map_float(ctx, a, [](auto x) { return std::atan(x); });
-    case UnaryFn::Sinh: return map_float(ctx, a, [](auto x) { return std::sinh(x); });
-    case UnaryFn::Cosh: return map_float(ctx, a, [](auto x) { return std::cosh(x); });
-    case UnaryFn::Tanh: return map_float(ctx, a, [](auto x) { return std::tanh(x); });
-    case UnaryFn::Asinh: return map_float(ctx, a, [](auto x) { return std::asinh(x); });
-    case UnaryFn::Acosh: return map_float(ctx, a, [](auto x) { return std::acosh(x); });
-    case UnaryFn::Atanh: return map_float(ctx, a, [](auto x) { return std::atanh(x); });
-    case UnaryFn::Erf: return map_float(ctx, a, [](auto x) { return std::erf(x); });
-    case UnaryFn::Sigmoid:
-      return map_float(ctx, a, [](auto x) {
-        if constexpr (std::is_same_v<decltype(x), float>) {
-          return vec_math::sigmoid(x);
-        } else {
-          return decltype(x)(1) / (decltype(x)(1) + std::exp(-x));
-        }
-      });
+    case UnaryFn::Reciprocal:
+    case UnaryFn::Sin:
+    case UnaryFn::Cos:
+    case UnaryFn::Tan:
+    case UnaryFn::Asin:
+    case UnaryFn::Acos:
+    case UnaryFn::Atan:
+    case UnaryFn::Sinh:
+    case UnaryFn::Cosh:
+    case UnaryFn::Tanh:
+    case UnaryFn::Asinh:
+    case UnaryFn::Acosh:
+    case UnaryFn::Atanh:
+    case UnaryFn::Erf:
+    case UnaryFn::Sigmoid: return float_fn(ctx, a);
     case UnaryFn::Logit:
     case UnaryFn::LogitEps: return logit(ctx, a);
     case UnaryFn::Neg: return map_same<kRealH>(ctx, a, kNeg);

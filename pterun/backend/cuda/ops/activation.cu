@@ -11,6 +11,7 @@
 #include "pterun/backend/cuda/device/device_math.cuh"
 #include "pterun/backend/cuda/ops/elementwise.cuh"
 #include "pterun/backend/cuda/ops/elementwise_compute.h"
+#include "pterun/backend/cuda/ops/elementwise_functors.cuh"
 #include "pterun/kernels/common/elementwise_math.h"
 #include "pterun/ops/elementwise.h"
 
@@ -20,17 +21,10 @@ namespace {
 namespace dmath = cuda::dmath;
 using cuda::DeviceComputeOf;
 using Act = ops::ActivationFn;
-
-template <typename C>
-struct Relu {
-  __device__ C operator()(C x) const {
-    if constexpr (std::is_unsigned_v<C>) {
-      return x;
-    } else {
-      return x < C(0) ? C(0) : x;  // NaN stays NaN
-    }
-  }
-};
+using cuda::functors::ClampScalar;
+using cuda::functors::FloatAct;
+using cuda::functors::Gelu;
+using cuda::functors::Relu;
 
 void relu(KernelContext& ctx, const ops::ActivationArgs& a) {
   cuda::visit_real_dtype(a.in.dtype(), a.op, [&]<typename S>() {
@@ -40,43 +34,11 @@ void relu(KernelContext& ctx, const ops::ActivationArgs& a) {
   });
 }
 
-/// max(x, lo) then min(., hi); a NaN bound makes every element NaN.
-template <typename C>
-struct ClampScalar {
-  C lo, hi;
-  bool nan;
-  __device__ C operator()(C x) const {
-    if (nan) return lo + hi;
-    C v = x < lo ? lo : x;
-    return v > hi ? hi : v;
-  }
-};
-
 template <typename C, int kWhich>  // 0: min and max, 1: min only, 2: max only
 struct ClampTensor {
   __device__ C operator()(C x, C l, C h) const { return dmath::min_nan(dmath::max_nan(x, l), h); }
   __device__ C operator()(C x, C b) const {
     return kWhich == 1 ? dmath::max_nan(x, b) : dmath::min_nan(x, b);
-  }
-};
-
-template <typename C>
-__device__ __forceinline__ C hardsigmoid(C x) {
-  C v = x + C(3);
-  v = v < C(0) ? C(0) : v;
-  return (v > C(6) ? C(6) : v) / C(6);
-}
-
-template <typename C, Act kAct>
-struct FloatAct {
-  __device__ C operator()(C x) const {
-    if constexpr (kAct == Act::Silu) {
-      return x / (C(1) + dmath::exp(-x));
-    } else if constexpr (kAct == Act::Hardsigmoid) {
-      return hardsigmoid(x);
-    } else {
-      return x * hardsigmoid(x);
-    }
   }
 };
 
@@ -89,21 +51,6 @@ void float_map(KernelContext& ctx, const ops::ActivationArgs& a, F&& make) {
     cuda::elementwise_same<S, 1>(ctx, a.out, {&a.in}, make.template operator()<C>(), a.op);
   });
 }
-
-template <typename C, bool kTanh>
-struct Gelu {
-  __device__ C operator()(C x) const {
-    if (dmath::is_inf(x)) return x > 0 ? x : C(0);
-    if constexpr (kTanh) {
-      constexpr C kBeta = C(0.7978845608028654);  // sqrt(2 / pi)
-      constexpr C kKappa = C(0.044715);
-      return C(0.5) * x * (C(1) + dmath::tanh(kBeta * (x + kKappa * x * x * x)));
-    } else {
-      constexpr C kSqrtHalf = C(0.7071067811865476);
-      return C(0.5) * x * (C(1) + dmath::erf(x * kSqrtHalf));
-    }
-  }
-};
 
 template <typename C>
 struct LeakyRelu {

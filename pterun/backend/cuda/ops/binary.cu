@@ -59,38 +59,6 @@ auto bitwise() {
   }
 }
 
-// ---- mul then add, fused ----------------------------------------------------
-
-/// A product rounded exactly (never contracted with the add after it into
-/// a fused multiply-add, which the separate kernels could not do).
-__device__ inline float mul_exact(float x, float y) {
-  return __fmul_rn(x, y);
-}
-__device__ inline double mul_exact(double x, double y) {
-  return __dmul_rn(x, y);
-}
-
-/// mul.out's result stored as S, then add.out's (sub.out's) alpha form.
-template <typename S, bool kSubtract>
-struct MulAddAlpha {
-  using C = DeviceComputeOf<S>;
-  C alpha;
-  __device__ C operator()(C x, C m, C a) const {
-    const C product = cuda::convert<C>(cuda::convert<S>(mul_exact(x, m)));
-    return AddAlpha<C, kSubtract>{alpha}(product, a);
-  }
-};
-
-/// The same for alpha 1 (add.out's own fast case).
-template <typename S, bool kSubtract>
-struct MulAdd {
-  using C = DeviceComputeOf<S>;
-  __device__ C operator()(C x, C m, C a) const {
-    const C product = cuda::convert<C>(cuda::convert<S>(mul_exact(x, m)));
-    return AddSub<C, kSubtract>{}(product, a);
-  }
-};
-
 }  // namespace
 
 void elementwise::binary(KernelContext& ctx, const ops::BinaryArgs& a) {
@@ -163,27 +131,9 @@ void elementwise::binary(KernelContext& ctx, const ops::BinaryArgs& a) {
   }
 }
 
-// mul.out then add.out (sub.out) in one pass, floating dtypes only.
-void elementwise::mul_add(KernelContext& ctx, const ops::MulAddArgs& a) {
-  cuda::visit_float_dtype(a.out.dtype(), a.op, [&]<typename S>() {
-    using C = DeviceComputeOf<S>;
-    const std::array<const Tensor*, 3> ins = {&a.a, &a.m, &a.b};
-    const C al = math::scalar_as<C>(a.alpha);
-    switch (a.add) {
-      case BinaryFn::Add: return elementwise_same<S, 3>(ctx, a.out, ins, MulAdd<S, false>{}, a.op);
-      case BinaryFn::AddAlpha:
-        return elementwise_same<S, 3>(ctx, a.out, ins, MulAddAlpha<S, false>{al}, a.op);
-      case BinaryFn::Sub: return elementwise_same<S, 3>(ctx, a.out, ins, MulAdd<S, true>{}, a.op);
-      case BinaryFn::SubAlpha:
-        return elementwise_same<S, 3>(ctx, a.out, ins, MulAddAlpha<S, true>{al}, a.op);
-      default: throw_error(ErrorCode::Internal, str_cat(a.op, ": not an add or sub op code"));
-    }
-  });
-}
-
 const ops::ElementwiseBackend& elementwise_backend() {
   using namespace elementwise;  // NOLINT: the compute functions
-  static constexpr ops::ElementwiseBackend kElementwise = PTERUN_ELEMENTWISE_BACKEND(&mul_add);
+  static constexpr ops::ElementwiseBackend kElementwise = PTERUN_ELEMENTWISE_BACKEND(&fused);
   return kElementwise;
 }
 

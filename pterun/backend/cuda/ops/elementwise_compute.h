@@ -1,8 +1,8 @@
 #pragma once
 
 // The CUDA elementwise compute, one function per ops::ElementwiseBackend
-// entry, spread over binary.cu, binary_scalar.cu, unary.cu, compare.cu and
-// activation.cu; elementwise_backend() (binary.cu) gathers them into the
+// entry, spread over binary.cu, binary_scalar.cu, unary.cu, compare.cu,
+// activation.cu and fused.cu; elementwise_backend() (binary.cu) gathers them into the
 // table.
 
 #include "pterun/kernels/kernel.h"
@@ -11,7 +11,6 @@
 namespace pterun::kernels::cuda_ops::elementwise {
 
 void binary(KernelContext& ctx, const ops::BinaryArgs& a);               // binary.cu
-void mul_add(KernelContext& ctx, const ops::MulAddArgs& a);              // binary.cu
 void binary_scalar(KernelContext& ctx, const ops::BinaryScalarArgs& a);  // binary_scalar.cu
 void unary(KernelContext& ctx, const ops::UnaryArgs& a);                 // unary.cu
 void compare(KernelContext& ctx, const ops::CompareArgs& a);             // compare.cu
@@ -21,5 +20,6 @@ void activation(KernelContext& ctx, const ops::ActivationArgs& a);       // acti
 void clamp(KernelContext& ctx, const ops::ClampArgs& a);                 // activation.cu
 void clamp_tensor(KernelContext& ctx, const ops::ClampTensorArgs& a);    // activation.cu
 void glu(KernelContext& ctx, const ops::GluArgs& a);                     // activation.cu
+void fused(KernelContext& ctx, const ops::FusedArgs& a);                 // fused.cu
 
 }  // namespace pterun::kernels::cuda_ops::elementwise

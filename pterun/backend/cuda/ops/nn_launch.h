@@ -87,6 +87,7 @@ struct SoftmaxLaunch {
   Space<2> other;  // strides: in, out
   int64_t len = 1, in_step = 0, out_step = 0;
   bool log = false;
+  bool safe = false;       // softmax: a line of nothing but -inf gives zeros
   bool line_inner = true;  // a block per line (else a thread per line)
 };
 void launch_softmax(kernels::KernelContext& ctx, const SoftmaxLaunch& l, const char* op);

@@ -18,6 +18,7 @@
 #include "pterun/core/value.h"
 #include "pterun/kernels/common/dtype_util.h"
 #include "pterun/kernels/common/shape_util.h"
+#include "pterun/kernels/internal_ops.h"
 #include "pterun/ops/softmax.h"
 
 namespace pterun::cuda::nn {
@@ -37,6 +38,15 @@ struct Add {
   }
 };
 
+/// A safe softmax's line of nothing but -inf (max -inf): its max is taken
+/// as 0, so that its exps are all 0, and its scale as 0.
+template <typename C>
+__device__ inline bool dead_line(const SoftmaxLaunch& l, C& m) {
+  const bool dead = l.safe && m == C(-INFINITY);
+  if (dead) m = C(0);
+  return dead;
+}
+
 template <typename T, typename C>
 __device__ inline C ld(const SoftmaxLaunch& l, int64_t off) {
   return convert<C>(static_cast<const T*>(l.in)[off]);
@@ -52,6 +62,7 @@ __global__ void softmax_block(SoftmaxLaunch l, int64_t lines) {
       m = MaxNaN{}(m, ld<T, C>(l, off[0] + k * l.in_step));
     }
     m = block_reduce(m, MaxNaN{});
+    const bool dead = dead_line(l, m);
     C s = 0;
     for (int64_t k = threadIdx.x; k < l.len; k += kBlock)
       s += exp(ld<T, C>(l, off[0] + k * l.in_step) - m);
@@ -63,7 +74,7 @@ __global__ void softmax_block(SoftmaxLaunch l, int64_t lines) {
         y[off[1] + k * l.out_step] = convert<T>(ld<T, C>(l, off[0] + k * l.in_step) - shift);
       }
     } else {
-      const C inv = C(1) / s;
+      const C inv = dead ? C(0) : C(1) / s;
       for (int64_t k = threadIdx.x; k < l.len; k += kBlock) {
         y[off[1] + k * l.out_step] = convert<T>(exp(ld<T, C>(l, off[0] + k * l.in_step) - m) * inv);
       }
@@ -84,7 +95,8 @@ __global__ void __launch_bounds__(kBlock) softmax_rows(SoftmaxLaunch l, int64_t 
     RowRegs<T, C, kThreads, kSlots, V> row;
     const int64_t held = valid ? packs : 0;
     row.load(static_cast<const T*>(l.in) + off[0], held);
-    const C m = row_reduce<kThreads>(row.fold(held, C(-INFINITY), MaxNaN{}), MaxNaN{});
+    C m = row_reduce<kThreads>(row.fold(held, C(-INFINITY), MaxNaN{}), MaxNaN{});
+    const bool dead = dead_line(l, m);
     T* y = static_cast<T*>(l.out) + off[1];
     if (l.log) {
       const C s = row_reduce<kThreads>(
@@ -97,7 +109,8 @@ __global__ void __launch_bounds__(kBlock) softmax_rows(SoftmaxLaunch l, int64_t 
 #pragma unroll
         for (int e = 0; e < V; ++e) row.x[q][e] = exp(row.x[q][e] - m);
       }
-      const C inv = C(1) / row_reduce<kThreads>(row.fold(held, C(0), Add{}), Add{});
+      const C sum = row_reduce<kThreads>(row.fold(held, C(0), Add{}), Add{});
+      const C inv = dead ? C(0) : C(1) / sum;
       row.store(y, held, [inv](C x, int64_t) { return x * inv; });
     }
   }
@@ -111,6 +124,7 @@ __global__ void softmax_thread(SoftmaxLaunch l, int64_t lines) {
     space_offsets(l.other, j, off);
     C m = -INFINITY;
     for (int64_t k = 0; k < l.len; ++k) m = MaxNaN{}(m, ld<T, C>(l, off[0] + k * l.in_step));
+    const bool dead = dead_line(l, m);
     C s = 0;
     for (int64_t k = 0; k < l.len; ++k) s += exp(ld<T, C>(l, off[0] + k * l.in_step) - m);
     T* y = static_cast<T*>(l.out);
@@ -120,7 +134,7 @@ __global__ void softmax_thread(SoftmaxLaunch l, int64_t lines) {
         y[off[1] + k * l.out_step] = convert<T>(ld<T, C>(l, off[0] + k * l.in_step) - shift);
       }
     } else {
-      const C inv = C(1) / s;
+      const C inv = dead ? C(0) : C(1) / s;
       for (int64_t k = 0; k < l.len; ++k) {
         y[off[1] + k * l.out_step] = convert<T>(exp(ld<T, C>(l, off[0] + k * l.in_step) - m) * inv);
       }
@@ -176,7 +190,9 @@ namespace pterun::kernels::cuda_ops {
 namespace {
 
 void softmax_out(KernelContext& ctx, const ops::SoftmaxArgs& a) {
-  const char* op = a.log ? "aten::_log_softmax.out" : "aten::_softmax.out";
+  const char* op = a.log    ? "aten::_log_softmax.out"
+                   : a.safe ? kernels::kSafeSoftmaxKernel
+                            : "aten::_softmax.out";
   const Tensor& in = a.in;
   Tensor& out = a.out;
   const size_t d = a.dim;
@@ -185,6 +201,7 @@ void softmax_out(KernelContext& ctx, const ops::SoftmaxArgs& a) {
   l.out = out.data();
   l.dtype = in.dtype();
   l.log = a.log;
+  l.safe = a.safe;
   int64_t min_other = INT64_MAX;
   for (size_t k = 0; k < in.dim(); ++k) {
     if (k == d || in.size(k) == 1) continue;

@@ -10,6 +10,7 @@
 #include "pterun/backend/cuda/device/device_math.cuh"
 #include "pterun/backend/cuda/ops/elementwise.cuh"
 #include "pterun/backend/cuda/ops/elementwise_compute.h"
+#include "pterun/backend/cuda/ops/elementwise_functors.cuh"
 #include "pterun/kernels/common/elementwise_math.h"
 #include "pterun/ops/elementwise.h"
 
@@ -19,58 +20,8 @@ namespace {
 namespace dmath = cuda::dmath;
 using cuda::DeviceComputeOf;
 using Fn = ops::UnaryFn;
-
-template <typename C, Fn kFn>
-struct FloatFn {
-  __device__ C operator()(C x) const {
-    if constexpr (kFn == Fn::Exp)
-      return dmath::exp(x);
-    else if constexpr (kFn == Fn::Expm1)
-      return dmath::expm1(x);
-    else if constexpr (kFn == Fn::Log)
-      return dmath::log(x);
-    else if constexpr (kFn == Fn::Log1p)
-      return dmath::log1p(x);
-    else if constexpr (kFn == Fn::Log2)
-      return dmath::log2(x);
-    else if constexpr (kFn == Fn::Log10)
-      return dmath::log10(x);
-    else if constexpr (kFn == Fn::Sqrt)
-      return dmath::sqrt(x);
-    else if constexpr (kFn == Fn::Rsqrt)
-      return C(1) / dmath::sqrt(x);
-    else if constexpr (kFn == Fn::Reciprocal)
-      return C(1) / x;
-    else if constexpr (kFn == Fn::Sin)
-      return dmath::sin(x);
-    else if constexpr (kFn == Fn::Cos)
-      return dmath::cos(x);
-    else if constexpr (kFn == Fn::Tan)
-      return dmath::tan(x);
-    else if constexpr (kFn == Fn::Asin)
-      return dmath::asin(x);
-    else if constexpr (kFn == Fn::Acos)
-      return dmath::acos(x);
-    else if constexpr (kFn == Fn::Atan)
-      return dmath::atan(x);
-    else if constexpr (kFn == Fn::Sinh)
-      return dmath::sinh(x);
-    else if constexpr (kFn == Fn::Cosh)
-      return dmath::cosh(x);
-    else if constexpr (kFn == Fn::Tanh)
-      return dmath::tanh(x);
-    else if constexpr (kFn == Fn::Asinh)
-      return dmath::asinh(x);
-    else if constexpr (kFn == Fn::Acosh)
-      return dmath::acosh(x);
-    else if constexpr (kFn == Fn::Atanh)
-      return dmath::atanh(x);
-    else if constexpr (kFn == Fn::Erf)
-      return dmath::erf(x);
-    else
-      return C(1) / (C(1) + dmath::exp(-x));
-  }
-};
+using cuda::functors::FloatFn;
+using cuda::functors::SameFn;
 
 // A floating function: the fast path applies when out has in's floating
 // dtype.
@@ -91,42 +42,6 @@ void float_unary(KernelContext& ctx, const ops::UnaryArgs& a) {
       return cuda::elementwise_strided<float, 1>(ctx, a.out, {&in}, FloatFn<float, kFn>{}, a.op);
   }
 }
-
-template <typename C, Fn kFn>
-struct SameFn {
-  __device__ C operator()(C x) const {
-    constexpr bool kFloat = std::is_floating_point_v<C>;
-    if constexpr (kFn == Fn::Neg) {
-      return math::neg(x);
-    } else if constexpr (kFn == Fn::Abs) {
-      if constexpr (kFloat)
-        return dmath::fabs(x);
-      else if constexpr (std::is_signed_v<C>)
-        return x < 0 ? math::neg(x) : x;
-      else
-        return x;
-    } else if constexpr (kFn == Fn::Sign) {
-      if constexpr (std::is_same_v<C, bool>)
-        return x;
-      else if constexpr (kFloat)
-        return dmath::is_nan(x) ? x : C((x > 0) - (x < 0));
-      else if constexpr (std::is_unsigned_v<C>)
-        return C(x != 0);
-      else
-        return C((x > 0) - (x < 0));
-    } else if constexpr (!kFloat) {
-      return x;  // integers pass through the rounding ops
-    } else if constexpr (kFn == Fn::Floor) {
-      return dmath::floor(x);
-    } else if constexpr (kFn == Fn::Ceil) {
-      return dmath::ceil(x);
-    } else if constexpr (kFn == Fn::Trunc) {
-      return dmath::trunc(x);
-    } else {
-      return dmath::rint(x);  // half to even, as nearbyint on the CPU
-    }
-  }
-};
 
 // Out of the input's dtype.
 template <Fn kFn>

@@ -1,0 +1,64 @@
+#pragma once
+
+// ChainView: one chain of a method as the pattern finders (rewrite_*.cpp)
+// walk it. Internal to executor/.
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "pterun/format/program_desc.h"
+
+namespace pterun::detail {
+
+using format::InstructionKind;
+
+// One chain of a method as the finders walk it: which instructions still
+// run (`idle` marks those folded or fused away), what the caller keeps,
+// and how many instructions mention each value (count_uses).
+struct ChainView {
+  const format::MethodDesc& d;
+  size_t c;
+  const std::vector<bool>& keep;
+  const std::vector<int>& uses;
+  const std::vector<bool>& idle;
+
+  const std::vector<format::InstructionDesc>& instrs() const { return d.chains[c].instructions; }
+  bool is_kernel(size_t k, const char* name, size_t args) const {
+    const auto& instr = instrs()[k];
+    return instr.kind == InstructionKind::KernelCall && instr.args.size() == args &&
+           d.operators[instr.index].full_name() == name;
+  }
+  const format::TensorDesc* f32(int32_t v) const {
+    const auto& value = d.values[v];
+    if (value.kind != ValueKind::Tensor || value.tensor->dtype != DType::Float32) return nullptr;
+    return value.tensor.get();
+  }
+  // The next instruction after k that runs.
+  size_t next_running(size_t k) const {
+    size_t j = k + 1;
+    while (j < instrs().size() && j < idle.size() && idle[j]) ++j;
+    return j;
+  }
+  // A float32 constant of one element, or the result of an instruction
+  // folded at load (marked idle).
+  bool scalar_tensor(int32_t v) const {
+    const format::TensorDesc* t = f32(v);
+    if (t == nullptr || t->numel != 1) return false;
+    if (t->is_constant()) return true;
+    for (size_t i = 0; i < instrs().size(); ++i) {
+      if (instrs()[i].kind == InstructionKind::KernelCall && !instrs()[i].args.empty() &&
+          instrs()[i].args.back() == v) {
+        return i < idle.size() && idle[i];
+      }
+    }
+    return false;
+  }
+  bool number_is(int32_t v, double want) const {
+    const auto& value = d.values[v];
+    return (value.kind == ValueKind::Int && static_cast<double>(value.int_value) == want) ||
+           (value.kind == ValueKind::Double && value.double_value == want);
+  }
+};
+
+}  // namespace pterun::detail
