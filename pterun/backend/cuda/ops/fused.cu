@@ -191,20 +191,6 @@ __device__ __forceinline__ void store_run(void* base, DType d, int64_t g, const 
   reinterpret_cast<uint2*>(base)[g] = make_uint2(w[0], w[1]);
 }
 
-/// An operand: the previous step's result (held in registers) or a slot
-/// of the register file, copied element by element so that no address of
-/// `last` is taken.
-__device__ __forceinline__ void read_operand(bool previous, const Lane& last, const Lane& slot,
-                                             Lane& v) {
-  if (previous) {
-#pragma unroll
-    for (int e = 0; e < kVec; ++e) v[e] = last[e];
-  } else {
-#pragma unroll
-    for (int e = 0; e < kVec; ++e) v[e] = slot[e];
-  }
-}
-
 template <int N>
 __global__ void __launch_bounds__(cuda::kElementwiseThreads)
     fused_kernel(cuda::StridedIndexer<N + 1> ix, int64_t n, bool linear, uint32_t vec,
@@ -217,35 +203,56 @@ __global__ void __launch_bounds__(cuda::kElementwiseThreads)
        g += stride) {
     const int64_t i0 = g * kVec;
     const int count = n - i0 < kVec ? static_cast<int>(n - i0) : kVec;
-    float r[ops::kFusedMaxRegisters][kVec];
+    // The inputs and the previous step's result stay in registers (read
+    // with static indices only); results read further on go to a register
+    // file in local memory.
+    float ins[N][kVec];
+    float spilled[ops::kFusedMaxSteps][kVec];
     int64_t out_off[kVec];
     if (linear) {
 #pragma unroll
-      for (int k = 0; k < N; ++k) load_run(in.data[k], in.dtype[k], i0, count, vec >> k & 1, r[k]);
+      for (int k = 0; k < N; ++k) {
+        load_run(in.data[k], in.dtype[k], i0, count, vec >> k & 1, ins[k]);
+      }
     } else {
       for (int e = 0; e < count; ++e) {
         int64_t off[N + 1];
         cuda::ew_detail::item_offsets(ix, small, i0 + e, off);
         out_off[e] = off[0];
 #pragma unroll
-        for (int k = 0; k < N; ++k) r[k][e] = in.template load<float>(k, off[k + 1]);
+        for (int k = 0; k < N; ++k) ins[k][e] = in.template load<float>(k, off[k + 1]);
       }
     }
-    // The previous step's result stays in registers; the register file (in
-    // local memory) holds the inputs and the results read further on.
     Lane last = {};
+    auto operand = [&](int reg, int prev, Lane& v) {
+      if (reg == prev) {
+#pragma unroll
+        for (int e = 0; e < kVec; ++e) v[e] = last[e];
+      } else if (reg < N) {
+#pragma unroll
+        for (int k = 0; k < N; ++k) {
+          if (reg == k) {
+#pragma unroll
+            for (int e = 0; e < kVec; ++e) v[e] = ins[k][e];
+          }
+        }
+      } else {
+#pragma unroll
+        for (int e = 0; e < kVec; ++e) v[e] = spilled[reg - N][e];
+      }
+    };
     for (int j = 0; j < program.count; ++j) {
       const DeviceStep& s = program.steps[j];
       const int prev = j > 0 ? N + j - 1 : -1;  // the register `last` holds
-      Lane x, y, d;
-      read_operand(s.a == prev, last, r[s.a], x);
-      if (s.kind == FusedKind::Binary) read_operand(s.b == prev, last, r[s.b], y);
+      Lane x, y = {}, d;
+      operand(s.a, prev, x);
+      if (s.kind == FusedKind::Binary) operand(s.b, prev, y);
       run_step(s, x, y, d);
 #pragma unroll
       for (int e = 0; e < kVec; ++e) last[e] = d[e];
       if (s.spill) {
 #pragma unroll
-        for (int e = 0; e < kVec; ++e) r[N + j][e] = d[e];
+        for (int e = 0; e < kVec; ++e) spilled[j][e] = d[e];
       }
     }
     if (linear && (vec >> N & 1) && count == kVec) {
