@@ -216,7 +216,7 @@ void Method::Loader::fuse_elementwise() {
   std::vector<bool> keep = kept_values();
   std::vector<ElementwiseFusion> found;
   for (bool again = true; again;) {
-    found = find_elementwise_fusions(d, keep, original, layout.idle);
+    found = find_elementwise_fusions(d, keep, original, layout.idle, device == Device::CUDA);
     again = false;
     for (const ElementwiseFusion& f : found) {
       for (const auto& dropped : f.dropped) {

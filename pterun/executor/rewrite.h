@@ -90,10 +90,15 @@ struct ElementwiseFusion {
 /// own (on the same terms). At most
 /// ops::kFusedMaxInputs inputs and kFusedMaxSteps steps a tree; trees of
 /// one instruction are not reported. None in methods with jumps or moves.
-/// The caller checks that no view reads a dropped value's bytes.
+/// A tree computes each step once per out element: with
+/// `recompute_broadcasts` false (the CPU, where a per-row value recomputed
+/// per element costs more than a pass), a value joins its reader only when
+/// it has as many elements. The caller checks that no view reads a dropped
+/// value's bytes.
 std::vector<ElementwiseFusion> find_elementwise_fusions(
     const format::MethodDesc& d, const std::vector<bool>& keep,
-    const std::vector<std::vector<bool>>& candidate, const std::vector<std::vector<bool>>& idle);
+    const std::vector<std::vector<bool>>& candidate, const std::vector<std::vector<bool>>& idle,
+    bool recompute_broadcasts);
 
 /// A convolution whose batch norm (and activation) run inside it: `conv`
 /// runs `kernel` (kernels/internal_ops.h; null: convolution.out itself)

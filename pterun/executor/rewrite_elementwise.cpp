@@ -432,7 +432,8 @@ std::optional<Input> apply(const Node& node, Input in, const format::TensorDesc&
 
 std::vector<ElementwiseFusion> find_elementwise_fusions(
     const format::MethodDesc& d, const std::vector<bool>& keep,
-    const std::vector<std::vector<bool>>& candidate, const std::vector<std::vector<bool>>& idle) {
+    const std::vector<std::vector<bool>>& candidate, const std::vector<std::vector<bool>>& idle,
+    bool recompute_broadcasts) {
   std::vector<ElementwiseFusion> found;
   const std::vector<desc::Position> order = desc::straight_line(d);
   if (order.empty()) return found;
@@ -590,10 +591,17 @@ std::vector<ElementwiseFusion> find_elementwise_fusions(
     }
     found.push_back(std::move(f));
   };
-  // Whether value v, written by node q (or -1), may join its reader at p.
+  // Whether value v, written by node q (or -1), may join its reader at p
+  // (unless broadcasts may be recomputed, only a value of the reader's
+  // element count: a tree computes each step once per out element).
   auto joinable = [&](int32_t v, int64_t q, size_t p) {
-    return q >= 0 && trees[q].open && order[q].chain == order[p].chain && !keep[v] &&
-           uses[v] == 2 && mentioned[v].size() == 2 && mentioned[v][1] == p;
+    if (q < 0 || !trees[q].open || order[q].chain != order[p].chain || keep[v] ||
+        uses[v] != 2 || mentioned[v].size() != 2 || mentioned[v][1] != p) {
+      return false;
+    }
+    return recompute_broadcasts ||
+           desc::tensor_of(d, v)->numel ==
+               desc::tensor_of(d, order[p].instr->args.back())->numel;
   };
 
   for (size_t p = 0; p < order.size(); ++p) {

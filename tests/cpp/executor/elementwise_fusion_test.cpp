@@ -34,7 +34,7 @@ std::string op_at(const format::MethodDesc& d, size_t chain, size_t k) {
 }
 
 std::vector<ElementwiseFusion> trees(const format::MethodDesc& d, const std::vector<bool>& keep) {
-  return find_elementwise_fusions(d, keep, all(d, true), all(d, false));
+  return find_elementwise_fusions(d, keep, all(d, true), all(d, false), true);
 }
 
 // Every tree decodes, reads at most kFusedMaxInputs tensors, has a step per
@@ -90,7 +90,7 @@ TEST(ElementwiseFusion, KeptValuesAndRewrittenStepsStayApart) {
     }
   }
   // No step still runs its own operator: nothing to fuse.
-  EXPECT_TRUE(find_elementwise_fusions(d, keep, all(d, false), all(d, false)).empty());
+  EXPECT_TRUE(find_elementwise_fusions(d, keep, all(d, false), all(d, false), true).empty());
   // A rewritten step between an instruction and its reader keeps the
   // instruction where it is (it may write what the instruction reads).
   for (const ElementwiseFusion& f : found) {
@@ -105,7 +105,7 @@ TEST(ElementwiseFusion, KeptValuesAndRewrittenStepsStayApart) {
       }
     }
     if (!between) continue;
-    for (const ElementwiseFusion& g : find_elementwise_fusions(d, keep, candidate, all(d, false))) {
+    for (const ElementwiseFusion& g : find_elementwise_fusions(d, keep, candidate, all(d, false), true)) {
       EXPECT_FALSE(g.root == f.root && g.idle == f.idle);
     }
   }
