@@ -242,10 +242,24 @@ void Method::Loader::fuse_elementwise() {
     }
     return false;
   });
+  // Memory of their own stays within a quarter of the method's planned
+  // memory (at least 4 MiB): past that, trees that need more are not
+  // applied.
+  uint64_t planned = 0;
+  for (uint64_t bytes : d.buffer_sizes) planned += bytes;
+  const uint64_t budget = std::max<uint64_t>(planned / 4, uint64_t{4} << 20);
+  uint64_t spent = 0;
   std::set<int32_t> moved;
-  for (const ElementwiseFusion& f : found) {
+  std::erase_if(found, [&](const ElementwiseFusion& f) {
+    uint64_t more = 0;
+    for (auto [value, input] : f.own_memory) {
+      if (!moved.count(value)) more += d.values[value].tensor->nbytes;
+    }
+    if (spent + more > budget) return true;
+    spent += more;
     for (auto [value, input] : f.own_memory) moved.insert(value);
-  }
+    return false;
+  });
   for (int32_t v : moved) give_own_memory(v);
   for (const ElementwiseFusion& f : found) {
     std::vector<Tensor*>& list = m.tensor_lists_.emplace_back();
