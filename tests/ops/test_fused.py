@@ -245,3 +245,28 @@ def test_fused_program_checks_its_tensors(device):
     check_error(device, FUSED, [x, tensor(rand((3,)), np.float32)],
                 step("binary", BINARY["add"], 0, 1), Out(np.float32, (4,)), exc=ValueError,
                 match="do not broadcast")
+
+
+def test_fused_program_random_damage_never_crashes(device):
+    # Programs of random numbers (kinds, op codes, registers, dtypes, NaN and
+    # infinite fields): each call either runs or raises ValueError.
+    gen = np.random.default_rng(20261205)
+    x = tensor(rand((3, 5)), np.float32)
+    fields = [0.0, 1.0, 2.0, 5.0, 6.0, 15.0, 22.0, 26.0, 255.0, 256.0, -1.0, 0.5, np.nan, np.inf]
+    ran = 0
+    for _ in range(300):
+        steps = int(gen.integers(1, 4))
+        program = [float(gen.choice(fields)) for _ in range(7 * steps)]
+        if gen.random() < 0.5:  # mostly valid kinds and registers, damaged elsewhere
+            for k in range(steps):
+                program[7 * k] = float(gen.integers(0, 6))
+                program[7 * k + 1] = float(gen.integers(0, 3))
+                program[7 * k + 2] = float(gen.integers(0, 1 + k))
+                program[7 * k + 3] = float(gen.integers(0, 1 + k))
+                program[7 * k + 4] = 6.0
+        try:
+            run_on(device, FUSED, [x], program, Out(np.float32, (3, 5)))
+            ran += 1
+        except ValueError:
+            pass
+    assert ran > 0
