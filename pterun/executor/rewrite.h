@@ -93,7 +93,8 @@ struct ElementwiseFusion {
 /// A tree computes each step once per out element: with
 /// `recompute_broadcasts` false (the CPU, where a per-row value recomputed
 /// per element costs more than a pass), a value joins its reader only when
-/// it has as many elements. The caller checks that no view reads a dropped
+/// it has as many elements, and layout copies keep their own kernels (the
+/// strided copy engine moves them faster than a program's gathers). The caller checks that no view reads a dropped
 /// value's bytes.
 std::vector<ElementwiseFusion> find_elementwise_fusions(
     const format::MethodDesc& d, const std::vector<bool>& keep,

@@ -56,6 +56,7 @@ bool fusable_dtype(DType d) {
 
 struct Translator {
   const format::MethodDesc& d;
+  bool layouts;  // layout copies take part
 
   const format::TensorDesc* tensor(int32_t v) const { return desc::tensor_of(d, v); }
   bool float_tensor(int32_t v) const {
@@ -122,7 +123,7 @@ struct Translator {
     if (a[a.size() - 2] != a.back()) return std::nullopt;
     const std::string name = d.operators[instr.index].full_name();
     const size_t n = a.size();
-    if (std::optional<Node> node = layout_op(name, a)) return node;
+    if (std::optional<Node> node = layouts ? layout_op(name, a) : std::nullopt) return node;
     using U = ops::UnaryFn;
     using B = ops::BinaryFn;
     using S = ops::ScalarFn;
@@ -439,7 +440,7 @@ std::vector<ElementwiseFusion> find_elementwise_fusions(
   if (order.empty()) return found;
   const std::vector<std::vector<size_t>> mentioned = desc::mentions(d, order);
   const std::vector<int> uses = count_uses(d);
-  const Translator tr{d};
+  const Translator tr{d, recompute_broadcasts};
   auto flag = [](const std::vector<std::vector<bool>>& m, const desc::Position& p) {
     return p.chain < m.size() && p.index < m[p.chain].size() && m[p.chain][p.index];
   };
@@ -595,13 +596,12 @@ std::vector<ElementwiseFusion> find_elementwise_fusions(
   // (unless broadcasts may be recomputed, only a value of the reader's
   // element count: a tree computes each step once per out element).
   auto joinable = [&](int32_t v, int64_t q, size_t p) {
-    if (q < 0 || !trees[q].open || order[q].chain != order[p].chain || keep[v] ||
-        uses[v] != 2 || mentioned[v].size() != 2 || mentioned[v][1] != p) {
+    if (q < 0 || !trees[q].open || order[q].chain != order[p].chain || keep[v] || uses[v] != 2 ||
+        mentioned[v].size() != 2 || mentioned[v][1] != p) {
       return false;
     }
     return recompute_broadcasts ||
-           desc::tensor_of(d, v)->numel ==
-               desc::tensor_of(d, order[p].instr->args.back())->numel;
+           desc::tensor_of(d, v)->numel == desc::tensor_of(d, order[p].instr->args.back())->numel;
   };
 
   for (size_t p = 0; p < order.size(); ++p) {

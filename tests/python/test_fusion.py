@@ -11,14 +11,15 @@ from conftest import FIXTURES, fixture_paths
 from cuda_util import host
 
 # Fixtures with chains the pass fuses, and how many kernel steps a call
-# saves at least.
+# saves at least, on the CPU and on a GPU (the CPU fuses no layout copies
+# and recomputes no per-row values, docs/architecture.md).
 FUSED = {
-    "elementwise_chains": 20,
-    "elementwise_chains_dynamic": 15,
-    "elementwise_chains_bf16": 15,
-    "llama_block": 15,
-    "gpt": 10,
-    "affine": 1,
+    "elementwise_chains": (20, 20),
+    "elementwise_chains_dynamic": (15, 15),
+    "elementwise_chains_bf16": (15, 15),
+    "llama_block": (8, 15),
+    "gpt": (0, 10),
+    "affine": (1, 1),
 }
 # Fixtures whose steps the pass leaves as they are.
 UNFUSED = ["mlp", "cnn", "hardswish_head", "resnet_like", "mobilenet_like"]
@@ -83,8 +84,9 @@ def test_fused_chains_give_the_unfused_outputs(name, device, monkeypatch):
         for i, (x, y) in enumerate(zip(a, b)):
             assert x.shape == y.shape
             np.testing.assert_array_equal(x, y, err_msg=f"{name} call {k} output {i}")
+    saved = FUSED[name][0 if device == "cpu" else 1]
     for f, p in zip(fused_steps, plain_steps):
-        assert f <= p - FUSED[name], f"{name} on {device}: {f} steps fused, {p} without"
+        assert f <= p - saved, f"{name} on {device}: {f} steps fused, {p} without"
 
 
 @pytest.mark.parametrize("name", UNFUSED)

@@ -105,8 +105,35 @@ TEST(ElementwiseFusion, KeptValuesAndRewrittenStepsStayApart) {
       }
     }
     if (!between) continue;
-    for (const ElementwiseFusion& g : find_elementwise_fusions(d, keep, candidate, all(d, false), true)) {
+    for (const ElementwiseFusion& g :
+         find_elementwise_fusions(d, keep, candidate, all(d, false), true)) {
       EXPECT_FALSE(g.root == f.root && g.idle == f.idle);
+    }
+  }
+}
+
+// The CPU's trees (no recomputed broadcasts): no layout copy, and every
+// joined value as large as its reader's out.
+TEST(ElementwiseFusion, CpuTreesKeepLayoutsAndPerRowValuesApart) {
+  for (const char* name : {"llama_block", "gpt", "elementwise_chains"}) {
+    SCOPED_TRACE(name);
+    auto program = test::load_fixture(test::manifest()["fixtures"][name]);
+    const auto& d = program->method("forward");
+    const auto keep = inputs_and_outputs(d);
+    for (const ElementwiseFusion& f :
+         find_elementwise_fusions(d, keep, all(d, true), all(d, false), false)) {
+      check_tree(d, f);
+      const uint64_t out = desc::tensor_of(d, f.out)->numel;
+      for (const auto& [value, writer] : f.dropped) {
+        EXPECT_EQ(desc::tensor_of(d, value)->numel, out);
+        const std::string op = op_at(d, f.chain, writer);
+        for (const char* layout : {"aten::permute_copy", "aten::transpose_copy", "aten::t_copy",
+                                   "aten::view_copy", "aten::unsqueeze_copy", "aten::squeeze_copy",
+                                   "aten::alias_copy", "aten::expand_copy"}) {
+          EXPECT_NE(op.rfind(layout, 0), 0u) << op;
+        }
+      }
+      for (const auto& in : f.inputs) EXPECT_FALSE(in.view);
     }
   }
 }
