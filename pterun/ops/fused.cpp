@@ -53,16 +53,6 @@ bool fused_dtype(DType d) {
   return d == DType::Float32 || d == DType::Float16 || d == DType::BFloat16;
 }
 
-/// Whether `from` broadcasts to `to` (NumPy rules).
-bool broadcasts_to(std::span<const int64_t> from, std::span<const int64_t> to) {
-  if (from.size() > to.size()) return false;
-  const size_t lead = to.size() - from.size();
-  for (size_t i = 0; i < from.size(); ++i) {
-    if (from[i] != 1 && from[i] != to[lead + i]) return false;
-  }
-  return true;
-}
-
 bool reads_b(FusedKind kind) {
   return kind == FusedKind::Binary;
 }
@@ -139,8 +129,9 @@ void fused_elementwise_out(KernelContext& ctx, TensorList inputs, DoubleList pro
   // program whose layout steps expand an input (executor/rewrite.h) writes
   // more than the inputs' own broadcast shape.
   if (out.dynamism() != ShapeDynamism::Static ||
-      !std::all_of(in_span.begin(), in_span.end(),
-                   [&](const Tensor* t) { return broadcasts_to(t->sizes(), out.sizes()); })) {
+      !std::all_of(in_span.begin(), in_span.end(), [&](const Tensor* t) {
+        return kernels::broadcasts_to(t->sizes(), out.sizes());
+      })) {
     kernels::resize_to_broadcast(out, in_span, op);
   }
   backend(ctx).elementwise->fused(ctx,

@@ -42,6 +42,17 @@ inline bool same_dims(std::span<const int64_t> a, std::span<const int64_t> b) {
   return true;
 }
 
+/// Whether shape `from` broadcasts to shape `to` (NumPy rules: aligned at
+/// the trailing dims, each dim of `from` 1 or equal).
+inline bool broadcasts_to(std::span<const int64_t> from, std::span<const int64_t> to) {
+  if (from.size() > to.size()) return false;
+  const size_t lead = to.size() - from.size();
+  for (size_t i = 0; i < from.size(); ++i) {
+    if (from[i] != 1 && from[i] != to[lead + i]) return false;
+  }
+  return true;
+}
+
 /// NumPy broadcast of the given shapes. Error InvalidArgument naming `op`
 /// when they do not broadcast.
 Shape broadcast_shapes(std::initializer_list<std::span<const int64_t>> shapes, const char* op);
