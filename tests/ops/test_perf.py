@@ -8,7 +8,7 @@ import pytest
 
 import harness
 from harness import BF16, CL, Out, perf, rand, tensor
-from test_fused import SCALAR, step
+from test_fused import ACTIVATION, BINARY, SCALAR, step
 
 pytestmark = [harness.needs_cuda,
               pytest.mark.skipif("not harness.PERF", reason="--perf only")]
@@ -92,6 +92,15 @@ def test_perf_elementwise(dtype):
          step("scalar", SCALAR["mul"], 0, round=dtype, s0=2)
          + step("scalar", SCALAR["add"], 1, round=dtype, s0=1, s1=1),
          Out(dtype, (n,)), nbytes=2 * n * elem, ref="copy")
+    perf(f"silu(a) * b {name} 64 MiB, fused", "pterun::fused_elementwise.out", [a, b],
+         step("activation", ACTIVATION["silu"], 0, round=dtype)
+         + step("binary", BINARY["mul"], 2, 1, round=dtype),
+         Out(dtype, (n,)), nbytes=3 * n * elem, ref="copy")
+    perf(f"gelu(x + [4096] bias) {name} 64 MiB, fused", "pterun::fused_elementwise.out",
+         [tensor(rand((n // 4096, 4096)), dtype), tensor(rand((4096,)), dtype)],
+         step("binary", BINARY["add"], 0, 1, round=dtype)
+         + step("activation", ACTIVATION["gelu"], 2, round=dtype),
+         Out(dtype, (n // 4096, 4096)), nbytes=2 * n * elem, ref="copy")
     perf(f"add {name} 64 MiB + [4096] bias", "aten::add.out",
          tensor(rand((n // 4096, 4096)), dtype), tensor(rand((4096,)), dtype), 1,
          Out(dtype, (n // 4096, 4096)), nbytes=2 * n * elem, ref="copy")

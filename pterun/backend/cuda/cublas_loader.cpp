@@ -9,50 +9,16 @@
 #include <cublas_v2.h>
 #include <dlfcn.h>
 
-#include <filesystem>
 #include <string>
-#include <system_error>
-#include <vector>
 
+#include "pterun/backend/cuda/cuda_library.h"
 #include "pterun/core/error.h"
 #include "pterun/core/str_cat.h"
 
 namespace pterun::cuda {
 namespace {
 
-namespace fs = std::filesystem;
-
 constexpr const char* kLibrary = "libcublas.so.13";
-
-/// Folders that may hold an installed nvidia-cublas wheel's libraries,
-/// relative to the file holding this code: the Python module
-/// (site-packages/pterun/) or the command (<prefix>/bin/), then the folder
-/// the build found them in.
-std::vector<fs::path> candidate_dirs() {
-  std::vector<fs::path> homes;
-  Dl_info info{};
-  if (dladdr(reinterpret_cast<const void*>(&candidate_dirs), &info) != 0 &&
-      info.dli_fname != nullptr && fs::path(info.dli_fname).is_absolute()) {
-    homes.push_back(fs::path(info.dli_fname).parent_path());
-  }
-  std::error_code ec;
-  fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-  if (!ec) homes.push_back(exe.parent_path());
-
-  std::vector<fs::path> dirs;
-  for (const fs::path& home : homes) {
-    dirs.push_back(home / ".." / "nvidia" / "cu13" / "lib");
-    for (const auto& entry : fs::directory_iterator(home / ".." / "lib", ec)) {
-      if (entry.path().filename().string().rfind("python3", 0) != 0) continue;
-      for (const char* site : {"site-packages", "dist-packages"}) {
-        dirs.push_back(entry.path() / site / "nvidia" / "cu13" / "lib");
-      }
-    }
-  }
-  const std::string built_with = PTERUN_CUBLAS_BUILD_LIBDIR;
-  if (!built_with.empty()) dirs.emplace_back(built_with);
-  return dirs;
-}
 
 struct Library {
   void* handle = nullptr;
@@ -61,21 +27,7 @@ struct Library {
 
 Library load() {
   Library lib;
-  std::string tried;
-  for (const fs::path& dir : candidate_dirs()) {
-    const fs::path file = dir / kLibrary;
-    std::error_code ec;
-    if (!fs::exists(file, ec)) continue;
-    lib.handle = dlopen(file.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (lib.handle != nullptr) return lib;
-    tried += str_cat(tried.empty() ? "" : "; ", dlerror());
-  }
-  // The loader's own search: LD_LIBRARY_PATH, the system's CUDA toolkit.
-  lib.handle = dlopen(kLibrary, RTLD_NOW | RTLD_LOCAL);
-  if (lib.handle == nullptr) {
-    tried += str_cat(tried.empty() ? "" : "; ", dlerror());
-    lib.error = tried;
-  }
+  lib.handle = open_cuda_library(kLibrary, PTERUN_CUBLAS_BUILD_LIBDIR, lib.error);
   return lib;
 }
 

@@ -151,12 +151,10 @@ struct Prelu {
   __device__ C operator()(C x, C slope) const { return x < C(0) ? x * slope : x; }
 };
 
-/// x ** fixed exponent. Integers: exact power by `n`. Floats: the common
-/// exponents as plain arithmetic (`mode`, chosen on the host like the CPU
-/// kernel does), else pow.
+/// x ** fixed exponent. Integers: exact power by `n`. Floats:
+/// fns::pow_scalar with `mode` (an fns::PowMode).
 template <typename C>
 struct PowScalar {
-  enum Mode : int { kSquare, kCube, kIdentity, kSqrt, kReciprocal, kGeneral };
   C e;
   int64_t n;
   int mode;
@@ -164,14 +162,7 @@ struct PowScalar {
     if constexpr (std::is_integral_v<C>) {
       return math::int_pow(x, n);
     } else {
-      switch (mode) {
-        case kSquare: return x * x;
-        case kCube: return x * x * x;
-        case kIdentity: return x;
-        case kSqrt: return dmath::sqrt(x);
-        case kReciprocal: return C(1) / x;
-        default: return dmath::pow(x, e);
-      }
+      return fns::pow_scalar(x, e, mode);
     }
   }
 };

@@ -18,6 +18,7 @@ namespace {
 using cuda::DeviceComputeOf;
 using ops::ScalarFn;
 using namespace cuda::binary;  // NOLINT: the functors
+namespace fns = cuda::fns;
 
 /// out = f(a) for S the storage type of a.compute and f =
 /// make.template operator()<S, C>() (C its compute type); a maker returns
@@ -42,20 +43,6 @@ auto with_scalar(const Scalar& s) {
   }
 }
 
-/// PowScalar's mode for a floating pow op code.
-template <typename C>
-int pow_mode(ScalarFn fn) {
-  using P = PowScalar<C>;
-  switch (fn) {
-    case ScalarFn::PowSquare: return P::kSquare;
-    case ScalarFn::PowCube: return P::kCube;
-    case ScalarFn::PowIdentity: return P::kIdentity;
-    case ScalarFn::PowSqrt: return P::kSqrt;
-    case ScalarFn::PowReciprocal: return P::kReciprocal;
-    default: return P::kGeneral;
-  }
-}
-
 template <BitOp kOp, typename S>
 auto bitwise_scalar(const Scalar& s) {
   if constexpr (std::is_integral_v<S>) {
@@ -66,6 +53,17 @@ auto bitwise_scalar(const Scalar& s) {
 }
 
 }  // namespace
+
+int elementwise::pow_mode(ScalarFn fn) {
+  switch (fn) {
+    case ScalarFn::PowSquare: return fns::kPowSquare;
+    case ScalarFn::PowCube: return fns::kPowCube;
+    case ScalarFn::PowIdentity: return fns::kPowIdentity;
+    case ScalarFn::PowSqrt: return fns::kPowSqrt;
+    case ScalarFn::PowReciprocal: return fns::kPowReciprocal;
+    default: return fns::kPowGeneral;
+  }
+}
 
 void elementwise::binary_scalar(KernelContext& ctx, const ops::BinaryScalarArgs& a) {
   switch (a.fn) {
@@ -135,7 +133,7 @@ void elementwise::binary_scalar(KernelContext& ctx, const ops::BinaryScalarArgs&
             f.n = a.s.to_int();  // an integral compute type means an int or bool exponent
           } else {
             f.e = math::scalar_as<C>(a.s);
-            f.mode = pow_mode<C>(a.fn);
+            f.mode = elementwise::pow_mode(a.fn);
           }
           return f;
         }

@@ -22,4 +22,7 @@ void clamp_tensor(KernelContext& ctx, const ops::ClampTensorArgs& a);    // acti
 void glu(KernelContext& ctx, const ops::GluArgs& a);                     // activation.cu
 void fused(KernelContext& ctx, const ops::FusedArgs& a);                 // fused.cu
 
+/// The fns::PowMode a floating pow op code runs with (binary_scalar.cu).
+int pow_mode(ops::ScalarFn fn);
+
 }  // namespace pterun::kernels::cuda_ops::elementwise

@@ -1,7 +1,8 @@
-// Fused elementwise programs on CUDA (ops/fused.h): one thread per output
-// element (grid-stride) loads the inputs as float, runs the steps over a
-// register array, rounding each result to its step's dtype, and stores the
-// last. The per-element functors are the unfused kernels' own
+// Fused elementwise programs on CUDA (ops/fused.h). A program runs as a
+// kernel generated for it (fused_codegen.h) where it can; else here, in an
+// interpreter: each thread (grid-stride) loads its elements as float, runs
+// the steps over a register array, rounding each result to its step's
+// dtype, and stores the last. The per-element functors are the unfused kernels' own
 // (binary_functors.cuh, elementwise_functors.cuh); the scalars are
 // converted on the host as those kernels convert them.
 
@@ -14,6 +15,8 @@
 #include "pterun/backend/cuda/ops/elementwise.cuh"
 #include "pterun/backend/cuda/ops/elementwise_compute.h"
 #include "pterun/backend/cuda/ops/elementwise_functors.cuh"
+#include "pterun/backend/cuda/ops/fused_codegen.h"
+#include "pterun/backend/cuda/ops/fused_program.h"
 #include "pterun/ops/fused.h"
 
 namespace pterun::kernels::cuda_ops {
@@ -26,25 +29,7 @@ using ops::ScalarFn;
 using ops::UnaryFn;
 namespace bin = cuda::binary;
 namespace fun = cuda::functors;
-
-/// A step as the device reads it: scalars already in float.
-struct DeviceStep {
-  FusedKind kind;
-  uint8_t fn;
-  uint8_t a;
-  uint8_t b;
-  DType round;
-  bool nan;         // Clamp: a NaN bound
-  int8_t pow_mode;  // Scalar pow: bin::PowScalar's mode
-  bool spill;       // a step other than the next reads the result: keep it in the register file
-  float s0;
-  float s1;
-};
-
-struct DeviceProgram {
-  int count;
-  DeviceStep steps[ops::kFusedMaxSteps];
-};
+namespace fns = cuda::fns;
 
 __device__ __forceinline__ float unary(UnaryFn fn, float x) {
   switch (fn) {
@@ -92,7 +77,7 @@ __device__ __forceinline__ float scalar(const DeviceStep& s, float x) {
     case ScalarFn::Rsub: return bin::RsubConst<float>{s.s0, s.s1}(x);
     case ScalarFn::Mul: return bin::MulConst<float>{s.s0}(x);
     case ScalarFn::Div: return bin::DivConst<float>{s.s0}(x);
-    default: return bin::PowScalar<float>{s.s0, 0, s.pow_mode}(x);  // the pow codes
+    default: return fns::pow_scalar(x, s.s0, s.pow_mode);  // the pow codes
   }
 }
 
@@ -263,48 +248,6 @@ __global__ void __launch_bounds__(cuda::kElementwiseThreads)
   }
 }
 
-DeviceProgram device_program(std::span<const ops::FusedStep> steps, size_t num_inputs) {
-  DeviceProgram p{};
-  p.count = static_cast<int>(steps.size());
-  for (size_t j = 0; j < steps.size(); ++j) {
-    const ops::FusedStep& s = steps[j];
-    DeviceStep& d = p.steps[j];
-    d.kind = s.kind;
-    d.fn = s.fn;
-    d.a = s.a;
-    d.b = s.b;
-    d.round = s.round;
-    d.s0 = static_cast<float>(s.s0);
-    d.s1 = static_cast<float>(s.s1);
-    if (s.kind == FusedKind::Scalar) {
-      using P = bin::PowScalar<float>;
-      switch (static_cast<ScalarFn>(s.fn)) {
-        // alpha * s in float, as binary_scalar.cu forms it.
-        case ScalarFn::Add:
-        case ScalarFn::Sub: d.s0 = static_cast<float>(s.s1) * static_cast<float>(s.s0); break;
-        case ScalarFn::PowSquare: d.pow_mode = P::kSquare; break;
-        case ScalarFn::PowCube: d.pow_mode = P::kCube; break;
-        case ScalarFn::PowIdentity: d.pow_mode = P::kIdentity; break;
-        case ScalarFn::PowSqrt: d.pow_mode = P::kSqrt; break;
-        case ScalarFn::PowReciprocal: d.pow_mode = P::kReciprocal; break;
-        default: d.pow_mode = P::kGeneral; break;
-      }
-    }
-    if (s.kind == FusedKind::Clamp) d.nan = std::isnan(d.s0) || std::isnan(d.s1);
-  }
-  // A result goes to the register file unless only the next step reads it
-  // (the kernel keeps the last result in registers).
-  const size_t n = steps.size();
-  for (size_t j = 0; j < n; ++j) {
-    const auto reg = static_cast<uint8_t>(num_inputs + j);
-    for (size_t k = j + 2; k < n; ++k) {
-      const bool binary = steps[k].kind == FusedKind::Binary;
-      p.steps[j].spill = p.steps[j].spill || steps[k].a == reg || (binary && steps[k].b == reg);
-    }
-  }
-  return p;
-}
-
 template <int N>
 void launch(const KernelContext& ctx, const ops::FusedArgs& a, const DeviceProgram& program) {
   Tensor& out = a.out;
@@ -318,6 +261,10 @@ void launch(const KernelContext& ctx, const ops::FusedArgs& a, const DeviceProgr
     in.dtype[k] = ins[k]->dtype();
   }
   const cuda::StridedIndexer<N + 1> ix = cuda::make_indexer<N + 1>(out, ins, a.op);
+  std::array<const int64_t*, N + 1> strides;
+  for (int k = 0; k <= N; ++k) strides[k] = ix.strides[k];
+  const FusedWalk walk{{ix.sizes, static_cast<size_t>(ix.rank)}, strides};
+  if (launch_generated(ctx, program, a.inputs, out, walk, a.op)) return;
   // Bit k: input k (bit N: out) may take vector accesses, aligned to kVec
   // elements.
   uint32_t vec = 0;
