@@ -7,10 +7,15 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
 #include "pterun/backend/cuda/device/fused_params.h"
+#include "pterun/backend/cuda/jit/kernel_cache.h"
 #include "pterun/backend/cuda/jit/nvrtc.h"
 #include "pterun/backend/cuda/ops/fused_codegen.h"
 #include "pterun/backend/cuda/ops/fused_program.h"
@@ -99,6 +104,58 @@ TEST(CudaFusedCodegen, CompileErrorsCarryNvrtcLog) {
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ErrorCode::Internal);
     EXPECT_NE(std::string(e.what()).find("undeclared"), std::string::npos) << e.what();
+  }
+}
+
+std::string read_file(const std::filesystem::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+TEST(CudaKernelCache, KeepsEntriesAndRecompilesDamagedOnes) {
+  std::string why;
+  if (!cuda::jit::nvrtc_available(&why)) GTEST_SKIP() << "NVRTC is not installed: " << why;
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / "pterun_kernel_cache_test";
+  fs::remove_all(dir);
+  const char* old = std::getenv("PTERUN_CACHE_DIR");
+  const std::string saved = old != nullptr ? old : "";
+  setenv("PTERUN_CACHE_DIR", dir.c_str(), 1);
+
+  const std::string source = "extern \"C\" __global__ void k(float* x) { x[0] = 1.0f; }";
+  const std::string fresh = cuda::jit::compile(source, "k.cu", 90);
+  EXPECT_EQ(cuda::jit::compile_cached(source, "k.cu", 90), fresh);
+  std::vector<fs::path> entries;
+  for (const auto& e : fs::directory_iterator(dir / "kernels")) entries.push_back(e.path());
+  ASSERT_EQ(entries.size(), 1u);
+  const std::string entry = read_file(entries[0]);
+  EXPECT_NE(entry.find(source), std::string::npos);  // the request is stored whole
+
+  // Served from the entry: a changed entry body shows through only when it
+  // is still consistent, so flip a byte of the code and expect a recompile.
+  std::string damaged = entry;
+  damaged[damaged.size() - 20] = static_cast<char>(damaged[damaged.size() - 20] ^ 0x5a);
+  std::ofstream(entries[0], std::ios::binary | std::ios::trunc) << damaged;
+  EXPECT_EQ(cuda::jit::compile_cached(source, "k.cu", 90), fresh);
+  EXPECT_EQ(read_file(entries[0]), entry);  // rewritten
+  std::ofstream(entries[0], std::ios::binary | std::ios::trunc) << entry.substr(0, 40);
+  EXPECT_EQ(cuda::jit::compile_cached(source, "k.cu", 90), fresh);
+  EXPECT_EQ(read_file(entries[0]), entry);
+
+  // Another architecture is another entry.
+  EXPECT_EQ(cuda::jit::compile_cached(source, "k.cu", 80), cuda::jit::compile(source, "k.cu", 80));
+  EXPECT_EQ(std::distance(fs::directory_iterator(dir / "kernels"), fs::directory_iterator()), 2);
+
+  // An empty PTERUN_CACHE_DIR turns the cache off.
+  fs::remove_all(dir);
+  setenv("PTERUN_CACHE_DIR", "", 1);
+  EXPECT_EQ(cuda::jit::compile_cached(source, "k.cu", 90), fresh);
+  EXPECT_FALSE(fs::exists(dir));
+
+  if (old != nullptr) {
+    setenv("PTERUN_CACHE_DIR", saved.c_str(), 1);
+  } else {
+    unsetenv("PTERUN_CACHE_DIR");
   }
 }
 

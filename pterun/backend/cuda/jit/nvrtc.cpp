@@ -33,6 +33,7 @@ struct Api {
   Result (*log)(Program*, char*) = nullptr;
   Result (*cubin_size)(Program*, size_t*) = nullptr;
   Result (*cubin)(Program*, char*) = nullptr;
+  Result (*version)(int*, int*) = nullptr;
 };
 
 template <typename F>
@@ -56,6 +57,7 @@ Api load() {
   resolve(api, api.log, "nvrtcGetProgramLog");
   resolve(api, api.cubin_size, "nvrtcGetCUBINSize");
   resolve(api, api.cubin, "nvrtcGetCUBIN");
+  resolve(api, api.version, "nvrtcVersion");
   return api;
 }
 
@@ -78,7 +80,23 @@ void check(const Api& a, Result r, const char* what, const char* name) {
                " failed: ", a.error_string(r));
 }
 
+/// The options of a compile for sm_<arch>: no fma contraction, as the
+/// elementwise kernels are built (CMakeLists.txt).
+std::vector<std::string> options(int arch) {
+  return {str_cat("--gpu-architecture=sm_", arch), "--std=c++17", "--fmad=false", "-DNDEBUG"};
+}
+
 }  // namespace
+
+std::string compiler_identity(int arch) {
+  const Api& a = api();
+  int major = 0;
+  int minor = 0;
+  if (a.handle != nullptr) a.version(&major, &minor);
+  std::string id = str_cat("nvrtc ", major, ".", minor);
+  for (const std::string& o : options(arch)) id += str_cat(" ", o);
+  return id;
+}
 
 bool nvrtc_available(std::string* why) {
   const Api& a = api();
@@ -101,10 +119,10 @@ std::string compile(const std::string& source, const char* name, int arch) {
         a.create(&guard.program, source.c_str(), name, static_cast<int>(names.size()), texts.data(),
                  names.data()),
         "creating the program", name);
-  const std::string target = str_cat("--gpu-architecture=sm_", arch);
-  // No fma contraction, as the elementwise kernels are built (CMakeLists.txt).
-  const char* options[] = {target.c_str(), "--std=c++17", "--fmad=false", "-DNDEBUG"};
-  const Result compiled = a.compile(guard.program, 4, options);
+  const std::vector<std::string> opts = options(arch);
+  std::vector<const char*> argv;
+  for (const std::string& o : opts) argv.push_back(o.c_str());
+  const Result compiled = a.compile(guard.program, static_cast<int>(argv.size()), argv.data());
   if (compiled != 0) {
     size_t size = 0;
     std::string log;

@@ -28,4 +28,8 @@ std::string compile(const std::string& source, const char* name, int arch);
 /// Whether NVRTC can be loaded; when not, why in `why`.
 bool nvrtc_available(std::string* why);
 
+/// What compile's result depends on besides the source and headers:
+/// NVRTC's version and the options compile passes for `arch` (one line).
+std::string compiler_identity(int arch);
+
 }  // namespace pterun::cuda::jit

@@ -25,7 +25,7 @@
 
 #include "pterun/backend/cuda/cuda_context.h"
 #include "pterun/backend/cuda/device/fused_params.h"
-#include "pterun/backend/cuda/jit/nvrtc.h"
+#include "pterun/backend/cuda/jit/kernel_cache.h"
 #include "pterun/core/str_cat.h"
 
 namespace pterun::kernels::cuda_ops {
@@ -234,7 +234,7 @@ const Compiled& compiled(const DeviceProgram& program, const Shape& shape) {
   Compiled c;
   try {
     const std::string cubin =
-        cuda::jit::compile(source(program, shape), "pterun_fused.cu", shape.arch);
+        cuda::jit::compile_cached(source(program, shape), "pterun_fused.cu", shape.arch);
     cudaLibrary_t library = nullptr;
     PTERUN_CUDA_CHECK(
         cudaLibraryLoadData(&library, cubin.data(), nullptr, nullptr, 0, nullptr, nullptr, 0));
