@@ -120,44 +120,40 @@ __device__ __forceinline__ void storev(void* base, long long i, const float (&v)
   }
 }
 
-/// Input k's element offsets for the `count` walk indices from i0 over R
-/// dims; I is unsigned when the walk fits 32 bits (a 64-bit division
-/// costs tens of instructions). One division chain for the run when it
-/// stays inside one line of the innermost dim (the usual case: a bias or
-/// a row of weights broadcast over rows), else one per element.
-template <int R, typename I, int V>
-__device__ __forceinline__ void offsets(const FusedParams& p, int k, long long i0, int count,
-                                        long long (&off)[V]) {
-  I i = static_cast<I>(i0);
-  long long first = 0;
-  const I inner = static_cast<I>(i % static_cast<I>(p.size[R - 1]));
+/// Input k's element offset for walk index i over R dims; I is unsigned
+/// when the walk fits 32 bits (a 64-bit division costs tens of
+/// instructions).
+template <int R, typename I>
+__device__ __forceinline__ long long offset(const FusedParams& p, int k, I i) {
+  long long off = 0;
 #pragma unroll
   for (int d = R - 1; d > 0; --d) {
     const I size = static_cast<I>(p.size[d]);
     const I q = i / size;
-    first += static_cast<long long>(i - q * size) * p.stride[k][d];
+    off += static_cast<long long>(i - q * size) * p.stride[k][d];
     i = q;
   }
-  first += static_cast<long long>(i) * p.stride[k][0];
-  if (inner + static_cast<I>(V) <= static_cast<I>(p.size[R - 1])) {
+  return off + static_cast<long long>(i) * p.stride[k][0];
+}
+
+/// The offsets of the `count` walk indices from i0: one division chain for
+/// the run when it stays inside one line of the innermost dim (the usual
+/// case: a bias or a row of weights broadcast over rows), else one per
+/// element.
+template <int R, typename I, int V>
+__device__ __forceinline__ void offsets(const FusedParams& p, int k, long long i0, int count,
+                                        long long (&off)[V]) {
+  const I line = static_cast<I>(p.size[R - 1]);
+  off[0] = offset<R, I>(p, k, static_cast<I>(i0));
+  if (static_cast<I>(i0) % line + static_cast<I>(V) <= line) {
 #pragma unroll
-    for (int e = 0; e < V; ++e) off[e] = first + e * p.stride[k][R - 1];
+    for (int e = 1; e < V; ++e) off[e] = off[0] + e * p.stride[k][R - 1];
     return;
   }
-  off[0] = first;
 #pragma unroll
   for (int e = 1; e < V; ++e) {
     // Indices past the end (e >= count) give offsets the caller never reads.
-    I j = static_cast<I>(i0 + (e < count ? e : 0));
-    long long o = 0;
-#pragma unroll
-    for (int d = R - 1; d > 0; --d) {
-      const I size = static_cast<I>(p.size[d]);
-      const I q = j / size;
-      o += static_cast<long long>(j - q * size) * p.stride[k][d];
-      j = q;
-    }
-    off[e] = o + static_cast<long long>(j) * p.stride[k][0];
+    off[e] = offset<R, I>(p, k, static_cast<I>(i0 + (e < count ? e : 0)));
   }
 }
 
