@@ -385,6 +385,7 @@ std::unique_ptr<Method> Method::load(std::shared_ptr<const Program> program,
   if (options.device == Device::CPU) m->options_.device_index = 0;
   m->context_.device = options.device;
   m->context_.device_index = m->options_.device_index;
+  m->context_.allow_tf32 = options.allow_tf32;
   Loader loader{*m, *m->desc_, {}, {}, {}};
   loader.analyse_instructions();
   loader.check_support();

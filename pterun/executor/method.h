@@ -30,6 +30,11 @@ struct MethodOptions {
   /// without control flow, one graph per set of addresses and dynamic input
   /// shapes (method_graph.cpp).
   bool cuda_graphs = true;
+  /// CUDA: float32 matrix products and convolutions may round their
+  /// inputs to TF32 on the tensor cores (faster, about 3 decimal digits
+  /// instead of float32's 7; like torch.backends.cuda.matmul.allow_tf32).
+  /// Off by default: float32 products are float32. No effect on the CPU.
+  bool allow_tf32 = false;
   /// Run dequantize -> op -> quantize chains of quantized programs on
   /// integer kernels (executor/quant_fusion.h); false runs the program's
   /// instructions as written. The environment variable

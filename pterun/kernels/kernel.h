@@ -24,6 +24,8 @@ struct KernelContext {
   Device device = Device::CPU;
   int device_index = 0;
   std::shared_ptr<void> backend;
+  /// CUDA: float32 products may use TF32 (MethodOptions::allow_tf32).
+  bool allow_tf32 = false;
 
   /// At least `bytes` of 64-byte-aligned host scratch, valid until the next call
   /// of scratch() by the same kernel invocation or the next kernel. Grows

@@ -25,11 +25,13 @@ struct PyMethod {
 
 /// Method options for a device string (docs/python-api.md, B25: a CUDA device without a GPU is
 /// a RuntimeError saying why).
-MethodOptions method_options(const std::string& device, bool cuda_graphs, std::string& canonical) {
+MethodOptions method_options(const std::string& device, bool cuda_graphs, bool allow_tf32,
+                             std::string& canonical) {
   const int index = resolve_device(device);
   canonical = device_string(index);
   MethodOptions o;
   o.cuda_graphs = cuda_graphs;
+  o.allow_tf32 = allow_tf32;
   if (index >= 0) {
     o.device = Device::CUDA;
     o.device_index = index;
@@ -38,9 +40,9 @@ MethodOptions method_options(const std::string& device, bool cuda_graphs, std::s
 }
 
 PyMethod make_method(std::shared_ptr<const Program> program, const std::string& name,
-                     const std::string& device, bool cuda_graphs) {
+                     const std::string& device, bool cuda_graphs, bool allow_tf32) {
   std::string canonical;
-  MethodOptions options = method_options(device, cuda_graphs, canonical);
+  MethodOptions options = method_options(device, cuda_graphs, allow_tf32, canonical);
   std::unique_ptr<Method> m;
   {
     nb::gil_scoped_release release;
@@ -73,12 +75,13 @@ struct PyModule {
   std::shared_ptr<const Program> program;
   std::string device;
   bool cuda_graphs = true;
+  bool allow_tf32 = false;
   std::map<std::string, PyMethod> methods;
 
   PyMethod& get(const std::string& name) {
     auto it = methods.find(name);
     if (it == methods.end()) {
-      it = methods.emplace(name, make_method(program, name, device, cuda_graphs)).first;
+      it = methods.emplace(name, make_method(program, name, device, cuda_graphs, allow_tf32)).first;
     }
     return it->second;
   }
@@ -183,8 +186,8 @@ void set_tp_call(nb::handle type, ternaryfunc call) {
 }  // namespace
 
 nb::object load_method(const PyProgram& program, const std::string& name, const std::string& device,
-                       bool cuda_graphs) {
-  return nb::cast(make_method(program.program, name, device, cuda_graphs));
+                       bool cuda_graphs, bool allow_tf32) {
+  return nb::cast(make_method(program.program, name, device, cuda_graphs, allow_tf32));
 }
 
 void init_method(nb::module_& m) {
@@ -248,19 +251,20 @@ void init_method(nb::module_& m) {
       .def(
           "__init__",
           [](PyModule* self, nb::handle src, nb::handle data, const std::string& device,
-             bool cuda_graphs) {
+             bool cuda_graphs, bool allow_tf32) {
             auto program_bytes = read_source(src, "Module(src)");
             auto data_bytes = data.is_none() ? nullptr : read_source(data, "Module(data=)");
             std::string canonical;
-            method_options(device, cuda_graphs, canonical);
+            method_options(device, cuda_graphs, allow_tf32, canonical);
             std::shared_ptr<const Program> program;
             {
               nb::gil_scoped_release release;
               program = Program::load(std::move(program_bytes), std::move(data_bytes));
             }
-            new (self) PyModule{std::move(program), canonical, cuda_graphs, {}};
+            new (self) PyModule{std::move(program), canonical, cuda_graphs, allow_tf32, {}};
           },
-          "src"_a, nb::kw_only(), "data"_a = nb::none(), "device"_a = "cpu", "cuda_graphs"_a = true)
+          "src"_a, nb::kw_only(), "data"_a = nb::none(), "device"_a = "cpu", "cuda_graphs"_a = true,
+          "allow_tf32"_a = false)
       .def_prop_ro("method_names", [](PyModule& self) { return self.program->method_names(); })
       .def(
           "method_meta",

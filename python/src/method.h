@@ -8,9 +8,9 @@ namespace pterun::python {
 
 struct PyProgram;
 
-/// Program.load_method(name, *, device, cuda_graphs).
+/// Program.load_method(name, *, device, cuda_graphs, allow_tf32).
 nanobind::object load_method(const PyProgram& program, const std::string& name,
-                             const std::string& device, bool cuda_graphs);
+                             const std::string& device, bool cuda_graphs, bool allow_tf32);
 
 /// Binds Method and Module.
 void init_method(nanobind::module_& m);

@@ -184,10 +184,12 @@ void bind_program(nb::module_& m) {
           [](const PyProgram& p, const std::string& name) { return p.program->method_meta(name); },
           "name"_a, "Metadata of method `name` (ValueError when there is none).")
       .def("load_method", &load_method, "name"_a, nb::kw_only(), "device"_a = "cpu",
-           "cuda_graphs"_a = true,
+           "cuda_graphs"_a = true, "allow_tf32"_a = false,
            "Loads method `name` on `device` ('cpu', 'cuda', 'cuda:N'). On a GPU, a method "
            "with static shapes and no control flow is captured as a CUDA graph and replayed "
-           "(cuda_graphs=False runs its kernels one by one).")
+           "(cuda_graphs=False runs its kernels one by one); allow_tf32=True lets float32 "
+           "matrix products and convolutions round their inputs to TF32 on the tensor cores "
+           "(faster, about 3 significant digits; off by default, as in torch).")
       .def("__repr__", [](const PyProgram& p) {
         std::string names;
         for (const auto& n : p.program->method_names()) {

@@ -199,9 +199,9 @@ class Program:
     def method_meta(self, name: str) -> MethodMeta:
         """Metadata of method `name` (ValueError when there is none)."""
 
-    def load_method(self, name: str, *, device: str = 'cpu', cuda_graphs: bool = True) -> object:
+    def load_method(self, name: str, *, device: str = 'cpu', cuda_graphs: bool = True, allow_tf32: bool = False) -> object:
         """
-        Loads method `name` on `device` ('cpu', 'cuda', 'cuda:N'). On a GPU, a method with static shapes and no control flow is captured as a CUDA graph and replayed (cuda_graphs=False runs its kernels one by one).
+        Loads method `name` on `device` ('cpu', 'cuda', 'cuda:N'). On a GPU, a method with static shapes and no control flow is captured as a CUDA graph and replayed (cuda_graphs=False runs its kernels one by one); allow_tf32=True lets float32 matrix products and convolutions round their inputs to TF32 on the tensor cores (faster, about 3 significant digits; off by default, as in torch).
         """
 
     def __repr__(self) -> str: ...
@@ -243,7 +243,7 @@ class Method:
 class Module:
     """A program with lazily loaded methods."""
 
-    def __init__(self, src: object, *, data: object | None = None, device: str = 'cpu', cuda_graphs: bool = True) -> None: ...
+    def __init__(self, src: object, *, data: object | None = None, device: str = 'cpu', cuda_graphs: bool = True, allow_tf32: bool = False) -> None: ...
 
     @property
     def method_names(self) -> list[str]: ...

@@ -8,6 +8,7 @@
 
 #include <cstddef>
 
+#include "pterun/core/dtype.h"
 #include "pterun/core/error.h"
 #include "pterun/kernels/common/device_check.h"
 #include "pterun/kernels/kernel.h"
@@ -37,6 +38,14 @@ int device(const kernels::KernelContext& context);
 /// The method's cuBLAS handle, bound to its stream, with a workspace set
 /// (created on first use).
 cublasHandle_t cublas(kernels::KernelContext& context);
+
+/// The compute type of a cuBLAS product of `dtype` operands: float32
+/// accumulation, and for float32 operands TF32 tensor-core inputs only
+/// where the method allows it (MethodOptions::allow_tf32).
+inline cublasComputeType_t gemm_compute(const kernels::KernelContext& context, DType dtype) {
+  return dtype == DType::Float32 && context.allow_tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32
+                                                       : CUBLAS_COMPUTE_32F;
+}
 
 /// At least `bytes` of 256-byte-aligned device scratch, valid for the
 /// current kernel (stream-ordered: reused by the next kernel on the same

@@ -2,8 +2,9 @@
 // pays: f32 / f16 / bf16, not transposed, enough output channels and a
 // long enough reduction. Per group and chunk of images, a kernel gathers
 // the input patches into dense scratch (zeros where the window leaves the
-// padded input), then one strided-batched cublasGemmEx (CUBLAS_COMPUTE_32F,
-// no TF32, like the matmuls) multiplies them with the weight straight into
+// padded input), then one strided-batched cublasGemmEx (float32
+// accumulation; TF32 only where the method allows it, like the matmuls:
+// gemm_compute) multiplies them with the weight straight into
 // the output. The patch matrix is laid out so that the product lands in
 // out's own layout:
 //  - out NCHW-like (each image's [oc, oh*ow] plane dense over oh*ow):
@@ -166,13 +167,13 @@ bool conv_gemm(kernels::KernelContext& ctx, const ops::ConvProblem& q, const cha
             h, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(p), static_cast<int>(ocg),
             static_cast<int>(k), &alpha, col, t, static_cast<int>(p), k * p, w, t,
             static_cast<int>(k), 0, &beta, c, t, static_cast<int>(ld_out), os[0],
-            static_cast<int>(imgs), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+            static_cast<int>(imgs), gemm_compute(ctx, q.dtype), CUBLAS_GEMM_DEFAULT));
       } else {
         PTERUN_CUBLAS_CHECK(cublasGemmStridedBatchedEx(
             h, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(ocg), static_cast<int>(p),
             static_cast<int>(k), &alpha, w, t, static_cast<int>(k), 0, col, t, static_cast<int>(k),
             k * p, &beta, c, t, static_cast<int>(ld_out), os[0], static_cast<int>(imgs),
-            CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+            gemm_compute(ctx, q.dtype), CUBLAS_GEMM_DEFAULT));
       }
     }
   }

@@ -2,7 +2,8 @@
 // addmm and linear are there): a gemm and a strided copy.
 //
 // f32 / f16 / bf16 products go to cuBLAS (cublasGemm[StridedBatched]Ex,
-// CUBLAS_COMPUTE_32F: no TF32, f16/bf16 outputs). cuBLAS is column-major,
+// CUBLAS_COMPUTE_32F, f16/bf16 outputs; no TF32 unless the method allows
+// it: gemm_compute). cuBLAS is column-major,
 // so a row-major C = A B is computed as C^T = B^T A^T: a row-major operand
 // with unit column stride is its transpose in column-major with ld = row
 // stride (op N), one with unit row stride is itself with ld = column
@@ -231,13 +232,13 @@ void cublas_gemm(kernels::KernelContext& ctx, const ops::GemmProblem& p, const c
                                      static_cast<int>(k), &alpha, b.data, t,
                                      static_cast<int>(cb.ld), a.data, t, static_cast<int>(ca.ld),
                                      &beta, const_cast<void*>(c.data), t, static_cast<int>(cc.ld),
-                                     CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+                                     gemm_compute(ctx, p.dtype), CUBLAS_GEMM_DEFAULT));
   } else {
     PTERUN_CUBLAS_CHECK(cublasGemmStridedBatchedEx(
         h, cb.op, ca.op, static_cast<int>(n), static_cast<int>(m), static_cast<int>(k), &alpha,
         b.data, t, static_cast<int>(cb.ld), b.batch_stride, a.data, t, static_cast<int>(ca.ld),
         a.batch_stride, &beta, const_cast<void*>(c.data), t, static_cast<int>(cc.ld),
-        c.batch_stride, static_cast<int>(batch), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+        c.batch_stride, static_cast<int>(batch), gemm_compute(ctx, p.dtype), CUBLAS_GEMM_DEFAULT));
   }
   if (!c_direct) copy_view(ctx, p.c, c, batch, m, n, es);
 }
