@@ -143,6 +143,15 @@ def test_large_batch_runs_in_several_calls_within_the_bound(digits):
     np.testing.assert_array_equal(out["output"], expected)
 
 
+def test_load_options_reach_the_method(digits):
+    # allow_tf32 and cuda_graphs go to load_method; on the CPU neither
+    # changes a result.
+    images = digits[0]
+    out = pr.Predictor(str(DIGITS), allow_tf32=True, cuda_graphs=False)({"data": images})
+    (expected,) = direct(DIGITS, [images], 1024)
+    np.testing.assert_array_equal(out["output"], expected)
+
+
 def test_rows_per_call_splits_a_batch(digits):
     images = np.concatenate([digits[0]] * 3)
     out = pr.Predictor(str(DIGITS), rows_per_call=BATCH)({"data": images})

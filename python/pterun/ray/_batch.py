@@ -54,7 +54,7 @@ class Predictor:
             (docs/ray.md measures it), so a small, fast model runs best on
             large Ray batches split into calls of the size it runs fastest
             at.
-        cuda_graphs: as ``Program.load_method``.
+        cuda_graphs, allow_tf32: as ``Program.load_method``.
     """
 
     def __init__(self, program: _program.ProgramSource, *, method: str = "forward",
@@ -62,12 +62,13 @@ class Predictor:
                  output_columns: Optional[Sequence[Optional[str]]] = None,
                  keep_columns: Union[bool, Sequence[str]] = True, device: Optional[str] = None,
                  data: Optional[_program.ProgramSource] = None, num_threads: Optional[int] = None,
-                 rows_per_call: Optional[int] = None, cuda_graphs: bool = True) -> None:
+                 rows_per_call: Optional[int] = None, cuda_graphs: bool = True,
+                 allow_tf32: bool = False) -> None:
         _program.set_threads(num_threads)
         self._program = _program.load(program, data)
         self.device = _program.choose_device(device)
         self._method = self._program.load_method(method, device=self.device,
-                                                 cuda_graphs=cuda_graphs)
+                                                 cuda_graphs=cuda_graphs, allow_tf32=allow_tf32)
         self.signature = MethodSignature(self._program.method_meta(method))
         sig = self.signature
         where = f"pterun.ray.Predictor (method '{method}')"

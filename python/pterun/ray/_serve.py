@@ -74,13 +74,14 @@ class Server:
                  methods: Optional[Sequence[str]] = None, default_method: str = "forward",
                  device: Optional[str] = None, num_threads: Optional[int] = None,
                  max_batch_size: int = 32, batch_wait_timeout_s: float = 0.002,
-                 cuda_graphs: bool = True) -> None:
+                 cuda_graphs: bool = True, allow_tf32: bool = False) -> None:
         _program.set_threads(num_threads)
         self._program = _program.load(program, data)
         self.device = _program.choose_device(device)
         names = list(methods) if methods is not None else self._program.method_names
         self._methods = {n: self._program.load_method(n, device=self.device,
-                                                      cuda_graphs=cuda_graphs) for n in names}
+                                                      cuda_graphs=cuda_graphs,
+                                                      allow_tf32=allow_tf32) for n in names}
         self._signatures = {n: MethodSignature(self._program.method_meta(n)) for n in names}
         self._default_method = default_method
         self._run_batch.set_max_batch_size(max_batch_size)
@@ -256,7 +257,7 @@ def deployment(program: Any, *, data: Any = None, methods: Optional[Sequence[str
                num_replicas: int = 1, num_cpus: float = 1, num_gpus: float = 0,
                num_threads: Optional[int] = None, max_batch_size: int = 32,
                batch_wait_timeout_s: float = 0.002, max_ongoing_requests: Optional[int] = None,
-               name: str = "pterun", cuda_graphs: bool = True,
+               name: str = "pterun", cuda_graphs: bool = True, allow_tf32: bool = False,
                **options: Any) -> "serve.Application":
     """A Ray Serve application serving ``program`` (a path every node can
     read, or bytes) with :class:`Server`; start it with ``serve.run(app,
@@ -280,4 +281,5 @@ def deployment(program: Any, *, data: Any = None, methods: Optional[Sequence[str
         ray_actor_options={"num_cpus": num_cpus, "num_gpus": num_gpus}, **options)
     return app.bind(program, data=data, methods=methods, default_method=default_method,
                     device=device, num_threads=num_threads, max_batch_size=max_batch_size,
-                    batch_wait_timeout_s=batch_wait_timeout_s, cuda_graphs=cuda_graphs)
+                    batch_wait_timeout_s=batch_wait_timeout_s, cuda_graphs=cuda_graphs,
+                    allow_tf32=allow_tf32)
