@@ -7,6 +7,7 @@
 #include <cuda_runtime_api.h>
 
 #include <cstddef>
+#include <cstdint>
 
 #include "pterun/core/dtype.h"
 #include "pterun/core/error.h"
@@ -64,6 +65,11 @@ inline unsigned blocks_for(long long n, unsigned threads, unsigned cap = 65535u 
   long long b = (n + threads - 1) / threads;
   if (b < 1) b = 1;
   return static_cast<unsigned>(b < cap ? b : cap);
+}
+
+/// True when `p` is a multiple of `bytes` (a vector access's alignment).
+inline bool aligned(const void* p, size_t bytes) {
+  return reinterpret_cast<uintptr_t>(p) % bytes == 0;
 }
 
 }  // namespace pterun::cuda

@@ -262,10 +262,6 @@ int arch_of(int device) {
   return a;
 }
 
-bool aligned(const void* p, size_t bytes) {
-  return reinterpret_cast<uintptr_t>(p) % bytes == 0;
-}
-
 }  // namespace
 
 std::string generated_source(const DeviceProgram& program, std::span<const DType> inputs,
@@ -327,11 +323,11 @@ bool launch_generated(const KernelContext& ctx, const DeviceProgram& program,
   cuda::FusedParams p{};
   p.n = n;
   p.out = out.data();
-  bool vec = aligned(out.data(), shape.vec * element_size(out.dtype()));
+  bool vec = cuda::aligned(out.data(), shape.vec * element_size(out.dtype()));
   for (size_t k = 0; k < inputs.size(); ++k) {
     p.in[k] = inputs[k]->data();
     if (shape.access[k] == 'd') {
-      vec = vec && aligned(inputs[k]->data(), shape.vec * element_size(inputs[k]->dtype()));
+      vec = vec && cuda::aligned(inputs[k]->data(), shape.vec * element_size(inputs[k]->dtype()));
     }
     for (size_t d = 0; d < rank; ++d) p.stride[k][d] = walk.strides[k + 1][d];
   }

@@ -5,7 +5,8 @@
 //  - make_indexer: a StridedIndexer from sizes and strides, or for an
 //    elementwise op from its output and inputs (broadcast_strides);
 //  - is_linear: whether an indexer walks every operand contiguously;
-//  - aligned: whether a pointer suits a vector access;
+//  - aligned (cuda_context.h, for host .cpp files too): whether a pointer
+//    suits a vector access;
 //  - visit_dtype(dtype, op, f): dispatch on a dtype to its device storage
 //    type, Error NotSupported naming the op otherwise.
 //
@@ -18,6 +19,7 @@
 #include <cstdint>
 #include <span>
 
+#include "pterun/backend/cuda/cuda_context.h"
 #include "pterun/backend/cuda/device/device_util.cuh"
 #include "pterun/core/dtype.h"
 #include "pterun/core/error.h"
@@ -93,11 +95,6 @@ StridedIndexer<N> make_indexer(const Tensor& out, const std::array<const Tensor*
   std::array<std::span<const int64_t>, N> spans;
   for (int k = 0; k < N; ++k) spans[k] = std::span<const int64_t>(logical[k], rank);
   return make_indexer<N>(out.sizes(), spans, out.dim_order());
-}
-
-/// True when `p` is a multiple of `bytes` (a vector access's alignment).
-inline bool aligned(const void* p, size_t bytes) {
-  return reinterpret_cast<uintptr_t>(p) % bytes == 0;
 }
 
 /// True when every operand of `ix` is walked contiguously in linear order
