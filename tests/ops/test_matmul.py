@@ -426,7 +426,8 @@ def test_linear_permuted_input(device):
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float16, BF16])
-@pytest.mark.parametrize("rows,k,n", [(1, 1024, 515), (1, 37, 9), (3, 256, 130), (8, 64, 64)])
+@pytest.mark.parametrize("rows,k,n", [(1, 1024, 515), (1, 1006, 33), (1, 37, 9), (3, 256, 130),
+                                    (8, 64, 64)])
 @pytest.mark.parametrize("num_threads", [1, 2])
 def test_linear_decode_shapes(device, dtype, rows, k, n, num_threads):
     # A decode step's linear layers: a few rows against a weight read row by
