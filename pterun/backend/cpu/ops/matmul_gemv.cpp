@@ -9,6 +9,7 @@
 
 #include <algorithm>
 
+#include "pterun/backend/cpu/engine/fetch_ahead.h"
 #include "pterun/backend/cpu/engine/parallel.h"
 #include "pterun/backend/cpu/engine/vec_convert.h"
 #include "pterun/backend/cpu/ops/matmul_gemm.h"
@@ -55,22 +56,15 @@ void four_columns(const float* a, int64_t lda, int64_t rows, const W* w0, const 
   }
 }
 
-/// Bytes a one-row product fetches ahead of its reads: the weight is one
-/// sequential stream through memory, and a core's own prefetchers do not
-/// run this far ahead (about 5-10% more bandwidth on one thread).
-constexpr int64_t kFetchAhead = 4096;
-
-/// sum_k x[k] * w[k] for one row of a single-row product: four
-/// accumulators, each 64-byte line of the weight fetched kFetchAhead bytes
-/// before it is read (a fetch past the matrix is harmless).
+/// sum_k x[k] * w[k] for one weight row: four accumulators, each 64-byte
+/// line of the weight fetched ahead of its read (fetch_ahead.h).
 template <typename W>
 float row_dot(const float* x, const W* w, int64_t k) {
   constexpr int64_t kLineElems = 64 / sizeof(W);
   F8 s0{}, s1{}, s2{}, s3{};
   int64_t i = 0;
   for (; i + 32 <= k; i += 32) {
-    const char* ahead = reinterpret_cast<const char*>(w + i) + kFetchAhead;
-    for (int64_t line = 0; line < 32 / kLineElems; ++line) __builtin_prefetch(ahead + 64 * line);
+    for (int64_t e = 0; e < 32; e += kLineElems) fetch_ahead(w + i + e);
     s0 += load_vec<F8>(x + i) * load8(w + i);
     s1 += load_vec<F8>(x + i + 8) * load8(w + i + 8);
     s2 += load_vec<F8>(x + i + 16) * load8(w + i + 16);
@@ -78,16 +72,6 @@ float row_dot(const float* x, const W* w, int64_t k) {
   }
   for (; i + 8 <= k; i += 8) s0 += load_vec<F8>(x + i) * load8(w + i);
   float t = vec::hsum((s0 + s1) + (s2 + s3));
-  for (; i < k; ++i) t += x[i] * static_cast<float>(w[i]);
-  return t;
-}
-
-template <typename W>
-float one_column(const float* x, const W* w, int64_t k) {
-  F8 s{};
-  int64_t i = 0;
-  for (; i + 8 <= k; i += 8) s += load_vec<F8>(x + i) * load8(w + i);
-  float t = vec::hsum(s);
   for (; i < k; ++i) t += x[i] * static_cast<float>(w[i]);
   return t;
 }
@@ -140,7 +124,7 @@ void gemv_typed(kernels::KernelContext& ctx, const GemmProblem& p) {
         }
       } else {
         for (int64_t jj = j; jj < n; ++jj) {
-          for (int64_t r = 0; r < m; ++r) store(r, jj, one_column(x + r * k, w + jj * ldw, k));
+          for (int64_t r = 0; r < m; ++r) store(r, jj, row_dot(x + r * k, w + jj * ldw, k));
         }
       }
     }
