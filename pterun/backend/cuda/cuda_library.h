@@ -4,7 +4,11 @@
 // (cuBLAS, cublas_loader.cpp; NVRTC, jit/nvrtc.cpp), so that a CUDA build
 // imports and runs CPU methods where they are not installed.
 
+#include <dlfcn.h>
+
 #include <string>
+
+#include "pterun/core/str_cat.h"
 
 namespace pterun::cuda {
 
@@ -16,5 +20,15 @@ namespace pterun::cuda {
 /// loader's own search (LD_LIBRARY_PATH, the system's toolkit). Null when
 /// none loads, with every dlopen error in `error`.
 void* open_cuda_library(const char* soname, const std::string& built_with, std::string& error);
+
+/// Sets `f` to function `name` of `lib` (a handle open_cuda_library gave
+/// for `soname`, or null). False when it is missing, with `error` saying
+/// which.
+template <typename F>
+bool find_function(void* lib, const char* soname, const char* name, F& f, std::string& error) {
+  f = lib == nullptr ? nullptr : reinterpret_cast<F>(dlsym(lib, name));
+  if (f == nullptr) error = str_cat(soname, " has no ", name);
+  return f != nullptr;
+}
 
 }  // namespace pterun::cuda

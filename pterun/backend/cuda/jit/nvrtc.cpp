@@ -4,8 +4,6 @@
 
 #include "pterun/backend/cuda/jit/nvrtc.h"
 
-#include <dlfcn.h>
-
 #include <cstddef>
 #include <vector>
 
@@ -36,14 +34,11 @@ struct Api {
   Result (*version)(int*, int*) = nullptr;
 };
 
+/// Resolves `f`; a missing entry point leaves the library unusable.
 template <typename F>
 void resolve(Api& api, F& f, const char* name) {
   if (api.handle == nullptr) return;
-  f = reinterpret_cast<F>(dlsym(api.handle, name));
-  if (f == nullptr) {
-    api.error = str_cat(kLibrary, " has no ", name);
-    api.handle = nullptr;
-  }
+  if (!find_function(api.handle, kLibrary, name, f, api.error)) api.handle = nullptr;
 }
 
 Api load() {
