@@ -208,6 +208,26 @@ def test_max_pool_values_only_kernel(device, shape, k, s, p, d, ceil, order, out
           Out(np.int64, ev.shape), num_threads=2)
 
 
+@cpu_only("pterun::max_pool2d_values.out is a CPU kernel")
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8, np.int16, np.int32, np.int64])
+@pytest.mark.parametrize("shape,k,s,p,d,ceil", [
+    ((2, 8, 16, 16), (2, 2), (2, 2), (0, 0), (1, 1), False),  # XNNPACK's int8 2x2 pooling
+    ((1, 70, 9, 8), (3, 3), (2, 2), (1, 1), (1, 1), True),  # 64 + 6 channels, border windows
+    ((1, 64, 5, 6), (3, 3), (1, 2), (1, 1), (1, 1), False),  # 64 channels in one register
+    ((1, 5, 9, 8), (2, 3), (2, 1), (1, 1), (1, 2), True),  # dilation
+])
+def test_max_pool_values_only_integers_channels_last(device, dtype, shape, k, s, p, d, ceil):
+    # Integers of channels-last input take their own loop over all channels.
+    info = np.iinfo(dtype)
+    x = np.random.default_rng(5).integers(info.min, info.max, size=shape, endpoint=True,
+                                          dtype=dtype)
+    ev, _ = ref_max_pool(x, k, s, p, d, ceil)
+    for threads in (1, 2):
+        check(device, "pterun::max_pool2d_values.out", T(x, dim_order=CL), list(k), list(s),
+              list(p), list(d), ceil, Out(dtype, ev.shape, dim_order=CL), Out(np.int64, ev.shape),
+              expect=[ev, AnyValues(ev.shape)], num_threads=threads)
+
+
 def test_max_pool_errors(device):
     x = normals(1, 1, 4, 4)
     shape = (1, 1, 2, 2)

@@ -135,9 +135,12 @@ CONV_CASES = [
     ((1, 3, 16, 16), (8, 3, 3), (1, 1), (1, 1), (1, 1), 1),
     ((2, 8, 9, 7), (16, 3, 3), (2, 2), (1, 1), (1, 1), 1),
     ((1, 8, 8, 8), (8, 3, 3), (1, 1), (1, 1), (1, 1), 8),      # depthwise
+    ((2, 40, 9, 11), (40, 3, 3), (2, 1), (1, 2), (1, 2), 40),  # depthwise, 16 + 16 + 8 channels
     ((1, 8, 10, 10), (4, 1, 1), (1, 1), (0, 0), (1, 1), 2),    # 1x1, grouped
     ((1, 4, 12, 11), (6, 3, 2), (1, 2), (2, 0), (2, 1), 1),    # dilation, uneven
     ((1, 70, 5, 5), (3, 1, 1), (1, 1), (0, 0), (1, 1), 1),     # K past one 64-byte step
+    ((1, 8, 10, 9), (6, 3, 3), (1, 1), (1, 1), (2, 2), 2),     # windows in place: groups of 4
+    ((2, 68, 7, 6), (40, 3, 2), (2, 1), (1, 0), (1, 1), 1),    # windows in place, 64 + 4 a tap
 ]
 
 
@@ -163,12 +166,27 @@ def test_quantized_conv2d_uint8_and_threads(device):
     ws = rand((12,), F32, 0.001, 0.01)
     check(device, CONV, x, 0.03, 128, w, ws, sums, None, [1, 1], [1, 1], [1, 1], 1, 0.08, 0, 0,
           255, QOut(np.uint8, (2, 12, 14, 14)), num_threads=2)
+    # uint8 windows read in place (a channels-last weight, 8 channels a tap).
+    x = rand((1, 8, 9, 9), np.uint8, 0, 256)
+    w, sums = weights(20, (8, 3, 3))
+    ws = rand((20,), F32, 0.001, 0.01)
+    check(device, CONV, T(x, dim_order=CL), 0.03, 120, T(w, dim_order=CL), ws, sums, None, [1, 1],
+          [1, 1], [1, 1], 1, 0.08, 0, 0, 255, QOut(np.uint8, (1, 20, 9, 9), dim_order=CL))
+    # Depthwise over uint8, 16 + 5 channels, channels-last.
+    x = rand((2, 21, 7, 9), np.uint8, 0, 256)
+    w, sums = weights(21, (1, 5, 3))
+    ws = rand((21,), F32, 0.001, 0.01)
+    check(device, CONV, T(x, dim_order=CL), 0.03, 131, w, ws, sums, None, [1, 2], [2, 1], [1, 1],
+          21, 0.08, 3, 0, 255, QOut(np.uint8, (2, 21, 7, 5), dim_order=CL), num_threads=2)
 
 
-@pytest.mark.parametrize("order,dims", [(None, [2, 3]), (None, [-1, -2]), (CL, [2, 3]),
-                                        (None, [1])])
-def test_quantized_mean(device, order, dims):
-    x = rand((2, 5, 4, 6), np.int8, -128, 128)
+@pytest.mark.parametrize("order,dims,shape", [
+    (None, [2, 3], (2, 5, 4, 6)), (None, [-1, -2], (2, 5, 4, 6)), (CL, [2, 3], (2, 5, 4, 6)),
+    (None, [1], (2, 5, 4, 6)),
+    (CL, [2, 3], (2, 300, 3, 5)),  # channels-last global pool: 256 + 44 channels side by side
+])
+def test_quantized_mean(device, order, dims, shape):
+    x = rand(shape, np.int8, -128, 128)
     shape = [1 if d in [dd % 4 for dd in dims] else s for d, s in enumerate(x.shape)]
     check(device, MEAN, T(x, dim_order=order), 0.02, -10, dims, 0.015, 3, -128, 127,
           QOut(np.int8, shape, dim_order=order))

@@ -26,6 +26,13 @@ struct QGemm {
   int64_t m;
   int64_t n;
   int64_t k;
+  /// Optional, qgemm_packed only (an implicit im2col): row i's group of 4
+  /// inputs q is the 4 bytes at a_rows[i] + a_groups[q]; k is a multiple
+  /// of 4, a and lda are not read, and int8 rows come with their sums
+  /// a_sums[i] = sum_k of row i's bytes (as int8).
+  const uint8_t* const* a_rows = nullptr;
+  const int32_t* a_groups = nullptr;
+  const int32_t* a_sums = nullptr;
 };
 
 void qgemm(const QGemm& p, int32_t* c, int64_t ldc);
@@ -53,6 +60,12 @@ void qgemm_packed(const QGemm& p, const uint8_t* panels, int32_t* c, int64_t ldc
 /// (qgemm_panel_bytes(p.k) per 16 rows) and the weights read in place, 4
 /// bytes at a time. Needs 16 * ldc < 2^31.
 void qgemm_rows_packed(const QGemm& p, uint8_t* buffer, int32_t* c, int64_t ldc);
+
+/// out[i * groups + g] = the sum of the `run` int8 bytes of group g of
+/// pixel i (at image + i * stride + g * run), for pixels [begin, end): the
+/// sums qgemm_packed's gathered int8 rows owe (QGemm::a_sums).
+void qgemm_pixel_sums(const uint8_t* image, int64_t stride, int64_t groups, int64_t run,
+                      int64_t begin, int64_t end, int32_t* out);
 
 /// From this many rows of activations on, packing an operand pays for
 /// itself (qgemm_packed, qgemm_rows_packed).

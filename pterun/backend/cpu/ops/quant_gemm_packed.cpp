@@ -114,6 +114,8 @@ template <int R, int P, bool Flip>
 struct Tile {
   const uint8_t* rows;  // the first row
   int64_t ld;
+  const uint8_t* const* row_ptrs;  // Gather: each row's base
+  const int32_t* groups;           // Gather: each group's offset from it
   int64_t k;
   const uint8_t* panels;  // the first panel
   int64_t panel_bytes;
@@ -143,7 +145,7 @@ template <int R, int P>
   }
 }
 
-template <int R, int P, bool Flip, bool Transposed>
+template <int R, int P, bool Flip, bool Transposed, bool Gather>
 void tile(const Tile& t) {
   __m512i acc[R][P];
   __mmask16 masks[P];
@@ -169,7 +171,14 @@ void tile(const Tile& t) {
   // step after it, where it copies all of them every iteration).
   int64_t g = 0;
   do {
-    if (g < whole) {
+    if constexpr (Gather) {  // k is whole groups: the last step adds zeros
+      const int64_t at = g < whole ? t.groups[g] : 0;
+#pragma GCC unroll 8
+      for (int r = 0; r < R; ++r) {
+        b[r] = 0;
+        if (g < whole) std::memcpy(&b[r], t.row_ptrs[r] + at, 4);
+      }
+    } else if (g < whole) {
 #pragma GCC unroll 8
       for (int r = 0; r < R; ++r) std::memcpy(&b[r], a + r * ld + 4 * g, 4);
     } else {
@@ -195,32 +204,39 @@ void tile(const Tile& t) {
 
 using TileFn = void (*)(const Tile&);
 
-template <int R, bool Flip, bool Transposed>
+template <int R, bool Flip, bool Transposed, bool Gather>
 TileFn tile_of(int panels) {
-  return panels == 1 ? &tile<R, 1, Flip, Transposed> : &tile<R, 2, Flip, Transposed>;
+  return panels == 1 ? &tile<R, 1, Flip, Transposed, Gather>
+                     : &tile<R, 2, Flip, Transposed, Gather>;
 }
 
-template <bool Flip, bool Transposed>
+template <bool Flip, bool Transposed, bool Gather>
 TileFn tile_for(int rows, int panels) {
   switch (rows) {
-    case 1: return tile_of<1, Flip, Transposed>(panels);
-    case 2: return tile_of<2, Flip, Transposed>(panels);
-    case 3: return tile_of<3, Flip, Transposed>(panels);
-    case 4: return tile_of<4, Flip, Transposed>(panels);
-    case 5: return tile_of<5, Flip, Transposed>(panels);
-    case 6: return tile_of<6, Flip, Transposed>(panels);
-    case 7: return tile_of<7, Flip, Transposed>(panels);
-    default: return tile_of<8, Flip, Transposed>(panels);
+    case 1: return tile_of<1, Flip, Transposed, Gather>(panels);
+    case 2: return tile_of<2, Flip, Transposed, Gather>(panels);
+    case 3: return tile_of<3, Flip, Transposed, Gather>(panels);
+    case 4: return tile_of<4, Flip, Transposed, Gather>(panels);
+    case 5: return tile_of<5, Flip, Transposed, Gather>(panels);
+    case 6: return tile_of<6, Flip, Transposed, Gather>(panels);
+    case 7: return tile_of<7, Flip, Transposed, Gather>(panels);
+    default: return tile_of<8, Flip, Transposed, Gather>(panels);
   }
 }
 
 /// The tile for rows broadcast against panels: int8 rows (flip) against
-/// packed weights, stored in place; or weight rows against packed
-/// activations (always the flipped form), stored transposed.
-TileFn tile_fn(bool flip, bool transposed, int rows, int lanes) {
+/// packed weights, stored in place, the rows contiguous or gathered; or
+/// weight rows against packed activations (always the flipped form),
+/// stored transposed.
+TileFn tile_fn(bool flip, bool transposed, bool gather, int rows, int lanes) {
   const int panels = lanes > 16 ? 2 : 1;
-  if (transposed) return tile_for<true, true>(rows, panels);
-  return flip ? tile_for<true, false>(rows, panels) : tile_for<false, false>(rows, panels);
+  if (transposed) return tile_for<true, true, false>(rows, panels);
+  if (gather) {
+    return flip ? tile_for<true, false, true>(rows, panels)
+                : tile_for<false, false, true>(rows, panels);
+  }
+  return flip ? tile_for<true, false, false>(rows, panels)
+              : tile_for<false, false, false>(rows, panels);
 }
 
 /// sum_k a[k] of int8 bytes: vpsadbw of the bytes + 128 (as uint8; lanes
@@ -240,16 +256,35 @@ int64_t signed_sum(const uint8_t* a, int64_t k) {
 
 }  // namespace
 
+void qgemm_pixel_sums(const uint8_t* image, int64_t stride, int64_t groups, int64_t run,
+                      int64_t begin, int64_t end, int32_t* out) {
+  // vpdpbusd of 1s by the bytes: each lane the sum of 4 of them.
+  const __m512i ones = _mm512_set1_epi8(1);
+  for (int64_t i = begin; i < end; ++i) {
+    const uint8_t* px = image + i * stride;
+    for (int64_t g = 0; g < groups; ++g, px += run) {
+      __m512i s = _mm512_setzero_si512();
+      for (int64_t k0 = 0; k0 < run; k0 += 64) {
+        const int64_t left = run - k0;
+        const __mmask64 mask = left >= 64 ? ~__mmask64{0} : (__mmask64{1} << left) - 1;
+        s = _mm512_dpbusd_epi32(s, ones, _mm512_maskz_loadu_epi8(mask, px + k0));
+      }
+      out[i * groups + g] = _mm512_reduce_add_epi32(s);
+    }
+  }
+}
+
 void qgemm_packed(const QGemm& p, const uint8_t* panels, int32_t* c, int64_t ldc) {
   // Activation rows broadcast against weight panels: int8 activations are
   // the signed operand (flip), the shift they owe 128 * sum_k a per row.
-  const bool flip = !p.a_unsigned;
+  const bool flip = !p.a_unsigned, gather = p.a_rows != nullptr;
   const int64_t panel_bytes = qgemm_panel_bytes(p.k);
   int32_t base[kRows], owed[32];
   for (int64_t i0 = 0; i0 < p.m; i0 += kRows) {
     const int rows = static_cast<int>(std::min<int64_t>(kRows, p.m - i0));
     for (int r = 0; r < rows; ++r) {
-      const int64_t sum = flip ? signed_sum(p.a + (i0 + r) * p.lda, p.k) : 0;
+      int64_t sum = 0;
+      if (flip) sum = gather ? p.a_sums[i0 + r] : signed_sum(p.a + (i0 + r) * p.lda, p.k);
       base[r] = static_cast<int32_t>(static_cast<uint64_t>(128 * sum));
     }
     for (int64_t j0 = 0; j0 < p.n; j0 += 32) {
@@ -258,9 +293,10 @@ void qgemm_packed(const QGemm& p, const uint8_t* panels, int32_t* c, int64_t ldc
         owed[j] =
             static_cast<int32_t>(static_cast<uint64_t>(int64_t{p.a_zero_point} * p.w_sums[j0 + j]));
       }
-      tile_fn(flip, false, rows,
-              cols)({p.a + i0 * p.lda, p.lda, p.k, panels + j0 / 16 * panel_bytes, panel_bytes,
-                     cols, base, owed, c + i0 * ldc + j0, ldc, 1});
+      tile_fn(flip, false, gather, rows,
+              cols)({gather ? nullptr : p.a + i0 * p.lda, p.lda, gather ? p.a_rows + i0 : nullptr,
+                     p.a_groups, p.k, panels + j0 / 16 * panel_bytes, panel_bytes, cols, base, owed,
+                     c + i0 * ldc + j0, ldc, 1});
     }
   }
 }
@@ -283,9 +319,10 @@ void qgemm_rows_packed(const QGemm& p, uint8_t* buffer, int32_t* c, int64_t ldc)
     }
     for (int64_t i0 = 0; i0 < p.m; i0 += 32) {
       const int lanes = static_cast<int>(std::min<int64_t>(32, p.m - i0));
-      tile_fn(true, true, rows, lanes)({reinterpret_cast<const uint8_t*>(p.w + j0 * p.ldw), p.ldw,
-                                        p.k, buffer + i0 / 16 * panel_bytes, panel_bytes, lanes,
-                                        base, nullptr, c + i0 * ldc + j0, 1, ldc});
+      tile_fn(true, true, false, rows,
+              lanes)({reinterpret_cast<const uint8_t*>(p.w + j0 * p.ldw), p.ldw, nullptr, nullptr,
+                      p.k, buffer + i0 / 16 * panel_bytes, panel_bytes, lanes, base, nullptr,
+                      c + i0 * ldc + j0, 1, ldc});
     }
   }
 }
@@ -298,6 +335,18 @@ void qgemm_packed(const QGemm& p, const uint8_t* /*panels*/, int32_t* c, int64_t
 
 void qgemm_rows_packed(const QGemm& p, uint8_t* /*buffer*/, int32_t* c, int64_t ldc) {
   qgemm(p, c, ldc);
+}
+
+void qgemm_pixel_sums(const uint8_t* image, int64_t stride, int64_t groups, int64_t run,
+                      int64_t begin, int64_t end, int32_t* out) {
+  for (int64_t i = begin; i < end; ++i) {
+    const auto* px = reinterpret_cast<const int8_t*>(image + i * stride);
+    for (int64_t g = 0; g < groups; ++g, px += run) {
+      int32_t sum = 0;
+      for (int64_t k = 0; k < run; ++k) sum += px[k];
+      out[i * groups + g] = sum;
+    }
+  }
 }
 
 #endif

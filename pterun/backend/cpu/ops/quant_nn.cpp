@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <type_traits>
 
 #include "pterun/backend/cpu/engine/parallel.h"
 #include "pterun/backend/cpu/engine/x86_intrinsics.h"
@@ -220,25 +221,49 @@ constexpr int64_t kPixelBlock = 32;
 /// Depthwise accumulators acc[r][ch] = sum over the window of
 /// (x - zero_point) * w[ch, tap] for output pixels [p0, p0 + rows) of image
 /// b of the padded image (taps in the border add nothing). `tap_weights` is
-/// [tap][channel].
+/// [tap][channel]; `offsets[ch]` is -zero_point * (the sum of channel ch's
+/// weights), so the window's products are of the stored bytes.
 template <typename In>
-void depthwise_rows(const ConvGeometry& c, int64_t b, int64_t p0, int64_t rows, int32_t zero_point,
-                    const int8_t* tap_weights, int32_t* acc) {
+void depthwise_rows(const ConvGeometry& c, int64_t b, int64_t p0, int64_t rows,
+                    const int8_t* tap_weights, const int32_t* offsets, int32_t* acc) {
   const int64_t channels = c.out_channels;
+  const int64_t taps = c.kh * c.kw;
   const uint8_t* image = c.image + b * c.image_stride;
   for (int64_t r = 0; r < rows; ++r) {
     const int64_t p = p0 + r;
     const int64_t oh = p / c.out_width, ow = p % c.out_width;
+    const uint8_t* corner = image + (oh * c.sh * c.width + ow * c.sw) * c.pixel_stride;
     int32_t* a = acc + r * channels;
-    std::fill(a, a + channels, 0);
-    for (int64_t i = 0; i < c.kh; ++i) {
-      for (int64_t j = 0; j < c.kw; ++j) {
-        const int64_t ih = oh * c.sh + i * c.dh, iw = ow * c.sw + j * c.dw;
-        const auto* x = reinterpret_cast<const In*>(image + (ih * c.width + iw) * c.pixel_stride);
-        const int8_t* w = tap_weights + (i * c.kw + j) * channels;
-        for (int64_t ch = 0; ch < channels; ++ch) {
-          a[ch] += (int32_t{x[ch]} - zero_point) * int32_t{w[ch]};
+    int64_t ch = 0;
+#if defined(__AVX512F__) && defined(__AVX512BW__)
+    // Sixteen channels at a time, the last few masked; the sum stays in a
+    // register over the taps.
+    for (; ch < channels; ch += 16) {
+      const __mmask16 m = channels - ch >= 16 ? __mmask16{0xFFFF}
+                                              : static_cast<__mmask16>((1u << (channels - ch)) - 1);
+      __m512i sum = _mm512_maskz_loadu_epi32(m, offsets + ch);
+      for (int64_t i = 0; i < c.kh; ++i) {
+        const uint8_t* row = corner + i * c.dh * c.width * c.pixel_stride + ch;
+        const int8_t* w = tap_weights + i * c.kw * channels + ch;
+        for (int64_t j = 0; j < c.kw; ++j, w += channels) {
+          const __m128i xb = _mm_maskz_loadu_epi8(m, row + j * c.dw * c.pixel_stride);
+          const __m512i x =
+              std::is_same_v<In, int8_t> ? _mm512_cvtepi8_epi32(xb) : _mm512_cvtepu8_epi32(xb);
+          const __m512i wv = _mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(m, w));
+          sum = _mm512_add_epi32(sum, _mm512_mullo_epi32(x, wv));
         }
+      }
+      _mm512_mask_storeu_epi32(a + ch, m, sum);
+    }
+#endif
+    if (ch < channels) {
+      std::copy(offsets + ch, offsets + channels, a + ch);
+      for (int64_t t = 0; t < taps; ++t) {
+        const int64_t i = t / c.kw, j = t % c.kw;
+        const auto* x =
+            reinterpret_cast<const In*>(corner + (i * c.dh * c.width + j * c.dw) * c.pixel_stride);
+        const int8_t* w = tap_weights + t * channels;
+        for (int64_t k = ch; k < channels; ++k) a[k] += int32_t{x[k]} * int32_t{w[k]};
       }
     }
   }
@@ -267,23 +292,46 @@ void quantized_conv2d(KernelContext& ctx, const ops::QConv2dArgs& a) {
   const size_t cols_bytes = aligned(static_cast<size_t>(kPixelBlock * c.k));
   const size_t acc_bytes = aligned(static_cast<size_t>(kPixelBlock * width) * sizeof(int32_t));
   const size_t out_bytes = aligned(static_cast<size_t>(kPixelBlock * width));
-  const size_t taps_bytes = depthwise ? aligned(static_cast<size_t>(taps * c.out_channels)) : 0;
+  const size_t taps_bytes = depthwise
+                                ? aligned(static_cast<size_t>(taps * c.out_channels)) +
+                                      aligned(static_cast<size_t>(c.out_channels) * sizeof(int32_t))
+                                : 0;
   const bool in_unsigned = a.in.dtype() == DType::UInt8;
   // The weights packed once per call (qgemm_packed), from a few pixels on.
   const bool packed = !depthwise && qgemm_packs() && c.batch * pixels >= kQgemmPackRows;
   const int64_t panel_bytes = qgemm_panel_bytes(c.k), group_panels = (c.og + 15) / 16;
   const size_t pack_bytes =
       packed ? aligned(static_cast<size_t>(c.groups * group_panels * panel_bytes)) : 0;
+  // The packed product reads each pixel's window in place (no im2col) when
+  // the weight's inputs run (tap, channel) and every tap's channels are
+  // whole groups of 4: `groups` holds each group's offset from the window.
+  const bool gather = packed && c.weight_channels_last && c.cg % 4 == 0 && !pointwise(c);
+  const size_t groups_bytes = gather ? aligned(static_cast<size_t>(c.k / 4) * sizeof(int32_t)) : 0;
+  // int8 windows owe their sums (qgemm_packed): each padded pixel's sum per
+  // group, once, from which a window's is its taps'.
+  const bool pixel_sums = gather && !in_unsigned;
+  const size_t sums_bytes = pixel_sums ? aligned(image_bytes / static_cast<size_t>(c.channels) *
+                                                 static_cast<size_t>(c.groups) * sizeof(int32_t))
+                                       : 0;
   const size_t slot = cols_bytes + acc_bytes + out_bytes;
-  auto* scratch = static_cast<char*>(
-      ctx.scratch(terms_bytes + stage_bytes + taps_bytes + pack_bytes + slot * threads));
+  auto* scratch =
+      static_cast<char*>(ctx.scratch(terms_bytes + stage_bytes + taps_bytes + pack_bytes +
+                                     groups_bytes + sums_bytes + slot * threads));
   const Requant terms = requant_terms(a.rq, c.out_channels, scratch);
-  // Depthwise weights tap-major ([tap][channel]), for runs of channels.
+  // Depthwise weights tap-major ([tap][channel]), for runs of channels,
+  // and each channel's -zero_point * (sum of its weights).
   auto* tap_weights = reinterpret_cast<int8_t*>(scratch + terms_bytes + stage_bytes);
+  auto* offsets = reinterpret_cast<int32_t*>(scratch + terms_bytes + stage_bytes +
+                                             aligned(static_cast<size_t>(taps * c.out_channels)));
   if (depthwise) {
     const int8_t* w = a.weight.data_as<const int8_t>();  // [C][KH][KW] in either order
     for (int64_t ch = 0; ch < c.out_channels; ++ch) {
-      for (int64_t t = 0; t < taps; ++t) tap_weights[t * c.out_channels + ch] = w[ch * taps + t];
+      int32_t sum = 0;
+      for (int64_t t = 0; t < taps; ++t) {
+        tap_weights[t * c.out_channels + ch] = w[ch * taps + t];
+        sum += w[ch * taps + t];
+      }
+      offsets[ch] = -a.rq.in_q.zero_point * sum;
     }
   }
 
@@ -341,81 +389,117 @@ void quantized_conv2d(KernelContext& ctx, const ops::QConv2dArgs& a) {
   }
   c.image_stride = c.height * c.width * c.channels;
   c.pixel_stride = c.channels;
+  auto* groups =
+      reinterpret_cast<int32_t*>(scratch + terms_bytes + stage_bytes + taps_bytes + pack_bytes);
+  if (gather) {
+    for (int64_t q = 0; q < c.k / 4; ++q) {
+      const int64_t tap = 4 * q / c.cg, ic = 4 * q % c.cg;
+      const int64_t i = tap / c.kw, j = tap % c.kw;
+      groups[q] = static_cast<int32_t>((i * c.dh * c.width + j * c.dw) * c.pixel_stride + ic);
+    }
+  }
+  auto* sums = reinterpret_cast<int32_t*>(reinterpret_cast<char*>(groups) + groups_bytes);
+  if (pixel_sums) {
+    const int64_t image_pixels = c.batch * c.height * c.width;
+    parallel_for(ctx, image_pixels, c.channels, [&](int64_t begin, int64_t end) {
+      qgemm_pixel_sums(c.image, c.pixel_stride, c.groups, c.cg, begin, end, sums);
+    });
+  }
 
   const int64_t o0 = a.out.stride(0), o1 = a.out.stride(1), o2 = a.out.stride(2),
                 o3 = a.out.stride(3);
   const bool direct = pointwise(c);
   kernels::visit_q8(a.out.dtype(), [&]<typename Out>() {
     Out* out = a.out.data_as<Out>();
-    parallel_for(
-        ctx, tasks, std::max<int64_t>(1, kPixelBlock * c.og * c.k / 8),
-        [&](int64_t begin, int64_t end) {
-          char* mine = scratch + terms_bytes + stage_bytes + taps_bytes + pack_bytes +
-                       slot * parallel_thread_index();
-          auto* cols = reinterpret_cast<uint8_t*>(mine);
-          auto* acc = reinterpret_cast<int32_t*>(mine + cols_bytes);
-          auto* tile = reinterpret_cast<Out*>(mine + cols_bytes + acc_bytes);
-          for (int64_t t = begin; t < end; ++t) {
-            const int64_t pb = t % pixel_blocks;
-            const int64_t g = t / pixel_blocks % task_groups;
-            const int64_t b = t / pixel_blocks / task_groups;
-            const int64_t p0 = pb * kPixelBlock;
-            const int64_t rows = std::min(kPixelBlock, pixels - p0);
-            if (depthwise) {
-              if (in_unsigned) {
-                depthwise_rows<uint8_t>(c, b, p0, rows, a.rq.in_q.zero_point, tap_weights, acc);
-              } else {
-                depthwise_rows<int8_t>(c, b, p0, rows, a.rq.in_q.zero_point, tap_weights, acc);
-              }
-            } else {
-              const uint8_t* a_rows = cols;
-              if (direct) {
-                a_rows = c.image + b * c.image_stride + p0 * c.pixel_stride;
-              } else {
-                im2col(c, b, g, p0, rows, cols);
-              }
-              const QGemm gemm{a_rows,
-                               c.k,
-                               in_unsigned,
-                               a.rq.in_q.zero_point,
-                               a.weight.data_as<const int8_t>() + g * c.og * c.k,
-                               c.k,
-                               a.weight_sums.data_as<const int32_t>() + g * c.og,
-                               rows,
-                               c.og,
-                               c.k};
-              if (packed) {
-                qgemm_packed(gemm, pack + g * group_panels * panel_bytes, acc, c.og);
-              } else {
-                qgemm(gemm, acc, c.og);
-              }
-            }
-            Out* image = out + b * o0 + g * width * o1;
-            if (o1 == 1) {  // channels innermost: each pixel's run in place
-              for (int64_t r = 0; r < rows; ++r) {
-                const int64_t p = p0 + r;
-                requantize_run(acc + r * width, width, terms, g * width,
-                               image + (p / c.out_width) * o2 + (p % c.out_width) * o3);
-              }
-            } else {
-              for (int64_t r = 0; r < rows; ++r) {
-                requantize_run(acc + r * width, width, terms, g * width, tile + r * width);
-              }
-              if (o3 == 1 && o2 == c.out_width) {  // NCHW: pixels run per channel
-                for (int64_t j = 0; j < width; ++j) {
-                  Out* o = image + j * o1 + p0;
-                  for (int64_t r = 0; r < rows; ++r) o[r] = tile[r * width + j];
-                }
-              } else {
-                for (int64_t r = 0; r < rows; ++r) {
-                  const int64_t p = p0 + r;
-                  Out* o = image + (p / c.out_width) * o2 + (p % c.out_width) * o3;
-                  for (int64_t j = 0; j < width; ++j) o[j * o1] = tile[r * width + j];
-                }
-              }
-            }
-          }
-        });
+    parallel_for(ctx, tasks, std::max<int64_t>(1, kPixelBlock * c.og * c.k / 8),
+                 [&](int64_t begin, int64_t end) {
+                   char* mine = scratch + terms_bytes + stage_bytes + taps_bytes + pack_bytes +
+                                groups_bytes + sums_bytes + slot * parallel_thread_index();
+                   const uint8_t* windows[kPixelBlock];
+                   int32_t window_sums[kPixelBlock];
+                   auto* cols = reinterpret_cast<uint8_t*>(mine);
+                   auto* acc = reinterpret_cast<int32_t*>(mine + cols_bytes);
+                   auto* tile = reinterpret_cast<Out*>(mine + cols_bytes + acc_bytes);
+                   for (int64_t t = begin; t < end; ++t) {
+                     const int64_t pb = t % pixel_blocks;
+                     const int64_t g = t / pixel_blocks % task_groups;
+                     const int64_t b = t / pixel_blocks / task_groups;
+                     const int64_t p0 = pb * kPixelBlock;
+                     const int64_t rows = std::min(kPixelBlock, pixels - p0);
+                     if (depthwise) {
+                       if (in_unsigned) {
+                         depthwise_rows<uint8_t>(c, b, p0, rows, tap_weights, offsets, acc);
+                       } else {
+                         depthwise_rows<int8_t>(c, b, p0, rows, tap_weights, offsets, acc);
+                       }
+                     } else {
+                       const uint8_t* a_rows = cols;
+                       if (direct) {
+                         a_rows = c.image + b * c.image_stride + p0 * c.pixel_stride;
+                       } else if (gather) {
+                         const uint8_t* image = c.image + b * c.image_stride + g * c.cg;
+                         for (int64_t r = 0; r < rows; ++r) {
+                           const int64_t oh = (p0 + r) / c.out_width, ow = (p0 + r) % c.out_width;
+                           const int64_t corner = oh * c.sh * c.width + ow * c.sw;
+                           windows[r] = image + corner * c.pixel_stride;
+                           if (!pixel_sums) continue;
+                           const int32_t* at =
+                               sums + (b * c.height * c.width + corner) * c.groups + g;
+                           int32_t sum = 0;
+                           for (int64_t i = 0; i < c.kh; ++i) {
+                             for (int64_t j = 0; j < c.kw; ++j)
+                               sum += at[(i * c.dh * c.width + j * c.dw) * c.groups];
+                           }
+                           window_sums[r] = sum;
+                         }
+                       } else {
+                         im2col(c, b, g, p0, rows, cols);
+                       }
+                       const QGemm gemm{a_rows,
+                                        c.k,
+                                        in_unsigned,
+                                        a.rq.in_q.zero_point,
+                                        a.weight.data_as<const int8_t>() + g * c.og * c.k,
+                                        c.k,
+                                        a.weight_sums.data_as<const int32_t>() + g * c.og,
+                                        rows,
+                                        c.og,
+                                        c.k,
+                                        gather ? windows : nullptr,
+                                        groups,
+                                        window_sums};
+                       if (packed) {
+                         qgemm_packed(gemm, pack + g * group_panels * panel_bytes, acc, c.og);
+                       } else {
+                         qgemm(gemm, acc, c.og);
+                       }
+                     }
+                     Out* image = out + b * o0 + g * width * o1;
+                     if (o1 == 1) {  // channels innermost: each pixel's run in place
+                       for (int64_t r = 0; r < rows; ++r) {
+                         const int64_t p = p0 + r;
+                         requantize_run(acc + r * width, width, terms, g * width,
+                                        image + (p / c.out_width) * o2 + (p % c.out_width) * o3);
+                       }
+                     } else {
+                       for (int64_t r = 0; r < rows; ++r) {
+                         requantize_run(acc + r * width, width, terms, g * width, tile + r * width);
+                       }
+                       if (o3 == 1 && o2 == c.out_width) {  // NCHW: pixels run per channel
+                         for (int64_t j = 0; j < width; ++j) {
+                           Out* o = image + j * o1 + p0;
+                           for (int64_t r = 0; r < rows; ++r) o[r] = tile[r * width + j];
+                         }
+                       } else {
+                         for (int64_t r = 0; r < rows; ++r) {
+                           const int64_t p = p0 + r;
+                           Out* o = image + (p / c.out_width) * o2 + (p % c.out_width) * o3;
+                           for (int64_t j = 0; j < width; ++j) o[j * o1] = tile[r * width + j];
+                         }
+                       }
+                     }
+                   }
+                 });
   });
 }
 
@@ -426,18 +510,41 @@ void quantized_mean(KernelContext& ctx, const ops::QMeanArgs& a) {
   const auto zp = static_cast<float>(a.out_q.zero_point);
   const int64_t zero_total = a.reduce * a.in_q.zero_point;
   const auto count = static_cast<float>(a.reduce);
+  // Runs of up to kChunk outputs along `inner` (channels of a channels-last
+  // image) sum their reduced rows side by side, contiguous reads into int32
+  // sums (exact while reduce * 255 fits); a single output sums its strided
+  // elements alone.
+  constexpr int64_t kChunk = 256;
+  const bool runs = a.inner > 1 && a.reduce <= (int64_t{1} << 23);
+  const int64_t chunks = runs ? (a.inner + kChunk - 1) / kChunk : a.inner;
   kernels::visit_q8(a.in.dtype(), [&]<typename In>() {
     kernels::visit_q8(a.out.dtype(), [&]<typename Out>() {
       const In* in = a.in.data_as<const In>();
       Out* out = a.out.data_as<Out>();
-      parallel_for(ctx, a.outer * a.inner, a.reduce, [&](int64_t begin, int64_t end) {
+      auto finish = [&](int64_t sum) {
+        const float y = static_cast<float>(sum - zero_total) * a.in_q.scale / count;
+        return static_cast<Out>(requantize(y, inv, zp, a.out_min, a.out_max));
+      };
+      const int64_t per_task = runs ? a.reduce * std::min(a.inner, kChunk) : a.reduce;
+      parallel_for(ctx, a.outer * chunks, per_task, [&](int64_t begin, int64_t end) {
+        alignas(64) int32_t sums[kChunk];
         for (int64_t e = begin; e < end; ++e) {
-          const int64_t o = e / a.inner, i = e % a.inner;
-          const In* src = in + o * a.reduce * a.inner + i;
-          int64_t sum = 0;
-          for (int64_t r = 0; r < a.reduce; ++r) sum += src[r * a.inner];
-          const float y = static_cast<float>(sum - zero_total) * a.in_q.scale / count;
-          out[e] = static_cast<Out>(requantize(y, inv, zp, a.out_min, a.out_max));
+          const int64_t o = e / chunks;
+          if (!runs) {
+            const int64_t i = e % chunks;
+            const In* src = in + o * a.reduce * a.inner + i;
+            int64_t sum = 0;
+            for (int64_t r = 0; r < a.reduce; ++r) sum += src[r * a.inner];
+            out[o * a.inner + i] = finish(sum);
+            continue;
+          }
+          const int64_t i0 = e % chunks * kChunk, n = std::min(kChunk, a.inner - i0);
+          const In* src = in + o * a.reduce * a.inner + i0;
+          std::fill(sums, sums + n, 0);
+          for (int64_t r = 0; r < a.reduce; ++r, src += a.inner) {
+            for (int64_t i = 0; i < n; ++i) sums[i] += src[i];
+          }
+          for (int64_t i = 0; i < n; ++i) out[o * a.inner + i0 + i] = finish(sums[i]);
         }
       });
     });
