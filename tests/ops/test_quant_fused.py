@@ -114,7 +114,7 @@ def test_quantized_linear(device, m, k, n, in_dt):
           255, QOut(np.uint8, (1, m, n)))
 
 
-@pytest.mark.parametrize("m,n", [(300, 40), (3, 600)])  # split by rows; by channels
+@pytest.mark.parametrize("m,n", [(300, 40), (3, 600), (40, 250)])  # by rows; by channels
 def test_quantized_linear_threads(device, m, n):
     x = rand((m, 96), np.int8, -128, 128)
     w, sums = weights(n, (96,))

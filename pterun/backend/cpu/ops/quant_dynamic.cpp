@@ -182,49 +182,82 @@ float finish(float acc, const ops::QDynLinearArgs& a, const RowQuant& p, int64_t
 
 // ---- 8-bit weights ---------------------------------------------------------------
 
+/// out[j] = clamp((acc[j] - zero_point * sums[j]) * scales[j] * p.scale +
+/// bias[j]) for a run of n outputs of one row, in int32 (the exact sum
+/// fits) and float32 as `finish` rounds; a loop GCC vectorises.
+void finish_8bit_run(const int32_t* acc, const int32_t* sums, const float* scales,
+                     const float* bias, const RowQuant& p, float lo, float hi, int64_t n,
+                     float* out) {
+  const auto zp = static_cast<uint32_t>(p.zero_point);
+  const float row_scale = p.scale;
+  auto value = [&](int64_t j) {
+    const auto exact =
+        static_cast<int32_t>(static_cast<uint32_t>(acc[j]) - zp * static_cast<uint32_t>(sums[j]));
+    return static_cast<float>(exact) * scales[j] * row_scale;
+  };
+  if (bias != nullptr) {
+    for (int64_t j = 0; j < n; ++j) out[j] = std::min(std::max(value(j) + bias[j], lo), hi);
+  } else {
+    for (int64_t j = 0; j < n; ++j) out[j] = std::min(std::max(value(j), lo), hi);
+  }
+}
+
 void linear_8bit(KernelContext& ctx, const ops::QDynLinearArgs& a) {
   const int64_t m = a.m, n = a.n, k = a.k;
-  // Tasks of 32 rows (two panels of packed rows for qgemm_rows) by 128
-  // outputs.
+  // Tasks of 32 rows (two panels of packed rows) by up to 128 outputs
+  // (fewer where threads would idle: column_block); from 16
+  // rows on (and with the packed kernel) the quantized rows are packed
+  // once, before the tasks.
   constexpr int64_t kRows = 32, kCols = 128;
+  const bool packed = qgemm_packs() && m >= kQgemmPackRows;
   const size_t q_bytes = aligned(static_cast<size_t>(m * k));
   const size_t p_bytes = aligned(static_cast<size_t>(m) * sizeof(RowQuant));
+  const size_t panels_bytes = packed ? aligned(qgemm_rows_bytes(m, k)) : 0;
   const size_t acc_bytes = aligned(kRows * kCols * sizeof(int32_t));
-  const size_t pack_bytes = aligned(qgemm_rows_bytes(std::min(m, kRows), k));
   const int threads = std::max(1, ctx.num_threads);
+  const int64_t row_blocks = (m + kRows - 1) / kRows;
+  const int64_t col_block = column_block(row_blocks, n, threads, kCols);
+  const int64_t col_blocks = (n + col_block - 1) / col_block;
   auto* scratch =
-      static_cast<char*>(ctx.scratch(q_bytes + p_bytes + (acc_bytes + pack_bytes) * threads));
+      static_cast<char*>(ctx.scratch(q_bytes + p_bytes + panels_bytes + acc_bytes * threads));
   auto* q = reinterpret_cast<uint8_t*>(scratch);
   auto* params = reinterpret_cast<RowQuant*>(scratch + q_bytes);
+  auto* panels = reinterpret_cast<uint8_t*>(scratch + q_bytes + p_bytes);
   quantize_rows(ctx, a, q, k, false, params);
+  if (packed) {
+    const int64_t count = (m + 15) / 16;
+    parallel_for(ctx, count, 16 * k, [&](int64_t begin, int64_t end) {
+      qgemm_pack(reinterpret_cast<const int8_t*>(q), k, m, k, true, begin, end, panels);
+    });
+  }
+  const int64_t panel_bytes = qgemm_panel_bytes(k);
   const int8_t* w = a.weight.data_as<const int8_t>();
   const int32_t* sums = a.weight_sums.data_as<const int32_t>();
   const float* scales = a.weight_scales.data_as<const float>();
+  const float* bias = a.bias != nullptr ? a.bias->data_as<const float>() : nullptr;
   float* out = a.out.data_as<float>();
-  const int64_t row_blocks = (m + kRows - 1) / kRows, col_blocks = (n + kCols - 1) / kCols;
-  parallel_for(
-      ctx, row_blocks * col_blocks, kRows * kCols * k / 16, [&](int64_t begin, int64_t end) {
-        char* mine =
-            scratch + q_bytes + p_bytes + (acc_bytes + pack_bytes) * parallel_thread_index();
-        auto* acc = reinterpret_cast<int32_t*>(mine);
-        auto* pack = reinterpret_cast<uint8_t*>(mine + acc_bytes);
-        for (int64_t t = begin; t < end; ++t) {
-          const int64_t i0 = t / col_blocks * kRows, j0 = t % col_blocks * kCols;
-          const int64_t rows = std::min(kRows, m - i0), cols = std::min(kCols, n - j0);
-          // Raw sums of q * w (zero point 0); the activation's zero point
-          // is taken back per row below.
-          qgemm_rows({q + i0 * k, k, false, 0, w + j0 * k, k, sums + j0, rows, cols, k}, pack, acc,
-                     cols);
-          for (int64_t r = 0; r < rows; ++r) {
-            const RowQuant& p = params[i0 + r];
-            for (int64_t c = 0; c < cols; ++c) {
-              const int64_t j = j0 + c;
-              const int64_t exact = int64_t{acc[r * cols + c]} - int64_t{p.zero_point} * sums[j];
-              out[(i0 + r) * n + j] = finish(static_cast<float>(exact) * scales[j], a, p, j);
-            }
-          }
-        }
-      });
+  parallel_for(ctx, row_blocks * col_blocks, kRows * col_block * k / 16,
+               [&](int64_t begin, int64_t end) {
+                 auto* acc = reinterpret_cast<int32_t*>(scratch + q_bytes + p_bytes + panels_bytes +
+                                                        acc_bytes * parallel_thread_index());
+                 for (int64_t t = begin; t < end; ++t) {
+                   const int64_t i0 = t / col_blocks * kRows, j0 = t % col_blocks * col_block;
+                   const int64_t rows = std::min(kRows, m - i0), cols = std::min(col_block, n - j0);
+                   // Raw sums of q * w (zero point 0); the activation's zero point
+                   // is taken back per row below.
+                   const QGemm g{q + i0 * k, k, false, 0, w + j0 * k, k, sums + j0, rows, cols, k};
+                   if (packed) {
+                     qgemm_rows_on_panels(g, panels + i0 / 16 * panel_bytes, acc, cols);
+                   } else {
+                     qgemm(g, acc, cols);
+                   }
+                   for (int64_t r = 0; r < rows; ++r) {
+                     finish_8bit_run(acc + r * cols, sums + j0, scales + j0,
+                                     bias != nullptr ? bias + j0 : nullptr, params[i0 + r],
+                                     a.out_min, a.out_max, cols, out + (i0 + r) * n + j0);
+                   }
+                 }
+               });
 }
 
 // ---- 4-bit weights ---------------------------------------------------------------

@@ -61,6 +61,11 @@ void qgemm_packed(const QGemm& p, const uint8_t* panels, int32_t* c, int64_t ldc
 /// bytes at a time. Needs 16 * ldc < 2^31.
 void qgemm_rows_packed(const QGemm& p, uint8_t* buffer, int32_t* c, int64_t ldc);
 
+/// qgemm_rows_packed on rows packed already: `panels` holds p's rows as
+/// qgemm_pack made them (shifted when !p.a_unsigned; p.a is not read), so
+/// that rows shared by several products are packed once.
+void qgemm_rows_on_panels(const QGemm& p, const uint8_t* panels, int32_t* c, int64_t ldc);
+
 /// out[i * groups + g] = the sum of the `run` int8 bytes of group g of
 /// pixel i (at image + i * stride + g * run), for pixels [begin, end): the
 /// sums qgemm_packed's gathered int8 rows owe (QGemm::a_sums).
@@ -71,13 +76,10 @@ void qgemm_pixel_sums(const uint8_t* image, int64_t stride, int64_t groups, int6
 /// itself (qgemm_packed, qgemm_rows_packed).
 constexpr int64_t kQgemmPackRows = 16;
 
-/// Bytes of the buffer qgemm_rows takes for products of up to m rows of
-/// depth k: 0 where it would not pack them.
+/// Bytes of the panels qgemm_pack makes of m rows of depth k (the buffer
+/// of qgemm_rows_packed, the panels of qgemm_rows_on_panels): 0 where this
+/// build packs nothing or m is below kQgemmPackRows.
 size_t qgemm_rows_bytes(int64_t m, int64_t k);
-
-/// qgemm_rows_packed from kQgemmPackRows rows on where the build has it
-/// (`buffer`: qgemm_rows_bytes of at least p.m rows), else qgemm.
-void qgemm_rows(const QGemm& p, uint8_t* buffer, int32_t* c, int64_t ldc);
 
 /// The instruction set qgemm uses in this build: "avx512-vnni", "avx2" or
 /// "scalar".

@@ -40,14 +40,6 @@ size_t qgemm_rows_bytes(int64_t m, int64_t k) {
   return static_cast<size_t>((m + 15) / 16 * qgemm_panel_bytes(k));
 }
 
-void qgemm_rows(const QGemm& p, uint8_t* buffer, int32_t* c, int64_t ldc) {
-  if (qgemm_packs() && p.m >= kQgemmPackRows) {
-    qgemm_rows_packed(p, buffer, c, ldc);
-  } else {
-    qgemm(p, c, ldc);
-  }
-}
-
 void qgemm_pack(const int8_t* w, int64_t ldw, int64_t n, int64_t k, bool shift128,
                 int64_t panel_begin, int64_t panel_end, uint8_t* out) {
   const int64_t quads = k / 4 + 1, whole = k / 4;
@@ -305,10 +297,13 @@ void qgemm_rows_packed(const QGemm& p, uint8_t* buffer, int32_t* c, int64_t ldc)
   // Weight rows broadcast (signed) against panels of 16 activation rows
   // (unsigned: uint8 as they are, int8 + 128); the outputs come out
   // transposed, and owe (shift + zero_point) * sum_k w per weight row.
+  qgemm_pack(reinterpret_cast<const int8_t*>(p.a), p.lda, p.m, p.k, !p.a_unsigned, 0,
+             (p.m + 15) / 16, buffer);
+  qgemm_rows_on_panels(p, buffer, c, ldc);
+}
+
+void qgemm_rows_on_panels(const QGemm& p, const uint8_t* buffer, int32_t* c, int64_t ldc) {
   const int64_t panel_bytes = qgemm_panel_bytes(p.k);
-  const int64_t panels = (p.m + 15) / 16;
-  qgemm_pack(reinterpret_cast<const int8_t*>(p.a), p.lda, p.m, p.k, !p.a_unsigned, 0, panels,
-             buffer);
   const int64_t shift = p.a_unsigned ? 0 : 128;
   int32_t base[kRows];
   for (int64_t j0 = 0; j0 < p.n; j0 += kRows) {
@@ -335,6 +330,10 @@ void qgemm_packed(const QGemm& p, const uint8_t* /*panels*/, int32_t* c, int64_t
 
 void qgemm_rows_packed(const QGemm& p, uint8_t* /*buffer*/, int32_t* c, int64_t ldc) {
   qgemm(p, c, ldc);
+}
+
+void qgemm_rows_on_panels(const QGemm& p, const uint8_t* /*panels*/, int32_t* c, int64_t ldc) {
+  qgemm(p, c, ldc);  // nothing is packed in this build: p.a's rows as they are
 }
 
 void qgemm_pixel_sums(const uint8_t* image, int64_t stride, int64_t groups, int64_t run,

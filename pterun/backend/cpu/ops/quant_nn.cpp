@@ -105,37 +105,48 @@ constexpr int64_t kColBlock = 256;
 // ---- linear -------------------------------------------------------------------
 
 void quantized_linear(KernelContext& ctx, const ops::QLinearArgs& a) {
-  // Tasks of up to kRowBlock rows x kColBlock output channels, so that a
-  // few rows (a small batch) still spread over threads.
+  // Tasks of up to kRowBlock rows x kColBlock output channels, fewer
+  // channels where a few rows (a small batch) would leave a thread idle.
   const int64_t n = a.n;
-  const int64_t row_blocks = (a.m + kRowBlock - 1) / kRowBlock;
-  const int64_t col_blocks = (n + kColBlock - 1) / kColBlock;
-  const int64_t cols = std::min(n, kColBlock);
   const int threads = std::max(1, ctx.num_threads);
-  // Scratch: the channel terms, then per thread an accumulator block and
-  // the task's activation rows packed (qgemm_rows: from a few rows on, the
-  // weights are read in place against them).
+  const int64_t row_blocks = (a.m + kRowBlock - 1) / kRowBlock;
+  const int64_t col_block = column_block(row_blocks, n, threads, kColBlock);
+  const int64_t col_blocks = (n + col_block - 1) / col_block;
+  const int64_t cols = std::min(n, col_block);
+  const bool in_unsigned = a.in.dtype() == DType::UInt8;
+  // From a few rows on (with the packed kernel) the activation rows are
+  // packed once, before the tasks, and the weights read in place against
+  // them. Scratch: the channel terms, the packed rows, then an accumulator
+  // block per thread.
+  const bool packed = qgemm_packs() && a.m >= kQgemmPackRows;
   const size_t terms_bytes = aligned(static_cast<size_t>(2 * n) * sizeof(float));
+  const size_t panels_bytes = packed ? aligned(qgemm_rows_bytes(a.m, a.k)) : 0;
   const size_t acc_bytes = aligned(static_cast<size_t>(kRowBlock * cols) * sizeof(int32_t));
-  const size_t pack_bytes = aligned(qgemm_rows_bytes(std::min(a.m, kRowBlock), a.k));
-  auto* scratch = static_cast<char*>(ctx.scratch(terms_bytes + (acc_bytes + pack_bytes) * threads));
+  auto* scratch = static_cast<char*>(ctx.scratch(terms_bytes + panels_bytes + acc_bytes * threads));
   const Requant terms = requant_terms(a.rq, n, scratch);
+  auto* panels = reinterpret_cast<uint8_t*>(scratch + terms_bytes);
+  const auto* in = a.in.data_as<const uint8_t>();
+  if (packed) {
+    parallel_for(ctx, (a.m + 15) / 16, 16 * a.k, [&](int64_t begin, int64_t end) {
+      qgemm_pack(reinterpret_cast<const int8_t*>(in), a.k, a.m, a.k, !in_unsigned, begin, end,
+                 panels);
+    });
+  }
+  const int64_t panel_bytes = qgemm_panel_bytes(a.k);
   kernels::visit_q8(a.out.dtype(), [&]<typename Out>() {
     Out* out = a.out.data_as<Out>();
     parallel_for(ctx, row_blocks * col_blocks, std::max<int64_t>(1, kRowBlock * cols * a.k / 16),
                  [&](int64_t begin, int64_t end) {
-                   char* mine =
-                       scratch + terms_bytes + (acc_bytes + pack_bytes) * parallel_thread_index();
-                   auto* acc = reinterpret_cast<int32_t*>(mine);
-                   auto* pack = reinterpret_cast<uint8_t*>(mine + acc_bytes);
+                   auto* acc = reinterpret_cast<int32_t*>(scratch + terms_bytes + panels_bytes +
+                                                          acc_bytes * parallel_thread_index());
                    for (int64_t t = begin; t < end; ++t) {
                      const int64_t i0 = t / col_blocks * kRowBlock;
-                     const int64_t j0 = t % col_blocks * kColBlock;
+                     const int64_t j0 = t % col_blocks * col_block;
                      const int64_t rows = std::min(kRowBlock, a.m - i0);
-                     const int64_t width = std::min(kColBlock, n - j0);
-                     const QGemm g{a.in.data_as<const uint8_t>() + i0 * a.k,
+                     const int64_t width = std::min(col_block, n - j0);
+                     const QGemm g{in + i0 * a.k,
                                    a.k,
-                                   a.in.dtype() == DType::UInt8,
+                                   in_unsigned,
                                    a.rq.in_q.zero_point,
                                    a.weight.data_as<const int8_t>() + j0 * a.k,
                                    a.k,
@@ -143,7 +154,11 @@ void quantized_linear(KernelContext& ctx, const ops::QLinearArgs& a) {
                                    rows,
                                    width,
                                    a.k};
-                     qgemm_rows(g, pack, acc, width);
+                     if (packed) {
+                       qgemm_rows_on_panels(g, panels + i0 / 16 * panel_bytes, acc, width);
+                     } else {
+                       qgemm(g, acc, width);
+                     }
                      for (int64_t r = 0; r < rows; ++r) {
                        requantize_run(acc + r * width, width, terms, j0, out + (i0 + r) * n + j0);
                      }

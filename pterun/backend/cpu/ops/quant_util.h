@@ -21,6 +21,18 @@ constexpr size_t aligned(size_t bytes) {
   return (bytes + kAlign - 1) / kAlign * kAlign;
 }
 
+/// Output channels per task of an int8 product whose rows make
+/// `row_blocks` tasks: `most` on one thread; with more, fewer (a multiple
+/// of 8, the packed tile's weight rows, and at least 32) where that gives
+/// each thread about four tasks, so that a layer of few rows still spreads.
+constexpr int64_t column_block(int64_t row_blocks, int64_t n, int threads, int64_t most) {
+  if (threads <= 1) return most;
+  const int64_t want = 4 * threads;
+  const int64_t per = (n * row_blocks + want - 1) / want;
+  const int64_t block = (per + 7) / 8 * 8;
+  return block < 32 ? 32 : (block > most ? most : block);
+}
+
 // The integer kernels of quant_nn.cpp, in the table of quant.cpp.
 void quantized_linear(kernels::KernelContext& ctx, const ops::QLinearArgs& a);
 void quantized_conv2d(kernels::KernelContext& ctx, const ops::QConv2dArgs& a);
