@@ -350,62 +350,22 @@ void quantized_conv2d(KernelContext& ctx, const ops::QConv2dArgs& a) {
     }
   }
 
-  // The weights packed for qgemm_packed, group after group.
-  auto* pack = reinterpret_cast<uint8_t*>(scratch + terms_bytes + stage_bytes + taps_bytes);
-  if (packed) {
-    parallel_for(ctx, c.groups * group_panels, 16 * c.k, [&](int64_t begin, int64_t end) {
-      for (int64_t t = begin; t < end; ++t) {
-        const int64_t g = t / group_panels, panel = t % group_panels;
-        qgemm_pack(a.weight.data_as<const int8_t>() + g * c.og * c.k, c.k, c.og, c.k, !in_unsigned,
-                   panel, panel + 1, pack + g * group_panels * panel_bytes);
-      }
-    });
-  }
-
-  // The image channels-last with its padding: in place, or copied over
-  // (from NCHW, or into a border of zero points).
+  // The image read channels-last with its padding: in place, or copied
+  // over (from NCHW, or into a border of zero points).
   const auto* in = a.in.data_as<const uint8_t>();
-  if (staged) {
-    auto* stage = reinterpret_cast<uint8_t*>(scratch + terms_bytes);
-    const int64_t ph = c.ph, pw = c.pw, hp = c.height + 2 * ph, wp = c.width + 2 * pw;
-    const auto pad = static_cast<uint8_t>(a.rq.in_q.zero_point);
-    const int64_t s0 = a.in.stride(0), s1 = a.in.stride(1), s2 = a.in.stride(2),
-                  s3 = a.in.stride(3);
-    const bool nchw = a.in.is_contiguous_order();
-    // One task per padded row: its border, then its pixels (NCHW: channel
-    // by channel, runs of reads; channels-last: one run).
-    parallel_for(ctx, c.batch * hp, wp * c.channels, [&](int64_t begin, int64_t end) {
-      for (int64_t e = begin; e < end; ++e) {
-        const int64_t b = e / hp, y = e % hp - ph;
-        uint8_t* dst = stage + e * wp * c.channels;
-        if (y < 0 || y >= c.height) {
-          std::memset(dst, pad, static_cast<size_t>(wp * c.channels));
-          continue;
-        }
-        std::memset(dst, pad, static_cast<size_t>(pw * c.channels));
-        std::memset(dst + (pw + c.width) * c.channels, pad, static_cast<size_t>(pw * c.channels));
-        uint8_t* px = dst + pw * c.channels;
-        const uint8_t* src = in + b * s0 + y * s2;
-        if (nchw) {
-          for (int64_t ch = 0; ch < c.channels; ++ch) {
-            for (int64_t x = 0; x < c.width; ++x) px[x * c.channels + ch] = src[ch * s1 + x * s3];
-          }
-        } else {
-          std::memcpy(px, src, static_cast<size_t>(c.width * c.channels));
-        }
-      }
-    });
-    c.image = stage;
-    c.height = hp;
-    c.width = wp;
-    c.ph = c.pw = 0;
-  } else {
-    c.image = in;
-  }
+  auto* stage = reinterpret_cast<uint8_t*>(scratch + terms_bytes);
+  const int64_t ph = c.ph, pw = c.pw, hp = c.height + 2 * ph, wp = c.width + 2 * pw;
+  const ops::QConvShape given = c;
+  c.image = staged ? stage : in;
+  c.height = hp;
+  c.width = wp;
+  c.ph = c.pw = 0;
   c.image_stride = c.height * c.width * c.channels;
   c.pixel_stride = c.channels;
+  auto* pack = reinterpret_cast<uint8_t*>(scratch + terms_bytes + stage_bytes + taps_bytes);
   auto* groups =
       reinterpret_cast<int32_t*>(scratch + terms_bytes + stage_bytes + taps_bytes + pack_bytes);
+  auto* sums = reinterpret_cast<int32_t*>(reinterpret_cast<char*>(groups) + groups_bytes);
   if (gather) {
     for (int64_t q = 0; q < c.k / 4; ++q) {
       const int64_t tap = 4 * q / c.cg, ic = 4 * q % c.cg;
@@ -413,12 +373,55 @@ void quantized_conv2d(KernelContext& ctx, const ops::QConv2dArgs& a) {
       groups[q] = static_cast<int32_t>((i * c.dh * c.width + j * c.dw) * c.pixel_stride + ic);
     }
   }
-  auto* sums = reinterpret_cast<int32_t*>(reinterpret_cast<char*>(groups) + groups_bytes);
-  if (pixel_sums) {
-    const int64_t image_pixels = c.batch * c.height * c.width;
-    parallel_for(ctx, image_pixels, c.channels, [&](int64_t begin, int64_t end) {
-      qgemm_pixel_sums(c.image, c.pixel_stride, c.groups, c.cg, begin, end, sums);
-    });
+  // One parallel region prepares what the products read: the weights
+  // packed for qgemm_packed, a task per panel, group after group; then a
+  // task per padded image row: the row staged (its border, then its
+  // pixels: NCHW channel by channel, channels-last one run) and its pixels'
+  // channel sums.
+  const int64_t pack_tasks = packed ? c.groups * group_panels : 0;
+  const int64_t row_tasks = staged || pixel_sums ? c.batch * hp : 0;
+  if (pack_tasks + row_tasks > 0) {
+    const auto pad = static_cast<uint8_t>(a.rq.in_q.zero_point);
+    const int64_t s0 = a.in.stride(0), s1 = a.in.stride(1), s2 = a.in.stride(2),
+                  s3 = a.in.stride(3);
+    const bool nchw = a.in.is_contiguous_order();
+    auto stage_row = [&](int64_t e) {
+      const int64_t b = e / hp, y = e % hp - ph;
+      uint8_t* dst = stage + e * wp * c.channels;
+      if (y < 0 || y >= given.height) {
+        std::memset(dst, pad, static_cast<size_t>(wp * c.channels));
+        return;
+      }
+      std::memset(dst, pad, static_cast<size_t>(pw * c.channels));
+      std::memset(dst + (pw + given.width) * c.channels, pad, static_cast<size_t>(pw * c.channels));
+      uint8_t* px = dst + pw * c.channels;
+      const uint8_t* src = in + b * s0 + y * s2;
+      if (nchw) {
+        for (int64_t ch = 0; ch < c.channels; ++ch) {
+          for (int64_t x = 0; x < given.width; ++x) px[x * c.channels + ch] = src[ch * s1 + x * s3];
+        }
+      } else {
+        std::memcpy(px, src, static_cast<size_t>(given.width * c.channels));
+      }
+    };
+    parallel_for(ctx, pack_tasks + row_tasks, std::max(16 * c.k, wp * c.channels),
+                 [&](int64_t begin, int64_t end) {
+                   for (int64_t t = begin; t < end; ++t) {
+                     if (t < pack_tasks) {
+                       const int64_t g = t / group_panels, panel = t % group_panels;
+                       qgemm_pack(a.weight.data_as<const int8_t>() + g * c.og * c.k, c.k, c.og, c.k,
+                                  !in_unsigned, panel, panel + 1,
+                                  pack + g * group_panels * panel_bytes);
+                       continue;
+                     }
+                     const int64_t row = t - pack_tasks;
+                     if (staged) stage_row(row);
+                     if (pixel_sums) {
+                       qgemm_pixel_sums(c.image, c.pixel_stride, c.groups, c.cg, row * wp,
+                                        (row + 1) * wp, sums);
+                     }
+                   }
+                 });
   }
 
   const int64_t o0 = a.out.stride(0), o1 = a.out.stride(1), o2 = a.out.stride(2),
