@@ -118,6 +118,20 @@ def test_4bit_weights_in_blocks(device, m, k, n, blocks):
     case(device, (m, k), n, 4, blocks=blocks)
 
 
+@pytest.mark.parametrize("m,k,n,blocks,threads", [
+    (20, 256, 40, 8, 1),    # blocks of 32: 32 + 8 columns, rows 4 + 4 + 4 + 4 + 4
+    (33, 128, 17, 2, 2),    # blocks of 64, a last lone row, two threads
+    (16, 96, 33, 24, 1),    # blocks of 4, 32 + 1 columns
+    (18, 64, 5, 1, 2),      # per channel, 4 x 4 + 2 rows
+    (17, 100, 9, 2, 1),     # blocks of 50: not whole groups of 4 (the other kernels)
+])
+def test_4bit_many_rows(device, m, k, n, blocks, threads):
+    """Prefill-sized products (16 rows and more) expand each task's weights
+    and run them on the packed int8 kernel, block sums scaled in float."""
+    case(device, (m, k), n, 4, blocks=blocks, threads=threads)
+    case(device, (2, m // 2, k), n, 4, blocks=blocks, bias=False, lo=-0.3, hi=0.4)
+
+
 def test_4bit_one_row_clamp_threads(device):
     """A decode step (one row, each column's weights read start to end, the
     columns finished together): no bias, a clamp, the columns over two

@@ -311,6 +311,27 @@ inline void store_4bit(const ops::QDynLinearArgs& a, const RowQuant& p, int64_t 
   a.out.data_as<float>()[i * a.n + j] = finish(total - shift * zp_terms, a, p, j);
 }
 
+/// store_4bit of row i's columns [j0, j0 + n) from their totals, as one
+/// loop GCC vectorises (the same float operations in the same order).
+void finish_4bit_run(const ops::QDynLinearArgs& a, const RowQuant& p, int64_t i, int64_t j0,
+                     int64_t n, const float* totals) {
+  const float* zp_terms = a.weight_sums.data_as<const float>() + j0;
+  const float* bias = a.bias != nullptr ? a.bias->data_as<const float>() + j0 : nullptr;
+  const float shift = static_cast<float>(128 + p.zero_point), scale = p.scale;
+  const float lo = a.out_min, hi = a.out_max;
+  float* out = a.out.data_as<float>() + i * a.n + j0;
+  if (bias != nullptr) {
+    for (int64_t c = 0; c < n; ++c) {
+      const float y = (totals[c] - shift * zp_terms[c]) * scale + bias[c];
+      out[c] = std::min(std::max(y, lo), hi);
+    }
+  } else {
+    for (int64_t c = 0; c < n; ++c) {
+      out[c] = std::min(std::max((totals[c] - shift * zp_terms[c]) * scale, lo), hi);
+    }
+  }
+}
+
 #if defined(__AVX512VNNI__) && defined(__AVX512BW__)
 
 /// The 4-bit kernel's vectors: AVX-512, vpdpbusd.
@@ -510,7 +531,7 @@ void row_4bit(const ops::QDynLinearArgs& a, const Plan4& plan, const uint8_t* q,
     }
     totals[c] = Isa::sum(facc);
   }
-  for (int64_t j = j0; j < j1; ++j) store_4bit(a, p, i, j, totals[j - j0]);
+  finish_4bit_run(a, p, i, j0, j1 - j0, totals);
 }
 
 /// Columns [j0, j1) of every row: 4-row tiles two columns wide (the
@@ -529,7 +550,86 @@ void panel_4bit(const ops::QDynLinearArgs& a, const Plan4& plan, const uint8_t* 
 
 #endif
 
+/// Whether linear_4bit_rows takes a layer: the packed kernel, many rows,
+/// blocks of whole groups of 4 inputs.
+bool packed_4bit(const ops::QDynLinearArgs& a) {
+  const int64_t bs = a.k / a.blocks;
+  return qgemm_packs() && a.m >= kQgemmPackRows && a.k % a.blocks == 0 && bs % 4 == 0;
+}
+
+/// Nibbles of one weight row (k / 2 bytes, low nibble first) as k int8
+/// values w - 8.
+void expand_4bit(const uint8_t* row, int64_t k, int8_t* out) {
+  int64_t e = 0;
+#if defined(__AVX512F__) && defined(__AVX512BW__)
+  const __m128i mask = _mm_set1_epi8(0x0F), eight = _mm_set1_epi8(8);
+  for (; e + 32 <= k; e += 32) {
+    const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(row + e / 2));
+    const __m128i lo = _mm_and_si128(bytes, mask);
+    const __m128i hi = _mm_and_si128(_mm_srli_epi16(bytes, 4), mask);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + e),
+                     _mm_sub_epi8(_mm_unpacklo_epi8(lo, hi), eight));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + e + 16),
+                     _mm_sub_epi8(_mm_unpackhi_epi8(lo, hi), eight));
+  }
+#endif
+  for (; e < k; ++e) {
+    const uint8_t byte = row[e / 2];
+    out[e] = static_cast<int8_t>((e % 2 == 0 ? byte & 0x0F : byte >> 4) - 8);
+  }
+}
+
+/// 4-bit layers of many rows (prefill): per task of 32 output columns,
+/// the weights expanded to int8 (w - 8) and packed once, then every row
+/// against them on the packed kernel (qgemm_blocks) with the activations
+/// as q + 128; store_4bit takes the shift and zero point back.
+void linear_4bit_rows(KernelContext& ctx, const ops::QDynLinearArgs& a) {
+  constexpr int64_t kCols = 32;
+  const int64_t m = a.m, n = a.n, k = a.k, blocks = a.blocks, row_bytes = k / 2;
+  const int64_t panel_bytes = qgemm_panel_bytes(k);
+  const size_t q_bytes = aligned(static_cast<size_t>(m * k));
+  const size_t p_bytes = aligned(static_cast<size_t>(m) * sizeof(RowQuant));
+  // Per thread: the expanded columns, their panels, their scales block by
+  // block, and the float totals of every row.
+  const size_t expand_bytes = aligned(static_cast<size_t>(kCols * k));
+  const size_t panels_bytes = aligned(static_cast<size_t>(2 * panel_bytes));
+  const size_t scales_bytes = aligned(static_cast<size_t>(blocks * kCols) * sizeof(float));
+  const size_t totals_bytes = aligned(static_cast<size_t>(m * kCols) * sizeof(float));
+  const size_t slot = expand_bytes + panels_bytes + scales_bytes + totals_bytes;
+  const int threads = std::max(1, ctx.num_threads);
+  auto* scratch = static_cast<char*>(ctx.scratch(q_bytes + p_bytes + slot * threads));
+  auto* q = reinterpret_cast<uint8_t*>(scratch);
+  auto* params = reinterpret_cast<RowQuant*>(scratch + q_bytes);
+  quantize_rows(ctx, a, q, k, false, params);
+  for (int64_t e = 0; e < m * k; ++e) q[e] ^= 0x80;  // q + 128, unsigned
+  const uint8_t* w = a.weight.data_as<const uint8_t>();
+  const float* ws = a.weight_scales.data_as<const float>();
+  const int64_t tasks = (n + kCols - 1) / kCols;
+  parallel_for(ctx, tasks, m * kCols * k / 4, [&](int64_t begin, int64_t end) {
+    char* mine = scratch + q_bytes + p_bytes + slot * parallel_thread_index();
+    auto* expanded = reinterpret_cast<int8_t*>(mine);
+    auto* panels = reinterpret_cast<uint8_t*>(mine + expand_bytes);
+    auto* scales = reinterpret_cast<float*>(mine + expand_bytes + panels_bytes);
+    auto* totals = reinterpret_cast<float*>(mine + expand_bytes + panels_bytes + scales_bytes);
+    for (int64_t t = begin; t < end; ++t) {
+      const int64_t j0 = t * kCols, cols = std::min(kCols, n - j0);
+      for (int64_t c = 0; c < cols; ++c) expand_4bit(w + (j0 + c) * row_bytes, k, expanded + c * k);
+      qgemm_pack(expanded, k, cols, k, false, 0, (cols + 15) / 16, panels);
+      for (int64_t b = 0; b < blocks; ++b) {
+        for (int64_t c = 0; c < cols; ++c) scales[b * kCols + c] = ws[(j0 + c) * blocks + b];
+      }
+      qgemm_blocks({q, k, m, k, k / blocks, panels, cols, scales, kCols, totals, kCols});
+      for (int64_t i = 0; i < m; ++i)
+        finish_4bit_run(a, params[i], i, j0, cols, totals + i * kCols);
+    }
+  });
+}
+
 void linear_4bit(KernelContext& ctx, const ops::QDynLinearArgs& a) {
+  if (packed_4bit(a)) {
+    linear_4bit_rows(ctx, a);
+    return;
+  }
   const int64_t m = a.m, k = a.k;
   const bool fast = vector_4bit(k, k / a.blocks);
   const size_t q_bytes = aligned(static_cast<size_t>(m * k));

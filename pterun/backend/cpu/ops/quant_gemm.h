@@ -72,6 +72,28 @@ void qgemm_rows_on_panels(const QGemm& p, const uint8_t* panels, int32_t* c, int
 void qgemm_pixel_sums(const uint8_t* image, int64_t stride, int64_t groups, int64_t run,
                       int64_t begin, int64_t end, int32_t* out);
 
+/// The product of uint8 rows with int8 weights quantized in blocks (4-bit
+/// layers with their nibbles - 8 packed by qgemm_pack, unshifted), for
+/// many rows: c[i * ldc + j] = sum over blocks b of
+/// scales[b * ld_scales + j] * sum_{k in b} a[i * lda + k] * w[j][k], the
+/// block sums exact (int32), each scaled and added in float32. bs (the
+/// block) and k are multiples of 4, k of bs; n at most 32 (two panels).
+/// AVX-512 VNNI only (qgemm_packs()).
+struct QBlockGemm {
+  const uint8_t* a;
+  int64_t lda;
+  int64_t m;
+  int64_t k;
+  int64_t bs;
+  const uint8_t* panels;
+  int64_t n;
+  const float* scales;
+  int64_t ld_scales;
+  float* c;
+  int64_t ldc;
+};
+void qgemm_blocks(const QBlockGemm& p);
+
 /// From this many rows of activations on, packing an operand pays for
 /// itself (qgemm_packed, qgemm_rows_packed).
 constexpr int64_t kQgemmPackRows = 16;

@@ -248,6 +248,83 @@ int64_t signed_sum(const uint8_t* a, int64_t k) {
 
 }  // namespace
 
+namespace {
+
+/// R rows against P panels of blockwise weights (qgemm_blocks): per block,
+/// int32 sums of R x P vectors, then each scaled by its 16 columns' scales
+/// into float accumulators.
+template <int R, int P>
+void block_tile(const QBlockGemm& p, int64_t i0) {
+  const int64_t panel_bytes = qgemm_panel_bytes(p.k);
+  __mmask16 masks[P];
+#pragma GCC unroll 2
+  for (int q = 0; q < P; ++q) {
+    const int64_t left = p.n - 16 * q;
+    masks[q] = left >= 16 ? __mmask16{0xFFFF} : static_cast<__mmask16>((1u << left) - 1);
+  }
+  __m512 f[R][P];
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 2
+    for (int q = 0; q < P; ++q) f[r][q] = _mm512_setzero_ps();
+  }
+  const uint8_t* a = p.a + i0 * p.lda;
+  const int64_t groups = p.bs / 4;
+  for (int64_t b = 0; b < p.k / p.bs; ++b) {
+    __m512i acc[R][P];
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 2
+      for (int q = 0; q < P; ++q) acc[r][q] = _mm512_setzero_si512();
+    }
+    for (int64_t g = b * groups; g < (b + 1) * groups; ++g) {
+      __m512i w[P];
+#pragma GCC unroll 2
+      for (int q = 0; q < P; ++q) w[q] = _mm512_loadu_si512(p.panels + q * panel_bytes + g * 64);
+#pragma GCC unroll 8
+      for (int r = 0; r < R; ++r) {
+        int32_t bytes;
+        std::memcpy(&bytes, a + r * p.lda + 4 * g, 4);
+        const __m512i v = _mm512_set1_epi32(bytes);
+#pragma GCC unroll 2
+        for (int q = 0; q < P; ++q) acc[r][q] = _mm512_dpbusd_epi32(acc[r][q], v, w[q]);
+      }
+    }
+#pragma GCC unroll 2
+    for (int q = 0; q < P; ++q) {
+      const __m512 scale = _mm512_maskz_loadu_ps(masks[q], p.scales + b * p.ld_scales + 16 * q);
+#pragma GCC unroll 8
+      for (int r = 0; r < R; ++r) {
+        f[r][q] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(acc[r][q]), scale, f[r][q]);
+      }
+    }
+  }
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 2
+    for (int q = 0; q < P; ++q) {
+      _mm512_mask_storeu_ps(p.c + (i0 + r) * p.ldc + 16 * q, masks[q], f[r][q]);
+    }
+  }
+}
+
+template <int P>
+void block_rows(const QBlockGemm& p) {
+  int64_t i = 0;
+  for (; i + 4 <= p.m; i += 4) block_tile<4, P>(p, i);
+  for (; i < p.m; ++i) block_tile<1, P>(p, i);
+}
+
+}  // namespace
+
+void qgemm_blocks(const QBlockGemm& p) {
+  if (p.n > 16) {
+    block_rows<2>(p);
+  } else {
+    block_rows<1>(p);
+  }
+}
+
 void qgemm_pixel_sums(const uint8_t* image, int64_t stride, int64_t groups, int64_t run,
                       int64_t begin, int64_t end, int32_t* out) {
   // vpdpbusd of 1s by the bytes: each lane the sum of 4 of them.
@@ -330,6 +407,24 @@ void qgemm_packed(const QGemm& p, const uint8_t* /*panels*/, int32_t* c, int64_t
 
 void qgemm_rows_packed(const QGemm& p, uint8_t* /*buffer*/, int32_t* c, int64_t ldc) {
   qgemm(p, c, ldc);
+}
+
+void qgemm_blocks(const QBlockGemm& p) {  // plain loops over the panels' layout
+  const int64_t panel_bytes = qgemm_panel_bytes(p.k);
+  for (int64_t i = 0; i < p.m; ++i) {
+    for (int64_t j = 0; j < p.n; ++j) {
+      const auto* panel = reinterpret_cast<const int8_t*>(p.panels + j / 16 * panel_bytes);
+      float total = 0;
+      for (int64_t b = 0; b < p.k / p.bs; ++b) {
+        int32_t sum = 0;
+        for (int64_t e = b * p.bs; e < (b + 1) * p.bs; ++e) {
+          sum += int32_t{p.a[i * p.lda + e]} * panel[e / 4 * 64 + j % 16 * 4 + e % 4];
+        }
+        total += static_cast<float>(sum) * p.scales[b * p.ld_scales + j];
+      }
+      p.c[i * p.ldc + j] = total;
+    }
+  }
 }
 
 void qgemm_rows_on_panels(const QGemm& p, const uint8_t* /*panels*/, int32_t* c, int64_t ldc) {
