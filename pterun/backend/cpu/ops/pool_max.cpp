@@ -514,6 +514,23 @@ inline void max_integers_into(T* dst, const T* src, int64_t n) {
   for (; c < n; ++c) dst[c] = std::max(dst[c], src[c]);
 }
 
+/// Calls f(p) with each pixel inside the input of the window whose corner
+/// is (y_start, x_start) in image n of a channels-last `src` (p its first
+/// channel), rows then columns.
+template <typename T, typename F>
+inline void window_pixels(const Window& w, const Planes& g, const T* src, int64_t n,
+                          int64_t y_start, int64_t x_start, F&& f) {
+  for (int64_t ky = 0; ky < w.k[0]; ++ky) {
+    const int64_t y = y_start + ky * w.d[0];
+    if (y < 0 || y >= g.ih) continue;
+    const T* row = src + n * g.in[0] + y * g.in[2];
+    for (int64_t kx = 0; kx < w.k[1]; ++kx) {
+      const int64_t x = x_start + kx * w.d[1];
+      if (x >= 0 && x < g.iw) f(row + x * g.in[3]);
+    }
+  }
+}
+
 /// Values of integer max pooling of a channels-last input (XNNPACK's int8
 /// pooling): for each output pixel, the maximum over its window's pixels of
 /// all channels at once.
@@ -535,38 +552,24 @@ void max_pool_channels_last_integers(KernelContext& ctx, const ops::MaxPoolArgs&
           if (g.c <= 64) {
             const __mmask64 m = g.c == 64 ? ~__mmask64{0} : (__mmask64{1} << g.c) - 1;
             __m512i best = _mm512_set1_epi8(static_cast<char>(std::numeric_limits<T>::lowest()));
-            for (int64_t ky = 0; ky < w.k[0]; ++ky) {
-              const int64_t y = y_start + ky * w.d[0];
-              if (y < 0 || y >= g.ih) continue;
-              const T* row = src + n * g.in[0] + y * g.in[2];
-              for (int64_t kx = 0; kx < w.k[1]; ++kx) {
-                const int64_t x = x_start + kx * w.d[1];
-                if (x < 0 || x >= g.iw) continue;
-                const __m512i v = _mm512_maskz_loadu_epi8(m, row + x * g.in[3]);
-                best = std::is_signed_v<T> ? _mm512_max_epi8(best, v) : _mm512_max_epu8(best, v);
-              }
-            }
+            window_pixels(w, g, src, n, y_start, x_start, [&](const T* px) {
+              const __m512i v = _mm512_maskz_loadu_epi8(m, px);
+              best = std::is_signed_v<T> ? _mm512_max_epi8(best, v) : _mm512_max_epu8(best, v);
+            });
             _mm512_mask_storeu_epi8(o, m, best);
             continue;
           }
         }
 #endif
         bool first = true;
-        for (int64_t ky = 0; ky < w.k[0]; ++ky) {
-          const int64_t y = y_start + ky * w.d[0];
-          if (y < 0 || y >= g.ih) continue;
-          const T* row = src + n * g.in[0] + y * g.in[2];
-          for (int64_t kx = 0; kx < w.k[1]; ++kx) {
-            const int64_t x = x_start + kx * w.d[1];
-            if (x < 0 || x >= g.iw) continue;
-            if (first) {
-              std::copy(row + x * g.in[3], row + x * g.in[3] + g.c, o);
-              first = false;
-            } else {
-              max_integers_into(o, row + x * g.in[3], g.c);
-            }
+        window_pixels(w, g, src, n, y_start, x_start, [&](const T* px) {
+          if (first) {
+            std::copy(px, px + g.c, o);
+            first = false;
+          } else {
+            max_integers_into(o, px, g.c);
           }
-        }
+        });
         if (first) std::fill(o, o + g.c, std::numeric_limits<T>::lowest());
       }
     }
