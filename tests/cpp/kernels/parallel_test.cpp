@@ -41,6 +41,32 @@ TEST(ParallelFor, CoversEveryIndexOnceWithIndicesBelowTheBound) {
   }
 }
 
+TEST(ParallelFor, TheCallerTakesTheFrontAndHelpersTheBack) {
+  // The caller's ranges all come before every helper's, so that on two
+  // threads each keeps the same part of consecutive operators.
+  for (int threads : {2, 3}) {
+    SCOPED_TRACE(threads);
+    const KernelContext ctx = context_with(threads);
+    for (int round = 0; round < 50; ++round) {
+      std::atomic<int64_t> caller_last{-1}, helper_first{1 << 30};
+      parallel_for(ctx, 4096, kParallelGrain, [&](int64_t b, int64_t e) {
+        if (parallel_thread_index() == 0) {
+          int64_t seen = caller_last.load();
+          while (e - 1 > seen && !caller_last.compare_exchange_weak(seen, e - 1)) {
+          }
+        } else {
+          int64_t seen = helper_first.load();
+          while (b < seen && !helper_first.compare_exchange_weak(seen, b)) {
+          }
+        }
+        volatile int64_t spin = 0;  // long enough for a helper to take part
+        for (int i = 0; i < 2000; ++i) spin = spin + i;
+      });
+      ASSERT_LT(caller_last.load(), helper_first.load()) << "round " << round;
+    }
+  }
+}
+
 TEST(ParallelFor, SmallWorkStaysOnTheCallingThread) {
   const KernelContext ctx = context_with(4);
   const auto caller = std::this_thread::get_id();

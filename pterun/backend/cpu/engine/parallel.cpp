@@ -2,9 +2,10 @@
 // meet at a barrier after every region, so on a machine whose cores other
 // processes share, one descheduled team member stalls the whole call for
 // a scheduler slice per operator (milliseconds; docs/performance.md,
-// "Threads"). Here the calling thread claims ranges like any helper and
-// waits only for ranges a helper has already started; idle helpers spin
-// briefly, then sleep on a futex (std::atomic::wait).
+// "Threads"). Here the calling thread claims ranges like any helper (the
+// caller from the front of a job, helpers from the back) and waits only
+// for ranges a helper has already started; idle helpers spin briefly, then
+// sleep on a futex (std::atomic::wait).
 
 #include "pterun/backend/cpu/engine/parallel.h"
 
@@ -38,18 +39,24 @@ inline void cpu_relax() {
 
 /// The job in flight, packed into one word so that a helper can claim a
 /// range with one compare-and-swap and never reads a newer job's fields
-/// by mistake: generation (20 bits), threads (8), ranges (18), next range
-/// (18).
+/// by mistake: generation (20 bits), threads (8), ranges (12), and the
+/// ranges still unclaimed, [front, back) (12 bits each). The caller claims
+/// from the front, helpers from the back: on two threads each keeps the
+/// same part of every operator (the same image rows, layer after layer, in
+/// its own cache), and the ranges still balance a slow helper.
 struct Ticket {
-  uint64_t generation, threads, chunks, next;
+  uint64_t generation, threads, chunks, front, back;
 
   static Ticket unpack(uint64_t w) {
-    return {w >> 44, (w >> 36) & 0xff, (w >> 18) & 0x3ffff, w & 0x3ffff};
+    return {w >> 44, (w >> 36) & 0xff, (w >> 24) & 0xfff, (w >> 12) & 0xfff, w & 0xfff};
   }
   uint64_t pack() const {
-    return ((generation & 0xfffff) << 44) | (threads << 36) | (chunks << 18) | next;
+    return ((generation & 0xfffff) << 44) | (threads << 36) | (chunks << 24) | (front << 12) | back;
   }
 };
+
+/// Most ranges a job is split into (the Ticket's 12 bits).
+constexpr int64_t kMaxChunks = 0xfff;
 
 class Pool {
  public:
@@ -74,7 +81,7 @@ class Pool {
       ~Release() { busy.store(false, std::memory_order_release); }
     } release{busy_};
     threads = std::min(threads, 255);
-    chunks = std::min<int64_t>(chunks, 0x3ffff);
+    chunks = std::min<int64_t>(chunks, kMaxChunks);
     try {
       for (; helpers_ < threads - 1; ++helpers_) {
         std::thread helper([this, index = helpers_ + 1] { helper_loop(index); });
@@ -94,7 +101,8 @@ class Pool {
     error_ = nullptr;
     done_.store(0, std::memory_order_relaxed);
     ++generation_;
-    const Ticket t{generation_, static_cast<uint64_t>(threads), static_cast<uint64_t>(chunks), 0};
+    const Ticket t{generation_, static_cast<uint64_t>(threads), static_cast<uint64_t>(chunks), 0,
+                   static_cast<uint64_t>(chunks)};
     ticket_.store(t.pack(), std::memory_order_release);
     epoch_.fetch_add(1, std::memory_order_release);
     epoch_.notify_all();
@@ -116,16 +124,21 @@ class Pool {
   void work(int index) {
     uint64_t word = ticket_.load(std::memory_order_acquire);
     for (;;) {
-      Ticket t = Ticket::unpack(word);
-      if (static_cast<uint64_t>(index) >= t.threads || t.next >= t.chunks) return;
+      const Ticket t = Ticket::unpack(word);
+      if (static_cast<uint64_t>(index) >= t.threads || t.front >= t.back) return;
       Ticket claimed = t;
-      ++claimed.next;
+      if (index == 0) {
+        ++claimed.front;
+      } else {
+        --claimed.back;
+      }
       if (!ticket_.compare_exchange_weak(word, claimed.pack(), std::memory_order_acq_rel,
                                          std::memory_order_acquire)) {
         continue;
       }
       // The caller waits for this range, so the job's fields stay valid.
-      const auto chunks = static_cast<int64_t>(t.chunks), i = static_cast<int64_t>(t.next);
+      const auto chunks = static_cast<int64_t>(t.chunks);
+      const auto i = static_cast<int64_t>(index == 0 ? t.front : claimed.back);
       const int saved = t_thread_index;
       t_thread_index = index;
       try {
