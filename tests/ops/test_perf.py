@@ -17,12 +17,58 @@ RNG = np.random.default_rng(7)
 MIB64 = 64 << 20
 
 
-def test_perf_conv_pool():
+def _torch_conv(torch, x_shape, w_shape, groups, dtype, channels_last):
+    """torch's conv2d (cuDNN) on the same shapes, TF32 off as in pterun's
+    default."""
+    torch.backends.cudnn.allow_tf32 = False
+    torch.backends.cudnn.benchmark = False
+    dt = getattr(torch, dtype)
+    x = torch.rand(x_shape, device="cuda", dtype=dt)
+    w = torch.rand(w_shape, device="cuda", dtype=dt)
+    if channels_last:
+        x = x.contiguous(memory_format=torch.channels_last)
+        w = w.contiguous(memory_format=torch.channels_last)
+    pad = w_shape[-1] // 2
+    return lambda: torch.nn.functional.conv2d(x, w, None, 1, pad, 1, groups)
+
+
+CONV_CASES = [
+    # label, input, weight, groups, dtype, channels-last
+    ("conv2d f32 32x64x56x56 3x3", (32, 64, 56, 56), (64, 64, 3, 3), 1, "float32", False),
+    ("conv2d bf16 32x64x56x56 3x3", (32, 64, 56, 56), (64, 64, 3, 3), 1, "bfloat16", False),
+    ("conv2d f32 channels-last 32x64x56x56 3x3", (32, 64, 56, 56), (64, 64, 3, 3), 1, "float32",
+     True),
+    ("conv2d bf16 channels-last 32x64x56x56 3x3", (32, 64, 56, 56), (64, 64, 3, 3), 1,
+     "bfloat16", True),
+    ("conv2d f32 32x256x28x28 1x1 -> 64", (32, 256, 28, 28), (64, 256, 1, 1), 1, "float32",
+     False),
+    ("conv2d f32 depthwise 32x128x56x56 3x3", (32, 128, 56, 56), (128, 1, 3, 3), 128, "float32",
+     False),
+]
+
+
+@pytest.mark.parametrize("case", CONV_CASES, ids=[c[0] for c in CONV_CASES])
+def test_perf_conv(case):
+    label, xs, ws, groups, dtype, cl = case
+    n, c, h, w_ = xs
+    flops = 2 * n * ws[0] * h * w_ * ws[1] * ws[2] * ws[3]
+    key = "torch " + label
+    harness.perf_torch_reference(key, "torch " + label,
+                                 lambda torch: _torch_conv(torch, xs, ws, groups, dtype, cl),
+                                 flops=flops, iterations=10)
+    dt = BF16 if dtype == "bfloat16" else np.float32
+    order = CL if cl else None
+    pad = ws[-1] // 2
+    x = tensor(rand(xs), dt, order)
+    wt = tensor(rand(ws), dt, order)
+    out_dt = BF16 if dt == BF16 else np.float32
+    perf(label, "aten::convolution.out", x, wt, None, [1, 1], [pad, pad], [1, 1], False, [0, 0],
+         groups, Out(out_dt, xs[:1] + ws[:1] + xs[2:], dim_order=order), flops=flops,
+         iterations=10, ref=key)
+
+
+def test_perf_pool():
     x = rand((32, 64, 56, 56))
-    w = rand((64, 64, 3, 3))
-    perf("conv2d f32 32x64x56x56 3x3", "aten::convolution.out", x, w, None, [1], [1], [1], False,
-         [0], 1, Out(np.float32, [32, 64, 56, 56]), flops=2 * 32 * 64 * 56 * 56 * 64 * 9,
-         iterations=5)
     perf("max_pool2d f32 32x64x56x56 2x2", "aten::max_pool2d_with_indices.out", x, [2, 2], [2, 2],
          [0, 0], [1, 1], False, Out(np.float32, [32, 64, 28, 28]), Out(np.int64, [32, 64, 28, 28]),
          nbytes=x.nbytes * 2)

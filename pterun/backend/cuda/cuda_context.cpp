@@ -65,6 +65,13 @@ cublasHandle_t cublas(kernels::KernelContext& context) {
   return s.cublas;
 }
 
+CublasLt cublas_lt(kernels::KernelContext& context) {
+  cublas(context);  // the workspace
+  MethodState& s = state(context);
+  if (s.cublas_lt == nullptr) PTERUN_CUBLAS_CHECK(cublasLtCreate(&s.cublas_lt));
+  return {s.cublas_lt, s.cublas_workspace.data(), s.cublas_workspace.size()};
+}
+
 void* scratch(kernels::KernelContext& context, size_t bytes) {
   MethodState& s = state(context);
   if (bytes > s.scratch.size()) {
@@ -83,6 +90,8 @@ MethodState::~MethodState() {
   // with our GPU current for every call below.
   cudaSetDevice(device);
   if (stream != nullptr) cudaStreamSynchronize(stream);
+  cudnn.reset();
+  if (cublas_lt != nullptr) cublasLtDestroy(cublas_lt);
   if (cublas != nullptr) cublasDestroy(cublas);
   if (producer_done != nullptr) cudaEventDestroy(producer_done);
   if (stream != nullptr) cudaStreamDestroy(stream);

@@ -3,6 +3,7 @@
 // What CUDA kernels (backend/cuda/ops/*.cu) use from the runtime: the
 // method's stream, its cuBLAS handle, device scratch, and error checks.
 
+#include <cublasLt.h>
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 
@@ -47,6 +48,16 @@ inline cublasComputeType_t gemm_compute(const kernels::KernelContext& context, D
   return dtype == DType::Float32 && context.allow_tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32
                                                        : CUBLAS_COMPUTE_32F;
 }
+
+/// The method's cuBLASLt handle (created on first use) and the workspace
+/// it shares with the cuBLAS handle: one stream runs one product at a
+/// time.
+struct CublasLt {
+  cublasLtHandle_t handle;
+  void* workspace;
+  size_t workspace_bytes;
+};
+CublasLt cublas_lt(kernels::KernelContext& context);
 
 /// At least `bytes` of 256-byte-aligned device scratch, valid for the
 /// current kernel (stream-ordered: reused by the next kernel on the same

@@ -32,14 +32,17 @@ std::vector<fs::path> wheel_dirs() {
   fs::path exe = fs::read_symlink("/proc/self/exe", ec);
   if (!ec) homes.push_back(exe.parent_path());
 
+  // nvidia-cublas and nvidia-cuda-nvrtc install into nvidia/cu13/lib,
+  // nvidia-cudnn-cu13 into nvidia/cudnn/lib.
   std::vector<fs::path> dirs;
+  auto add = [&dirs](const fs::path& site) {
+    for (const char* wheel : {"cu13", "cudnn"}) dirs.push_back(site / "nvidia" / wheel / "lib");
+  };
   for (const fs::path& home : homes) {
-    dirs.push_back(home / ".." / "nvidia" / "cu13" / "lib");
+    add(home / "..");
     for (const auto& entry : fs::directory_iterator(home / ".." / "lib", ec)) {
       if (entry.path().filename().string().rfind("python3", 0) != 0) continue;
-      for (const char* site : {"site-packages", "dist-packages"}) {
-        dirs.push_back(entry.path() / site / "nvidia" / "cu13" / "lib");
-      }
+      for (const char* site : {"site-packages", "dist-packages"}) add(entry.path() / site);
     }
   }
   return dirs;

@@ -1,7 +1,10 @@
 #pragma once
 
+#include <cublasLt.h>
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
+
+#include <memory>
 
 #include "pterun/backend/device.h"
 #include "pterun/kernels/kernel.h"
@@ -22,7 +25,11 @@ struct MethodState {
   cudaStream_t stream = nullptr;
   cudaEvent_t producer_done = nullptr;  // order_after_stream(), created on first use
   cublasHandle_t cublas = nullptr;
+  cublasLtHandle_t cublas_lt = nullptr;  // shares cublas_workspace
   backend::DeviceBuffer cublas_workspace;
+  // The cuDNN handle (cudnn_api.h), created on first use; its deleter
+  // destroys it.
+  std::shared_ptr<void> cudnn;
   backend::DeviceBuffer scratch;
   uint64_t scratch_epoch = 0;  // counts the moves of `scratch` (backend::scratch_epoch)
   // The device-check word (kernels/common/device_check.h) kernels report

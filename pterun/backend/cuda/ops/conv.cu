@@ -1,5 +1,6 @@
 // The CUDA convolution (pterun/ops/conv.h: the front-end checks and
-// describes the problem): im2col + cuBLAS where that pays
+// describes the problem): cuDNN where it is loaded and takes the problem
+// (conv_cudnn.cpp), else im2col + cuBLAS where that pays
 // (conv_gemm.cu), else a direct convolution with one
 // thread per output element, reading input, weight and out through their
 // (N, C, H, W) strides, so NCHW, channels-last and any other dim order
@@ -12,6 +13,7 @@
 
 #include "pterun/backend/cuda/cuda_context.h"
 #include "pterun/backend/cuda/device/nn_device.cuh"
+#include "pterun/backend/cuda/ops/conv_cudnn.h"
 #include "pterun/backend/cuda/ops/conv_gemm.h"
 #include "pterun/backend/cuda/ops/launch_util.cuh"
 #include "pterun/backend/cuda/ops/nn_launch.h"
@@ -129,6 +131,7 @@ namespace {
 
 void convolution(KernelContext& ctx, const ops::ConvProblem& p) {
   const char* op = "aten::convolution.out";
+  if (cuda::nn::cudnn_conv(ctx, p, op)) return;
   if (cuda::nn::conv_gemm(ctx, p, op)) return;
   cuda::nn::run_conv(ctx, p, op);
 }

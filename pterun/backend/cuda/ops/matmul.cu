@@ -8,7 +8,9 @@
 // with unit column stride is its transpose in column-major with ld = row
 // stride (op N), one with unit row stride is itself with ld = column
 // stride (op T). Other layouts are copied to dense scratch first. A bias
-// row or beta * C is put into C before the product (beta = 1 / beta).
+// row is added by cuBLASLt's bias epilogue when C is written in place
+// (matmul_lt.h); else it, or beta * C, is put into C before the product
+// (beta = 1 / beta).
 // f64, integers (wrapping, like the CPU) and k = 0 take a simple tiled
 // kernel.
 
@@ -18,6 +20,7 @@
 #include "pterun/backend/cuda/cuda_context.h"
 #include "pterun/backend/cuda/device/nn_device.cuh"
 #include "pterun/backend/cuda/ops/launch_util.cuh"
+#include "pterun/backend/cuda/ops/matmul_lt.h"
 #include "pterun/backend/cuda/ops/nn_launch.h"
 #include "pterun/backend/cuda/ops/ops.h"
 #include "pterun/kernels/common/dtype_util.h"
@@ -209,6 +212,20 @@ void cublas_gemm(kernels::KernelContext& ctx, const ops::GemmProblem& p, const c
     if (p.accumulate) copy_view(ctx, c, p.c, batch, m, n, es);
   }
 
+  const float alpha = static_cast<float>(p.alpha.to_double());
+  cudaDataType_t t = p.dtype == DType::Float32   ? CUDA_R_32F
+                     : p.dtype == DType::Float16 ? CUDA_R_16F
+                                                 : CUDA_R_16BF;
+  PTERUN_CHECK(fits_int(m) && fits_int(n) && fits_int(k) && fits_int(batch) && fits_int(ca.ld) &&
+                   fits_int(cb.ld) && fits_int(cc.ld),
+               ErrorCode::NotSupported, op, ": matrix sizes beyond cuBLAS's 32-bit limits");
+  // A bias row with one product in place: cuBLASLt adds it (C^T = op(B^T)
+  // op(A^T) + bias down the columns).
+  if (p.bias != nullptr && batch == 1 && c_direct &&
+      lt_gemm_bias(ctx, t, gemm_compute(ctx, p.dtype), n, m, k, {b.data, cb.op, cb.ld},
+                   {a.data, ca.op, ca.ld}, const_cast<void*>(c.data), cc.ld, p.bias, alpha)) {
+    return;
+  }
   float beta = 0.0f;
   if (p.bias != nullptr) {
     // Every row of C starts as the bias.
@@ -218,14 +235,7 @@ void cublas_gemm(kernels::KernelContext& ctx, const ops::GemmProblem& p, const c
   } else if (p.accumulate) {
     beta = static_cast<float>(p.beta.to_double());
   }
-  const float alpha = static_cast<float>(p.alpha.to_double());
 
-  PTERUN_CHECK(fits_int(m) && fits_int(n) && fits_int(k) && fits_int(batch) && fits_int(ca.ld) &&
-                   fits_int(cb.ld) && fits_int(cc.ld),
-               ErrorCode::NotSupported, op, ": matrix sizes beyond cuBLAS's 32-bit limits");
-  cudaDataType_t t = p.dtype == DType::Float32   ? CUDA_R_32F
-                     : p.dtype == DType::Float16 ? CUDA_R_16F
-                                                 : CUDA_R_16BF;
   cublasHandle_t h = cublas(ctx);
   if (batch == 1) {
     PTERUN_CUBLAS_CHECK(cublasGemmEx(h, cb.op, ca.op, static_cast<int>(n), static_cast<int>(m),

@@ -1,0 +1,86 @@
+#pragma once
+
+// cuDNN's convolution entry points, resolved from libcudnn.so.9 at run
+// time (the nvidia-cudnn-cu13 wheel, the `cuda` extra, or the system's
+// cuDNN 9). The few types and values pterun passes are declared here from
+// cuDNN 9's C API, so building needs neither its headers nor its library,
+// and a machine without cuDNN runs every convolution on pterun's own
+// kernels (ops/conv_cudnn.h falls back).
+
+#include <cstddef>
+#include <string>
+
+#include "pterun/kernels/kernel.h"
+
+namespace pterun::cuda::cudnn {
+
+using Status = int;  // cudnnStatus_t; 0 is CUDNN_STATUS_SUCCESS
+
+// Opaque objects behind cuDNN's handle and descriptor pointers.
+struct Context;
+struct TensorObject;
+struct FilterObject;
+struct ConvObject;
+using Handle = Context*;
+using TensorDesc = TensorObject*;
+using FilterDesc = FilterObject*;
+using ConvDesc = ConvObject*;
+
+// Enumerators of cudnnDataType_t, cudnnTensorFormat_t, cudnnMathType_t and
+// cudnnConvolutionMode_t (C enums: int-sized).
+enum DataType : int { kFloat = 0, kHalf = 2, kBFloat16 = 9 };
+enum Format : int { kNchw = 0, kNhwc = 1 };
+enum MathType : int { kDefaultMath = 0, kTensorOpMath = 1, kFmaMath = 3 };
+enum ConvMode : int { kCrossCorrelation = 1 };
+
+/// cudnnConvolutionFwdAlgoPerf_t.
+struct FwdAlgoPerf {
+  int algo;
+  Status status;
+  float time;
+  size_t memory;
+  int determinism;
+  int math_type;
+  int reserved[3];
+};
+
+struct Api {
+  const char* (*error_string)(Status) = nullptr;
+  Status (*create)(Handle*) = nullptr;
+  Status (*destroy)(Handle) = nullptr;
+  Status (*set_stream)(Handle, void* stream) = nullptr;
+  Status (*create_tensor)(TensorDesc*) = nullptr;
+  Status (*set_tensor_4d_ex)(TensorDesc, int type, int n, int c, int h, int w, int ns, int cs,
+                             int hs, int ws) = nullptr;
+  Status (*destroy_tensor)(TensorDesc) = nullptr;
+  Status (*create_filter)(FilterDesc*) = nullptr;
+  Status (*set_filter_4d)(FilterDesc, int type, int format, int k, int c, int h, int w) = nullptr;
+  Status (*destroy_filter)(FilterDesc) = nullptr;
+  Status (*create_conv)(ConvDesc*) = nullptr;
+  Status (*set_conv_2d)(ConvDesc, int pad_h, int pad_w, int stride_h, int stride_w, int dil_h,
+                        int dil_w, int mode, int compute_type) = nullptr;
+  Status (*set_group_count)(ConvDesc, int groups) = nullptr;
+  Status (*set_math_type)(ConvDesc, int math) = nullptr;
+  Status (*destroy_conv)(ConvDesc) = nullptr;
+  Status (*forward_algorithms)(Handle, TensorDesc x, FilterDesc w, ConvDesc conv, TensorDesc y,
+                               int requested, int* returned, FwdAlgoPerf* results) = nullptr;
+  Status (*forward)(Handle, const void* alpha, TensorDesc xd, const void* x, FilterDesc wd,
+                    const void* w, ConvDesc conv, int algo, void* workspace, size_t workspace_bytes,
+                    const void* beta, TensorDesc yd, void* y) = nullptr;
+  Status (*add_tensor)(Handle, const void* alpha, TensorDesc ad, const void* a, const void* beta,
+                       TensorDesc cd, void* c) = nullptr;
+};
+
+/// The loaded library, or null when cuDNN is missing, turned off
+/// (PTERUN_CUDNN=0) or lacks an entry point (then `why`, if given, says
+/// which).
+const Api* api(std::string* why = nullptr);
+
+/// Throws pterun::Error (Internal) naming `what` unless `status` is success.
+void check(const Api& a, Status status, const char* what);
+
+/// The method's cuDNN handle on its stream, created on first use; null
+/// when there is no cuDNN.
+Handle handle(kernels::KernelContext& context);
+
+}  // namespace pterun::cuda::cudnn

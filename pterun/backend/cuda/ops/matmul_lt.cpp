@@ -1,0 +1,126 @@
+// lt_gemm_bias (matmul_lt.h). The descriptors live on the stack (the
+// opaque initialisers), so a product allocates nothing; cuBLASLt's
+// heuristic, which costs tens of microseconds, runs once per problem and
+// its answer is kept.
+
+#include "pterun/backend/cuda/ops/matmul_lt.h"
+
+#include <cublasLt.h>
+
+#include <cstring>
+#include <mutex>
+#include <unordered_map>
+
+#include "pterun/backend/cuda/cuda_context.h"
+#include "pterun/backend/cuda/plan_key.h"
+
+namespace pterun::cuda::nn {
+namespace {
+
+/// What fixes the algorithm: the problem and the operands' alignment.
+struct Key {
+  int device;
+  int type;
+  int compute;
+  int op_a, op_b;
+  int unused;  // keeps the 64-bit fields aligned without padding
+  int64_t rows, cols, k, lda, ldb, ldd;
+  uint32_t align_a, align_b, align_d, align_bias;
+};
+
+struct Choice {
+  bool found = false;
+  cublasLtMatmulAlgo_t algo{};
+};
+
+void set(cublasLtMatmulDesc_t desc, cublasLtMatmulDescAttributes_t attr, const void* value,
+         size_t size) {
+  PTERUN_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc, attr, value, size));
+}
+
+/// The layout of an operand of rows x cols after `op`.
+void layout(cublasLtMatrixLayoutOpaque_t& storage, cudaDataType_t type, cublasOperation_t op,
+            int64_t rows, int64_t cols, int64_t ld) {
+  const bool t = op != CUBLAS_OP_N;
+  PTERUN_CUBLAS_CHECK(
+      cublasLtMatrixLayoutInit(&storage, type, t ? cols : rows, t ? rows : cols, ld));
+}
+
+}  // namespace
+
+bool lt_gemm_bias(kernels::KernelContext& ctx, cudaDataType_t type, cublasComputeType_t compute,
+                  int64_t rows, int64_t cols, int64_t k, const LtOperand& a, const LtOperand& b,
+                  void* d, int64_t ldd, const void* bias, float alpha) {
+  const CublasLt lt = cublas_lt(ctx);
+
+  cublasLtMatmulDescOpaque_t desc;
+  PTERUN_CUBLAS_CHECK(cublasLtMatmulDescInit(&desc, compute, CUDA_R_32F));
+  set(&desc, CUBLASLT_MATMUL_DESC_TRANSA, &a.op, sizeof(a.op));
+  set(&desc, CUBLASLT_MATMUL_DESC_TRANSB, &b.op, sizeof(b.op));
+  const cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_BIAS;
+  set(&desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof(epilogue));
+  set(&desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias));
+  cublasLtMatrixLayoutOpaque_t la, lb, ld;
+  layout(la, type, a.op, rows, k, a.ld);
+  layout(lb, type, b.op, k, cols, b.ld);
+  layout(ld, type, CUBLAS_OP_N, rows, cols, ldd);
+
+  Key key;
+  std::memset(&key, 0, sizeof key);
+  key.device = device(ctx);
+  key.type = static_cast<int>(type);
+  key.compute = static_cast<int>(compute);
+  key.op_a = static_cast<int>(a.op);
+  key.op_b = static_cast<int>(b.op);
+  key.rows = rows;
+  key.cols = cols;
+  key.k = k;
+  key.lda = a.ld;
+  key.ldb = b.ld;
+  key.ldd = ldd;
+  key.align_a = address_alignment(a.data);
+  key.align_b = address_alignment(b.data);
+  key.align_d = address_alignment(d);
+  key.align_bias = address_alignment(bias);
+
+  static std::mutex mutex;
+  static std::unordered_map<Key, Choice, BytesHash<Key>, BytesEqual<Key>> chosen;
+  Choice choice;
+  {
+    const std::lock_guard<std::mutex> lock(mutex);
+    auto it = chosen.find(key);
+    if (it == chosen.end()) {
+      cublasLtMatmulPreferenceOpaque_t pref;
+      PTERUN_CUBLAS_CHECK(cublasLtMatmulPreferenceInit(&pref));
+      const uint64_t workspace = lt.workspace_bytes;
+      PTERUN_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(
+          &pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace, sizeof workspace));
+      const cublasLtMatmulPreferenceAttributes_t aligns[] = {
+          CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+          CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES};
+      const uint32_t values[] = {key.align_a, key.align_b, key.align_d, key.align_d};
+      for (int i = 0; i < 4; ++i) {
+        PTERUN_CUBLAS_CHECK(
+            cublasLtMatmulPreferenceSetAttribute(&pref, aligns[i], &values[i], sizeof values[i]));
+      }
+      cublasLtMatmulHeuristicResult_t result{};
+      int found = 0;
+      const cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(lt.handle, &desc, &la, &lb, &ld,
+                                                                   &ld, &pref, 1, &result, &found);
+      Choice c;
+      c.found =
+          status == CUBLAS_STATUS_SUCCESS && found > 0 && result.state == CUBLAS_STATUS_SUCCESS;
+      if (c.found) c.algo = result.algo;
+      it = chosen.emplace(key, c).first;
+    }
+    choice = it->second;
+  }
+  if (!choice.found) return false;
+  const float beta = 0.0f;
+  PTERUN_CUBLAS_CHECK(cublasLtMatmul(lt.handle, &desc, &alpha, a.data, &la, b.data, &lb, &beta, d,
+                                     &ld, d, &ld, &choice.algo, lt.workspace, lt.workspace_bytes,
+                                     stream(ctx)));
+  return true;
+}
+
+}  // namespace pterun::cuda::nn
