@@ -302,17 +302,10 @@ bool vector_4bit(int64_t k, int64_t bs) {
 #endif
 }
 
-/// The end of one output: the shift by 128 and the zero point taken back
-/// (sum_b s_b * sum (q + 128)(w - 8) - (128 + zp) * weight_sums[j]).
-inline void store_4bit(const ops::QDynLinearArgs& a, const RowQuant& p, int64_t i, int64_t j,
-                       float total) {
-  const float zp_terms = a.weight_sums.data_as<const float>()[j];
-  const float shift = static_cast<float>(128 + p.zero_point);
-  a.out.data_as<float>()[i * a.n + j] = finish(total - shift * zp_terms, a, p, j);
-}
-
-/// store_4bit of row i's columns [j0, j0 + n) from their totals, as one
-/// loop GCC vectorises (the same float operations in the same order).
+/// The ends of row i's outputs [j0, j0 + n) from their totals: the shift
+/// by 128 and the zero point taken back (sum_b s_b * sum (q + 128)(w - 8)
+/// - (128 + zp) * weight_sums[j]), then `finish`'s scale, bias and clamp
+/// in the same order, as one loop GCC vectorises.
 void finish_4bit_run(const ops::QDynLinearArgs& a, const RowQuant& p, int64_t i, int64_t j0,
                      int64_t n, const float* totals) {
   const float* zp_terms = a.weight_sums.data_as<const float>() + j0;
@@ -497,7 +490,9 @@ void tile_4bit(const ops::QDynLinearArgs& a, const Plan4& plan, const uint8_t* q
     }
   }
   for (int r = 0; r < R; ++r) {
-    for (int c = 0; c < C; ++c) store_4bit(a, params[i0 + r], i0 + r, j0 + c, Isa::sum(facc[r][c]));
+    float totals[C];
+    for (int c = 0; c < C; ++c) totals[c] = Isa::sum(facc[r][c]);
+    finish_4bit_run(a, params[i0 + r], i0 + r, j0, C, totals);
   }
 }
 
@@ -582,7 +577,7 @@ void expand_4bit(const uint8_t* row, int64_t k, int8_t* out) {
 /// 4-bit layers of many rows (prefill): per task of 32 output columns,
 /// the weights expanded to int8 (w - 8) and packed once, then every row
 /// against them on the packed kernel (qgemm_blocks) with the activations
-/// as q + 128; store_4bit takes the shift and zero point back.
+/// as q + 128; finish_4bit_run takes the shift and zero point back.
 void linear_4bit_rows(KernelContext& ctx, const ops::QDynLinearArgs& a) {
   constexpr int64_t kCols = 32;
   const int64_t m = a.m, n = a.n, k = a.k, blocks = a.blocks, row_bytes = k / 2;
