@@ -75,9 +75,11 @@ void run(const Case& c) {
   EXPECT_EQ(got, want) << "qgemm_packed";
 
   std::vector<uint8_t> rows(static_cast<size_t>((c.m + 15) / 16 * panel_bytes));
+  qgemm_pack(reinterpret_cast<const int8_t*>(a.data()), c.k, c.m, c.k, !c.a_unsigned, 0,
+             (c.m + 15) / 16, rows.data());
   got.assign(want.size(), -1);
-  qgemm_rows_packed(p, rows.data(), got.data(), c.n);
-  EXPECT_EQ(got, want) << "qgemm_rows_packed";
+  qgemm_rows_on_panels(p, rows.data(), got.data(), c.n);
+  EXPECT_EQ(got, want) << "qgemm_rows_on_panels";
 }
 
 TEST(Qgemm, PackedKernelsMatchExactSums) {

@@ -56,14 +56,12 @@ void qgemm_pack(const int8_t* w, int64_t ldw, int64_t n, int64_t k, bool shift12
 /// packing from a few rows of activations on.
 void qgemm_packed(const QGemm& p, const uint8_t* panels, int32_t* c, int64_t ldc);
 
-/// qgemm for few activation rows: the rows are packed into `buffer`
-/// (qgemm_panel_bytes(p.k) per 16 rows) and the weights read in place, 4
-/// bytes at a time. Needs 16 * ldc < 2^31.
-void qgemm_rows_packed(const QGemm& p, uint8_t* buffer, int32_t* c, int64_t ldc);
-
-/// qgemm_rows_packed on rows packed already: `panels` holds p's rows as
-/// qgemm_pack made them (shifted when !p.a_unsigned; p.a is not read), so
-/// that rows shared by several products are packed once.
+/// qgemm for few activation rows, packed once (so that rows shared by
+/// several products are packed once): `panels` holds p's rows as
+/// qgemm_pack made them (qgemm_panel_bytes(p.k) per 16 rows, shifted when
+/// !p.a_unsigned; p.a is not read), and the weights are read in place, 4
+/// bytes at a time. Needs 16 * ldc < 2^31. Without the packed kernel
+/// (qgemm_packs() false) it runs qgemm on p.a.
 void qgemm_rows_on_panels(const QGemm& p, const uint8_t* panels, int32_t* c, int64_t ldc);
 
 /// out[i * groups + g] = the sum of the `run` int8 bytes of group g of
@@ -95,11 +93,11 @@ struct QBlockGemm {
 void qgemm_blocks(const QBlockGemm& p);
 
 /// From this many rows of activations on, packing an operand pays for
-/// itself (qgemm_packed, qgemm_rows_packed).
+/// itself (qgemm_packed, qgemm_rows_on_panels).
 constexpr int64_t kQgemmPackRows = 16;
 
-/// Bytes of the panels qgemm_pack makes of m rows of depth k (the buffer
-/// of qgemm_rows_packed, the panels of qgemm_rows_on_panels): 0 where this
+/// Bytes of the panels qgemm_pack makes of m rows of depth k (those of
+/// qgemm_rows_on_panels): 0 where this
 /// build packs nothing or m is below kQgemmPackRows.
 size_t qgemm_rows_bytes(int64_t m, int64_t k);
 

@@ -370,16 +370,10 @@ void qgemm_packed(const QGemm& p, const uint8_t* panels, int32_t* c, int64_t ldc
   }
 }
 
-void qgemm_rows_packed(const QGemm& p, uint8_t* buffer, int32_t* c, int64_t ldc) {
+void qgemm_rows_on_panels(const QGemm& p, const uint8_t* buffer, int32_t* c, int64_t ldc) {
   // Weight rows broadcast (signed) against panels of 16 activation rows
   // (unsigned: uint8 as they are, int8 + 128); the outputs come out
   // transposed, and owe (shift + zero_point) * sum_k w per weight row.
-  qgemm_pack(reinterpret_cast<const int8_t*>(p.a), p.lda, p.m, p.k, !p.a_unsigned, 0,
-             (p.m + 15) / 16, buffer);
-  qgemm_rows_on_panels(p, buffer, c, ldc);
-}
-
-void qgemm_rows_on_panels(const QGemm& p, const uint8_t* buffer, int32_t* c, int64_t ldc) {
   const int64_t panel_bytes = qgemm_panel_bytes(p.k);
   const int64_t shift = p.a_unsigned ? 0 : 128;
   int32_t base[kRows];
@@ -403,10 +397,6 @@ void qgemm_rows_on_panels(const QGemm& p, const uint8_t* buffer, int32_t* c, int
 
 void qgemm_packed(const QGemm& p, const uint8_t* /*panels*/, int32_t* c, int64_t ldc) {
   qgemm(p, c, ldc);  // no packed kernel in this build (qgemm_packs() is false)
-}
-
-void qgemm_rows_packed(const QGemm& p, uint8_t* /*buffer*/, int32_t* c, int64_t ldc) {
-  qgemm(p, c, ldc);
 }
 
 void qgemm_blocks(const QBlockGemm& p) {  // plain loops over the panels' layout
