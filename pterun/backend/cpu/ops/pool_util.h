@@ -17,6 +17,11 @@ using kernels::KernelContext;
 using ops::Planes;
 using ops::Window;
 
+/// Values of integer max pooling of a channels-last input and output
+/// (pool_max_integers.cpp); false (nothing done) for any other dtype or
+/// layout.
+bool max_pool_channels_last_integer_values(KernelContext& ctx, const ops::MaxPoolArgs& a);
+
 /// Offset of (n, c, y, x) under (N, C, H, W) strides `s`.
 inline int64_t offset(const std::array<int64_t, 4>& s, int64_t n, int64_t c, int64_t y, int64_t x) {
   return n * s[0] + c * s[1] + y * s[2] + x * s[3];
