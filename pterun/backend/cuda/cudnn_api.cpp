@@ -56,6 +56,7 @@ Loaded load() {
   ok = ok && resolve(lib, a.set_math_type, "cudnnSetConvolutionMathType", l.why);
   ok = ok && resolve(lib, a.destroy_conv, "cudnnDestroyConvolutionDescriptor", l.why);
   ok = ok && resolve(lib, a.forward_algorithms, "cudnnGetConvolutionForwardAlgorithm_v7", l.why);
+  ok = ok && resolve(lib, a.find_algorithms, "cudnnFindConvolutionForwardAlgorithmEx", l.why);
   ok = ok && resolve(lib, a.forward, "cudnnConvolutionForward", l.why);
   ok = ok && resolve(lib, a.add_tensor, "cudnnAddTensor", l.why);
   l.ok = ok;

@@ -64,6 +64,10 @@ struct Api {
   Status (*destroy_conv)(ConvDesc) = nullptr;
   Status (*forward_algorithms)(Handle, TensorDesc x, FilterDesc w, ConvDesc conv, TensorDesc y,
                                int requested, int* returned, FwdAlgoPerf* results) = nullptr;
+  Status (*find_algorithms)(Handle, TensorDesc xd, const void* x, FilterDesc wd, const void* w,
+                            ConvDesc conv, TensorDesc yd, void* y, int requested, int* returned,
+                            FwdAlgoPerf* results, void* workspace,
+                            size_t workspace_bytes) = nullptr;
   Status (*forward)(Handle, const void* alpha, TensorDesc xd, const void* x, FilterDesc wd,
                     const void* w, ConvDesc conv, int algo, void* workspace, size_t workspace_bytes,
                     const void* beta, TensorDesc yd, void* y) = nullptr;

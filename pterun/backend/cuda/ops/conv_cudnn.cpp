@@ -6,8 +6,9 @@
 // accumulating in float. The bias is added by cudnnAddTensor after the
 // convolution.
 //
-// A plan (descriptors and the algorithm cuDNN's heuristic ranks first
-// among those that run, with its workspace) is made on the first call of
+// A plan (descriptors and the fastest algorithm when cuDNN times the
+// heuristic's candidates on the first call's tensors, else the one the
+// heuristic ranks first, with its workspace) is made on the first call of
 // each problem and kept for the process, so later calls, graph captures
 // included, only launch. The workspace comes from the method's device
 // scratch.
@@ -17,6 +18,7 @@
 #include <algorithm>
 #include <climits>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <mutex>
@@ -88,8 +90,8 @@ cudnn::DataType data_type(DType t) {
 /// other than success marks the plan unusable instead of throwing: cuDNN
 /// declines layouts and sizes it has no kernel for, and pterun's own
 /// kernels take those.
-void make_plan(const cudnn::Api& a, cudnn::Handle h, const ops::ConvProblem& q, const Key& k,
-               Plan& plan) {
+void make_plan(kernels::KernelContext& ctx, const cudnn::Api& a, cudnn::Handle h,
+               const ops::ConvProblem& q, const Key& k, bool search, Plan& plan) {
   const int type = data_type(q.dtype);
   const int64_t icg = q.ic / q.groups;
   int64_t xs[4], ys[4];
@@ -131,19 +133,62 @@ void make_plan(const cudnn::Api& a, cudnn::Handle h, const ops::ConvProblem& q, 
   if (!ok(a.forward_algorithms(h, plan.x, plan.w, plan.conv, plan.y, 8, &returned, results))) {
     return;
   }
-  for (int r = 0; r < std::min(returned, 8); ++r) {
-    const cudnn::FwdAlgoPerf& p = results[r];
-    if (p.status != 0 || p.memory > kMaxWorkspace) continue;
-    // Without TF32 the descriptor keeps FMA math: cuDNN reports plain
-    // algorithms as default math, which would let float32 round to TF32.
+  returned = std::min(returned, 8);
+  // Without TF32 the descriptor keeps FMA math: cuDNN reports plain
+  // algorithms as default math, which would let float32 round to TF32.
+  auto allowed = [&](const cudnn::FwdAlgoPerf& p) {
     const bool tensor_ops = p.math_type != cudnn::kDefaultMath && p.math_type != cudnn::kFmaMath;
-    if (math == cudnn::kFmaMath && tensor_ops) continue;
-    if (math != cudnn::kFmaMath && !ok(a.set_math_type(plan.conv, p.math_type))) continue;
-    plan.algo = p.algo;
-    plan.workspace = p.memory;
-    plan.usable = true;
-    return;
+    return p.status == 0 && p.memory <= kMaxWorkspace && !(math == cudnn::kFmaMath && tensor_ops);
+  };
+  const cudnn::FwdAlgoPerf* chosen = nullptr;
+  size_t search_workspace = 0;
+  for (int r = 0; r < returned; ++r) {
+    if (!allowed(results[r])) continue;
+    if (chosen == nullptr) chosen = &results[r];
+    search_workspace = std::max(search_workspace, results[r].memory);
   }
+  if (chosen == nullptr) return;
+  cudnn::FwdAlgoPerf picked = *chosen;
+  // The heuristic's first choice is often not the fastest (bfloat16 3x3
+  // convolutions ran at 61-65% of torch's with it): where the stream is not
+  // being captured, time the algorithms on this call's tensors, with as
+  // much workspace as the heuristic's candidates want, and keep the
+  // fastest. The output is written by the runs and then by the real call.
+  if (search) {
+    cudnn::FwdAlgoPerf timed[8] = {};
+    int found = 0;
+    void* workspace = search_workspace > 0 ? scratch(ctx, search_workspace) : nullptr;
+    if (ok(a.find_algorithms(h, plan.x, q.in, plan.w, q.weight, plan.conv, plan.y, q.out, 8, &found,
+                             timed, workspace, search_workspace))) {
+      for (int r = 0; r < std::min(found, 8); ++r) {
+        if (allowed(timed[r]) && timed[r].memory <= search_workspace) {
+          picked = timed[r];
+          break;
+        }
+      }
+    }
+  }
+  if (math != cudnn::kFmaMath && !ok(a.set_math_type(plan.conv, picked.math_type))) return;
+  plan.algo = picked.algo;
+  plan.workspace = picked.memory;
+  plan.usable = true;
+}
+
+/// Whether plans may time cuDNN's algorithms: not while the stream is being
+/// captured into a CUDA graph (a search synchronises), nor with
+/// PTERUN_CUDNN_SEARCH=0 (the heuristic's first choice, for comparisons).
+bool searching(kernels::KernelContext& ctx) {
+  static const bool allowed = [] {
+    const char* env = std::getenv("PTERUN_CUDNN_SEARCH");
+    return env == nullptr || std::strcmp(env, "0") != 0;
+  }();
+  if (!allowed) return false;
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  if (cudaStreamIsCapturing(stream(ctx), &capture) != cudaSuccess) {
+    cudaGetLastError();
+    return false;
+  }
+  return capture == cudaStreamCaptureStatusNone;
 }
 
 /// Destroys the descriptors of a plan cuDNN declined.
@@ -224,7 +269,7 @@ bool cudnn_conv(kernels::KernelContext& ctx, const ops::ConvProblem& q, const ch
     auto it = plans->find(key);
     if (it == plans->end()) {
       Plan made;
-      make_plan(*a, h, q, key, made);
+      make_plan(ctx, *a, h, q, key, searching(ctx), made);
       if (!made.usable) release(*a, made);
       it = plans->emplace(key, made).first;
     }
