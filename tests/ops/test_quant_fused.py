@@ -141,6 +141,12 @@ CONV_CASES = [
     ((1, 70, 5, 5), (3, 1, 1), (1, 1), (0, 0), (1, 1), 1),     # K past one 64-byte step
     ((1, 8, 10, 9), (6, 3, 3), (1, 1), (1, 1), (2, 2), 2),     # windows in place: groups of 4
     ((2, 68, 7, 6), (40, 3, 2), (2, 1), (1, 0), (1, 1), 1),    # windows in place, 64 + 4 a tap
+    # The products on AMX tiles where the CPU has them (32 channels or more,
+    # K of 64 or more): K 99 (a partial group of 4 and a partial step of 64),
+    # 48 channels (a panel pair and a single panel), 90 pixels (a partial
+    # block of rows); then two groups of 32 channels, K 288.
+    ((1, 11, 9, 10), (48, 3, 3), (1, 1), (1, 1), (1, 1), 1),
+    ((2, 64, 6, 7), (64, 3, 3), (1, 2), (1, 1), (1, 1), 2),
 ]
 
 
@@ -172,6 +178,12 @@ def test_quantized_conv2d_uint8_and_threads(device):
     ws = rand((20,), F32, 0.001, 0.01)
     check(device, CONV, T(x, dim_order=CL), 0.03, 120, T(w, dim_order=CL), ws, sums, None, [1, 1],
           [1, 1], [1, 1], 1, 0.08, 0, 0, 255, QOut(np.uint8, (1, 20, 9, 9), dim_order=CL))
+    # uint8 rows on AMX tiles where the CPU has them: 40 channels, K 144.
+    x = rand((1, 16, 11, 9), np.uint8, 0, 256)
+    w, sums = weights(40, (16, 3, 3))
+    ws = rand((40,), F32, 0.001, 0.01)
+    check(device, CONV, x, 0.03, 125, w, ws, sums, None, [1, 1], [1, 1], [1, 1], 1, 0.08, 2, 0,
+          255, QOut(np.uint8, (1, 40, 11, 9)), num_threads=2)
     # Depthwise over uint8, 16 + 5 channels, channels-last.
     x = rand((2, 21, 7, 9), np.uint8, 0, 256)
     w, sums = weights(21, (1, 5, 3))

@@ -1,10 +1,9 @@
 // The CPU's int8 matrix products (backend/cpu/ops/quant_gemm.h): the
 // dot-product kernel, the kernel on packed weights and the one on packed
-// activation rows, against exact int64 sums, over shapes that leave partial
-// tiles, partial panels and depths that are not a multiple of 4 or 64, int8
-// and uint8 activations with zero points, and extreme values. Operands are
-// allocated to their exact size, so that a read past a row's end is caught
-// under AddressSanitizer.
+// activation rows (vector and, where the CPU has them, AMX tiles), against exact int64 sums, over
+// shapes that leave partial tiles, partial panels and depths that are not a multiple of 4 or 64,
+// int8 and uint8 activations with zero points, and extreme values. Operands are allocated to their
+// exact size, so that a read past a row's end is caught under AddressSanitizer.
 
 #include <gtest/gtest.h>
 
@@ -70,21 +69,55 @@ void run(const Case& c) {
   const int64_t panel_bytes = qgemm_panel_bytes(c.k);
   std::vector<uint8_t> panels(static_cast<size_t>((c.n + 15) / 16 * panel_bytes));
   qgemm_pack(w.data(), c.k, c.n, c.k, !c.a_unsigned, 0, (c.n + 15) / 16, panels.data());
-  got.assign(want.size(), -1);
-  qgemm_packed(p, panels.data(), got.data(), c.n);
-  EXPECT_EQ(got, want) << "qgemm_packed";
+  // The same rows with a pitch of whole steps of 64 bytes, the bytes past k
+  // random (QGemm::a_padded), and with their sums given (QGemm::a_sums).
+  const int64_t pitch = (c.k + 63) / 64 * 64;
+  std::vector<uint8_t> padded(static_cast<size_t>(c.m * pitch));
+  std::vector<int32_t> row_sums(static_cast<size_t>(c.m), 0);
+  for (int64_t i = 0; i < c.m; ++i) {
+    for (int64_t kk = 0; kk < pitch; ++kk) {
+      const uint8_t v = kk < c.k ? a[static_cast<size_t>(i * c.k + kk)] : byte(rng);
+      padded[static_cast<size_t>(i * pitch + kk)] = v;
+      if (kk < c.k) row_sums[static_cast<size_t>(i)] += static_cast<int8_t>(v);
+    }
+  }
+  QGemm on_pitch = p;
+  on_pitch.a = padded.data();
+  on_pitch.lda = pitch;
+  on_pitch.a_padded = true;
+  QGemm summed = p;
+  summed.a_sums = row_sums.data();
+  // The vector kernels, then AMX tiles where the machine has them.
+  for (bool amx : {false, true}) {
+    const char* how = amx && qgemm_amx() ? " on AMX" : "";
+    const auto product = amx ? &qgemm_packed_amx : &qgemm_packed;
+    got.assign(want.size(), -1);
+    product(p, panels.data(), got.data(), c.n);
+    EXPECT_EQ(got, want) << "qgemm_packed" << how;
+    got.assign(want.size(), -1);
+    product(on_pitch, panels.data(), got.data(), c.n);
+    EXPECT_EQ(got, want) << "qgemm_packed, padded rows" << how;
+    got.assign(want.size(), -1);
+    product(summed, panels.data(), got.data(), c.n);
+    EXPECT_EQ(got, want) << "qgemm_packed, row sums given" << how;
+  }
 
   std::vector<uint8_t> rows(static_cast<size_t>((c.m + 15) / 16 * panel_bytes));
   qgemm_pack(reinterpret_cast<const int8_t*>(a.data()), c.k, c.m, c.k, !c.a_unsigned, 0,
              (c.m + 15) / 16, rows.data());
-  got.assign(want.size(), -1);
-  qgemm_rows_on_panels(p, rows.data(), got.data(), c.n);
-  EXPECT_EQ(got, want) << "qgemm_rows_on_panels";
+  for (bool amx : {false, true}) {
+    const bool before = qgemm_use_amx(amx);
+    const char* how = amx && qgemm_amx() ? " on AMX" : "";
+    got.assign(want.size(), -1);
+    (amx ? &qgemm_rows_on_panels_amx : &qgemm_rows_on_panels)(p, rows.data(), got.data(), c.n);
+    EXPECT_EQ(got, want) << "qgemm_rows_on_panels" << how;
+    qgemm_use_amx(before);
+  }
 }
 
 TEST(Qgemm, PackedKernelsMatchExactSums) {
-  for (int64_t m : {1, 3, 8, 9, 16, 17, 33}) {
-    for (int64_t n : {1, 5, 16, 17, 32, 40}) {
+  for (int64_t m : {1, 3, 8, 9, 16, 17, 33, 64}) {
+    for (int64_t n : {1, 5, 16, 17, 32, 40, 80}) {
       for (int64_t k : {1, 3, 4, 7, 64, 65, 130}) {
         run({m, n, k, false, 0, false});
         run({m, n, k, false, -7, false});

@@ -28,11 +28,16 @@ struct QGemm {
   int64_t k;
   /// Optional, qgemm_packed only (an implicit im2col): row i's group of 4
   /// inputs q is the 4 bytes at a_rows[i] + a_groups[q]; k is a multiple
-  /// of 4, a and lda are not read, and int8 rows come with their sums
-  /// a_sums[i] = sum_k of row i's bytes (as int8).
+  /// of 4, a and lda are not read, and int8 rows come with their sums.
   const uint8_t* const* a_rows = nullptr;
   const int32_t* a_groups = nullptr;
+  /// Optional, qgemm_packed only (required with a_rows): a_sums[i] = sum_k
+  /// of row i's bytes as int8, which int8 rows owe.
   const int32_t* a_sums = nullptr;
+  /// qgemm_packed only: every row of `a` may be read to the next multiple
+  /// of 64 bytes past its start (AMX tiles then load the last inputs in
+  /// place; the bytes past k are multiplied by the panels' zeros).
+  bool a_padded = false;
 };
 
 void qgemm(const QGemm& p, int32_t* c, int64_t ldc);
@@ -41,13 +46,16 @@ void qgemm(const QGemm& p, int32_t* c, int64_t ldc);
 /// qgemm_packed runs qgemm.
 bool qgemm_packs();
 
-/// Bytes of one packed panel (16 output channels) of a depth of k.
+/// Bytes of one packed panel (16 output channels) of a depth of k: at least
+/// one group of 4 past k, rounded up to 16 groups.
 int64_t qgemm_panel_bytes(int64_t k);
 
 /// Packs panels [panel_begin, panel_end) of n rows of k bytes (row stride
 /// ldw) into `out` (panel i at i * qgemm_panel_bytes(k)): for each group of
-/// 4 inputs, 16 rows x 4 bytes; zeros past n and k; with shift128 every
-/// byte + 128 (an int8 value as the uint8 operand; quant_gemm_packed.cpp).
+/// 4 inputs, 16 rows x 4 bytes; with shift128 every byte + 128 (an int8
+/// value as the uint8 operand; quant_gemm_packed.cpp). Zeros past n, and
+/// past k up to a whole number of 16 groups (so that AMX tiles read whole
+/// steps of 64 inputs in place).
 void qgemm_pack(const int8_t* w, int64_t ldw, int64_t n, int64_t k, bool shift128,
                 int64_t panel_begin, int64_t panel_end, uint8_t* out);
 
@@ -63,6 +71,31 @@ void qgemm_packed(const QGemm& p, const uint8_t* panels, int32_t* c, int64_t ldc
 /// bytes at a time. Needs 16 * ldc < 2^31. Without the packed kernel
 /// (qgemm_packs() false) it runs qgemm on p.a.
 void qgemm_rows_on_panels(const QGemm& p, const uint8_t* panels, int32_t* c, int64_t ldc);
+
+/// Whether the AMX kernels may run (quant_gemm_amx.cpp; qgemm_rows_on_panels
+/// takes them where qgemm_amx_pays, qgemm_packed's callers choose them):
+/// the build targets AMX-INT8, the CPU has it, Linux granted this process
+/// its tile registers, and neither PTERUN_AMX=0 nor qgemm_use_amx(false)
+/// turned it off.
+bool qgemm_amx();
+
+/// Whether AMX tiles pay for a product of n output channels (or, for
+/// qgemm_rows_on_panels, weight rows) over a depth of k: qgemm_amx() and
+/// at least two panels of channels and one step of 64 inputs.
+bool qgemm_amx_pays(int64_t n, int64_t k);
+
+/// Turns the AMX kernels on (where available) or off for the process, for
+/// tests of both paths; returns whether they were on.
+bool qgemm_use_amx(bool on);
+
+/// qgemm_rows_on_panels and qgemm_packed on AMX tiles, whatever
+/// qgemm_amx() says, where the build and CPU have them (else, and for
+/// gathered rows, the vector kernels): the same exact sums.
+void qgemm_rows_on_panels_amx(const QGemm& p, const uint8_t* panels, int32_t* c, int64_t ldc);
+void qgemm_packed_amx(const QGemm& p, const uint8_t* panels, int32_t* c, int64_t ldc);
+
+/// sum_k a[k] of k int8 bytes (AVX-512 builds: qgemm_packs()).
+int64_t qgemm_signed_sum(const uint8_t* a, int64_t k);
 
 /// out[i * groups + g] = the sum of the `run` int8 bytes of group g of
 /// pixel i (at image + i * stride + g * run), for pixels [begin, end): the

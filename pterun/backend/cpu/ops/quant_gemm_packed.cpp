@@ -22,9 +22,10 @@
 namespace pterun::cpu {
 
 // One group more than the depth needs (padding), so that every tile ends
-// with one step on the last, partial or empty, group of 4 inputs.
+// with one step on the last, partial or empty, group of 4 inputs; rounded
+// up to 16 groups, the depth of an AMX step.
 int64_t qgemm_panel_bytes(int64_t k) {
-  return (k / 4 + 1) * 64;
+  return (k / 4 + 16) / 16 * 16 * 64;
 }
 
 bool qgemm_packs() {
@@ -42,14 +43,14 @@ size_t qgemm_rows_bytes(int64_t m, int64_t k) {
 
 void qgemm_pack(const int8_t* w, int64_t ldw, int64_t n, int64_t k, bool shift128,
                 int64_t panel_begin, int64_t panel_end, uint8_t* out) {
-  const int64_t quads = k / 4 + 1, whole = k / 4;
-  // + 128 of a byte is a flip of its top bit; padding is a weight of 0,
-  // stored as the shift itself.
+  const int64_t panel_bytes = qgemm_panel_bytes(k), whole = k / 4;
+  // + 128 of a byte is a flip of its top bit. Padding is 0 (not the
+  // shifted 0): whatever the other operand holds there adds nothing.
   const uint32_t flip = shift128 ? 0x80808080u : 0u;
   const int shift = shift128 ? 0x80 : 0;
   for (int64_t panel = panel_begin; panel < panel_end; ++panel) {
-    uint8_t* dst = out + panel * quads * 64;
-    std::memset(dst, shift, static_cast<size_t>(quads * 64));
+    uint8_t* dst = out + panel * panel_bytes;
+    std::memset(dst, 0, static_cast<size_t>(panel_bytes));
     for (int64_t c = 0; c < 16 && panel * 16 + c < n; ++c) {
       const int8_t* row = w + (panel * 16 + c) * ldw;
       for (int64_t q = 0; q < whole; ++q) {
@@ -233,7 +234,9 @@ TileFn tile_fn(bool flip, bool transposed, bool gather, int rows, int lanes) {
 
 /// sum_k a[k] of int8 bytes: vpsadbw of the bytes + 128 (as uint8; lanes
 /// past k load 0 and add 128 each), less 128 per lane.
-int64_t signed_sum(const uint8_t* a, int64_t k) {
+}  // namespace
+
+int64_t qgemm_signed_sum(const uint8_t* a, int64_t k) {
   const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
   __m512i s = _mm512_setzero_si512();
   int64_t lanes = 0;
@@ -245,8 +248,6 @@ int64_t signed_sum(const uint8_t* a, int64_t k) {
   }
   return _mm512_reduce_add_epi64(s) - 128 * lanes;
 }
-
-}  // namespace
 
 namespace {
 
@@ -353,7 +354,10 @@ void qgemm_packed(const QGemm& p, const uint8_t* panels, int32_t* c, int64_t ldc
     const int rows = static_cast<int>(std::min<int64_t>(kRows, p.m - i0));
     for (int r = 0; r < rows; ++r) {
       int64_t sum = 0;
-      if (flip) sum = gather ? p.a_sums[i0 + r] : signed_sum(p.a + (i0 + r) * p.lda, p.k);
+      if (flip) {
+        sum =
+            p.a_sums != nullptr ? p.a_sums[i0 + r] : qgemm_signed_sum(p.a + (i0 + r) * p.lda, p.k);
+      }
       base[r] = static_cast<int32_t>(static_cast<uint64_t>(128 * sum));
     }
     for (int64_t j0 = 0; j0 < p.n; j0 += 32) {
@@ -371,6 +375,10 @@ void qgemm_packed(const QGemm& p, const uint8_t* panels, int32_t* c, int64_t ldc
 }
 
 void qgemm_rows_on_panels(const QGemm& p, const uint8_t* buffer, int32_t* c, int64_t ldc) {
+  if (qgemm_amx_pays(p.n, p.k)) {
+    qgemm_rows_on_panels_amx(p, buffer, c, ldc);
+    return;
+  }
   // Weight rows broadcast (signed) against panels of 16 activation rows
   // (unsigned: uint8 as they are, int8 + 128); the outputs come out
   // transposed, and owe (shift + zero_point) * sum_k w per weight row.

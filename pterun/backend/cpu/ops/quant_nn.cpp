@@ -180,31 +180,50 @@ struct ConvGeometry : ops::QConvShape {
   int64_t pixel_stride;
 };
 
-/// dst[0, n) = src[0, n): masked vector moves up to 64 bytes (no call, no
-/// byte past either end touched), memcpy beyond.
+/// dst[0, n) = src[0, n): vector moves of 64 bytes, the last one masked
+/// (no call, no byte past either end touched), up to 512 bytes; memcpy
+/// beyond.
 inline void copy_run(uint8_t* dst, const uint8_t* src, int64_t n) {
 #if defined(__AVX512F__) && defined(__AVX512BW__)
-  if (n <= 64) {
-    const __mmask64 m = n == 64 ? ~__mmask64{0} : (__mmask64{1} << n) - 1;
-    _mm512_mask_storeu_epi8(dst, m, _mm512_maskz_loadu_epi8(m, src));
+  if (n <= 512) {
+    int64_t e = 0;
+    for (; e + 64 <= n; e += 64) _mm512_storeu_si512(dst + e, _mm512_loadu_si512(src + e));
+    if (e < n) {
+      const __mmask64 m = (__mmask64{1} << (n - e)) - 1;
+      _mm512_mask_storeu_epi8(dst + e, m, _mm512_maskz_loadu_epi8(m, src + e));
+    }
     return;
   }
 #endif
   std::memcpy(dst, src, static_cast<size_t>(n));
 }
 
+/// p[0, n) += 128 (the top bit of each byte flipped: int8 as uint8).
+inline void flip_run(uint8_t* p, int64_t n) {
+#if defined(__AVX512F__) && defined(__AVX512BW__)
+  const __m512i top = _mm512_set1_epi8(static_cast<char>(0x80));
+  for (int64_t e = 0; e < n; e += 64) {
+    const __mmask64 m = n - e >= 64 ? ~__mmask64{0} : (__mmask64{1} << (n - e)) - 1;
+    _mm512_mask_storeu_epi8(p + e, m, _mm512_xor_si512(_mm512_maskz_loadu_epi8(m, p + e), top));
+  }
+#else
+  for (int64_t e = 0; e < n; ++e) p[e] ^= 0x80;
+#endif
+}
+
 /// The im2col rows of output pixels [p0, p0 + rows) of image b, group g, in
-/// the weight's order along K, from the padded image (its border holds the
-/// input's zero point, a real 0).
-void im2col(const ConvGeometry& c, int64_t b, int64_t g, int64_t p0, int64_t rows, uint8_t* dst) {
+/// the weight's order along K, `pitch` bytes apart, from the padded image
+/// (its border holds the input's zero point, a real 0); with flip every
+/// byte + 128 (int8 as uint8).
+void im2col(const ConvGeometry& c, int64_t b, int64_t g, int64_t p0, int64_t rows, uint8_t* dst,
+            int64_t pitch, bool flip) {
   const uint8_t* image = c.image + b * c.image_stride + g * c.cg;
   const int64_t taps = c.kh * c.kw;
   const int64_t run = c.kw * c.cg;  // one kernel row, when its taps are adjacent
   const bool adjacent = c.weight_channels_last && c.dw == 1 && c.cg == c.pixel_stride;
-  for (int64_t r = 0; r < rows; ++r) {
-    const int64_t p = p0 + r;
-    const int64_t oh = p / c.out_width, ow = p % c.out_width;
-    uint8_t* row = dst + r * c.k;
+  int64_t oh = p0 / c.out_width, ow = p0 % c.out_width;  // pixel p0 + r, stepped
+  for (int64_t r = 0; r < rows; ++r, ow = ow + 1 == c.out_width ? (++oh, 0) : ow + 1) {
+    uint8_t* row = dst + r * pitch;
     for (int64_t i = 0; i < c.kh; ++i) {
       const uint8_t* src = image + ((oh * c.sh + i * c.dh) * c.width + ow * c.sw) * c.pixel_stride;
       if (adjacent) {
@@ -222,6 +241,7 @@ void im2col(const ConvGeometry& c, int64_t b, int64_t g, int64_t p0, int64_t row
         }
       }
     }
+    if (flip) flip_run(row, c.k);
   }
 }
 
@@ -304,7 +324,6 @@ void quantized_conv2d(KernelContext& ctx, const ops::QConv2dArgs& a) {
       static_cast<size_t>(c.batch * (c.height + 2 * c.ph) * (c.width + 2 * c.pw) * c.channels);
   const size_t terms_bytes = aligned(static_cast<size_t>(2 * c.out_channels) * sizeof(float));
   const size_t stage_bytes = staged ? aligned(image_bytes) : 0;
-  const size_t cols_bytes = aligned(static_cast<size_t>(kPixelBlock * c.k));
   const size_t acc_bytes = aligned(static_cast<size_t>(kPixelBlock * width) * sizeof(int32_t));
   const size_t out_bytes = aligned(static_cast<size_t>(kPixelBlock * width));
   const size_t taps_bytes = depthwise
@@ -320,7 +339,18 @@ void quantized_conv2d(KernelContext& ctx, const ops::QConv2dArgs& a) {
   // The packed product reads each pixel's window in place (no im2col) when
   // the weight's inputs run (tap, channel) and every tap's channels are
   // whole groups of 4: `groups` holds each group's offset from the window.
-  const bool gather = packed && c.weight_channels_last && c.cg % 4 == 0 && !pointwise(c);
+  // AMX tiles load rows of 64 bytes, so there the windows are copied out
+  // (im2col), each row padded to whole steps of 64 (`pitch`; what the
+  // padding holds meets the packed weights' zeros). Copied rows of int8
+  // are stored + 128: rows of uint8 with the zero point + 128, which owe no
+  // sums of their own.
+  const bool amx_rows = packed && !pointwise(c) && qgemm_amx_pays(c.og, c.k);
+  const bool gather =
+      packed && !amx_rows && c.weight_channels_last && c.cg % 4 == 0 && !pointwise(c);
+  const int64_t pitch = amx_rows ? (c.k + 63) / 64 * 64 : c.k;
+  const bool rows_unsigned = in_unsigned || (!gather && !pointwise(c) && !depthwise);
+  const int32_t rows_zero_point = a.rq.in_q.zero_point + (rows_unsigned && !in_unsigned ? 128 : 0);
+  const size_t cols_bytes = aligned(static_cast<size_t>(kPixelBlock * pitch));
   const size_t groups_bytes = gather ? aligned(static_cast<size_t>(c.k / 4) * sizeof(int32_t)) : 0;
   // int8 windows owe their sums (qgemm_packed): each padded pixel's sum per
   // group, once, from which a window's is its taps'.
@@ -410,7 +440,7 @@ void quantized_conv2d(KernelContext& ctx, const ops::QConv2dArgs& a) {
                      if (t < pack_tasks) {
                        const int64_t g = t / group_panels, panel = t % group_panels;
                        qgemm_pack(a.weight.data_as<const int8_t>() + g * c.og * c.k, c.k, c.og, c.k,
-                                  !in_unsigned, panel, panel + 1,
+                                  !rows_unsigned, panel, panel + 1,
                                   pack + g * group_panels * panel_bytes);
                        continue;
                      }
@@ -458,9 +488,15 @@ void quantized_conv2d(KernelContext& ctx, const ops::QConv2dArgs& a) {
                          const uint8_t* image = c.image + b * c.image_stride + g * c.cg;
                          for (int64_t r = 0; r < rows; ++r) {
                            const int64_t oh = (p0 + r) / c.out_width, ow = (p0 + r) % c.out_width;
+                           windows[r] = image + (oh * c.sh * c.width + ow * c.sw) * c.pixel_stride;
+                         }
+                       } else {
+                         im2col(c, b, g, p0, rows, cols, pitch, rows_unsigned && !in_unsigned);
+                       }
+                       if (pixel_sums) {
+                         for (int64_t r = 0; r < rows; ++r) {
+                           const int64_t oh = (p0 + r) / c.out_width, ow = (p0 + r) % c.out_width;
                            const int64_t corner = oh * c.sh * c.width + ow * c.sw;
-                           windows[r] = image + corner * c.pixel_stride;
-                           if (!pixel_sums) continue;
                            const int32_t* at =
                                sums + (b * c.height * c.width + corner) * c.groups + g;
                            int32_t sum = 0;
@@ -470,13 +506,11 @@ void quantized_conv2d(KernelContext& ctx, const ops::QConv2dArgs& a) {
                            }
                            window_sums[r] = sum;
                          }
-                       } else {
-                         im2col(c, b, g, p0, rows, cols);
                        }
                        const QGemm gemm{a_rows,
-                                        c.k,
-                                        in_unsigned,
-                                        a.rq.in_q.zero_point,
+                                        direct ? c.k : pitch,
+                                        rows_unsigned,
+                                        rows_zero_point,
                                         a.weight.data_as<const int8_t>() + g * c.og * c.k,
                                         c.k,
                                         a.weight_sums.data_as<const int32_t>() + g * c.og,
@@ -485,9 +519,13 @@ void quantized_conv2d(KernelContext& ctx, const ops::QConv2dArgs& a) {
                                         c.k,
                                         gather ? windows : nullptr,
                                         groups,
-                                        window_sums};
-                       if (packed) {
-                         qgemm_packed(gemm, pack + g * group_panels * panel_bytes, acc, c.og);
+                                        pixel_sums ? window_sums : nullptr,
+                                        amx_rows};
+                       const uint8_t* panels = pack + g * group_panels * panel_bytes;
+                       if (amx_rows) {
+                         qgemm_packed_amx(gemm, panels, acc, c.og);
+                       } else if (packed) {
+                         qgemm_packed(gemm, panels, acc, c.og);
                        } else {
                          qgemm(gemm, acc, c.og);
                        }
