@@ -60,6 +60,15 @@ Loaded load() {
   ok = ok && resolve(lib, a.forward, "cudnnConvolutionForward", l.why);
   ok = ok && resolve(lib, a.add_tensor, "cudnnAddTensor", l.why);
   l.ok = ok;
+  // The backend API, all or nothing.
+  std::string missing;
+  const bool graph = resolve(lib, a.create_backend, "cudnnBackendCreateDescriptor", missing) &&
+                     resolve(lib, a.destroy_backend, "cudnnBackendDestroyDescriptor", missing) &&
+                     resolve(lib, a.finalize, "cudnnBackendFinalize", missing) &&
+                     resolve(lib, a.set_attribute, "cudnnBackendSetAttribute", missing) &&
+                     resolve(lib, a.get_attribute, "cudnnBackendGetAttribute", missing) &&
+                     resolve(lib, a.execute, "cudnnBackendExecute", missing);
+  if (!graph) a.create_backend = nullptr;
   return l;
 }
 

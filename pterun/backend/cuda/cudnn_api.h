@@ -8,6 +8,7 @@
 // kernels (ops/conv_cudnn.h falls back).
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 
 #include "pterun/kernels/kernel.h"
@@ -44,6 +45,67 @@ struct FwdAlgoPerf {
   int reserved[3];
 };
 
+// cuDNN 9's backend (graph) API: descriptors built attribute by attribute
+// (cudnn_graph.h). Only the enumerators pterun passes.
+using BackendDesc = void*;
+enum BackendType : int {
+  kEngineDesc = 2,
+  kEngineConfigDesc = 3,
+  kEngineHeuristicsDesc = 4,
+  kExecutionPlanDesc = 5,
+  kConvForwardOpDesc = 10,
+  kOperationGraphDesc = 15,
+  kVariantPackDesc = 16,
+  kTensorDesc = 17,
+  kConvolutionDesc = 1,
+};
+enum Attribute : int {
+  kConvCompType = 100,
+  kConvMode = 101,
+  kConvDilations = 102,
+  kConvFilterStrides = 103,
+  kConvPostPaddings = 104,
+  kConvPrePaddings = 105,
+  kConvSpatialDims = 106,
+  kHeuristicsMode = 200,
+  kHeuristicsGraph = 201,
+  kHeuristicsResults = 202,
+  kEngineConfigEngine = 300,
+  kPlanHandle = 400,
+  kPlanEngineConfig = 401,
+  kPlanWorkspaceSize = 402,
+  kConvForwardAlpha = 700,
+  kConvForwardBeta = 701,
+  kConvForwardConv = 702,
+  kConvForwardW = 703,
+  kConvForwardX = 704,
+  kConvForwardY = 705,
+  kGraphHandle = 800,
+  kGraphOps = 801,
+  kTensorAlignment = 900,
+  kTensorDataType = 901,
+  kTensorDims = 902,
+  kTensorStrides = 903,
+  kTensorUid = 906,
+  kPackUids = 1000,
+  kPackPointers = 1001,
+  kPackWorkspace = 1003,
+  kEngineNumericalNote = 1303,
+};
+enum AttributeType : int {
+  kTypeHandle = 0,
+  kTypeDataType = 1,
+  kTypeInt64 = 3,
+  kTypeFloat = 4,
+  kTypeVoidPtr = 6,
+  kTypeConvMode = 7,
+  kTypeHeuristicsMode = 8,
+  kTypeNumericalNote = 11,
+  kTypeDescriptor = 15,
+};
+enum HeuristicsMode : int { kHeuristicsInstant = 0 };
+enum NumericalNote : int { kNoteTensorCore = 0, kNoteDownConvertInputs = 1 };
+
 struct Api {
   const char* (*error_string)(Status) = nullptr;
   Status (*create)(Handle*) = nullptr;
@@ -73,6 +135,15 @@ struct Api {
                     const void* beta, TensorDesc yd, void* y) = nullptr;
   Status (*add_tensor)(Handle, const void* alpha, TensorDesc ad, const void* a, const void* beta,
                        TensorDesc cd, void* c) = nullptr;
+  // The backend API; null when the library lacks it (then only the above).
+  Status (*create_backend)(int type, BackendDesc* desc) = nullptr;
+  Status (*destroy_backend)(BackendDesc desc) = nullptr;
+  Status (*finalize)(BackendDesc desc) = nullptr;
+  Status (*set_attribute)(BackendDesc desc, int name, int type, int64_t count,
+                          const void* values) = nullptr;
+  Status (*get_attribute)(BackendDesc desc, int name, int type, int64_t requested, int64_t* count,
+                          void* values) = nullptr;
+  Status (*execute)(Handle, BackendDesc plan, BackendDesc pack) = nullptr;
 };
 
 /// The loaded library, or null when cuDNN is missing, turned off

@@ -10,22 +10,28 @@
 // heuristic's candidates on the first call's tensors, else the one the
 // heuristic ranks first, with its workspace) is made on the first call of
 // each problem and kept for the process, so later calls, graph captures
-// included, only launch. The workspace comes from the method's device
-// scratch.
+// included, only launch. Where the first call may time, the graph API's
+// plans (conv_cudnn_graph.h: engines the legacy algorithms lack, bfloat16
+// tensor-core kernels among them) run against that algorithm and the
+// fastest is kept. The workspace comes from the method's device scratch.
 
 #include "pterun/backend/cuda/ops/conv_cudnn.h"
 
 #include <algorithm>
 #include <climits>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <unordered_map>
+#include <vector>
 
 #include "pterun/backend/cuda/cuda_context.h"
 #include "pterun/backend/cuda/cudnn_api.h"
+#include "pterun/backend/cuda/ops/conv_cudnn_graph.h"
 #include "pterun/backend/cuda/plan_key.h"
 
 namespace pterun::cuda::nn {
@@ -51,6 +57,7 @@ struct Plan {
   cudnn::FilterDesc w = nullptr;
   cudnn::ConvDesc conv = nullptr;
   int algo = 0;
+  GraphPlan graph;  // when it timed faster than `algo`
   size_t workspace = 0;
 };
 
@@ -84,6 +91,124 @@ cudnn::DataType data_type(DType t) {
   return t == DType::Float16    ? cudnn::kHalf
          : t == DType::BFloat16 ? cudnn::kBFloat16
                                 : cudnn::kFloat;
+}
+
+/// Strides for the graph API, whose engines recognise layouts by them: a
+/// tensor dense in NCHW or NHWC order (dims of size 1 ignored; the input's
+/// layout first where both hold) gets that order's own strides, else the
+/// legacy API's.
+void graph_strides(const int64_t sizes[4], const int64_t in[4], bool channels_last,
+                   int64_t out[4]) {
+  static constexpr int kNchw[4] = {0, 1, 2, 3}, kNhwc[4] = {0, 2, 3, 1};
+  const int* orders[2] = {channels_last ? kNhwc : kNchw, channels_last ? kNchw : kNhwc};
+  for (const int* order : orders) {
+    if (!dense_in(sizes, in, order)) continue;
+    int64_t stride = 1;
+    for (int j = 3; j >= 0; --j) {
+      out[order[j]] = stride;
+      stride *= std::max<int64_t>(sizes[order[j]], 1);
+    }
+    return;
+  }
+  strides_for(sizes, in, out);
+}
+
+/// Milliseconds per run of `run` (a cuDNN status) on the stream, from
+/// three runs after one to warm up; infinity where a run fails.
+template <typename Run>
+float time_runs(cudaStream_t stream, Run run) {
+  constexpr float kFailed = std::numeric_limits<float>::infinity();
+  cudaEvent_t start = nullptr, stop = nullptr;
+  if (cudaEventCreate(&start) != cudaSuccess || cudaEventCreate(&stop) != cudaSuccess) {
+    cudaGetLastError();
+    if (start != nullptr) cudaEventDestroy(start);
+    return kFailed;
+  }
+  float ms = kFailed;
+  bool ran = run() == 0 && cudaEventRecord(start, stream) == cudaSuccess;
+  for (int i = 0; i < 3 && ran; ++i) ran = run() == 0;
+  if (ran && cudaEventRecord(stop, stream) == cudaSuccess &&
+      cudaEventSynchronize(stop) == cudaSuccess &&
+      cudaEventElapsedTime(&ms, start, stop) == cudaSuccess) {
+    ms /= 3;
+  } else {
+    ms = kFailed;
+    cudaGetLastError();
+  }
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+  return ms;
+}
+
+/// The graph API's plans for the problem, timed on this call's tensors
+/// against the legacy algorithm of `plan`: the fastest of them replaces it.
+void try_graph(kernels::KernelContext& ctx, const cudnn::Api& a, cudnn::Handle h,
+               const ops::ConvProblem& q, const Key& k, Plan& plan) {
+  if (a.create_backend == nullptr) return;
+  GraphConvShape g{};
+  g.data_type = data_type(q.dtype);
+  const int64_t x_dims[4] = {q.n, q.ic, q.ih, q.iw}, y_dims[4] = {q.n, q.oc, q.oh, q.ow};
+  const int64_t w_dims[4] = {q.oc, q.ic / q.groups, q.kh, q.kw};
+  const bool channels_last = q.in_strides[1] == 1 && q.ic > 1;
+  graph_strides(x_dims, q.in_strides, channels_last, g.x_strides);
+  graph_strides(w_dims, q.w_strides, channels_last, g.w_strides);
+  graph_strides(y_dims, q.out_strides, channels_last, g.y_strides);
+  for (int i = 0; i < 4; ++i) {
+    g.x_dims[i] = x_dims[i];
+    g.y_dims[i] = y_dims[i];
+    g.w_dims[i] = w_dims[i];
+  }
+  for (int i = 0; i < 2; ++i) {
+    g.pad[i] = q.pad[i];
+    g.stride[i] = q.stride[i];
+    g.dilation[i] = q.dilation[i];
+  }
+  g.align_x = std::min<int64_t>(k.align_in, 16);
+  g.align_w = std::min<int64_t>(k.align_weight, 16);
+  g.align_y = std::min<int64_t>(k.align_out, 16);
+  g.exact_float = q.dtype == DType::Float32 && !k.tf32;
+  std::vector<GraphPlan> candidates = graph_conv_plans(a, h, g, kMaxWorkspace, 8);
+  // PTERUN_CUDNN_LOG=1: each problem's timings on stderr.
+  static const bool log = std::getenv("PTERUN_CUDNN_LOG") != nullptr;
+  if (candidates.empty()) {
+    if (log) std::fprintf(stderr, "pterun cuDNN conv: no graph plan\n");
+    return;
+  }
+  size_t most = plan.workspace;
+  for (const GraphPlan& c : candidates) most = std::max(most, c.workspace);
+  void* workspace = most > 0 ? scratch(ctx, most) : nullptr;
+  const float one = 1.0f, zero = 0.0f;
+  float best = time_runs(stream(ctx), [&] {
+    return a.forward(h, &one, plan.x, q.in, plan.w, q.weight, plan.conv, plan.algo, workspace,
+                     plan.workspace, &zero, plan.y, q.out);
+  });
+  if (log) {
+    std::fprintf(
+        stderr,
+        "pterun cuDNN conv %ldx%ldx%ldx%ld -> %ld, %ldx%ld, dtype %d: legacy algo %d %.1f us;",
+        static_cast<long>(q.n), static_cast<long>(q.ic), static_cast<long>(q.ih),
+        static_cast<long>(q.iw), static_cast<long>(q.oc), static_cast<long>(q.kh),
+        static_cast<long>(q.kw), static_cast<int>(q.dtype), plan.algo, best * 1e3);
+  }
+  size_t chosen = candidates.size();
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    const float t = time_runs(stream(ctx), [&] {
+      return graph_conv_run(a, h, candidates[i], q.in, q.weight, q.out, workspace);
+    });
+    if (log) std::fprintf(stderr, " graph %zu %.1f us;", i, t * 1e3);
+    if (t < best) {
+      best = t;
+      chosen = i;
+    }
+  }
+  if (log) std::fprintf(stderr, " kept %s\n", chosen < candidates.size() ? "graph" : "legacy");
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    if (i != chosen) graph_conv_release(a, candidates[i]);
+  }
+  if (chosen < candidates.size()) {
+    plan.graph = candidates[chosen];
+    plan.workspace = plan.graph.workspace;
+  }
 }
 
 /// Describes the problem to cuDNN and asks for its algorithm. A status
@@ -172,6 +297,7 @@ void make_plan(kernels::KernelContext& ctx, const cudnn::Api& a, cudnn::Handle h
   plan.algo = picked.algo;
   plan.workspace = picked.memory;
   plan.usable = true;
+  if (search) try_graph(ctx, a, h, q, k, plan);
 }
 
 /// Whether plans may time cuDNN's algorithms: not while the stream is being
@@ -193,6 +319,7 @@ bool searching(kernels::KernelContext& ctx) {
 
 /// Destroys the descriptors of a plan cuDNN declined.
 void release(const cudnn::Api& a, Plan& plan) {
+  graph_conv_release(a, plan.graph);
   if (plan.x != nullptr) a.destroy_tensor(plan.x);
   if (plan.y != nullptr) a.destroy_tensor(plan.y);
   if (plan.bias != nullptr) a.destroy_tensor(plan.bias);
@@ -279,10 +406,14 @@ bool cudnn_conv(kernels::KernelContext& ctx, const ops::ConvProblem& q, const ch
 
   void* workspace = plan.workspace > 0 ? scratch(ctx, plan.workspace) : nullptr;
   const float one = 1.0f, zero = 0.0f;
-  cudnn::check(*a,
-               a->forward(h, &one, plan.x, q.in, plan.w, q.weight, plan.conv, plan.algo, workspace,
-                          plan.workspace, &zero, plan.y, q.out),
-               op);
+  if (plan.graph.plan != nullptr) {
+    cudnn::check(*a, graph_conv_run(*a, h, plan.graph, q.in, q.weight, q.out, workspace), op);
+  } else {
+    cudnn::check(*a,
+                 a->forward(h, &one, plan.x, q.in, plan.w, q.weight, plan.conv, plan.algo,
+                            workspace, plan.workspace, &zero, plan.y, q.out),
+                 op);
+  }
   if (q.bias != nullptr) {
     cudnn::check(*a, a->add_tensor(h, &one, plan.bias, q.bias, &one, plan.y, q.out), op);
   }
