@@ -180,43 +180,37 @@ struct ConvGeometry : ops::QConvShape {
   int64_t pixel_stride;
 };
 
-/// dst[0, n) = src[0, n): vector moves of 64 bytes, the last one masked
-/// (no call, no byte past either end touched), up to 512 bytes; memcpy
-/// beyond.
+/// dst[0, n) = src[0, n) (Flip: each byte + 128, int8 as uint8): vector
+/// moves of 64 bytes, the last one masked (no call, no byte past either
+/// end touched).
+template <bool Flip>
 inline void copy_run(uint8_t* dst, const uint8_t* src, int64_t n) {
 #if defined(__AVX512F__) && defined(__AVX512BW__)
-  if (n <= 512) {
-    int64_t e = 0;
-    for (; e + 64 <= n; e += 64) _mm512_storeu_si512(dst + e, _mm512_loadu_si512(src + e));
-    if (e < n) {
-      const __mmask64 m = (__mmask64{1} << (n - e)) - 1;
-      _mm512_mask_storeu_epi8(dst + e, m, _mm512_maskz_loadu_epi8(m, src + e));
-    }
-    return;
+  const __m512i top = _mm512_set1_epi8(static_cast<char>(Flip ? 0x80 : 0));
+  int64_t e = 0;
+  for (; e + 64 <= n; e += 64) {
+    __m512i v = _mm512_loadu_si512(src + e);
+    if constexpr (Flip) v = _mm512_xor_si512(v, top);
+    _mm512_storeu_si512(dst + e, v);
   }
-#endif
-  std::memcpy(dst, src, static_cast<size_t>(n));
-}
-
-/// p[0, n) += 128 (the top bit of each byte flipped: int8 as uint8).
-inline void flip_run(uint8_t* p, int64_t n) {
-#if defined(__AVX512F__) && defined(__AVX512BW__)
-  const __m512i top = _mm512_set1_epi8(static_cast<char>(0x80));
-  for (int64_t e = 0; e < n; e += 64) {
-    const __mmask64 m = n - e >= 64 ? ~__mmask64{0} : (__mmask64{1} << (n - e)) - 1;
-    _mm512_mask_storeu_epi8(p + e, m, _mm512_xor_si512(_mm512_maskz_loadu_epi8(m, p + e), top));
+  if (e < n) {
+    const __mmask64 m = (__mmask64{1} << (n - e)) - 1;
+    __m512i v = _mm512_maskz_loadu_epi8(m, src + e);
+    if constexpr (Flip) v = _mm512_xor_si512(v, top);
+    _mm512_mask_storeu_epi8(dst + e, m, v);
   }
 #else
-  for (int64_t e = 0; e < n; ++e) p[e] ^= 0x80;
+  for (int64_t e = 0; e < n; ++e) dst[e] = Flip ? static_cast<uint8_t>(src[e] ^ 0x80) : src[e];
 #endif
 }
 
 /// The im2col rows of output pixels [p0, p0 + rows) of image b, group g, in
 /// the weight's order along K, `pitch` bytes apart, from the padded image
-/// (its border holds the input's zero point, a real 0); with flip every
+/// (its border holds the input's zero point, a real 0); with Flip every
 /// byte + 128 (int8 as uint8).
+template <bool Flip>
 void im2col(const ConvGeometry& c, int64_t b, int64_t g, int64_t p0, int64_t rows, uint8_t* dst,
-            int64_t pitch, bool flip) {
+            int64_t pitch) {
   const uint8_t* image = c.image + b * c.image_stride + g * c.cg;
   const int64_t taps = c.kh * c.kw;
   const int64_t run = c.kw * c.cg;  // one kernel row, when its taps are adjacent
@@ -227,21 +221,22 @@ void im2col(const ConvGeometry& c, int64_t b, int64_t g, int64_t p0, int64_t row
     for (int64_t i = 0; i < c.kh; ++i) {
       const uint8_t* src = image + ((oh * c.sh + i * c.dh) * c.width + ow * c.sw) * c.pixel_stride;
       if (adjacent) {
-        copy_run(row + i * run, src, run);
+        copy_run<Flip>(row + i * run, src, run);
         continue;
       }
       for (int64_t j = 0; j < c.kw; ++j) {
         const uint8_t* tap_src = src + j * c.dw * c.pixel_stride;
         const int64_t tap = i * c.kw + j;
         if (c.weight_channels_last) {
-          copy_run(row + tap * c.cg, tap_src, c.cg);
+          copy_run<Flip>(row + tap * c.cg, tap_src, c.cg);
         } else {
           uint8_t* d = row + tap;
-          for (int64_t ic = 0; ic < c.cg; ++ic) d[ic * taps] = tap_src[ic];
+          for (int64_t ic = 0; ic < c.cg; ++ic) {
+            d[ic * taps] = Flip ? static_cast<uint8_t>(tap_src[ic] ^ 0x80) : tap_src[ic];
+          }
         }
       }
     }
-    if (flip) flip_run(row, c.k);
   }
 }
 
@@ -491,7 +486,11 @@ void quantized_conv2d(KernelContext& ctx, const ops::QConv2dArgs& a) {
                            windows[r] = image + (oh * c.sh * c.width + ow * c.sw) * c.pixel_stride;
                          }
                        } else {
-                         im2col(c, b, g, p0, rows, cols, pitch, rows_unsigned && !in_unsigned);
+                         if (rows_unsigned && !in_unsigned) {
+                           im2col<true>(c, b, g, p0, rows, cols, pitch);
+                         } else {
+                           im2col<false>(c, b, g, p0, rows, cols, pitch);
+                         }
                        }
                        if (pixel_sums) {
                          for (int64_t r = 0; r < rows; ++r) {
