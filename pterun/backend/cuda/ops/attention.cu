@@ -9,7 +9,8 @@
 //  - a block takes one batch row and key/value head and kRows "rows", a row
 //    being one query position of one of the query heads that share the
 //    key/value head (grouped-query attention), so each key and value row is
-//    read once for all of them; a warp owns kRowsPerWarp rows;
+//    read once for all of them; a warp owns kRowsPerWarp rows, dealt
+//    round the warps (a decode step's few rows each get a warp);
 //  - keys go by in tiles of 32, converted to float into shared memory; lane
 //    j scores key j against each of its warp's rows, the warp reduces the
 //    tile's maximum and sum (online softmax) and accumulates the weighted
@@ -186,7 +187,7 @@ __global__ void __launch_bounds__(kWarps * 32) sdpa_kernel(SdpaParams p) {
     }
     __syncthreads();
     for (int t = 0; t < kRowsPerWarp; ++t) {
-      const int local = warp * kRowsPerWarp + t;
+      const int local = t * kWarps + warp;  // rows dealt round the warps
       const int64_t row = r0 + local;
       if (row >= rows) break;  // uniform over the warp
       const int64_t i = row / p.reps;
@@ -224,7 +225,7 @@ __global__ void __launch_bounds__(kWarps * 32) sdpa_kernel(SdpaParams p) {
     }
   }
   for (int t = 0; t < kRowsPerWarp; ++t) {
-    const int local = warp * kRowsPerWarp + t;
+    const int local = t * kWarps + warp;  // rows dealt round the warps
     const int64_t row = r0 + local;
     if (row >= rows) break;
     if (p.splits == 1) {
@@ -336,10 +337,11 @@ void sdpa(KernelContext& ctx, const ops::SdpaArgs& a) {
   const int64_t blocks = batch * p.kv_heads * p.row_blocks;
   PTERUN_CHECK(blocks <= INT32_MAX, ErrorCode::NotSupported, op, ": too many rows for CUDA");
   // Enough blocks to fill the GPU: split the keys (the capacity bounds them,
-  // so the grid does not depend on start_pos) into chunks of at least 64.
+  // so the grid does not depend on start_pos) into chunks of at least one
+  // tile of 32.
   const int64_t max_keys = std::max<int64_t>(1, p.capacity);
   int64_t splits = std::max<int64_t>(1, 256 / std::max<int64_t>(1, blocks));
-  splits = std::min(splits, (max_keys + 63) / 64);
+  splits = std::min(splits, (max_keys + kKeyTile - 1) / kKeyTile);
   splits = std::min<int64_t>(splits, 64);
   p.chunk = (max_keys + splits - 1) / splits;
   p.chunk = (p.chunk + kKeyTile - 1) / kKeyTile * kKeyTile;
