@@ -129,6 +129,7 @@ struct Translator {
         {"aten::minimum.out", B::Minimum},
         {"aten::pow.Tensor_Tensor_out", B::Pow},
     };
+    if (std::optional<Node> node = xnnpack(name, a)) return node;
     if (n == 3) {
       for (auto [op, fn] : kUnary) {
         // Neg and Abs keep the dtype; the floating functions compute in float.
@@ -194,6 +195,50 @@ struct Translator {
     if (name == "aten::_to_copy.out" || name == "dim_order_ops::_to_dim_order_copy.out" ||
         name == "dim_order_ops::_clone_dim_order.out") {
       return cast(a);
+    }
+    return std::nullopt;
+  }
+
+  // XNNPACK's elementwise nodes as a delegate's lowering emits them
+  // (ops/xnnpack.h): binary ones without an output clamp, and the unary
+  // ones aten has, over tensors in their default dim order (their sizes
+  // are then the memory-order dims XNNPACK broadcasts over).
+  std::optional<Node> xnnpack(const std::string& name, const std::vector<int32_t>& a) const {
+    if (name.rfind("xnnpack::", 0) != 0) return std::nullopt;
+    for (size_t i = 0; i < a.size(); ++i) {
+      const format::TensorDesc* t = tensor(a[i]);
+      if (t == nullptr) continue;
+      for (size_t j = 0; j < t->dim_order.size(); ++j) {
+        if (t->dim_order[j] != j) return std::nullopt;
+      }
+    }
+    using B = ops::BinaryFn;
+    using U = ops::UnaryFn;
+    static constexpr std::pair<std::string_view, B> kBinary[] = {
+        {"xnnpack::add", B::Add},         {"xnnpack::subtract", B::Sub},
+        {"xnnpack::multiply", B::Mul},    {"xnnpack::divide", B::Div},
+        {"xnnpack::minimum", B::Minimum}, {"xnnpack::maximum", B::Maximum},
+    };
+    static constexpr std::pair<std::string_view, U> kUnary[] = {
+        {"xnnpack::sigmoid", U::Sigmoid},  {"xnnpack::tanh", U::Tanh},
+        {"xnnpack::exp", U::Exp},          {"xnnpack::log", U::Log},
+        {"xnnpack::square_root", U::Sqrt}, {"xnnpack::reciprocal_square_root", U::Rsqrt},
+        {"xnnpack::abs", U::Abs},          {"xnnpack::negate", U::Neg},
+        {"xnnpack::sin", U::Sin},          {"xnnpack::cos", U::Cos},
+    };
+    if (a.size() == 6) {  // a, b, out_min, out_max, out, out
+      constexpr double kInf = std::numeric_limits<double>::infinity();
+      const std::optional<double> lo = number(a[2]), hi = number(a[3]);
+      if (!lo || !hi || *lo != -kInf || *hi != kInf) return std::nullopt;
+      for (auto [op, fn] : kBinary) {
+        if (name == op) return binary(a, fn, std::nullopt);
+      }
+      return std::nullopt;
+    }
+    if (a.size() == 3) {  // in, out, out
+      for (auto [op, fn] : kUnary) {
+        if (name == op) return unary(a, FusedKind::Unary, static_cast<uint8_t>(fn), true);
+      }
     }
     return std::nullopt;
   }
