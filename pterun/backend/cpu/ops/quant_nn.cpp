@@ -181,10 +181,31 @@ struct ConvGeometry : ops::QConvShape {
 };
 
 /// dst[0, n) = src[0, n) (Flip: each byte + 128, int8 as uint8): vector
-/// moves of 64 bytes, the last one masked (no call, no byte past either
-/// end touched).
+/// moves of 64 bytes, the last one masked, or two words for a short run
+/// (no call, no byte past either end touched).
 template <bool Flip>
 inline void copy_run(uint8_t* dst, const uint8_t* src, int64_t n) {
+  // Runs of 4 to 16 bytes (a tap or kernel row of a few channels): two
+  // overlapping words, no masked vector (whose 64 bytes straddle lines).
+  if (n >= 4 && n <= 16) {
+    auto move = [&]<typename W>(W flip) {
+      W head, tail;
+      std::memcpy(&head, src, sizeof(W));
+      std::memcpy(&tail, src + n - sizeof(W), sizeof(W));
+      if constexpr (Flip) {
+        head ^= flip;
+        tail ^= flip;
+      }
+      std::memcpy(dst, &head, sizeof(W));
+      std::memcpy(dst + n - sizeof(W), &tail, sizeof(W));
+    };
+    if (n >= 8) {
+      move(uint64_t{0x8080808080808080u});
+    } else {
+      move(uint32_t{0x80808080u});
+    }
+    return;
+  }
 #if defined(__AVX512F__) && defined(__AVX512BW__)
   const __m512i top = _mm512_set1_epi8(static_cast<char>(Flip ? 0x80 : 0));
   int64_t e = 0;
