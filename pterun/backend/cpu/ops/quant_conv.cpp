@@ -1,0 +1,439 @@
+// The quantized 2-D convolution on the CPU (ops/quant.h): integer
+// accumulation (quant_gemm.h for the products, depthwise in registers
+// here), then one requantization per output (quant_requant.h; this file
+// is built without fused multiply-adds).
+//
+// Convolution works on a channels-last copy of each image with its padding
+// (made once per call unless the input is channels-last and unpadded), so
+// that the im2col row of an output pixel is a few contiguous runs of input
+// channels, with no bounds to test; a 1x1, stride-1, unpadded convolution
+// of a channels-last image reads its pixels in place.
+
+#include <algorithm>
+#include <cstring>
+
+#include "pterun/backend/cpu/engine/parallel.h"
+#include "pterun/backend/cpu/engine/x86_intrinsics.h"
+#include "pterun/backend/cpu/ops/ops.h"
+#include "pterun/backend/cpu/ops/quant_gemm.h"
+#include "pterun/backend/cpu/ops/quant_requant.h"
+#include "pterun/backend/cpu/ops/quant_util.h"
+#include "pterun/core/error.h"
+#include "pterun/kernels/common/dtype_visit.h"
+#include "pterun/ops/quant.h"
+
+namespace pterun::cpu {
+
+using kernels::KernelContext;
+
+namespace {
+
+/// The geometry of one convolution, in elements; the image is read
+/// channels-last: pixel (y, x) of image b at image + b * image_stride +
+/// (y * width + x) * pixel_stride, its channels contiguous.
+struct ConvGeometry : ops::QConvShape {
+  const uint8_t* image;  // channels-last bytes (int8 or uint8)
+  int64_t image_stride;
+  int64_t pixel_stride;
+};
+
+/// dst[0, n) = src[0, n) (Flip: each byte + 128, int8 as uint8): vector
+/// moves of 64 bytes, the last one masked, or two words for a short run
+/// (no call, no byte past either end touched).
+template <bool Flip>
+inline void copy_run(uint8_t* dst, const uint8_t* src, int64_t n) {
+  // Runs of 4 to 16 bytes (a tap or kernel row of a few channels): two
+  // overlapping words, no masked vector (whose 64 bytes straddle lines).
+  if (n >= 4 && n <= 16) {
+    auto move = [&]<typename W>(W flip) {
+      W head, tail;
+      std::memcpy(&head, src, sizeof(W));
+      std::memcpy(&tail, src + n - sizeof(W), sizeof(W));
+      if constexpr (Flip) {
+        head ^= flip;
+        tail ^= flip;
+      }
+      std::memcpy(dst, &head, sizeof(W));
+      std::memcpy(dst + n - sizeof(W), &tail, sizeof(W));
+    };
+    if (n >= 8) {
+      move(uint64_t{0x8080808080808080u});
+    } else {
+      move(uint32_t{0x80808080u});
+    }
+    return;
+  }
+#if defined(__AVX512F__) && defined(__AVX512BW__)
+  const __m512i top = _mm512_set1_epi8(static_cast<char>(Flip ? 0x80 : 0));
+  int64_t e = 0;
+  for (; e + 64 <= n; e += 64) {
+    __m512i v = _mm512_loadu_si512(src + e);
+    if constexpr (Flip) v = _mm512_xor_si512(v, top);
+    _mm512_storeu_si512(dst + e, v);
+  }
+  if (e < n) {
+    const __mmask64 m = (__mmask64{1} << (n - e)) - 1;
+    __m512i v = _mm512_maskz_loadu_epi8(m, src + e);
+    if constexpr (Flip) v = _mm512_xor_si512(v, top);
+    _mm512_mask_storeu_epi8(dst + e, m, v);
+  }
+#else
+  for (int64_t e = 0; e < n; ++e) dst[e] = Flip ? static_cast<uint8_t>(src[e] ^ 0x80) : src[e];
+#endif
+}
+
+/// The im2col rows of output pixels [p0, p0 + rows) of image b, group g, in
+/// the weight's order along K, `pitch` bytes apart, from the padded image
+/// (its border holds the input's zero point, a real 0); with Flip every
+/// byte + 128 (int8 as uint8).
+template <bool Flip>
+void im2col(const ConvGeometry& c, int64_t b, int64_t g, int64_t p0, int64_t rows, uint8_t* dst,
+            int64_t pitch) {
+  const uint8_t* image = c.image + b * c.image_stride + g * c.cg;
+  const int64_t taps = c.kh * c.kw;
+  const int64_t run = c.kw * c.cg;  // one kernel row, when its taps are adjacent
+  const bool adjacent = c.weight_channels_last && c.dw == 1 && c.cg == c.pixel_stride;
+  int64_t oh = p0 / c.out_width, ow = p0 % c.out_width;  // pixel p0 + r, stepped
+  for (int64_t r = 0; r < rows; ++r, ow = ow + 1 == c.out_width ? (++oh, 0) : ow + 1) {
+    uint8_t* row = dst + r * pitch;
+    for (int64_t i = 0; i < c.kh; ++i) {
+      const uint8_t* src = image + ((oh * c.sh + i * c.dh) * c.width + ow * c.sw) * c.pixel_stride;
+      if (adjacent) {
+        copy_run<Flip>(row + i * run, src, run);
+        continue;
+      }
+      for (int64_t j = 0; j < c.kw; ++j) {
+        const uint8_t* tap_src = src + j * c.dw * c.pixel_stride;
+        const int64_t tap = i * c.kw + j;
+        if (c.weight_channels_last) {
+          copy_run<Flip>(row + tap * c.cg, tap_src, c.cg);
+        } else {
+          uint8_t* d = row + tap;
+          for (int64_t ic = 0; ic < c.cg; ++ic) {
+            d[ic * taps] = Flip ? static_cast<uint8_t>(tap_src[ic] ^ 0x80) : tap_src[ic];
+          }
+        }
+      }
+    }
+  }
+}
+
+/// True when the im2col row of every pixel is the input pixel itself.
+bool pointwise(const ConvGeometry& c) {
+  return c.kh == 1 && c.kw == 1 && c.sh == 1 && c.sw == 1 && c.ph == 0 && c.pw == 0 &&
+         c.groups == 1;
+}
+
+constexpr int64_t kPixelBlock = 32;
+
+/// Depthwise accumulators acc[r][ch] = sum over the window of
+/// (x - zero_point) * w[ch, tap] for output pixels [p0, p0 + rows) of image
+/// b of the padded image (taps in the border add nothing). `tap_weights` is
+/// [tap][channel]; `offsets[ch]` is -zero_point * (the sum of channel ch's
+/// weights), so the window's products are of the stored bytes.
+template <typename In>
+void depthwise_rows(const ConvGeometry& c, int64_t b, int64_t p0, int64_t rows,
+                    const int8_t* tap_weights, const int32_t* offsets, int32_t* acc) {
+  const int64_t channels = c.out_channels;
+  const int64_t taps = c.kh * c.kw;
+  const uint8_t* image = c.image + b * c.image_stride;
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t p = p0 + r;
+    const int64_t oh = p / c.out_width, ow = p % c.out_width;
+    const uint8_t* corner = image + (oh * c.sh * c.width + ow * c.sw) * c.pixel_stride;
+    int32_t* a = acc + r * channels;
+    int64_t ch = 0;
+#if defined(__AVX512F__) && defined(__AVX512BW__)
+    // Sixteen channels at a time, the last few masked; the sum stays in a
+    // register over the taps.
+    for (; ch < channels; ch += 16) {
+      const __mmask16 m = channels - ch >= 16 ? __mmask16{0xFFFF}
+                                              : static_cast<__mmask16>((1u << (channels - ch)) - 1);
+      __m512i sum = _mm512_maskz_loadu_epi32(m, offsets + ch);
+      for (int64_t i = 0; i < c.kh; ++i) {
+        const uint8_t* row = corner + i * c.dh * c.width * c.pixel_stride + ch;
+        const int8_t* w = tap_weights + i * c.kw * channels + ch;
+        for (int64_t j = 0; j < c.kw; ++j, w += channels) {
+          const __m128i xb = _mm_maskz_loadu_epi8(m, row + j * c.dw * c.pixel_stride);
+          const __m512i x =
+              std::is_same_v<In, int8_t> ? _mm512_cvtepi8_epi32(xb) : _mm512_cvtepu8_epi32(xb);
+          const __m512i wv = _mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(m, w));
+          sum = _mm512_add_epi32(sum, _mm512_mullo_epi32(x, wv));
+        }
+      }
+      _mm512_mask_storeu_epi32(a + ch, m, sum);
+    }
+#endif
+    if (ch < channels) {
+      std::copy(offsets + ch, offsets + channels, a + ch);
+      for (int64_t t = 0; t < taps; ++t) {
+        const int64_t i = t / c.kw, j = t % c.kw;
+        const auto* x =
+            reinterpret_cast<const In*>(corner + (i * c.dh * c.width + j * c.dw) * c.pixel_stride);
+        const int8_t* w = tap_weights + t * channels;
+        for (int64_t k = ch; k < channels; ++k) a[k] += int32_t{x[k]} * int32_t{w[k]};
+      }
+    }
+  }
+}
+
+}  // namespace
+
+void quantized_conv2d(KernelContext& ctx, const ops::QConv2dArgs& a) {
+  ConvGeometry c{ops::qconv_shape(a), nullptr, 0, 0};
+
+  const int64_t pixels = c.out_height * c.out_width;
+  const int64_t pixel_blocks = (pixels + kPixelBlock - 1) / kPixelBlock;
+  // Depthwise (one input and one output channel per group) runs directly
+  // over every channel at once; the rest as a product per group.
+  const bool depthwise = c.cg == 1 && c.og == 1 && c.groups > 1;
+  const int64_t task_groups = depthwise ? 1 : c.groups;
+  const int64_t width = depthwise ? c.out_channels : c.og;  // channels a task computes
+  const int64_t taps = c.kh * c.kw;
+  const int64_t tasks = c.batch * task_groups * pixel_blocks;
+  const int threads = std::max(1, ctx.num_threads);
+  const bool staged = !a.in.is_channels_last_order() || c.ph > 0 || c.pw > 0;
+  const size_t image_bytes =
+      static_cast<size_t>(c.batch * (c.height + 2 * c.ph) * (c.width + 2 * c.pw) * c.channels);
+  const size_t terms_bytes = aligned(static_cast<size_t>(2 * c.out_channels) * sizeof(float));
+  const size_t stage_bytes = staged ? aligned(image_bytes) : 0;
+  const size_t acc_bytes = aligned(static_cast<size_t>(kPixelBlock * width) * sizeof(int32_t));
+  const size_t out_bytes = aligned(static_cast<size_t>(kPixelBlock * width));
+  const size_t taps_bytes = depthwise
+                                ? aligned(static_cast<size_t>(taps * c.out_channels)) +
+                                      aligned(static_cast<size_t>(c.out_channels) * sizeof(int32_t))
+                                : 0;
+  const bool in_unsigned = a.in.dtype() == DType::UInt8;
+  // The weights packed once per call (qgemm_packed), from a few pixels on.
+  const bool packed = !depthwise && qgemm_packs() && c.batch * pixels >= kQgemmPackRows;
+  const int64_t panel_bytes = qgemm_panel_bytes(c.k), group_panels = (c.og + 15) / 16;
+  const size_t pack_bytes =
+      packed ? aligned(static_cast<size_t>(c.groups * group_panels * panel_bytes)) : 0;
+  // The packed product reads each pixel's window in place (no im2col) when
+  // the weight's inputs run (tap, channel) and every tap's channels are
+  // whole groups of 4: `groups` holds each group's offset from the window.
+  // AMX tiles load rows of 64 bytes, so there the windows are copied out
+  // (im2col), each row padded to whole steps of 64 (`pitch`; what the
+  // padding holds meets the packed weights' zeros). Copied rows of int8
+  // are stored + 128: rows of uint8 with the zero point + 128, which owe no
+  // sums of their own.
+  const bool amx_rows = packed && !pointwise(c) && qgemm_amx_pays(c.og, c.k);
+  const bool gather =
+      packed && !amx_rows && c.weight_channels_last && c.cg % 4 == 0 && !pointwise(c);
+  const int64_t pitch = amx_rows ? (c.k + 63) / 64 * 64 : c.k;
+  const bool rows_unsigned = in_unsigned || (!gather && !pointwise(c) && !depthwise);
+  const int32_t rows_zero_point = a.rq.in_q.zero_point + (rows_unsigned && !in_unsigned ? 128 : 0);
+  const size_t cols_bytes = aligned(static_cast<size_t>(kPixelBlock * pitch));
+  const size_t groups_bytes = gather ? aligned(static_cast<size_t>(c.k / 4) * sizeof(int32_t)) : 0;
+  // int8 windows owe their sums (qgemm_packed): each padded pixel's sum per
+  // group, once, from which a window's is its taps'.
+  const bool pixel_sums = gather && !in_unsigned;
+  const size_t sums_bytes = pixel_sums ? aligned(image_bytes / static_cast<size_t>(c.channels) *
+                                                 static_cast<size_t>(c.groups) * sizeof(int32_t))
+                                       : 0;
+  const size_t slot = cols_bytes + acc_bytes + out_bytes;
+  auto* scratch =
+      static_cast<char*>(ctx.scratch(terms_bytes + stage_bytes + taps_bytes + pack_bytes +
+                                     groups_bytes + sums_bytes + slot * threads));
+  const Requant terms = requant_terms(a.rq, c.out_channels, scratch);
+  // Depthwise weights tap-major ([tap][channel]), for runs of channels,
+  // and each channel's -zero_point * (sum of its weights).
+  auto* tap_weights = reinterpret_cast<int8_t*>(scratch + terms_bytes + stage_bytes);
+  auto* offsets = reinterpret_cast<int32_t*>(scratch + terms_bytes + stage_bytes +
+                                             aligned(static_cast<size_t>(taps * c.out_channels)));
+  if (depthwise) {
+    const int8_t* w = a.weight.data_as<const int8_t>();  // [C][KH][KW] in either order
+    for (int64_t ch = 0; ch < c.out_channels; ++ch) {
+      int32_t sum = 0;
+      for (int64_t t = 0; t < taps; ++t) {
+        tap_weights[t * c.out_channels + ch] = w[ch * taps + t];
+        sum += w[ch * taps + t];
+      }
+      offsets[ch] = -a.rq.in_q.zero_point * sum;
+    }
+  }
+
+  // The image read channels-last with its padding: in place, or copied
+  // over (from NCHW, or into a border of zero points).
+  const auto* in = a.in.data_as<const uint8_t>();
+  auto* stage = reinterpret_cast<uint8_t*>(scratch + terms_bytes);
+  const int64_t ph = c.ph, pw = c.pw, hp = c.height + 2 * ph, wp = c.width + 2 * pw;
+  const ops::QConvShape given = c;
+  c.image = staged ? stage : in;
+  c.height = hp;
+  c.width = wp;
+  c.ph = c.pw = 0;
+  c.image_stride = c.height * c.width * c.channels;
+  c.pixel_stride = c.channels;
+  auto* pack = reinterpret_cast<uint8_t*>(scratch + terms_bytes + stage_bytes + taps_bytes);
+  auto* groups =
+      reinterpret_cast<int32_t*>(scratch + terms_bytes + stage_bytes + taps_bytes + pack_bytes);
+  auto* sums = reinterpret_cast<int32_t*>(reinterpret_cast<char*>(groups) + groups_bytes);
+  if (gather) {
+    for (int64_t q = 0; q < c.k / 4; ++q) {
+      const int64_t tap = 4 * q / c.cg, ic = 4 * q % c.cg;
+      const int64_t i = tap / c.kw, j = tap % c.kw;
+      groups[q] = static_cast<int32_t>((i * c.dh * c.width + j * c.dw) * c.pixel_stride + ic);
+    }
+  }
+  // One parallel region prepares what the products read: the weights
+  // packed for qgemm_packed, a task per panel, group after group; then a
+  // task per padded image row: the row staged (its border, then its
+  // pixels: NCHW channel by channel, channels-last one run) and its pixels'
+  // channel sums.
+  const int64_t pack_tasks = packed ? c.groups * group_panels : 0;
+  const int64_t row_tasks = staged || pixel_sums ? c.batch * hp : 0;
+  if (pack_tasks + row_tasks > 0) {
+    const auto pad = static_cast<uint8_t>(a.rq.in_q.zero_point);
+    const int64_t s0 = a.in.stride(0), s1 = a.in.stride(1), s2 = a.in.stride(2),
+                  s3 = a.in.stride(3);
+    const bool nchw = a.in.is_contiguous_order();
+    auto stage_row = [&](int64_t e) {
+      const int64_t b = e / hp, y = e % hp - ph;
+      uint8_t* dst = stage + e * wp * c.channels;
+      if (y < 0 || y >= given.height) {
+        std::memset(dst, pad, static_cast<size_t>(wp * c.channels));
+        return;
+      }
+      std::memset(dst, pad, static_cast<size_t>(pw * c.channels));
+      std::memset(dst + (pw + given.width) * c.channels, pad, static_cast<size_t>(pw * c.channels));
+      uint8_t* px = dst + pw * c.channels;
+      const uint8_t* src = in + b * s0 + y * s2;
+      if (nchw) {
+        for (int64_t ch = 0; ch < c.channels; ++ch) {
+          for (int64_t x = 0; x < given.width; ++x) px[x * c.channels + ch] = src[ch * s1 + x * s3];
+        }
+      } else {
+        std::memcpy(px, src, static_cast<size_t>(given.width * c.channels));
+      }
+    };
+    parallel_for(ctx, pack_tasks + row_tasks, std::max(16 * c.k, wp * c.channels),
+                 [&](int64_t begin, int64_t end) {
+                   for (int64_t t = begin; t < end; ++t) {
+                     if (t < pack_tasks) {
+                       const int64_t g = t / group_panels, panel = t % group_panels;
+                       qgemm_pack(a.weight.data_as<const int8_t>() + g * c.og * c.k, c.k, c.og, c.k,
+                                  !rows_unsigned, panel, panel + 1,
+                                  pack + g * group_panels * panel_bytes);
+                       continue;
+                     }
+                     const int64_t row = t - pack_tasks;
+                     if (staged) stage_row(row);
+                     if (pixel_sums) {
+                       qgemm_pixel_sums(c.image, c.pixel_stride, c.groups, c.cg, row * wp,
+                                        (row + 1) * wp, sums);
+                     }
+                   }
+                 });
+  }
+
+  const int64_t o0 = a.out.stride(0), o1 = a.out.stride(1), o2 = a.out.stride(2),
+                o3 = a.out.stride(3);
+  const bool direct = pointwise(c);
+  kernels::visit_q8(a.out.dtype(), [&]<typename Out>() {
+    Out* out = a.out.data_as<Out>();
+    parallel_for(ctx, tasks, std::max<int64_t>(1, kPixelBlock * c.og * c.k / 8),
+                 [&](int64_t begin, int64_t end) {
+                   char* mine = scratch + terms_bytes + stage_bytes + taps_bytes + pack_bytes +
+                                groups_bytes + sums_bytes + slot * parallel_thread_index();
+                   const uint8_t* windows[kPixelBlock];
+                   int32_t window_sums[kPixelBlock];
+                   auto* cols = reinterpret_cast<uint8_t*>(mine);
+                   auto* acc = reinterpret_cast<int32_t*>(mine + cols_bytes);
+                   auto* tile = reinterpret_cast<Out*>(mine + cols_bytes + acc_bytes);
+                   for (int64_t t = begin; t < end; ++t) {
+                     const int64_t pb = t % pixel_blocks;
+                     const int64_t g = t / pixel_blocks % task_groups;
+                     const int64_t b = t / pixel_blocks / task_groups;
+                     const int64_t p0 = pb * kPixelBlock;
+                     const int64_t rows = std::min(kPixelBlock, pixels - p0);
+                     if (depthwise) {
+                       if (in_unsigned) {
+                         depthwise_rows<uint8_t>(c, b, p0, rows, tap_weights, offsets, acc);
+                       } else {
+                         depthwise_rows<int8_t>(c, b, p0, rows, tap_weights, offsets, acc);
+                       }
+                     } else {
+                       const uint8_t* a_rows = cols;
+                       if (direct) {
+                         a_rows = c.image + b * c.image_stride + p0 * c.pixel_stride;
+                       } else if (gather) {
+                         const uint8_t* image = c.image + b * c.image_stride + g * c.cg;
+                         for (int64_t r = 0; r < rows; ++r) {
+                           const int64_t oh = (p0 + r) / c.out_width, ow = (p0 + r) % c.out_width;
+                           windows[r] = image + (oh * c.sh * c.width + ow * c.sw) * c.pixel_stride;
+                         }
+                       } else {
+                         if (rows_unsigned && !in_unsigned) {
+                           im2col<true>(c, b, g, p0, rows, cols, pitch);
+                         } else {
+                           im2col<false>(c, b, g, p0, rows, cols, pitch);
+                         }
+                       }
+                       if (pixel_sums) {
+                         for (int64_t r = 0; r < rows; ++r) {
+                           const int64_t oh = (p0 + r) / c.out_width, ow = (p0 + r) % c.out_width;
+                           const int64_t corner = oh * c.sh * c.width + ow * c.sw;
+                           const int32_t* at =
+                               sums + (b * c.height * c.width + corner) * c.groups + g;
+                           int32_t sum = 0;
+                           for (int64_t i = 0; i < c.kh; ++i) {
+                             for (int64_t j = 0; j < c.kw; ++j)
+                               sum += at[(i * c.dh * c.width + j * c.dw) * c.groups];
+                           }
+                           window_sums[r] = sum;
+                         }
+                       }
+                       const QGemm gemm{a_rows,
+                                        direct ? c.k : pitch,
+                                        rows_unsigned,
+                                        rows_zero_point,
+                                        a.weight.data_as<const int8_t>() + g * c.og * c.k,
+                                        c.k,
+                                        a.weight_sums.data_as<const int32_t>() + g * c.og,
+                                        rows,
+                                        c.og,
+                                        c.k,
+                                        gather ? windows : nullptr,
+                                        groups,
+                                        pixel_sums ? window_sums : nullptr,
+                                        amx_rows};
+                       const uint8_t* panels = pack + g * group_panels * panel_bytes;
+                       if (amx_rows) {
+                         qgemm_packed_amx(gemm, panels, acc, c.og);
+                       } else if (packed) {
+                         qgemm_packed(gemm, panels, acc, c.og);
+                       } else {
+                         qgemm(gemm, acc, c.og);
+                       }
+                     }
+                     Out* image = out + b * o0 + g * width * o1;
+                     if (o1 == 1) {  // channels innermost: each pixel's run in place
+                       for (int64_t r = 0; r < rows; ++r) {
+                         const int64_t p = p0 + r;
+                         requantize_run(acc + r * width, width, terms, g * width,
+                                        image + (p / c.out_width) * o2 + (p % c.out_width) * o3);
+                       }
+                     } else {
+                       for (int64_t r = 0; r < rows; ++r) {
+                         requantize_run(acc + r * width, width, terms, g * width, tile + r * width);
+                       }
+                       if (o3 == 1 && o2 == c.out_width) {  // NCHW: pixels run per channel
+                         for (int64_t j = 0; j < width; ++j) {
+                           Out* o = image + j * o1 + p0;
+                           for (int64_t r = 0; r < rows; ++r) o[r] = tile[r * width + j];
+                         }
+                       } else {
+                         for (int64_t r = 0; r < rows; ++r) {
+                           const int64_t p = p0 + r;
+                           Out* o = image + (p / c.out_width) * o2 + (p % c.out_width) * o3;
+                           for (int64_t j = 0; j < width; ++j) o[j * o1] = tile[r * width + j];
+                         }
+                       }
+                     }
+                   }
+                 });
+  });
+}
+
+}  // namespace pterun::cpu

@@ -1,0 +1,89 @@
+#pragma once
+
+// The requantization of int8 products (quant_nn.cpp, quant_conv.cpp): an
+// output channel's int32 sum times input scale x weight scale, plus the
+// bias, quantized as ExecuTorch rounds. Include only from files built with
+// -ffp-contract=off (backend/cpu/CMakeLists.txt): one rounding per float32
+// multiply and add.
+
+#include <cstdint>
+#include <type_traits>
+
+#include "pterun/backend/cpu/engine/x86_intrinsics.h"
+#include "pterun/backend/cpu/ops/quant_util.h"
+#include "pterun/core/tensor.h"
+#include "pterun/ops/quant.h"
+#include "pterun/ops/quant_checks.h"
+
+namespace pterun::cpu {
+
+/// Per output channel: the multiplier input_scale * weight_scale and the
+/// bias, as float32; and the output's reciprocal scale and zero point.
+struct Requant {
+  const float* mult;
+  const float* bias;
+  float inv;
+  float zero_point;
+  int32_t lo;
+  int32_t hi;
+};
+
+inline Requant requant_terms(const ops::Requantize& rq, int64_t n, void* memory) {
+  auto* mult = static_cast<float*>(memory);
+  float* bias = mult + n;
+  const Tensor& s = rq.weight_scales;
+  ops::check_scales(s.data(), s.dtype(), s.numel(), "quantized weight");
+  for (int64_t j = 0; j < n; ++j) {
+    const int64_t at = s.numel() == 1 ? 0 : j;
+    const float ws = s.dtype() == DType::Float64 ? static_cast<float>(s.data_as<const double>()[at])
+                                                 : s.data_as<const float>()[at];
+    mult[j] = rq.in_q.scale * ws;
+    bias[j] = rq.bias != nullptr ? rq.bias->data_as<const float>()[j] : 0.0f;
+  }
+  return {mult,       bias,      1.0f / rq.out_q.scale, static_cast<float>(rq.out_q.zero_point),
+          rq.out_min, rq.out_max};
+}
+
+/// out[j] = quantize(float(acc[j]) * mult[j] + bias[j]) for n channels
+/// from channel0 on, in one contiguous run.
+template <typename Out>
+inline void requantize_run(const int32_t* acc, int64_t n, const Requant& t, int64_t channel0,
+                           Out* out) {
+  const float* mult = t.mult + channel0;
+  const float* bias = t.bias + channel0;
+  int64_t j = 0;
+#if defined(__AVX512F__) && defined(__AVX512BW__)
+  const __m512 inv = _mm512_set1_ps(t.inv), zp = _mm512_set1_ps(t.zero_point);
+  const __m512 lo = _mm512_set1_ps(static_cast<float>(t.lo));
+  const __m512 hi = _mm512_set1_ps(static_cast<float>(t.hi));
+  for (; j + 16 <= n; j += 16) {
+    __m512 y = _mm512_cvtepi32_ps(_mm512_loadu_si512(acc + j));
+    y = _mm512_add_ps(_mm512_mul_ps(y, _mm512_loadu_ps(mult + j)), _mm512_loadu_ps(bias + j));
+    y = _mm512_roundscale_ps(_mm512_mul_ps(y, inv), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    y = _mm512_min_ps(_mm512_max_ps(_mm512_add_ps(zp, y), lo), hi);  // max(NaN, lo) is lo
+    const __m512i q = _mm512_cvtps_epi32(y);
+    const __m128i b =
+        std::is_same_v<Out, int8_t> ? _mm512_cvtsepi32_epi8(q) : _mm512_cvtusepi32_epi8(q);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + j), b);
+  }
+  if (j < n) {  // the last few channels, masked
+    const __mmask16 m = static_cast<__mmask16>((1u << (n - j)) - 1);
+    __m512 y = _mm512_cvtepi32_ps(_mm512_maskz_loadu_epi32(m, acc + j));
+    y = _mm512_add_ps(_mm512_mul_ps(y, _mm512_maskz_loadu_ps(m, mult + j)),
+                      _mm512_maskz_loadu_ps(m, bias + j));
+    y = _mm512_roundscale_ps(_mm512_mul_ps(y, inv), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    y = _mm512_min_ps(_mm512_max_ps(_mm512_add_ps(zp, y), lo), hi);
+    const __m512i q = _mm512_cvtps_epi32(y);
+    const __m128i b =
+        std::is_same_v<Out, int8_t> ? _mm512_cvtsepi32_epi8(q) : _mm512_cvtusepi32_epi8(q);
+    _mm_mask_storeu_epi8(out + j, m, b);
+    j = n;
+  }
+#endif
+  for (; j < n; ++j) {
+    const float y = static_cast<float>(acc[j]) * mult[j] + bias[j];
+    out[j] = static_cast<Out>(requantize(y, t.inv, t.zero_point, t.lo, t.hi));
+  }
+}
+
+}  // namespace pterun::cpu
