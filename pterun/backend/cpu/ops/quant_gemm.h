@@ -1,7 +1,7 @@
 #pragma once
 
 // The CPU's int8 matrix product (quant_gemm.cpp), which the quantized
-// linear and convolution kernels (quant_nn.cpp) share.
+// linear and convolution kernels (quant_nn.cpp, quant_conv.cpp) share.
 
 #include <cstddef>
 #include <cstdint>

@@ -33,7 +33,7 @@ constexpr int64_t column_block(int64_t row_blocks, int64_t n, int threads, int64
   return block < 32 ? 32 : (block > most ? most : block);
 }
 
-// The integer kernels of quant_nn.cpp, in the table of quant.cpp.
+// The integer kernels of quant_nn.cpp and quant_conv.cpp, in the table of quant.cpp.
 void quantized_linear(kernels::KernelContext& ctx, const ops::QLinearArgs& a);
 void quantized_conv2d(kernels::KernelContext& ctx, const ops::QConv2dArgs& a);
 void quantized_mean(kernels::KernelContext& ctx, const ops::QMeanArgs& a);

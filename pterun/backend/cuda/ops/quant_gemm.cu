@@ -3,7 +3,7 @@
 // instruction), tiled through shared memory; convolution gathers its
 // activation tiles straight from the image (an implicit im2col). The
 // weights are read as the program stores them ([N, K] rows). The
-// requantization is the CPU's (backend/cpu/ops/quant_nn.cpp), operation
+// requantization is the CPU's (backend/cpu/ops/quant_requant.h), operation
 // for operation.
 //
 // __dp4a takes signed bytes on both sides: a uint8 activation x goes in
