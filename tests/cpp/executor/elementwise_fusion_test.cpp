@@ -1,8 +1,7 @@
 // The load-time finders of elementwise trees (find_elementwise_fusions)
 // and of the decomposed attention's safe softmax (find_safe_softmax_fusions)
-// on exported fixtures: what they take, the programs they write, and what
-// they leave alone (kept values, steps another pass rewrote, deferrals
-// across writes).
+// on exported fixtures (a delegated one among them): what they take, the programs they write, and
+// what they leave alone (kept values, steps another pass rewrote, deferrals across writes).
 
 #include <gtest/gtest.h>
 
@@ -70,6 +69,29 @@ TEST(ElementwiseFusion, LlamaBlockNormsRopeAndSwiglu) {
   EXPECT_GE(idle, 11u);
   EXPECT_GE(found.size(), 4u);
   EXPECT_GE(roots.count("aten::mul.out"), 3u);
+}
+
+TEST(ElementwiseFusion, XnnpackLstmCellsFromTheDelegate) {
+  // The delegated LSTM's method as it runs (delegate calls lowered to
+  // xnnpack:: kernel calls): each cell's sigmoid, tanh, multiply and add
+  // nodes join trees rooted at xnnpack:: nodes.
+  const std::string dir = test::fixtures_dir() + "/xnnpack";
+  const std::vector<uint8_t> bytes = test::read_file(dir + "/manifest.json");
+  const auto manifest = nlohmann::json::parse(bytes.begin(), bytes.end());
+  auto program = test::load_fixture(manifest["fixtures"]["lstm"], dir);
+  const auto& d = program->runnable_method("forward");
+  auto found = trees(d, inputs_and_outputs(d));
+  size_t xnn_roots = 0;
+  std::multiset<std::string> members;
+  for (const ElementwiseFusion& f : found) {
+    check_tree(d, f);
+    if (op_at(d, f.chain, f.root).rfind("xnnpack::", 0) == 0) ++xnn_roots;
+    for (size_t k : f.idle) members.insert(op_at(d, f.chain, k));
+  }
+  EXPECT_GE(xnn_roots, 8u);
+  EXPECT_GE(members.count("xnnpack::sigmoid"), 8u);
+  EXPECT_GE(members.count("xnnpack::tanh"), 8u);
+  EXPECT_GE(members.count("xnnpack::multiply") + members.count("xnnpack::add"), 16u);
 }
 
 TEST(ElementwiseFusion, KeptValuesAndRewrittenStepsStayApart) {
