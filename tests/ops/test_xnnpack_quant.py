@@ -124,6 +124,7 @@ def test_4bit_weights_in_blocks(device, m, k, n, blocks):
     (16, 96, 33, 24, 1),    # blocks of 4, 32 + 1 columns
     (18, 64, 5, 1, 2),      # per channel, 4 x 4 + 2 rows
     (17, 100, 9, 2, 1),     # blocks of 50: not whole groups of 4 (the other kernels)
+    (24, 384, 20, 3, 1),    # blocks of 128, 16 + 4 columns, rows 4 x 6
 ])
 def test_4bit_many_rows(device, m, k, n, blocks, threads):
     """Prefill-sized products (16 rows and more) expand each task's weights
