@@ -361,19 +361,9 @@ void quantized_conv2d(KernelContext& ctx, const ops::QConv2dArgs& a) {
                          const uint8_t* image = c.image + b * c.image_stride + g * c.cg;
                          for (int64_t r = 0; r < rows; ++r) {
                            const int64_t oh = (p0 + r) / c.out_width, ow = (p0 + r) % c.out_width;
-                           windows[r] = image + (oh * c.sh * c.width + ow * c.sw) * c.pixel_stride;
-                         }
-                       } else {
-                         if (rows_unsigned && !in_unsigned) {
-                           im2col<true>(c, b, g, p0, rows, cols, pitch);
-                         } else {
-                           im2col<false>(c, b, g, p0, rows, cols, pitch);
-                         }
-                       }
-                       if (pixel_sums) {
-                         for (int64_t r = 0; r < rows; ++r) {
-                           const int64_t oh = (p0 + r) / c.out_width, ow = (p0 + r) % c.out_width;
                            const int64_t corner = oh * c.sh * c.width + ow * c.sw;
+                           windows[r] = image + corner * c.pixel_stride;
+                           if (!pixel_sums) continue;
                            const int32_t* at =
                                sums + (b * c.height * c.width + corner) * c.groups + g;
                            int32_t sum = 0;
@@ -383,6 +373,10 @@ void quantized_conv2d(KernelContext& ctx, const ops::QConv2dArgs& a) {
                            }
                            window_sums[r] = sum;
                          }
+                       } else if (rows_unsigned && !in_unsigned) {
+                         im2col<true>(c, b, g, p0, rows, cols, pitch);
+                       } else {
+                         im2col<false>(c, b, g, p0, rows, cols, pitch);
                        }
                        const QGemm gemm{a_rows,
                                         direct ? c.k : pitch,
