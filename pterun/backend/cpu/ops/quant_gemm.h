@@ -94,8 +94,17 @@ bool qgemm_use_amx(bool on);
 void qgemm_rows_on_panels_amx(const QGemm& p, const uint8_t* panels, int32_t* c, int64_t ldc);
 void qgemm_packed_amx(const QGemm& p, const uint8_t* panels, int32_t* c, int64_t ldc);
 
-/// sum_k a[k] of k int8 bytes (AVX-512 builds: qgemm_packs()).
-int64_t qgemm_signed_sum(const uint8_t* a, int64_t k);
+/// What the raw sums of the packed kernels (vector and AMX; AVX-512 builds,
+/// qgemm_packs()) owe, as int32 with wrap-around, for `count` entries:
+/// - qgemm_row_terms, activation rows [i0, ...) of qgemm_packed: 128 times
+///   each int8 row's sum (a_sums, else counted), 0 for uint8 rows;
+/// - qgemm_channel_terms, output channels [j0, ...) of qgemm_packed: the
+///   zero point times each weight row's sum;
+/// - qgemm_weight_row_terms, weight rows [j0, ...) of qgemm_rows_on_panels:
+///   (128 for int8 activations, + the zero point) times each row's sum.
+void qgemm_row_terms(const QGemm& p, int64_t i0, int count, int32_t* out);
+void qgemm_channel_terms(const QGemm& p, int64_t j0, int count, int32_t* out);
+void qgemm_weight_row_terms(const QGemm& p, int64_t j0, int count, int32_t* out);
 
 /// out[i * groups + g] = the sum of the `run` int8 bytes of group g of
 /// pixel i (at image + i * stride + g * run), for pixels [begin, end): the

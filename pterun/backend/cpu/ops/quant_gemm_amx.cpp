@@ -117,13 +117,12 @@ struct Block {
   int64_t lda;
   const uint8_t* panels;  // the first panel
   int64_t panel_bytes;
-  int64_t whole;          // depth in whole steps of 64
-  const uint8_t* a_last;  // the rows' last inputs (null: none past the whole steps)
-  int64_t a_last_ld;
-  const uint8_t* b_last;  // the panels' last step
-  int a_rows, b_cols;     // valid rows of the row tiles, lanes of the panels
-  const int32_t* a_term;  // [32]: what each row's raw sums owe
-  const int32_t* b_term;  // [32] or null: what each lane's owe
+  int64_t whole;            // depth in whole steps of 64
+  bool last;                // a step on the last, fewer than 64, inputs follows them
+  const uint8_t* a_staged;  // that step's rows copied out (64 bytes apart), or null: in place
+  int a_rows, b_cols;       // valid rows of the row tiles, lanes of the panels
+  const int32_t* a_term;    // [32]: what each row's raw sums owe
+  const int32_t* b_term;    // [32] or null: what each lane's owe
   int32_t* c;
   int64_t ldc;
 };
@@ -160,11 +159,13 @@ void block(const Block& b) {
     if constexpr (Right) _tile_loadd(7, panel + b.panel_bytes, 64);
     step();
   }
-  if (b.a_last != nullptr) {
-    _tile_loadd(4, b.a_last, b.a_last_ld);
-    if constexpr (Hi) _tile_loadd(5, b.a_last + 16 * b.a_last_ld, b.a_last_ld);
-    _tile_loadd(6, b.b_last, 64);
-    if constexpr (Right) _tile_loadd(7, b.b_last + b.panel_bytes, 64);
+  if (b.last) {  // `a` and `panel` are at the last step
+    const uint8_t* rows = b.a_staged != nullptr ? b.a_staged : a;
+    const int64_t ld = b.a_staged != nullptr ? 64 : b.lda;
+    _tile_loadd(4, rows, ld);
+    if constexpr (Hi) _tile_loadd(5, rows + 16 * ld, ld);
+    _tile_loadd(6, panel, 64);
+    if constexpr (Right) _tile_loadd(7, panel + b.panel_bytes, 64);
     step();
   }
   _tile_stored(0, sums[0], 64);
@@ -210,69 +211,56 @@ void run_block(const Block& b) {
   }
 }
 
-/// Blocks of 32 rows (`a`, lda apart; their terms from row_terms) by 32
-/// panel lanes (their terms from lane_terms) over the depth k, rows the
-/// outer loop. The panels hold whole steps of 64 inputs (qgemm_pack's
+/// Blocks of 32 rows (`a`, lda apart) by 32 panel lanes over the depth k,
+/// rows the outer loop: Transposed, p's weight rows (read in place) against
+/// panels of its activation rows; else p's activation rows against panels
+/// of its weights. The panels hold whole steps of 64 inputs (qgemm_pack's
 /// padding); rows not padded to them have their last inputs copied out.
-struct Product {
-  const uint8_t* a;
-  int64_t lda;
-  bool a_padded;
-  int64_t m;  // rows
-  const uint8_t* panels;
-  int64_t n;  // lanes
-  int64_t k;
-  int32_t* c;
-  int64_t ldc;
-};
-
-template <bool Unsigned, bool Transposed, typename RowTerms, typename LaneTerms>
-void product(const Product& p, RowTerms row_terms, LaneTerms lane_terms) {
+template <bool Unsigned, bool Transposed>
+void product(const QGemm& p, const uint8_t* panels, int32_t* c, int64_t ldc) {
+  const uint8_t* a = Transposed ? reinterpret_cast<const uint8_t*>(p.w) : p.a;
+  const int64_t lda = Transposed ? p.ldw : p.lda;
+  const int64_t m = Transposed ? p.n : p.m, n = Transposed ? p.m : p.n;
   const int64_t panel_bytes = qgemm_panel_bytes(p.k);
   const int64_t whole = p.k / 64, tail = p.k - whole * 64;
-  const bool staged = tail > 0 && !p.a_padded;
+  const bool staged = tail > 0 && (Transposed || !p.a_padded);
   alignas(64) uint8_t a_tail[2 * 16 * 64];
   int32_t a_term[32], b_term[32];
   int configured = -1;
-  for (int64_t x0 = 0; x0 < p.m; x0 += 32) {
-    const int rows = static_cast<int>(std::min<int64_t>(32, p.m - x0));
+  for (int64_t x0 = 0; x0 < m; x0 += 32) {
+    const int rows = static_cast<int>(std::min<int64_t>(32, m - x0));
     const int lo = std::min(16, rows), hi = rows > 16 ? rows - 16 : 16;
     if (configured != lo * 64 + hi) {
       configure(lo, hi);
       configured = lo * 64 + hi;
     }
-    row_terms(x0, rows, a_term);
-    const uint8_t* last = nullptr;  // the last step's rows
-    int64_t last_ld = 64;
+    if constexpr (Transposed) {
+      qgemm_weight_row_terms(p, x0, rows, a_term);
+    } else {
+      qgemm_row_terms(p, x0, rows, a_term);
+    }
     if (staged) {
       std::memset(a_tail, 0, sizeof a_tail);
       for (int r = 0; r < rows; ++r) {
-        std::memcpy(a_tail + r * 64, p.a + (x0 + r) * p.lda + whole * 64,
-                    static_cast<size_t>(tail));
+        std::memcpy(a_tail + r * 64, a + (x0 + r) * lda + whole * 64, static_cast<size_t>(tail));
       }
-      last = a_tail;
-    } else if (tail > 0) {
-      last = p.a + x0 * p.lda + whole * 64;
-      last_ld = p.lda;
     }
-    for (int64_t y0 = 0; y0 < p.n; y0 += 32) {
-      const int cols = static_cast<int>(std::min<int64_t>(32, p.n - y0));
-      const uint8_t* at = p.panels + y0 / 16 * panel_bytes;
-      const int32_t* lanes = lane_terms(y0, cols, b_term);
-      const Block b{p.a + x0 * p.lda,
-                    p.lda,
-                    at,
+    for (int64_t y0 = 0; y0 < n; y0 += 32) {
+      const int cols = static_cast<int>(std::min<int64_t>(32, n - y0));
+      if constexpr (!Transposed) qgemm_channel_terms(p, y0, cols, b_term);
+      const Block b{a + x0 * lda,
+                    lda,
+                    panels + y0 / 16 * panel_bytes,
                     panel_bytes,
                     whole,
-                    last,
-                    last_ld,
-                    at + whole * 16 * 64,
+                    tail > 0,
+                    staged ? a_tail : nullptr,
                     rows,
                     cols,
                     a_term,
-                    lanes,
-                    Transposed ? p.c + y0 * p.ldc + x0 : p.c + x0 * p.ldc + y0,
-                    p.ldc};
+                    Transposed ? nullptr : b_term,
+                    Transposed ? c + y0 * ldc + x0 : c + x0 * ldc + y0,
+                    ldc};
       run_block<Unsigned, Transposed>(b);
     }
   }
@@ -301,18 +289,8 @@ void qgemm_rows_on_panels_amx(const QGemm& p, const uint8_t* panels, int32_t* c,
     return;
   }
   // Weight rows (signed) by panels of activation rows (unsigned: uint8 as
-  // they are, int8 + 128); each weight row owes (shift + zero point) times
-  // its sum.
-  const int64_t shift = p.a_unsigned ? 0 : 128;
-  product<false, true>(
-      {reinterpret_cast<const uint8_t*>(p.w), p.ldw, false, p.n, panels, p.m, p.k, c, ldc},
-      [&](int64_t x0, int rows, int32_t* term) {
-        for (int r = 0; r < rows; ++r) {
-          term[r] = static_cast<int32_t>(
-              static_cast<uint64_t>((shift + p.a_zero_point) * int64_t{p.w_sums[x0 + r]}));
-        }
-      },
-      [](int64_t, int, int32_t*) -> const int32_t* { return nullptr; });
+  // they are, int8 + 128).
+  product<false, true>(p, panels, c, ldc);
 }
 
 void qgemm_packed_amx(const QGemm& p, const uint8_t* panels, int32_t* c, int64_t ldc) {
@@ -321,30 +299,11 @@ void qgemm_packed_amx(const QGemm& p, const uint8_t* panels, int32_t* c, int64_t
     return;
   }
   // Activation rows by packed weights: uint8 rows (unsigned) against the
-  // weights as they are; int8 rows (signed) against the weights + 128, each
-  // row owing 128 times its sum. Each weight owes zero point times its sum.
-  const Product q{p.a, p.lda, p.a_padded, p.m, panels, p.n, p.k, c, ldc};
-  auto rows = [&](int64_t x0, int count, int32_t* term) {
-    for (int r = 0; r < count; ++r) {
-      int64_t sum = 0;
-      if (!p.a_unsigned) {
-        sum =
-            p.a_sums != nullptr ? p.a_sums[x0 + r] : qgemm_signed_sum(p.a + (x0 + r) * p.lda, p.k);
-      }
-      term[r] = static_cast<int32_t>(static_cast<uint64_t>(128 * sum));
-    }
-  };
-  auto lanes = [&](int64_t y0, int count, int32_t* term) -> const int32_t* {
-    for (int j = 0; j < count; ++j) {
-      term[j] =
-          static_cast<int32_t>(static_cast<uint64_t>(int64_t{p.a_zero_point} * p.w_sums[y0 + j]));
-    }
-    return term;
-  };
+  // weights as they are; int8 rows (signed) against the weights + 128.
   if (p.a_unsigned) {
-    product<true, false>(q, rows, lanes);
+    product<true, false>(p, panels, c, ldc);
   } else {
-    product<false, false>(q, rows, lanes);
+    product<false, false>(p, panels, c, ldc);
   }
 }
 

@@ -234,9 +234,7 @@ TileFn tile_fn(bool flip, bool transposed, bool gather, int rows, int lanes) {
 
 /// sum_k a[k] of int8 bytes: vpsadbw of the bytes + 128 (as uint8; lanes
 /// past k load 0 and add 128 each), less 128 per lane.
-}  // namespace
-
-int64_t qgemm_signed_sum(const uint8_t* a, int64_t k) {
+int64_t signed_sum(const uint8_t* a, int64_t k) {
   const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
   __m512i s = _mm512_setzero_si512();
   int64_t lanes = 0;
@@ -247,6 +245,32 @@ int64_t qgemm_signed_sum(const uint8_t* a, int64_t k) {
     s = _mm512_add_epi64(s, _mm512_sad_epu8(v, _mm512_setzero_si512()));
   }
   return _mm512_reduce_add_epi64(s) - 128 * lanes;
+}
+
+/// x as int32 with wrap-around (the exact results the terms enter fit).
+int32_t wrapped(int64_t x) {
+  return static_cast<int32_t>(static_cast<uint64_t>(x));
+}
+
+}  // namespace
+
+void qgemm_row_terms(const QGemm& p, int64_t i0, int count, int32_t* out) {
+  for (int r = 0; r < count; ++r) {
+    int64_t sum = 0;
+    if (!p.a_unsigned) {
+      sum = p.a_sums != nullptr ? p.a_sums[i0 + r] : signed_sum(p.a + (i0 + r) * p.lda, p.k);
+    }
+    out[r] = wrapped(128 * sum);
+  }
+}
+
+void qgemm_channel_terms(const QGemm& p, int64_t j0, int count, int32_t* out) {
+  for (int j = 0; j < count; ++j) out[j] = wrapped(int64_t{p.a_zero_point} * p.w_sums[j0 + j]);
+}
+
+void qgemm_weight_row_terms(const QGemm& p, int64_t j0, int count, int32_t* out) {
+  const int64_t owed = (p.a_unsigned ? 0 : 128) + p.a_zero_point;
+  for (int r = 0; r < count; ++r) out[r] = wrapped(owed * p.w_sums[j0 + r]);
 }
 
 namespace {
@@ -352,20 +376,10 @@ void qgemm_packed(const QGemm& p, const uint8_t* panels, int32_t* c, int64_t ldc
   int32_t base[kRows], owed[32];
   for (int64_t i0 = 0; i0 < p.m; i0 += kRows) {
     const int rows = static_cast<int>(std::min<int64_t>(kRows, p.m - i0));
-    for (int r = 0; r < rows; ++r) {
-      int64_t sum = 0;
-      if (flip) {
-        sum =
-            p.a_sums != nullptr ? p.a_sums[i0 + r] : qgemm_signed_sum(p.a + (i0 + r) * p.lda, p.k);
-      }
-      base[r] = static_cast<int32_t>(static_cast<uint64_t>(128 * sum));
-    }
+    qgemm_row_terms(p, i0, rows, base);
     for (int64_t j0 = 0; j0 < p.n; j0 += 32) {
       const int cols = static_cast<int>(std::min<int64_t>(32, p.n - j0));
-      for (int j = 0; j < cols; ++j) {
-        owed[j] =
-            static_cast<int32_t>(static_cast<uint64_t>(int64_t{p.a_zero_point} * p.w_sums[j0 + j]));
-      }
+      qgemm_channel_terms(p, j0, cols, owed);
       tile_fn(flip, false, gather, rows,
               cols)({gather ? nullptr : p.a + i0 * p.lda, p.lda, gather ? p.a_rows + i0 : nullptr,
                      p.a_groups, p.k, panels + j0 / 16 * panel_bytes, panel_bytes, cols, base, owed,
@@ -383,14 +397,10 @@ void qgemm_rows_on_panels(const QGemm& p, const uint8_t* buffer, int32_t* c, int
   // (unsigned: uint8 as they are, int8 + 128); the outputs come out
   // transposed, and owe (shift + zero_point) * sum_k w per weight row.
   const int64_t panel_bytes = qgemm_panel_bytes(p.k);
-  const int64_t shift = p.a_unsigned ? 0 : 128;
   int32_t base[kRows];
   for (int64_t j0 = 0; j0 < p.n; j0 += kRows) {
     const int rows = static_cast<int>(std::min<int64_t>(kRows, p.n - j0));
-    for (int r = 0; r < rows; ++r) {
-      base[r] = static_cast<int32_t>(
-          static_cast<uint64_t>((shift + p.a_zero_point) * int64_t{p.w_sums[j0 + r]}));
-    }
+    qgemm_weight_row_terms(p, j0, rows, base);
     for (int64_t i0 = 0; i0 < p.m; i0 += 32) {
       const int lanes = static_cast<int>(std::min<int64_t>(32, p.m - i0));
       tile_fn(true, true, false, rows,
