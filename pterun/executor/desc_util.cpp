@@ -50,6 +50,13 @@ const format::TensorDesc* tensor_of(const format::MethodDesc& d, int32_t v) {
   return d.values[v].kind == ValueKind::Tensor ? d.values[v].tensor.get() : nullptr;
 }
 
+bool default_order(const format::TensorDesc& t) {
+  for (size_t i = 0; i < t.dim_order.size(); ++i) {
+    if (t.dim_order[i] != i) return false;
+  }
+  return true;
+}
+
 bool planned(const format::TensorDesc& t) {
   return t.storage == format::TensorStorage::Planned ||
          t.storage == format::TensorStorage::PlannedWithData ||

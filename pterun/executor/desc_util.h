@@ -35,6 +35,9 @@ bool is_call(const format::MethodDesc& d, const format::InstructionDesc& instr, 
 /// Value `v`'s tensor, or null when it is not a tensor.
 const format::TensorDesc* tensor_of(const format::MethodDesc& d, int32_t v);
 
+/// True when the tensor's dim order is 0, 1, ..., rank - 1.
+bool default_order(const format::TensorDesc& t);
+
 /// True when the tensor lives in planned memory (of the method or shared).
 bool planned(const format::TensorDesc& t);
 

@@ -207,10 +207,7 @@ struct Translator {
     if (name.rfind("xnnpack::", 0) != 0) return std::nullopt;
     for (size_t i = 0; i < a.size(); ++i) {
       const format::TensorDesc* t = tensor(a[i]);
-      if (t == nullptr) continue;
-      for (size_t j = 0; j < t->dim_order.size(); ++j) {
-        if (t->dim_order[j] != j) return std::nullopt;
-      }
+      if (t != nullptr && !desc::default_order(*t)) return std::nullopt;
     }
     using B = ops::BinaryFn;
     using U = ops::UnaryFn;

@@ -9,6 +9,7 @@
 #include <optional>
 #include <string_view>
 
+#include "pterun/executor/desc_util.h"
 #include "pterun/executor/rewrite.h"
 #include "pterun/kernels/internal_ops.h"
 #include "pterun/ops/quant_checks.h"
@@ -295,9 +296,9 @@ class Finder {
       const TensorDesc& xt = *tensor(a[0]);
       const TensorDesc& wt = *tensor(w->w);
       const int64_t n = wt.sizes[0];
-      if (!(contiguous(xt) || channels_last(xt)) || !(contiguous(wt) || channels_last(wt)) ||
-          value(a[8]).kind != ValueKind::Int || value(a[8]).int_value < 1 ||
-          wt.sizes[1] * value(a[8]).int_value != xt.sizes[1]) {
+      if (!(desc::default_order(xt) || channels_last(xt)) ||
+          !(desc::default_order(wt) || channels_last(wt)) || value(a[8]).kind != ValueKind::Int ||
+          value(a[8]).int_value < 1 || wt.sizes[1] * value(a[8]).int_value != xt.sizes[1]) {
         return std::nullopt;
       }
       for (int i : {3, 4, 5}) {
@@ -313,7 +314,7 @@ class Finder {
       f.kernel = kernels::kQuantizedConv2dKernel;
       // The kernel reads a [OC, KH, KW, C] weight in runs of input
       // channels: a contiguous one is copied so once, at load.
-      const bool relayout = contiguous(wt) && wt.sizes[2] * wt.sizes[3] > 1;
+      const bool relayout = desc::default_order(wt) && wt.sizes[2] * wt.sizes[3] > 1;
       const FusedArg weight_arg =
           relayout ? FusedArg{FusedArg::Kind::WeightChannelsLast, w->w} : val(w->w);
       f.args = {val(x->x),  val(x->scale), val(x->zero_point),
@@ -339,7 +340,7 @@ class Finder {
       const int64_t n = tensor(w->w)->sizes[0];
       const TensorDesc* xt = tensor(in);
       const TensorDesc* wt = tensor(w->w);
-      if (xt->sizes.empty() || !contiguous(*xt) || !contiguous(*wt) ||
+      if (xt->sizes.empty() || !desc::default_order(*xt) || !desc::default_order(*wt) ||
           xt->sizes.back() != wt->sizes[1]) {
         return std::nullopt;
       }
@@ -475,12 +476,6 @@ class Finder {
     return true;
   }
 
-  static bool contiguous(const TensorDesc& t) {
-    for (size_t i = 0; i < t.dim_order.size(); ++i) {
-      if (t.dim_order[i] != i) return false;
-    }
-    return true;
-  }
   static bool channels_last(const TensorDesc& t) {
     return t.dim_order == std::vector<uint8_t>{0, 2, 3, 1};
   }
