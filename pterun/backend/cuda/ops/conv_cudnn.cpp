@@ -113,6 +113,18 @@ void graph_strides(const int64_t sizes[4], const int64_t in[4], bool channels_la
   strides_for(sizes, in, out);
 }
 
+/// Enqueues `plan` for q: its graph plan where it has one, else its legacy
+/// algorithm.
+cudnn::Status run_plan(const cudnn::Api& a, cudnn::Handle h, const Plan& plan,
+                       const ops::ConvProblem& q, void* workspace) {
+  if (plan.graph.plan != nullptr) {
+    return graph_conv_run(a, h, plan.graph, q.in, q.weight, q.out, workspace);
+  }
+  const float one = 1.0f, zero = 0.0f;
+  return a.forward(h, &one, plan.x, q.in, plan.w, q.weight, plan.conv, plan.algo, workspace,
+                   plan.workspace, &zero, plan.y, q.out);
+}
+
 /// Milliseconds per run of `run` (a cuDNN status) on the stream, from
 /// three runs after one to warm up; infinity where a run fails.
 template <typename Run>
@@ -177,11 +189,7 @@ void try_graph(kernels::KernelContext& ctx, const cudnn::Api& a, cudnn::Handle h
   size_t most = plan.workspace;
   for (const GraphPlan& c : candidates) most = std::max(most, c.workspace);
   void* workspace = most > 0 ? scratch(ctx, most) : nullptr;
-  const float one = 1.0f, zero = 0.0f;
-  float best = time_runs(stream(ctx), [&] {
-    return a.forward(h, &one, plan.x, q.in, plan.w, q.weight, plan.conv, plan.algo, workspace,
-                     plan.workspace, &zero, plan.y, q.out);
-  });
+  float best = time_runs(stream(ctx), [&] { return run_plan(a, h, plan, q, workspace); });
   if (log) {
     std::fprintf(
         stderr,
@@ -405,16 +413,9 @@ bool cudnn_conv(kernels::KernelContext& ctx, const ops::ConvProblem& q, const ch
   if (!plan.usable) return false;
 
   void* workspace = plan.workspace > 0 ? scratch(ctx, plan.workspace) : nullptr;
-  const float one = 1.0f, zero = 0.0f;
-  if (plan.graph.plan != nullptr) {
-    cudnn::check(*a, graph_conv_run(*a, h, plan.graph, q.in, q.weight, q.out, workspace), op);
-  } else {
-    cudnn::check(*a,
-                 a->forward(h, &one, plan.x, q.in, plan.w, q.weight, plan.conv, plan.algo,
-                            workspace, plan.workspace, &zero, plan.y, q.out),
-                 op);
-  }
+  cudnn::check(*a, run_plan(*a, h, plan, q, workspace), op);
   if (q.bias != nullptr) {
+    const float one = 1.0f;
     cudnn::check(*a, a->add_tensor(h, &one, plan.bias, q.bias, &one, plan.y, q.out), op);
   }
   return true;
