@@ -127,7 +127,7 @@ int32_t find_root(std::vector<int32_t>& root, int32_t v) {
 XnnpackLowering::XnnpackLowering(MethodBuilder& builder, const format::XnnGraphDesc& graph,
                                  std::string context)
     : b_(builder), g_(graph), context_(std::move(context)), static_(builder, graph) {
-  find_hardswish_fusions();
+  find_conv_epilogues();
 }
 
 // Constant tensor of graph value `xv` in `dtype`: its own bytes when they
@@ -170,25 +170,40 @@ int32_t XnnpackLowering::constant(int32_t xv, DType dtype, bool transpose) {
   return index;
 }
 
-// Each HardSwish node that alone reads a convolution's output runs inside
-// that convolution, as one call (xnnpack::conv2d_hardswish or
-// depthwise_conv2d_hardswish): a float Conv2d or DepthwiseConv2d whose
-// output is an internal value read once, by a later HardSwish node of the
-// same datatype. Fills hardswish_of_ and absorbed_, once per graph.
-void XnnpackLowering::find_hardswish_fusions() {
+// Nodes that alone read a convolution's output run inside that
+// convolution, as one call:
+// - a HardSwish node of the same datatype after a float Conv2d or
+//   DepthwiseConv2d (xnnpack::conv2d_hardswish, depthwise_conv2d_hardswish);
+// - an Add node of two float32 values of one shape after a float32 Conv2d
+//   without an output clamp (a residual connection, xnnpack::conv2d_add):
+//   the other value added must exist when the convolution runs (written by
+//   an earlier node, or an external input), and the Add's clamp becomes the
+//   convolution's.
+// The convolution's output is an internal value read once, by a later
+// node. Fills epilogue_of_, residual_of_ and absorbed_, once per graph.
+void XnnpackLowering::find_conv_epilogues() {
   const size_t nv = g_.values.size(), nn = g_.nodes.size();
-  hardswish_of_.assign(nn, -1);
+  epilogue_of_.assign(nn, -1);
+  residual_of_.assign(nn, -1);
   absorbed_.assign(nn, false);
-  // Reads of each value, and its last reader.
+  // Reads of each value, its last reader and its writer.
   std::vector<int> reads(nv, 0);
-  std::vector<int64_t> reader(nv, -1);
+  std::vector<int64_t> reader(nv, -1), writer(nv, -1);
   for (size_t m = 0; m < nn; ++m) {
     for (int32_t in : g_.nodes[m].inputs) {
       if (in == kXnnNoValue || static_cast<size_t>(in) >= nv) continue;
       ++reads[in];
       reader[in] = static_cast<int64_t>(m);
     }
+    for (int32_t o : g_.nodes[m].outputs) {
+      if (o != kXnnNoValue && static_cast<size_t>(o) < nv) writer[o] = static_cast<int64_t>(m);
+    }
   }
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  auto unclamped = [&](const XnnNodeDesc& node) {
+    return !node.output_min_max ||
+           (node.output_min_max->min == -kInf && node.output_min_max->max == kInf);
+  };
   for (size_t n = 0; n < nn; ++n) {
     const XnnNodeDesc& conv = g_.nodes[n];
     if (conv.type != T::Conv2d && conv.type != T::DepthwiseConv2d) continue;
@@ -199,13 +214,28 @@ void XnnpackLowering::find_hardswish_fusions() {
         (type != XnnDatatype::Fp32 && type != XnnDatatype::Fp16 && type != XnnDatatype::BF16)) {
       continue;
     }
-    const XnnNodeDesc& act = g_.nodes[static_cast<size_t>(reader[v])];
-    if (act.type != T::Hardswish || act.inputs.size() != 1 || act.outputs.empty() ||
-        g_.values[act.outputs[0]].datatype != type) {
+    const auto m = static_cast<size_t>(reader[v]);
+    const XnnNodeDesc& next = g_.nodes[m];
+    if (next.outputs.empty() || g_.values[next.outputs[0]].datatype != type) continue;
+    if (next.type == T::Hardswish && next.inputs.size() == 1) {
+      epilogue_of_[n] = static_cast<int64_t>(m);
+      absorbed_[m] = true;
       continue;
     }
-    hardswish_of_[n] = reader[v];
-    absorbed_[static_cast<size_t>(reader[v])] = true;
+    if (next.type != T::Add || conv.type != T::Conv2d || type != XnnDatatype::Fp32 ||
+        next.inputs.size() != 2 || !unclamped(conv) ||
+        (next.inputs[0] == v) == (next.inputs[1] == v)) {
+      continue;
+    }
+    const int32_t other = next.inputs[0] == v ? next.inputs[1] : next.inputs[0];
+    if (other == kXnnNoValue || static_cast<size_t>(other) >= nv) continue;
+    const XnnValueDesc& r = g_.values[other];
+    const bool ready = r.is_input || (is_internal(r) && writer[other] >= 0 &&
+                                      writer[other] < static_cast<int64_t>(n));
+    if (!ready || r.is_constant || r.datatype != type || r.dims != g_.values[v].dims) continue;
+    epilogue_of_[n] = static_cast<int64_t>(m);
+    residual_of_[n] = other;
+    absorbed_[m] = true;
   }
 }
 
@@ -226,6 +256,53 @@ void XnnpackLowering::check_external(const XnnValueDesc& v, int32_t arg) const {
                " dims but the graph gives it ", v.dims.size());
 }
 
+// A reshape of an external input whose bytes are planned, of static shape
+// and in order has nothing to copy either: its output becomes a second
+// tensor over the input's bytes, written by no instruction, which the
+// method keeps over the input wherever the input is pointed
+// (Method::Loader::followers), as it does the exporter's own views. So do
+// reshapes of such a view. The input is not written during the call: a
+// delegate's outputs never overlap its inputs (checked).
+std::vector<int32_t> XnnpackLowering::input_views(const std::vector<int32_t>& mapped,
+                                                  bool dynamic) const {
+  const size_t nv = g_.values.size();
+  std::vector<int32_t> view_of(nv, -1);
+  if (dynamic) return view_of;
+  const auto& values = b_.desc().values;
+  auto viewable = [&](int32_t arg) {
+    const format::TensorDesc& t = *values[arg].tensor;
+    if (t.storage != format::TensorStorage::Planned || t.memory_id == 0) return false;
+    for (size_t i = 0; i < t.dim_order.size(); ++i) {
+      if (t.dim_order[i] != i) return false;
+    }
+    for (const format::XnnExternal& e : g_.outputs) {
+      const format::TensorDesc& o = *values[mapped[e.value]].tensor;
+      if (o.storage != format::TensorStorage::Unplanned && o.memory_id == t.memory_id &&
+          o.memory_offset < t.memory_offset + t.nbytes &&
+          t.memory_offset < o.memory_offset + o.nbytes) {
+        return false;
+      }
+    }
+    return true;
+  };
+  for (const XnnNodeDesc& node : g_.nodes) {
+    if (node.type != T::StaticReshape || node.inputs.empty() || node.outputs.empty()) continue;
+    const int32_t in = node.inputs[0], o = node.outputs[0];
+    if (in == kXnnNoValue || static_cast<size_t>(in) >= nv || !is_internal(g_.values[o]) ||
+        g_.values[in].datatype != g_.values[o].datatype) {
+      continue;
+    }
+    const XnnValueDesc& x = g_.values[in];
+    const int32_t src = x.is_input && !x.is_constant ? mapped[in] : view_of[in];
+    if (src < 0 || values[src].tensor->dtype != dtype_of(g_.values[o].datatype) ||
+        values[src].tensor->nbytes != g_.values[o].nbytes || !viewable(src)) {
+      continue;
+    }
+    view_of[o] = src;
+  }
+  return view_of;
+}
+
 uint64_t XnnpackLowering::lower_call(std::span<const int32_t> args, uint64_t arena_base,
                                      std::vector<format::InstructionDesc>& out) {
   const size_t nv = g_.values.size();
@@ -240,6 +317,8 @@ uint64_t XnnpackLowering::lower_call(std::span<const int32_t> args, uint64_t are
     }
   }
 
+  const std::vector<int32_t> view_of = input_views(mapped, dynamic);
+
   // Internal values: live from the node writing them to the last node
   // reading them. A reshape's output shares its input's bytes (the copy is
   // then skipped): both are only read from there on.
@@ -249,23 +328,33 @@ uint64_t XnnpackLowering::lower_call(std::span<const int32_t> args, uint64_t are
   for (size_t n = 0; n < g_.nodes.size(); ++n) {
     if (absorbed_[n]) continue;  // its output is written by its convolution
     const XnnNodeDesc& node = g_.nodes[n];
-    if (hardswish_of_[n] >= 0) {
-      // The hardswish's output is written here, earlier than its node.
-      const int32_t v = g_.nodes[static_cast<size_t>(hardswish_of_[n])].outputs[0];
+    if (node.type == T::StaticReshape && view_of[node.outputs[0]] >= 0) continue;
+    if (epilogue_of_[n] >= 0) {
+      // The absorbed node's output is written here, earlier than its node,
+      // and the residual it adds is read here.
+      const int32_t v = g_.nodes[static_cast<size_t>(epilogue_of_[n])].outputs[0];
       if (is_internal(g_.values[v])) {
         first[v] = static_cast<int64_t>(n);
         last[v] = std::max(last[v], static_cast<int64_t>(n));
       }
+      const int32_t r = residual_of_[n];
+      if (r >= 0 && is_internal(g_.values[r]) && view_of[r] < 0) {
+        last[r] = std::max(last[r], static_cast<int64_t>(n));
+      }
     }
     for (int32_t v : node.inputs) {
-      if (v != kXnnNoValue && is_internal(g_.values[v]) &&
+      if (v != kXnnNoValue && is_internal(g_.values[v]) && view_of[v] < 0 &&
           g_.values[v].datatype != XnnDatatype::QDInt8) {
         last[v] = static_cast<int64_t>(n);
       }
     }
     for (int32_t v : node.outputs) {
-      // A qdint8 value is never stored: its readers quantize the float.
-      if (!is_internal(g_.values[v]) || g_.values[v].datatype == XnnDatatype::QDInt8) continue;
+      // A qdint8 value is never stored: its readers quantize the float. A
+      // convolution's output read by its epilogue alone is never stored.
+      if (!is_internal(g_.values[v]) || g_.values[v].datatype == XnnDatatype::QDInt8 ||
+          epilogue_of_[n] >= 0) {
+        continue;
+      }
       first[v] =
           first[v] < 0 ? static_cast<int64_t>(n) : std::min(first[v], static_cast<int64_t>(n));
       last[v] = std::max(last[v], static_cast<int64_t>(n));
@@ -298,7 +387,7 @@ uint64_t XnnpackLowering::lower_call(std::span<const int32_t> args, uint64_t are
   }
   const ArenaPlan plan = plan_arena(requests);
   for (size_t v = 0; v < nv; ++v) {
-    if (request_of[v] < 0) continue;
+    if (request_of[v] < 0 && view_of[v] < 0) continue;
     const XnnValueDesc& x = g_.values[v];
     format::TensorDesc t;
     t.dtype = dtype_of(x.datatype);
@@ -307,8 +396,14 @@ uint64_t XnnpackLowering::lower_call(std::span<const int32_t> args, uint64_t are
     std::iota(t.dim_order.begin(), t.dim_order.end(), uint8_t{0});
     t.dynamism = dynamic ? ShapeDynamism::DynamicBound : ShapeDynamism::Static;
     t.storage = format::TensorStorage::Planned;
-    t.memory_id = 1;
-    t.memory_offset = arena_base + plan.offsets[request_of[v]];
+    if (view_of[v] >= 0) {
+      const format::TensorDesc& src = *b_.desc().values[view_of[v]].tensor;
+      t.memory_id = src.memory_id;
+      t.memory_offset = src.memory_offset;
+    } else {
+      t.memory_id = 1;
+      t.memory_offset = arena_base + plan.offsets[request_of[v]];
+    }
     t.numel = x.numel;
     t.nbytes = x.nbytes;
     t.is_memory_planned = true;
@@ -440,13 +535,16 @@ uint64_t XnnpackLowering::lower_call(std::span<const int32_t> args, uint64_t are
                      ErrorCode::InvalidProgram, what,
                      ": the filter's dims do not match the node's "
                      "kernel size, groups and channels");
-        const bool hardswish = hardswish_of_[n] >= 0;
-        Call call(
-            b_,
-            node.type == T::Conv2d ? (hardswish ? "xnnpack::conv2d_hardswish" : "xnnpack::conv2d")
-            : node.type == T::DepthwiseConv2d
-                ? (hardswish ? "xnnpack::depthwise_conv2d_hardswish" : "xnnpack::depthwise_conv2d")
-                : "xnnpack::conv_transpose2d");
+        const int64_t epilogue = epilogue_of_[n];
+        const bool residual = residual_of_[n] >= 0;
+        const bool hardswish = epilogue >= 0 && !residual;
+        Call call(b_, node.type == T::Conv2d ? (hardswish  ? "xnnpack::conv2d_hardswish"
+                                                : residual ? "xnnpack::conv2d_add"
+                                                           : "xnnpack::conv2d")
+                      : node.type == T::DepthwiseConv2d
+                          ? (hardswish ? "xnnpack::depthwise_conv2d_hardswish"
+                                       : "xnnpack::depthwise_conv2d")
+                          : "xnnpack::conv_transpose2d");
         call.value(tensor(in[0]))
             .value(tensor(in[1]))
             .value(tensor(in[2]))
@@ -455,9 +553,15 @@ uint64_t XnnpackLowering::lower_call(std::span<const int32_t> args, uint64_t are
         call.list({p.subsampling_height, p.subsampling_width})
             .list({p.dilation_height, p.dilation_width});
         if (node.type != T::DepthwiseConv2d) call.i(p.groups);
-        const int32_t result =
-            hardswish ? tensor(g_.nodes[static_cast<size_t>(hardswish_of_[n])].outputs[0]) : o;
-        out.push_back(call.range(node).done(result));
+        if (epilogue < 0) {
+          out.push_back(call.range(node).done(o));
+          break;
+        }
+        const XnnNodeDesc& last_node = g_.nodes[static_cast<size_t>(epilogue)];
+        if (residual) call.value(tensor(residual_of_[n]));
+        // A residual's Add clamps the sum (the convolution has no clamp);
+        // a HardSwish comes after the convolution's clamp.
+        out.push_back(call.range(residual ? last_node : node).done(tensor(last_node.outputs[0])));
         break;
       }
       case T::AvgPooling2d:
@@ -514,9 +618,11 @@ uint64_t XnnpackLowering::lower_call(std::span<const int32_t> args, uint64_t are
         break;
       case T::StaticReshape:
         // A reshape between two internal values of static shape that share
-        // their bytes has nothing left to do at run time.
-        if (!dynamic && mapped[in[0]] != mapped[node.outputs[0]] && request_of[in[0]] >= 0 &&
-            request_of[in[0]] == request_of[node.outputs[0]]) {
+        // their bytes, or into a view of an input, has nothing left to do
+        // at run time.
+        if (view_of[node.outputs[0]] >= 0 ||
+            (!dynamic && mapped[in[0]] != mapped[node.outputs[0]] && request_of[in[0]] >= 0 &&
+             request_of[in[0]] == request_of[node.outputs[0]])) {
           break;
         }
         out.push_back(Call(b_, "xnnpack::static_reshape")

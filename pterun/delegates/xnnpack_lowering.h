@@ -45,8 +45,11 @@ class XnnpackLowering {
 
  private:
   int32_t constant(int32_t xnn_value, DType dtype, bool transpose = false);
-  void find_hardswish_fusions();
+  void find_conv_epilogues();
   void check_external(const format::XnnValueDesc& v, int32_t arg) const;
+  // view_of[v]: the external input argument whose bytes internal value v,
+  // a reshape of it, shares; -1 for the others.
+  std::vector<int32_t> input_views(const std::vector<int32_t>& mapped, bool dynamic) const;
 
   MethodBuilder& b_;
   const format::XnnGraphDesc& g_;
@@ -54,9 +57,12 @@ class XnnpackLowering {
   // Constant tensors made so far, by (graph value, dtype, transposed):
   // shared by every call of the delegate.
   std::map<std::tuple<int32_t, DType, bool>, int32_t> constants_;
-  // hardswish_of_[n]: the HardSwish node that runs inside convolution node
-  // n, or -1; absorbed_[m]: node m runs inside another (find_hardswish_fusions).
-  std::vector<int64_t> hardswish_of_;
+  // epilogue_of_[n]: the HardSwish or Add node that runs inside convolution
+  // node n, or -1; residual_of_[n]: the value that Add adds to the
+  // convolution's output, or -1; absorbed_[m]: node m runs inside another
+  // (find_conv_epilogues).
+  std::vector<int64_t> epilogue_of_;
+  std::vector<int32_t> residual_of_;
   std::vector<bool> absorbed_;
   // Quantized filters made so far, by graph value.
   std::map<int32_t, QuantFilter> quant_filters_;

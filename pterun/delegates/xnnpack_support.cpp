@@ -91,7 +91,7 @@ std::string xnnpack_unsupported(const format::XnnGraphDesc& graph) {
 }
 
 std::span<const std::string_view> xnnpack_operator_names() {
-  static constexpr std::array<std::string_view, 52> kNames = {
+  static constexpr std::array<std::string_view, 53> kNames = {
       "xnnpack::add",
       "xnnpack::subtract",
       "xnnpack::multiply",
@@ -123,6 +123,7 @@ std::span<const std::string_view> xnnpack_operator_names() {
       "xnnpack::conv2d",
       "xnnpack::depthwise_conv2d",
       "xnnpack::conv2d_hardswish",
+      "xnnpack::conv2d_add",
       "xnnpack::depthwise_conv2d_hardswish",
       "xnnpack::conv_transpose2d",
       "xnnpack::avg_pooling2d",

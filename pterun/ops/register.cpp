@@ -389,6 +389,7 @@ constexpr OpDef kOps[] = {
     def<&xnn_conv2d>("xnnpack::conv2d", F::Conv),
     def<&xnn_depthwise_conv2d>("xnnpack::depthwise_conv2d", F::Conv),
     def<&xnn_conv2d_hardswish>("xnnpack::conv2d_hardswish", F::Conv),
+    def<&xnn_conv2d_add>("xnnpack::conv2d_add", F::Conv),
     def<&xnn_depthwise_conv2d_hardswish>("xnnpack::depthwise_conv2d_hardswish", F::Conv),
     def<&xnn_conv_transpose2d>("xnnpack::conv_transpose2d", F::Conv),
     def<&xnn_avg_pooling2d>("xnnpack::avg_pooling2d", F::Pool),

@@ -108,6 +108,15 @@ void xnn_conv2d_hardswish(KernelContext& ctx, const Tensor& in, const Tensor& fi
 void xnn_depthwise_conv2d_hardswish(KernelContext& ctx, const Tensor& in, const Tensor& filter,
                                     const Tensor* bias, IntList padding, IntList stride,
                                     IntList dilation, double out_min, double out_max, Tensor& out);
+// xnnpack::conv2d_add(Tensor in, Tensor filter, Tensor? bias, int[2] padding, int[2] stride,
+//   int[2] dilation, int groups, Tensor residual, float out_min, float out_max, *,
+//   Tensor(a!) out) (pterun's own): the convolution plus `residual` (the output's shape
+//   and dtype, not sharing its bytes), then clamped to [out_min, out_max]: a Conv2d
+//   without an output clamp whose output an Add node alone reads (the delegate's
+//   lowering fuses the two; the Add's clamp is the call's).
+void xnn_conv2d_add(KernelContext& ctx, const Tensor& in, const Tensor& filter, const Tensor* bias,
+                    IntList padding, IntList stride, IntList dilation, int64_t groups,
+                    const Tensor& residual, double out_min, double out_max, Tensor& out);
 // xnnpack::conv_transpose2d(Tensor in, Tensor filter, Tensor? bias, int[2] padding,
 //   int[2] adjustment, int[2] stride, int[2] dilation, int groups, float out_min,
 //   float out_max, *, Tensor(a!) out): filter [OC, KH, KW, C / groups]; output size

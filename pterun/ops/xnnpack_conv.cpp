@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "pterun/core/error.h"
+#include "pterun/kernels/common/shape_util.h"
 #include "pterun/ops/backend.h"
 #include "pterun/ops/conv.h"
 #include "pterun/ops/xnnpack.h"
@@ -110,13 +111,46 @@ void run_activated(KernelContext& ctx, ConvProblem& p, Tensor& out, double out_m
   }
 }
 
+/// Runs `p` plus `residual` (out's memory-order shape and dtype), then the
+/// output clamp: in the convolution's stores for float32 where the backend
+/// fuses activations, else the convolution, an add and the clamp as passes.
+void run_residual(KernelContext& ctx, ConvProblem& p, const Tensor& residual, Tensor& out,
+                  double out_min, double out_max, const char* op) {
+  PTERUN_CHECK(residual.dtype() == out.dtype() && kernels::same_dims(residual.sizes(), out.sizes()),
+               ErrorCode::InvalidArgument, op, ": the residual ", describe(residual),
+               " must have the output's shape and dtype, ", describe(out));
+  const auto* r0 = static_cast<const uint8_t*>(residual.data());
+  const auto* o0 = static_cast<const uint8_t*>(out.data());
+  PTERUN_CHECK(r0 + residual.nbytes() <= o0 || o0 + out.nbytes() <= r0, ErrorCode::InvalidArgument,
+               op, ": the residual must not share the output's bytes");
+  const auto& conv = *backend(ctx).conv;
+  if (p.dtype == DType::Float32 && conv.convolution_fused != nullptr) {
+    p.residual = residual.data();
+    const int64_t rs[4] = {p.oh * p.ow * p.oc, 1, p.ow * p.oc, p.oc};
+    std::copy(rs, rs + 4, p.residual_strides);
+    const xnn::OutputClamp c = xnn::output_clamp(out_min, out_max);
+    if (c.lo || c.hi) {
+      p.activation = ConvActivation::Clamp;
+      p.clamp_min = c.lo.value_or(-std::numeric_limits<double>::infinity());
+      p.clamp_max = c.hi.value_or(std::numeric_limits<double>::infinity());
+    }
+    conv.convolution_fused(ctx, p);
+    return;
+  }
+  conv.convolution(ctx, p);
+  backend(ctx).elementwise->binary(
+      ctx, {BinaryFn::Add, out.dtype(), out, residual, Scalar::from_int(1), out, op});
+  xnn::clamp_output(ctx, out, out_min, out_max, op);
+}
+
 }  // namespace
 
 namespace {
 
 void conv2d(KernelContext& ctx, const Tensor& in, const Tensor& filter, const Tensor* bias,
             IntList padding, IntList stride, IntList dilation, int64_t groups, double out_min,
-            double out_max, bool hardswish, Tensor& out, const char* op) {
+            double out_max, bool hardswish, Tensor& out, const char* op,
+            const Tensor* residual = nullptr) {
   check_args(op, in, filter, bias, out, padding, stride, dilation);
   const In iv(in), fv(filter);
   const Tensor& vi = *iv;
@@ -141,6 +175,11 @@ void conv2d(KernelContext& ctx, const Tensor& in, const Tensor& filter, const Te
   p.weight = vf.data();
   p.bias = bias != nullptr ? bias->data() : nullptr;
   if (vi.numel() == 0 || vf.numel() == 0) p.ic = 0;
+  if (residual != nullptr) {
+    const In rv(*residual);
+    run_residual(ctx, p, *rv, vo, out_min, out_max, op);
+    return;
+  }
   run_activated(ctx, p, vo, out_min, out_max, hardswish, op);
 }
 
@@ -187,6 +226,15 @@ void xnn_conv2d_hardswish(KernelContext& ctx, const Tensor& in, const Tensor& fi
                           int64_t groups, double out_min, double out_max, Tensor& out) {
   conv2d(ctx, in, filter, bias, padding, stride, dilation, groups, out_min, out_max, true, out,
          "xnnpack::conv2d_hardswish");
+}
+
+void xnn_conv2d_add(KernelContext& ctx, const Tensor& in, const Tensor& filter, const Tensor* bias,
+                    IntList padding, IntList stride, IntList dilation, int64_t groups,
+                    const Tensor& residual, double out_min, double out_max, Tensor& out) {
+  const char* op = "xnnpack::conv2d_add";
+  check_float(residual, "residual", op, &in);
+  conv2d(ctx, in, filter, bias, padding, stride, dilation, groups, out_min, out_max, false, out, op,
+         &residual);
 }
 
 void xnn_depthwise_conv2d(KernelContext& ctx, const Tensor& in, const Tensor& filter,

@@ -100,18 +100,25 @@ TEST(XnnpackRun, DelegateCallsBecomeKernelCalls) {
   }
   const size_t hardswish = entry["xnnpack"]["forward"][0]["node_counts"]["Hardswish"].get<size_t>();
   ASSERT_GT(hardswish, 0u);
+  const size_t adds = entry["xnnpack"]["forward"][0]["node_counts"]["Add"].get<size_t>();
+  ASSERT_GT(adds, 0u);
   // One kernel call per node, but for the reshape of GAP's result for the
-  // linear layer (both internal, they share their bytes, nothing to do) and
-  // the HardSwish nodes, each inside the convolution it alone reads.
-  EXPECT_EQ(xnn_calls, nodes - 1 - hardswish);
-  size_t fused = 0;
+  // linear layer (both internal, they share their bytes, nothing to do),
+  // the HardSwish nodes, each inside the convolution it alone reads, and
+  // the residual connections' Add nodes, each inside the projection (1x1
+  // convolution) whose output it alone reads.
+  EXPECT_EQ(xnn_calls, nodes - 1 - hardswish - adds);
+  size_t fused = 0, residuals = 0;
   for (const auto& instr : runs.chains[0].instructions) {
     if (instr.kind != format::InstructionKind::KernelCall) continue;
     const std::string& name = runs.operators[instr.index].name;
     fused += name == "xnnpack::conv2d_hardswish" || name == "xnnpack::depthwise_conv2d_hardswish";
+    residuals += name == "xnnpack::conv2d_add";
     EXPECT_NE(name, "xnnpack::hardswish");
+    EXPECT_NE(name, "xnnpack::add");
   }
   EXPECT_EQ(fused, hardswish);
+  EXPECT_EQ(residuals, adds);
   EXPECT_EQ(file.chains[0].instructions.size(), 1u);
   EXPECT_EQ(file.chains[0].instructions[0].kind, format::InstructionKind::DelegateCall);
   EXPECT_EQ(runs.inputs, file.inputs);
@@ -120,6 +127,35 @@ TEST(XnnpackRun, DelegateCallsBecomeKernelCalls) {
   EXPECT_GT(runs.buffer_sizes[0], file.buffer_sizes[0]);
   EXPECT_EQ(program->method_meta("forward").backends(), std::vector<std::string>{"XnnpackBackend"});
   EXPECT_TRUE(program->unsupported_delegates("forward").empty());
+}
+
+TEST(XnnpackRun, ReshapesOfInputsAreViews) {
+  // The transformer's attention delegates reshape their q, k and v inputs
+  // (split outside the delegate) before transposing them, and reshape
+  // internal values after: no reshape is left to run. The transposes read
+  // views of the inputs: tensors no instruction writes, in the file's own
+  // planned memory (internal values live past it).
+  const json& entry = xnnpack_manifest()["fixtures"]["transformer"];
+  auto program = test::load_fixture(entry, xnnpack_dir());
+  const format::MethodDesc& file = program->method("forward");
+  const format::MethodDesc& runs = program->runnable_method("forward");
+  const auto& instrs = runs.chains[0].instructions;
+  size_t reshapes = 0, views = 0;
+  for (const auto& instr : instrs) {
+    if (instr.kind != format::InstructionKind::KernelCall) continue;
+    const std::string& name = runs.operators[instr.index].name;
+    reshapes += name == "xnnpack::static_reshape";
+    if (name != "xnnpack::static_transpose") continue;
+    const int32_t in = instr.args[0];
+    const bool written = std::any_of(instrs.begin(), instrs.end(), [&](const auto& other) {
+      return !other.args.empty() && other.args.back() == in;
+    });
+    const format::TensorDesc& v = *runs.values[in].tensor;
+    views += !written && v.storage == format::TensorStorage::Planned && v.memory_id == 1 &&
+             v.memory_offset + v.nbytes <= file.buffer_sizes[0];
+  }
+  EXPECT_EQ(reshapes, 0u);
+  EXPECT_EQ(views, 6u);  // q, k and v of both layers
 }
 
 TEST(XnnpackRun, EveryLoweredOperatorIsRegistered) {
