@@ -6,7 +6,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <vector>
 
+#include "pterun/backend/device.h"
 #include "pterun/executor/method_loader.h"
 #include "pterun/executor/rewrite.h"
 
@@ -48,13 +50,13 @@ bool Method::Loader::any_viewed(const std::vector<std::pair<int32_t, size_t>>& d
 // folded into the weights and bias of the convolution before it, and a
 // relu, hardtanh or hardswish after it becomes the convolution's
 // activation, so three (seven for hardswish) passes over the activations
-// become one. CPU methods only (the weights
-// are folded on the host); where memory allows: no view reads a dropped
-// value's bytes, and the fused output does not overlap the input (the
-// convolution cannot run in place, and the input's memory may have been
-// given to the batch norm's or the activation's result).
+// become one. On any device whose backend fuses activations (the weights
+// are folded on the host, from the program's constants); where memory
+// allows: no view reads a dropped value's bytes, and the fused output does
+// not overlap the input (the convolution cannot run in place, and the
+// input's memory may have been given to the batch norm's or the
+// activation's result).
 void Method::Loader::fuse_convolutions() {
-  if (m.options_.device != Device::CPU) return;
   const auto& registry = kernels::KernelRegistry::global();
   const ChainLayout layout = chain_layout();
   for (const ConvFusion& f : find_conv_fusions(d, kept_values(), layout.idle)) {
@@ -276,26 +278,38 @@ void Method::Loader::skip_fused_copies() {
 // The folded weights and bias of `f`, in memory of the method's own that
 // f.weight's and f.mean's tensors then point at (same layout, float32):
 // scale = bn_weight / sqrt(var + eps), weight * scale, (conv_bias - mean)
-// * scale + bn_bias; in double, rounded once.
+// * scale + bn_bias; in double, rounded once. Computed on the host from the
+// program's constants (the finder takes constants only: on a GPU their
+// tensors are device memory), then copied to the method's device.
 void Method::Loader::fold_batch_norm(const ConvFusion& f) {
-  auto host = [&](int32_t v) -> const float* {
-    return v < 0 ? nullptr : static_cast<const float*>(m.tensors_[tensor_of_value[v]].data());
+  auto host = [&](int32_t v) -> const uint8_t* {
+    if (v < 0) return nullptr;
+    if (m.options_.device == Device::CPU) {
+      return static_cast<const uint8_t*>(m.tensors_[tensor_of_value[v]].data());
+    }
+    const TensorDesc& t = *d.values[v].tensor;
+    PTERUN_CHECK(t.is_constant() && t.data.size() >= t.nbytes, ErrorCode::Internal,
+                 "batch norm folding: value ", v, " is not a constant with its bytes");
+    return t.data.data();
+  };
+  auto at = [](const uint8_t* p, int64_t i) {
+    float x;
+    std::memcpy(&x, p + i * sizeof(float), sizeof x);
+    return double{x};
   };
   Tensor& weight = m.tensors_[tensor_of_value[f.weight]];
   Tensor& bias = m.tensors_[tensor_of_value[f.mean]];
   const int64_t oc = weight.size(0);
-  const float *gamma = host(f.bn_weight), *beta = host(f.bn_bias), *mean = host(f.mean),
-              *var = host(f.var), *conv_bias = host(f.conv_bias), *w_old = host(f.weight);
-  backend::Allocation w_own = m.allocate(weight.nbytes());
-  backend::Allocation b_own = m.allocate(bias.nbytes());
-  float* w_new = reinterpret_cast<float*>(w_own.data());
-  float* b_new = reinterpret_cast<float*>(b_own.data());
+  const uint8_t *gamma = host(f.bn_weight), *beta = host(f.bn_bias), *mean = host(f.mean),
+                *var = host(f.var), *conv_bias = host(f.conv_bias), *w_old = host(f.weight);
+  std::vector<float> w_new(weight.nbytes() / sizeof(float)), b_new(bias.nbytes() / sizeof(float));
   const int64_t per_channel = weight.numel() / oc;
   const auto strides = weight.strides();
   for (int64_t o = 0; o < oc; ++o) {
-    const double scale = (gamma != nullptr ? gamma[o] : 1.0) / std::sqrt(double{var[o]} + f.eps);
-    b_new[o] = static_cast<float>(((conv_bias != nullptr ? conv_bias[o] : 0.0) - mean[o]) * scale +
-                                  (beta != nullptr ? beta[o] : 0.0));
+    const double scale = (gamma != nullptr ? at(gamma, o) : 1.0) / std::sqrt(at(var, o) + f.eps);
+    b_new[o] =
+        static_cast<float>(((conv_bias != nullptr ? at(conv_bias, o) : 0.0) - at(mean, o)) * scale +
+                           (beta != nullptr ? at(beta, o) : 0.0));
     // Every element of output channel o, at its own offset.
     for (int64_t i = 0; i < per_channel; ++i) {
       int64_t offset = o * strides[0], rest = i;
@@ -303,13 +317,21 @@ void Method::Loader::fold_batch_norm(const ConvFusion& f) {
         offset += rest % weight.size(dim) * strides[dim];
         rest /= weight.size(dim);
       }
-      w_new[offset] = static_cast<float>(w_old[offset] * scale);
+      w_new[offset] = static_cast<float>(at(w_old, offset) * scale);
     }
   }
-  weight.set_data(w_new, weight.nbytes());
-  bias.set_data(b_new, bias.nbytes());
-  m.owned_.push_back(std::move(w_own));
-  m.owned_.push_back(std::move(b_own));
+  auto own = [&](Tensor& t, const std::vector<float>& bytes) {
+    backend::Allocation a = m.allocate(t.nbytes());
+    if (m.options_.device == Device::CPU) {
+      std::memcpy(a.data(), bytes.data(), t.nbytes());
+    } else {
+      backend::upload(m.options_.device_index, a.data(), bytes.data(), t.nbytes());
+    }
+    t.set_data(a.data(), t.nbytes());
+    m.owned_.push_back(std::move(a));
+  };
+  own(weight, w_new);
+  own(bias, b_new);
 }
 
 // Hardswish fusion (rewrite.h, find_hardswish_fusions): torch's decomposed

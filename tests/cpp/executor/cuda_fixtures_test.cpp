@@ -13,6 +13,7 @@
 #include "pterun/core/stats.h"
 #include "pterun/executor/method.h"
 #include "pterun/executor/runner.h"
+#include "pterun/kernels/registry.h"
 #include "tests/cpp/executor/fixture_calls.h"
 #include "tests/cpp/test_util.h"
 
@@ -76,6 +77,32 @@ TEST(CudaFixturesRun, EveryFixtureMatchesTheExporter) {
       }
     } catch (const Error& e) {
       ADD_FAILURE() << name << ": " << e.what();
+    }
+  }
+}
+
+TEST(CudaFixturesRun, BatchNormsFoldIntoConvolutions) {
+  // cnn: conv -> batch norm -> relu, conv -> batch norm -> relu6. On the
+  // GPU as on the CPU the batch norms fold into the convolutions' weights
+  // (computed on the host, uploaded) and the activations run in the
+  // convolutions' epilogue; the outputs still match the exporter's.
+  SKIP_WITHOUT_GPU();
+  const auto& registry = kernels::KernelRegistry::global();
+  for (const char* name : {"cnn", "cnn_channels_last"}) {
+    SCOPED_TRACE(name);
+    const json& entry = test::manifest()["fixtures"][name];
+    auto program = test::load_fixture(entry);
+    auto m = Method::load(program, "forward", kCuda0);
+    auto fn = [&](const char* kernel) { return registry.info(kernel, Device::CUDA)->fn; };
+    EXPECT_EQ(m->steps_calling(fn("pterun::convolution_relu.out")), 1u);
+    EXPECT_EQ(m->steps_calling(fn("pterun::convolution_hardtanh.out")), 1u);
+    EXPECT_EQ(m->steps_calling(fn("aten::_native_batch_norm_legit_no_training.out")), 0u);
+    auto calls = test::load_calls(entry);
+    for (size_t k = 0; k < calls.size(); ++k) {
+      auto inputs = test::make_inputs(calls[k]);
+      m->set_inputs(inputs);
+      m->execute();
+      expect_output(*m, 0, calls[k], std::string(name) + " call " + std::to_string(k));
     }
   }
 }

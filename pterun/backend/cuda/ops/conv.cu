@@ -10,6 +10,8 @@
 // wrapping 64-bit integers, as the CPU's direct kernel.
 
 #include <cstdint>
+#include <type_traits>
+#include <utility>
 
 #include "pterun/backend/cuda/cuda_context.h"
 #include "pterun/backend/cuda/device/nn_device.cuh"
@@ -23,6 +25,64 @@
 namespace pterun::cuda::nn {
 namespace {
 
+// What a fused convolution does to each output after the convolution
+// (ops::ConvProblem): the bias (when the convolution left it out), the
+// residual, the activation; each step's result rounded to the dtype, as the
+// CPU's and the unfused steps' are.
+struct Epilogue {
+  const void* bias;      // or null
+  const void* residual;  // or null
+  int64_t rs[4];
+  ops::ConvActivation activation;
+  double lo, hi;
+};
+
+/// The dtype's rounding of v (nothing for float32 and float64).
+template <typename Acc>
+__device__ inline Acc rounded(Acc v, DType d) {
+  if (d == DType::Float16) return convert<Acc>(convert<__half>(v));
+  if (d == DType::BFloat16) return convert<Acc>(convert<__nv_bfloat16>(v));
+  return v;
+}
+
+/// Output (ni, o, y, x) of value v (already rounded) after `f`.
+template <typename Acc>
+__device__ inline Acc finish(const Epilogue& f, DType d, Acc v, int64_t ni, int64_t o, int64_t y,
+                             int64_t x) {
+  if (f.bias != nullptr) v = rounded(v + load_as<Acc>(f.bias, d, o), d);
+  if (f.residual != nullptr) {
+    v = rounded(
+        v + load_as<Acc>(f.residual, d, ni * f.rs[0] + o * f.rs[1] + y * f.rs[2] + x * f.rs[3]), d);
+  }
+  if (f.activation == ops::ConvActivation::Hardswish) {
+    Acc t = v + Acc(3);
+    t = t < Acc(0) ? Acc(0) : t;  // NaN stays NaN
+    t = t > Acc(6) ? Acc(6) : t;
+    return v * t / Acc(6);
+  }
+  if (f.activation == ops::ConvActivation::Clamp) {
+    const Acc lo = static_cast<Acc>(f.lo), hi = static_cast<Acc>(f.hi);
+    v = v < lo ? lo : v;
+    return v > hi ? hi : v;
+  }
+  return v;
+}
+
+/// Runs `f` over the output the convolution wrote (total elements).
+template <typename Acc>
+__global__ void conv_epilogue(Epilogue f, DType d, void* out, int64_t oc, int64_t oh, int64_t ow,
+                              int64_t os0, int64_t os1, int64_t os2, int64_t os3, int64_t total) {
+  for (int64_t e = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; e < total;
+       e += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t x = e % ow;
+    const int64_t y = (e / ow) % oh;
+    const int64_t o = (e / (ow * oh)) % oc;
+    const int64_t ni = e / (ow * oh * oc);
+    const int64_t at = ni * os0 + o * os1 + y * os2 + x * os3;
+    store_as(out, d, at, finish(f, d, load_as<Acc>(out, d, at), ni, o, y, x));
+  }
+}
+
 struct ConvArgs {
   DType dtype;
   bool transposed;
@@ -33,6 +93,11 @@ struct ConvArgs {
   const void* bias;
   void* out;
   int64_t is[4], ws[4], os[4];
+  // Applied to each output in its store when `fused` (the bias is in the
+  // sum already): a residual that is the output itself is read just
+  // before its element is written.
+  bool fused;
+  Epilogue epilogue;
 };
 
 template <typename Acc>
@@ -78,12 +143,31 @@ __global__ void conv_direct(ConvArgs p, int64_t total) {
         }
       }
     }
+    if constexpr (std::is_floating_point_v<Acc>) {
+      if (p.fused) acc = finish(p.epilogue, p.dtype, rounded(acc, p.dtype), ni, o, y, x);
+    }
     store_as(p.out, p.dtype, ni * p.os[0] + o * p.os[1] + y * p.os[2] + x * p.os[3], acc);
   }
 }
 
-void run_conv(kernels::KernelContext& ctx, const ops::ConvProblem& q, const char* op) {
+Epilogue epilogue_of(const ops::ConvProblem& q, bool with_bias) {
+  Epilogue f{};
+  f.bias = with_bias ? q.bias : nullptr;
+  f.residual = q.residual;
+  for (int i = 0; i < 4; ++i) f.rs[i] = q.residual_strides[i];
+  f.activation = q.activation;
+  f.lo = q.clamp_min;
+  f.hi = q.clamp_max;
+  return f;
+}
+
+/// The direct convolution of `q`, with its epilogue in the stores when
+/// `fused`.
+void run_conv(kernels::KernelContext& ctx, const ops::ConvProblem& q, const char* op,
+              bool fused = false) {
   ConvArgs p;
+  p.fused = fused;
+  p.epilogue = epilogue_of(q, false);
   p.dtype = q.dtype;
   p.transposed = q.transposed;
   p.groups = q.groups;
@@ -123,6 +207,28 @@ void run_conv(kernels::KernelContext& ctx, const ops::ConvProblem& q, const char
   check_launch(op);
 }
 
+/// The epilogue of `q` (with its bias when `with_bias`) over the output a
+/// convolution wrote.
+void run_epilogue(kernels::KernelContext& ctx, const ops::ConvProblem& q, bool with_bias,
+                  const char* op) {
+  const Epilogue f = epilogue_of(q, with_bias);
+  if (f.bias == nullptr && f.residual == nullptr && f.activation == ops::ConvActivation::None) {
+    return;
+  }
+  const int64_t total = q.n * q.oc * q.oh * q.ow;
+  if (total == 0) return;
+  const int64_t* os = q.out_strides;
+  const unsigned blocks = blocks_for(total, 256);
+  if (q.dtype == DType::Float64) {
+    conv_epilogue<double><<<blocks, 256, 0, stream(ctx)>>>(f, q.dtype, q.out, q.oc, q.oh, q.ow,
+                                                           os[0], os[1], os[2], os[3], total);
+  } else {
+    conv_epilogue<float><<<blocks, 256, 0, stream(ctx)>>>(f, q.dtype, q.out, q.oc, q.oh, q.ow,
+                                                          os[0], os[1], os[2], os[3], total);
+  }
+  check_launch(op);
+}
+
 }  // namespace
 }  // namespace pterun::cuda::nn
 
@@ -136,10 +242,52 @@ void convolution(KernelContext& ctx, const ops::ConvProblem& p) {
   cuda::nn::run_conv(ctx, p, op);
 }
 
+/// True when the residual's elements and out's share bytes.
+bool residual_overlaps(const ops::ConvProblem& p) {
+  if (p.residual == nullptr) return false;
+  const auto size = static_cast<int64_t>(element_size(p.dtype));
+  auto span = [&](const void* base, const int64_t* st) {
+    int64_t last = 0;
+    const int64_t dims[4] = {p.n, p.oc, p.oh, p.ow};
+    for (int i = 0; i < 4; ++i) last += (dims[i] - 1) * st[i];
+    const auto* b = static_cast<const uint8_t*>(base);
+    return std::pair<const uint8_t*, const uint8_t*>(b, b + (last + 1) * size);
+  };
+  const auto [r0, r1] = span(p.residual, p.residual_strides);
+  const auto [o0, o1] = span(p.out, p.out_strides);
+  return r0 < o1 && o0 < r1;
+}
+
+/// A convolution with its bias, residual and activation (ops::ConvProblem):
+/// cuDNN's or the im2col product, then one pass over the output for what
+/// they leave (cuDNN: the bias too, in place of its own add); the direct
+/// kernel in its stores, which it alone can do when the residual is the
+/// output itself (read just before each element is written).
+void convolution_fused(KernelContext& ctx, const ops::ConvProblem& p) {
+  const char* op = "aten::convolution.out";
+  ops::ConvProblem q = p;
+  q.residual = nullptr;
+  q.activation = ops::ConvActivation::None;
+  bool bias_left = false;
+  if (!residual_overlaps(p)) {
+    q.bias = nullptr;
+    bias_left = cuda::nn::cudnn_conv(ctx, q, op);
+    q.bias = p.bias;
+    if (!bias_left && !cuda::nn::conv_gemm(ctx, q, op)) {
+      cuda::nn::run_conv(ctx, p, op, true);
+      return;
+    }
+  } else {
+    cuda::nn::run_conv(ctx, p, op, true);
+    return;
+  }
+  cuda::nn::run_epilogue(ctx, p, bias_left, op);
+}
+
 }  // namespace
 
 const ops::ConvBackend& conv_backend() {
-  static constexpr ops::ConvBackend kConv{&convolution};
+  static constexpr ops::ConvBackend kConv{&convolution, &convolution_fused};
   return kConv;
 }
 
