@@ -2,13 +2,14 @@
 cluster (Ray Data, pterun.ray.predict) and prints the accuracy and rows/s.
 
     pip install 'pterun[ray]'
-    python3 examples/ray_batch.py [--actors 2] [--batch-size 4096] [--rows-per-call 256]
+    python3 examples/ray_batch.py [--actors 2] [--batch-size ROWS] [--rows-per-call 256]
 
 The 359 held-out images are repeated --copies times, so that there are
 enough rows to keep the actors busy; the accuracy is the same on every copy.
-Ray Data hands each actor batches of --batch-size rows, which it runs in
-pterun calls of --rows-per-call rows: Ray spends a fixed time on each of its
-batches, which large batches spread thin (docs/ray.md).
+Ray Data hands each actor batches of --batch-size rows (by default
+predict()'s choice: about 16 MiB of the method's inputs and outputs), which
+it runs in pterun calls of --rows-per-call rows: Ray spends a fixed time on
+each of its batches, which large batches spread thin (docs/ray.md).
 """
 
 import argparse
@@ -30,7 +31,8 @@ def main():
     parser.add_argument("--program", default=ROOT / "tests" / "fixtures" / "digits_cnn.pte")
     parser.add_argument("--data", default=ROOT / "tests" / "fixtures" / "digits_cnn_heldout.npz")
     parser.add_argument("--actors", type=int, default=2, help="actors, one CPU each")
-    parser.add_argument("--batch-size", type=int, default=4096, help="rows per Ray batch")
+    parser.add_argument("--batch-size", type=int, default=None,
+                        help="rows per Ray batch (default: predict()'s choice)")
     parser.add_argument("--rows-per-call", type=int, default=256, help="rows per pterun call")
     parser.add_argument("--copies", type=int, default=20)
     parser.add_argument("--cpus", type=int, default=os.cpu_count(), help="the local cluster's CPUs")
@@ -62,8 +64,9 @@ def main():
     print(f"rows:       {rows} ({args.copies} copies of {len(held_out['labels'])} held-out "
           "8x8 images)")
     print(f"accuracy:   {correct / rows:.2%} ({correct}/{rows} correct)")
+    batches = "predict()'s default" if args.batch_size is None else args.batch_size
     print(f"throughput: {rows / elapsed:,.0f} rows/s on {args.actors} actors, Ray batches of "
-          f"{args.batch_size} rows, pterun calls of {args.rows_per_call} ({elapsed:.2f} s, "
+          f"{batches} rows, pterun calls of {args.rows_per_call} ({elapsed:.2f} s, "
           "actor start-up and program loading included)")
 
 

@@ -3,6 +3,7 @@ gives the results of direct pterun calls on the same rows; columns map to
 inputs and outputs; the program is loaded once per actor."""
 
 import shutil
+import threading
 
 import numpy as np
 import pytest
@@ -55,6 +56,71 @@ def test_map_batches_equals_direct_calls_on_the_same_rows(ordered, digits):
     np.testing.assert_array_equal(out["output"], expected)
     labels = np.concatenate([digits[1]] * 3)
     assert (out["output"].argmax(axis=1) == labels).mean() > 0.95
+
+
+def observed_predictor():
+    """A Predictor class that adds, to each row of its result, what its
+    batch looked like in the actor: the batch's rows, whether its input
+    column was writable (Ray hands it over without a copy, read-only), and
+    whether the call ran on the thread that made the Predictor. (Made in a
+    function, so that Ray sends the class itself to the actors: they cannot
+    import this test module.)"""
+
+    class Observed(pr.Predictor):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            self._thread = threading.get_ident()
+
+        def __call__(self, batch):
+            out = super().__call__(batch)
+            rows = len(batch["data"])
+            out["batch_rows"] = np.full(rows, rows)
+            out["writable"] = np.full(rows, batch["data"].flags.writeable)
+            out["same_thread"] = np.full(rows, threading.get_ident() == self._thread)
+            return out
+
+    return Observed
+
+
+def test_predict_default_batches_are_large_views_on_the_actor_thread(ordered, digits):
+    """predict() without batch_size: Ray batches of 16384 rows for digits_cnn
+    (16 MiB of inputs and outputs would be more rows; 16384 is the most),
+    each a read-only view of its block, run on the actor's own thread, in
+    pterun calls of rows_per_call rows: the outputs of direct calls of 256
+    rows."""
+    ray = ordered
+    images = np.tile(digits[0], (92, 1, 1, 1))[:2 * 16384]
+    ds = ray.data.from_numpy([images[:16384], images[16384:]])
+    out = pr.predict(ds, str(DIGITS), rows_per_call=BATCH, predictor_class=observed_predictor(),
+                     concurrency=2).take_batch(len(images))
+    assert sorted(out) == ["batch_rows", "output", "same_thread", "writable"]
+    np.testing.assert_array_equal(out["batch_rows"], 16384)
+    assert not out["writable"].any()
+    assert out["same_thread"].all()
+    (expected,) = direct(DIGITS, [images], BATCH)
+    np.testing.assert_array_equal(out["output"], expected)
+
+
+def test_default_batch_rows_follow_the_size_of_a_row():
+    """Ray batches of about 16 MiB of a method's inputs and outputs (at
+    their bounds), at most 16384 rows, a whole number of pterun calls; 4096
+    where the driver cannot read the program."""
+    from pterun.ray._batch import batch_rows, _signature_here
+
+    digits = _signature_here(str(DIGITS), "forward")  # 256 + 40 bytes a row, 1024 a call
+    assert batch_rows(digits) == 16384
+    assert batch_rows(digits, BATCH) == 16384
+    assert batch_rows(digits, 1000) == 16000  # 16 calls of 1000 rows
+    cnn = _signature_here(str(FIXTURES / "cnn.pte"), "forward")  # (1, 3, 32, 32) in, (1, 10) out
+    row = 3 * 32 * 32 * 4 + 10 * 4
+    assert batch_rows(cnn) == 16 * 2**20 // row
+    static = _signature_here(str(FIXTURES / "mlp.pte"), "forward")  # exactly 8 rows a call
+    assert batch_rows(static) == 16384 and batch_rows(static) % 8 == 0
+    with pytest.raises(ValueError, match="exactly 8 rows a call"):
+        batch_rows(static, 4)
+    assert _signature_here("/no/such/dir/model.pte", "forward") is None
+    with pytest.raises(TypeError, match="subclass of it"):
+        pr.predict(None, str(DIGITS), predictor_class=dict)
 
 
 def test_columns_map_to_inputs_and_outputs_with_padding(ordered):

@@ -9,11 +9,14 @@ runs a method on the rows of each batch::
 
     import pterun.ray
     ds = ray.data.from_numpy(images)                       # column "data"
-    out = pterun.ray.predict(ds, "model.pte", concurrency=2, batch_size=256)
-    # the same by hand:
-    out = ds.map_batches(pterun.ray.Predictor, batch_format="numpy", batch_size=256,
-                         compute=ray.data.ActorPoolStrategy(size=2),
-                         fn_constructor_kwargs={"program": "model.pte"})
+    out = pterun.ray.predict(ds, "model.pte", concurrency=2, rows_per_call=256)
+    # much the same by hand (predict picks the Ray batch from the method's row size):
+    out = ds.map_batches(pterun.ray.Predictor, batch_format="numpy", batch_size=16384,
+                         zero_copy_batch=True,
+                         compute=ray.data.ActorPoolStrategy(
+                             size=2, enable_true_multi_threading=True,
+                             max_tasks_in_flight_per_actor=4),
+                         fn_constructor_kwargs={"program": "model.pte", "rows_per_call": 256})
 
 Serving: :func:`deployment` makes a Ray Serve application that serves a
 program's methods over HTTP (JSON or ``.npy`` bodies, ``POST /<method>``),

@@ -10,6 +10,7 @@ import numpy as np
 import ray
 import ray.data
 
+import pterun
 from pterun.ray import _program
 from pterun.ray._signature import MethodSignature
 
@@ -97,14 +98,7 @@ class Predictor:
         self.output_columns = list(output_columns)
         self.keep_columns = keep_columns if isinstance(keep_columns, bool) else list(keep_columns)
         self._static = any(not s.dynamic for s in sig.inputs)
-        self._chunk = sig.max_rows
-        if rows_per_call is not None:
-            if rows_per_call < 1:
-                raise ValueError(f"{where}: rows_per_call must be at least 1, got {rows_per_call}")
-            if self._static and rows_per_call != sig.max_rows:
-                raise ValueError(f"{where}: the method takes exactly {sig.max_rows} rows a call "
-                                 f"(a static shape), not rows_per_call={rows_per_call}")
-            self._chunk = min(rows_per_call, sig.max_rows)
+        self._chunk = _call_rows(sig, rows_per_call, where)
 
     def __call__(self, batch: Any) -> Dict[str, np.ndarray]:
         columns = _columns(batch, self.input_columns)
@@ -185,27 +179,96 @@ def _pad_rows(a: np.ndarray, rows: int) -> np.ndarray:
     return np.concatenate([a, pad])
 
 
+def _call_rows(sig: MethodSignature, rows_per_call: Optional[int], where: str) -> int:
+    """Rows of one pterun call: ``rows_per_call`` within the method's bound
+    (exactly its rows for a static method), by default the bound."""
+    if rows_per_call is None:
+        return sig.max_rows
+    if rows_per_call < 1:
+        raise ValueError(f"{where}: rows_per_call must be at least 1, got {rows_per_call}")
+    if any(not s.dynamic for s in sig.inputs) and rows_per_call != sig.max_rows:
+        raise ValueError(f"{where}: the method takes exactly {sig.max_rows} rows a call "
+                         f"(a static shape), not rows_per_call={rows_per_call}")
+    return min(rows_per_call, sig.max_rows)
+
+
+# predict()'s Ray batches, when not given: rows whose inputs and outputs
+# take about BATCH_BYTES, at most BATCH_ROWS (docs/ray.md, "Ray batches and
+# pterun calls"), a whole number of pterun calls.
+BATCH_BYTES = 16 * 2**20
+BATCH_ROWS = 16384
+FALLBACK_BATCH_ROWS = 4096  # where the driver cannot read the program
+# Ray Data tasks queued at each actor (Ray's default is 2): with 4 the next
+# task is ready when one ends, which shortens the actor's idle time between
+# tasks (docs/ray.md).
+TASKS_IN_FLIGHT = 4
+
+
+def batch_rows(signature: MethodSignature, rows_per_call: Optional[int] = None) -> int:
+    """The rows of a Ray batch that :func:`predict` asks for by default:
+    as many as fit in ``BATCH_BYTES`` of the method's inputs and outputs
+    (each tensor at its bound), at most ``BATCH_ROWS``, rounded down to a
+    whole number of pterun calls of ``rows_per_call`` rows (at least one)."""
+    call = _call_rows(signature, rows_per_call, "pterun.ray.predict")
+    if call < 1:  # a method without rows, which the Predictor refuses
+        return FALLBACK_BATCH_ROWS
+    row_bytes = sum(s.row_nbytes for s in signature.inputs + signature.outputs)
+    rows = min(BATCH_ROWS, BATCH_BYTES // max(row_bytes, 1))
+    return max(call, rows // call * call)
+
+
+def _signature_here(program: Any, method: str) -> Optional[MethodSignature]:
+    """The method's signature, read in this process, or None where the
+    program cannot be read here (a path only the cluster's nodes see). Only
+    a guess for the batch size: the actors report any real problem with
+    the program or the method, in their own words."""
+    try:
+        return MethodSignature(pterun.load_program(_program.resolve(program)).method_meta(method))
+    except Exception:  # noqa: BLE001 - see above
+        return None
+
+
 def predict(dataset: "ray.data.Dataset", program: _program.ProgramSource, *,
-            batch_size: int = 4096, concurrency: int = 1, num_cpus: Optional[float] = None,
-            num_gpus: Optional[float] = None, **predictor_args: Any) -> "ray.data.Dataset":
+            batch_size: Optional[int] = None, concurrency: int = 1,
+            num_cpus: Optional[float] = None, num_gpus: Optional[float] = None,
+            predictor_class: type = Predictor, **predictor_args: Any) -> "ray.data.Dataset":
     """``dataset.map_batches`` with a :class:`Predictor` on a pool of
     ``concurrency`` actors, each with ``num_cpus`` CPUs and ``num_gpus``
     GPUs (with a GPU the method runs there).
 
-    ``batch_size`` is the rows of one Ray batch (one Predictor call); the
-    default is large because Ray spends a fixed time on every batch. Give
-    ``rows_per_call`` to run each in smaller pterun calls. Program bytes
-    are put into the object store once (:func:`put_program`), not sent to
-    each actor. ``predictor_args`` go to :class:`Predictor`; the result is
-    lazy, as Ray Data is."""
+    ``batch_size`` is the rows of one Ray batch (one Predictor call, run in
+    pterun calls of ``rows_per_call`` rows). Ray spends a fixed time on
+    every batch, so the default is large: as many rows as fill about 16 MiB
+    of the method's inputs and outputs (at their bounds), at most 16384, a
+    whole number of pterun calls (4096 where this process cannot read the
+    program). Batches are handed over without a copy
+    (``zero_copy_batch``; the Predictor never writes into them) and the
+    Predictor runs on the actor's own thread (``enable_true_multi_threading``,
+    one call at a time), which spares Ray a copy of every batch and a
+    handover between threads; each actor has 4 tasks queued instead of
+    Ray's 2, which shortens its pause between tasks. Program bytes are put into the object store
+    once (:func:`put_program`), not sent to each actor.
+    ``predictor_class`` is the class the actors run, a subclass of
+    :class:`Predictor` (one that adds pre- or post-processing);
+    ``predictor_args`` go to its constructor. The result is lazy, as Ray
+    Data is."""
+    if not (isinstance(predictor_class, type) and issubclass(predictor_class, Predictor)):
+        raise TypeError(f"pterun.ray.predict: predictor_class must be pterun.ray.Predictor or "
+                        f"a subclass of it, not {predictor_class!r}")
     if isinstance(program, (bytes, bytearray, memoryview)):
         program = _program.put_program(program)
+    if batch_size is None:
+        signature = _signature_here(program, predictor_args.get("method", "forward"))
+        batch_size = (FALLBACK_BATCH_ROWS if signature is None else
+                      batch_rows(signature, predictor_args.get("rows_per_call")))
     remote_args: Dict[str, Any] = {}
     if num_cpus is not None:
         remote_args["num_cpus"] = num_cpus
     if num_gpus is not None:
         remote_args["num_gpus"] = num_gpus
     return dataset.map_batches(
-        Predictor, fn_constructor_kwargs={"program": program, **predictor_args},
-        batch_size=batch_size, batch_format="numpy",
-        compute=ray.data.ActorPoolStrategy(size=concurrency), **remote_args)
+        predictor_class, fn_constructor_kwargs={"program": program, **predictor_args},
+        batch_size=batch_size, batch_format="numpy", zero_copy_batch=True,
+        compute=ray.data.ActorPoolStrategy(size=concurrency, enable_true_multi_threading=True,
+                                           max_tasks_in_flight_per_actor=TASKS_IN_FLIGHT),
+        **remote_args)

@@ -54,13 +54,21 @@ class ValueSpec:
     dtype: Optional[np.dtype] = None
     sizes: Tuple[int, ...] = ()
     dynamic: bool = False
+    nbytes: int = 0  # of the whole tensor at its sizes (for a dynamic one, its bound)
 
     @staticmethod
     def of(tag: str, info: Optional[pterun.TensorInfo]) -> "ValueSpec":
         if tag != "Tensor" or info is None:
             return ValueSpec(tag)
         return ValueSpec(tag, info.dtype_name, numpy_dtype(info.dtype_name), tuple(info.sizes),
-                         info.shape_dynamism != "static")
+                         info.shape_dynamism != "static", int(info.nbytes))
+
+    @property
+    def row_nbytes(self) -> int:
+        """Bytes of one row (dimension 0) at most; 0 for a value without rows."""
+        if self.tag != "Tensor" or not self.sizes or self.sizes[0] < 1:
+            return 0
+        return -(-self.nbytes // self.sizes[0])
 
     def describe(self) -> dict:
         if self.tag != "Tensor":
