@@ -1,6 +1,6 @@
-// The oneDNN convolution keeps reordered weights between calls: weights
-// changed in place (same address, new values) must be used, not the old
-// packed copy.
+// Convolutions keep their packed weights between calls (the float one its
+// reordered weights, the int8 one its panels): weights changed in place
+// (same address, new values) must be used, not the old packed copy.
 
 #include <gtest/gtest.h>
 
@@ -10,6 +10,7 @@
 #include "pterun/core/tensor.h"
 #include "pterun/core/value.h"
 #include "pterun/kernels/registry.h"
+#include "pterun/ops/quant.h"
 
 namespace pterun {
 namespace {
@@ -69,6 +70,48 @@ TEST(ConvolutionWeights, WeightsChangedInPlaceAreUsed) {
     conv(ctx, std::span<Value* const>(args));
     const std::vector<float> expected = reference(x, w, ic, oc, h, wd);
     for (size_t i = 0; i < out.size(); ++i) ASSERT_NEAR(out[i], expected[i], 1e-3) << i;
+  }
+}
+
+TEST(ConvolutionWeights, QuantizedWeightsChangedInPlaceAreUsed) {
+  // int8, 8 -> 24 channels over a 10 x 10 image: enough pixels for the
+  // packed product. Each round changes the weights in place and compares
+  // the call with one on a copy of them at a new address (packed afresh).
+  constexpr int64_t ic = 8, oc = 24, h = 10, wd = 10;
+  const std::array<int64_t, 4> x_sizes{1, ic, h, wd}, w_sizes{oc, ic, 3, 3}, o_sizes{1, oc, h, wd};
+  const std::array<int64_t, 1> c_sizes{oc};
+  std::vector<int8_t> x(ic * h * wd), w(oc * ic * 9), in_place(oc * h * wd), fresh(oc * h * wd);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<int8_t>((i * 37) % 255 - 127);
+  std::vector<float> scales(oc);
+  for (int64_t o = 0; o < oc; ++o) scales[o] = 0.002f + 0.0003f * static_cast<float>(o);
+  std::vector<int32_t> sums(oc);
+  Tensor tx(DType::Int8, x_sizes), ts(DType::Float32, c_sizes), tz(DType::Int32, c_sizes);
+  tx.set_data(x.data(), x.size());
+  ts.set_data(scales.data(), scales.size() * 4);
+  tz.set_data(sums.data(), sums.size() * 4);
+  const std::array<int64_t, 2> ones{1, 1};
+  auto run = [&](std::vector<int8_t>& weights, std::vector<int8_t>& out) {
+    Tensor tw(DType::Int8, w_sizes), to(DType::Int8, o_sizes);
+    tw.set_data(weights.data(), weights.size());
+    to.set_data(out.data(), out.size());
+    kernels::KernelContext ctx;
+    ops::quantized_conv2d_out(ctx, tx, 0.03, -7, tw, ts, tz, nullptr, ones, ones, ones, 1, 0.08, 4,
+                              -128, 127, to);
+  };
+  std::vector<std::vector<int8_t>> copies;
+  for (int round = 0; round < 3; ++round) {
+    SCOPED_TRACE(round);
+    for (size_t i = 0; i < w.size(); ++i) {
+      w[i] = static_cast<int8_t>((i * 13 + static_cast<size_t>(round) * 71) % 255 - 127);
+    }
+    for (int64_t o = 0; o < oc; ++o) {
+      sums[o] = 0;
+      for (int64_t k = 0; k < ic * 9; ++k) sums[o] += w[o * ic * 9 + k];
+    }
+    run(w, in_place);
+    copies.push_back(w);  // all kept: each copy at an address of its own
+    run(copies.back(), fresh);
+    ASSERT_EQ(in_place, fresh);
   }
 }
 

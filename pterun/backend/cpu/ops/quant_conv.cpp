@@ -11,9 +11,11 @@
 
 #include <algorithm>
 #include <cstring>
+#include <vector>
 
 #include "pterun/backend/cpu/engine/parallel.h"
 #include "pterun/backend/cpu/engine/x86_intrinsics.h"
+#include "pterun/backend/cpu/ops/dnnl_util.h"
 #include "pterun/backend/cpu/ops/ops.h"
 #include "pterun/backend/cpu/ops/quant_gemm.h"
 #include "pterun/backend/cpu/ops/quant_requant.h"
@@ -177,6 +179,29 @@ void depthwise_rows(const ConvGeometry& c, int64_t b, int64_t p0, int64_t rows,
   }
 }
 
+/// A convolution's weights packed for qgemm_packed, kept between calls (per
+/// thread, by weight address and shape) with the bytes they were packed
+/// from: constant weights are packed once, changed ones again.
+class PackedWeights {
+ public:
+  explicit PackedWeights(size_t bytes) : bytes_(bytes + 63) {}
+  /// The panels, from a 64-byte boundary (AMX tiles and vectors load whole
+  /// lines).
+  uint8_t* panels() {
+    const auto at = reinterpret_cast<uintptr_t>(bytes_.data());
+    return bytes_.data() + ((64 - at % 64) % 64);
+  }
+  /// True when the panels were packed from `w`'s `n` bytes.
+  bool packed_from(const int8_t* w, size_t n) const {
+    return from_.size() == n && std::memcmp(from_.data(), w, n) == 0;
+  }
+  void remember(const int8_t* w, size_t n) { from_.assign(w, w + n); }
+
+ private:
+  std::vector<uint8_t> bytes_;
+  std::vector<int8_t> from_;
+};
+
 }  // namespace
 
 void quantized_conv2d(KernelContext& ctx, const ops::QConv2dArgs& a) {
@@ -207,8 +232,6 @@ void quantized_conv2d(KernelContext& ctx, const ops::QConv2dArgs& a) {
   // The weights packed once per call (qgemm_packed), from a few pixels on.
   const bool packed = !depthwise && qgemm_packs() && c.batch * pixels >= kQgemmPackRows;
   const int64_t panel_bytes = qgemm_panel_bytes(c.k), group_panels = (c.og + 15) / 16;
-  const size_t pack_bytes =
-      packed ? aligned(static_cast<size_t>(c.groups * group_panels * panel_bytes)) : 0;
   // The packed product reads each pixel's window in place (no im2col) when
   // the weight's inputs run (tap, channel) and every tap's channels are
   // whole groups of 4: `groups` holds each group's offset from the window.
@@ -232,9 +255,8 @@ void quantized_conv2d(KernelContext& ctx, const ops::QConv2dArgs& a) {
                                                  static_cast<size_t>(c.groups) * sizeof(int32_t))
                                        : 0;
   const size_t slot = cols_bytes + acc_bytes + out_bytes;
-  auto* scratch =
-      static_cast<char*>(ctx.scratch(terms_bytes + stage_bytes + taps_bytes + pack_bytes +
-                                     groups_bytes + sums_bytes + slot * threads));
+  auto* scratch = static_cast<char*>(ctx.scratch(terms_bytes + stage_bytes + taps_bytes +
+                                                 groups_bytes + sums_bytes + slot * threads));
   const Requant terms = requant_terms(a.rq, c.out_channels, scratch);
   // Depthwise weights tap-major ([tap][channel]), for runs of channels,
   // and each channel's -zero_point * (sum of its weights).
@@ -265,9 +287,25 @@ void quantized_conv2d(KernelContext& ctx, const ops::QConv2dArgs& a) {
   c.ph = c.pw = 0;
   c.image_stride = c.height * c.width * c.channels;
   c.pixel_stride = c.channels;
-  auto* pack = reinterpret_cast<uint8_t*>(scratch + terms_bytes + stage_bytes + taps_bytes);
-  auto* groups =
-      reinterpret_cast<int32_t*>(scratch + terms_bytes + stage_bytes + taps_bytes + pack_bytes);
+  // The packed weights, from this thread's cache: packed again only when
+  // their bytes changed.
+  const int8_t* weight = a.weight.data_as<const int8_t>();
+  const auto weight_bytes = static_cast<size_t>(c.groups * c.og * c.k);
+  uint8_t* pack = nullptr;
+  bool pack_now = false;
+  PackedWeights* kept = nullptr;
+  if (packed) {
+    dnnl_util::PlanKey key;
+    key.add({c.groups, c.og, c.k, rows_unsigned ? 1 : 0});
+    key.add(static_cast<int64_t>(reinterpret_cast<uintptr_t>(weight)));
+    thread_local dnnl_util::PlanCache<PackedWeights> cache(64);
+    kept = &cache.get(key, [&] {
+      return PackedWeights(static_cast<size_t>(c.groups * group_panels * panel_bytes));
+    });
+    pack = kept->panels();
+    pack_now = !kept->packed_from(weight, weight_bytes);
+  }
+  auto* groups = reinterpret_cast<int32_t*>(scratch + terms_bytes + stage_bytes + taps_bytes);
   auto* sums = reinterpret_cast<int32_t*>(reinterpret_cast<char*>(groups) + groups_bytes);
   if (gather) {
     for (int64_t q = 0; q < c.k / 4; ++q) {
@@ -281,7 +319,7 @@ void quantized_conv2d(KernelContext& ctx, const ops::QConv2dArgs& a) {
   // task per padded image row: the row staged (its border, then its
   // pixels: NCHW channel by channel, channels-last one run) and its pixels'
   // channel sums.
-  const int64_t pack_tasks = packed ? c.groups * group_panels : 0;
+  const int64_t pack_tasks = pack_now ? c.groups * group_panels : 0;
   const int64_t row_tasks = staged || pixel_sums ? c.batch * hp : 0;
   if (pack_tasks + row_tasks > 0) {
     const auto pad = static_cast<uint8_t>(a.rq.in_q.zero_point);
@@ -312,9 +350,8 @@ void quantized_conv2d(KernelContext& ctx, const ops::QConv2dArgs& a) {
                    for (int64_t t = begin; t < end; ++t) {
                      if (t < pack_tasks) {
                        const int64_t g = t / group_panels, panel = t % group_panels;
-                       qgemm_pack(a.weight.data_as<const int8_t>() + g * c.og * c.k, c.k, c.og, c.k,
-                                  !rows_unsigned, panel, panel + 1,
-                                  pack + g * group_panels * panel_bytes);
+                       qgemm_pack(weight + g * c.og * c.k, c.k, c.og, c.k, !rows_unsigned, panel,
+                                  panel + 1, pack + g * group_panels * panel_bytes);
                        continue;
                      }
                      const int64_t row = t - pack_tasks;
@@ -326,6 +363,7 @@ void quantized_conv2d(KernelContext& ctx, const ops::QConv2dArgs& a) {
                    }
                  });
   }
+  if (pack_now) kept->remember(weight, weight_bytes);
 
   const int64_t o0 = a.out.stride(0), o1 = a.out.stride(1), o2 = a.out.stride(2),
                 o3 = a.out.stride(3);
@@ -334,8 +372,8 @@ void quantized_conv2d(KernelContext& ctx, const ops::QConv2dArgs& a) {
     Out* out = a.out.data_as<Out>();
     parallel_for(ctx, tasks, std::max<int64_t>(1, kPixelBlock * c.og * c.k / 8),
                  [&](int64_t begin, int64_t end) {
-                   char* mine = scratch + terms_bytes + stage_bytes + taps_bytes + pack_bytes +
-                                groups_bytes + sums_bytes + slot * parallel_thread_index();
+                   char* mine = scratch + terms_bytes + stage_bytes + taps_bytes + groups_bytes +
+                                sums_bytes + slot * parallel_thread_index();
                    const uint8_t* windows[kPixelBlock];
                    int32_t window_sums[kPixelBlock];
                    auto* cols = reinterpret_cast<uint8_t*>(mine);
