@@ -75,14 +75,21 @@ ConvProblem nhwc_problem(const Tensor& in, const Tensor& out, int64_t kh, int64_
 /// convolution's stores when the backend fuses activations (the same
 /// result: a float32 output is clamped after its one rounding either way),
 /// else by a pass over the output.
+/// Makes `c` p's fused activation: a clamp, or none when both bounds are
+/// infinite.
+void clamp_in_stores(ConvProblem& p, const xnn::OutputClamp& c) {
+  if (!c.lo && !c.hi) return;
+  p.activation = ConvActivation::Clamp;
+  p.clamp_min = c.lo.value_or(-std::numeric_limits<double>::infinity());
+  p.clamp_max = c.hi.value_or(std::numeric_limits<double>::infinity());
+}
+
 void run_clamped(KernelContext& ctx, ConvProblem& p, Tensor& out, double out_min, double out_max,
                  const char* op) {
   const xnn::OutputClamp c = xnn::output_clamp(out_min, out_max);
   const auto& conv = *backend(ctx).conv;
   if ((c.lo || c.hi) && p.dtype == DType::Float32 && conv.convolution_fused != nullptr) {
-    p.activation = ConvActivation::Clamp;
-    p.clamp_min = c.lo.value_or(-std::numeric_limits<double>::infinity());
-    p.clamp_max = c.hi.value_or(std::numeric_limits<double>::infinity());
+    clamp_in_stores(p, c);
     conv.convolution_fused(ctx, p);
     return;
   }
@@ -128,12 +135,7 @@ void run_residual(KernelContext& ctx, ConvProblem& p, const Tensor& residual, Te
     p.residual = residual.data();
     const int64_t rs[4] = {p.oh * p.ow * p.oc, 1, p.ow * p.oc, p.oc};
     std::copy(rs, rs + 4, p.residual_strides);
-    const xnn::OutputClamp c = xnn::output_clamp(out_min, out_max);
-    if (c.lo || c.hi) {
-      p.activation = ConvActivation::Clamp;
-      p.clamp_min = c.lo.value_or(-std::numeric_limits<double>::infinity());
-      p.clamp_max = c.hi.value_or(std::numeric_limits<double>::infinity());
-    }
+    clamp_in_stores(p, xnn::output_clamp(out_min, out_max));
     conv.convolution_fused(ctx, p);
     return;
   }
