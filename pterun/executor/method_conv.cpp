@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <span>
 #include <vector>
 
 #include "pterun/backend/device.h"
@@ -71,7 +72,10 @@ void Method::Loader::fuse_convolutions() {
     const bool viewed = any_viewed(f.dropped, layout.start[f.chain]);
     const TensorDesc& in = *d.values[f.input].tensor;
     const TensorDesc& out = *d.values[f.out].tensor;
-    if (viewed || !scalars_hold(f.scalars) || in.dynamism != ShapeDynamism::Static) continue;
+    if (viewed || !scalars_hold(f.scalars) || in.dynamism != ShapeDynamism::Static ||
+        (f.mean >= 0 && !foldable(f))) {
+      continue;
+    }
     // The memory plan may give the fused output the input's bytes (the input
     // dies at the convolution): then the convolution writes its own
     // result's memory, and the last fused instruction copies it over.
@@ -281,16 +285,30 @@ void Method::Loader::skip_fused_copies() {
 // * scale + bn_bias; in double, rounded once. Computed on the host from the
 // program's constants (the finder takes constants only: on a GPU their
 // tensors are device memory), then copied to the method's device.
+std::span<const uint8_t> Method::Loader::constant_bytes(int32_t v) const {
+  const TensorDesc& t = *d.values[v].tensor;
+  std::span<const uint8_t> bytes;
+  if (t.storage == TensorStorage::Constant) bytes = t.data;
+  if (t.storage == TensorStorage::External) {
+    const format::ExternalData* ext = m.program_->external_data();
+    const format::ExternalEntry* e = ext != nullptr ? ext->find(t.name) : nullptr;
+    if (e != nullptr) bytes = e->data;
+  }
+  return bytes.size() >= t.nbytes ? bytes.first(t.nbytes) : std::span<const uint8_t>{};
+}
+
+bool Method::Loader::foldable(const ConvFusion& f) const {
+  for (int32_t v : {f.weight, f.mean, f.var, f.bn_weight, f.bn_bias, f.conv_bias}) {
+    if (v >= 0 && constant_bytes(v).empty()) return false;
+  }
+  return true;
+}
+
 void Method::Loader::fold_batch_norm(const ConvFusion& f) {
+  // The program's bytes (foldable() checked that each has them): on a GPU
+  // the tensors' own are device memory.
   auto host = [&](int32_t v) -> const uint8_t* {
-    if (v < 0) return nullptr;
-    if (m.options_.device == Device::CPU) {
-      return static_cast<const uint8_t*>(m.tensors_[tensor_of_value[v]].data());
-    }
-    const TensorDesc& t = *d.values[v].tensor;
-    PTERUN_CHECK(t.is_constant() && t.data.size() >= t.nbytes, ErrorCode::Internal,
-                 "batch norm folding: value ", v, " is not a constant with its bytes");
-    return t.data.data();
+    return v < 0 ? nullptr : constant_bytes(v).data();
   };
   auto at = [](const uint8_t* p, int64_t i) {
     float x;

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <set>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -104,6 +105,12 @@ struct Method::Loader {
   // relu or hardtanh into the convolution's clamp (CPU methods).
   void fuse_convolutions();
   void fold_batch_norm(const ConvFusion& f);
+  /// The program's bytes of constant `v` (in the program or its external
+  /// data), exactly its nbytes; empty for anything else.
+  std::span<const uint8_t> constant_bytes(int32_t v) const;
+  /// Whether `f`'s batch norm can be folded: every tensor it reads is a
+  /// constant whose bytes the program holds (constant_bytes).
+  bool foldable(const ConvFusion& f) const;
   // A convolution fusion whose fused output the memory plan put over the
   // convolution's input: the convolution writes its own output `own`, and
   // step `step` of chain `chain` copies it over `out` (alias_copy.out).

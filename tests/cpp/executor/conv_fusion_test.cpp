@@ -10,8 +10,10 @@
 #include <vector>
 
 #include "pterun/executor/constant_fold.h"
+#include "pterun/executor/method.h"
 #include "pterun/executor/rewrite.h"
 #include "pterun/kernels/internal_ops.h"
+#include "pterun/kernels/registry.h"
 #include "tests/cpp/executor/fixture_calls.h"
 #include "tests/cpp/test_util.h"
 
@@ -70,6 +72,29 @@ TEST(ConvFusion, CnnFoldsBothBatchNormsAndActivations) {
                 std::string_view(f.kernel) == kernels::kConvHardtanhKernel ? 12u : 10u);
       EXPECT_EQ(f.args.back(), f.out);
     }
+  }
+}
+
+TEST(ConvFusion, BatchNormsFoldFromExternalData) {
+  // cnn_external: the cnn with its weights and statistics in a .ptd file.
+  // The batch norms fold from the external data's bytes; the method runs
+  // fused and matches the exporter.
+  const auto& entry = test::manifest()["fixtures"]["cnn_external"];
+  auto program = test::load_fixture(entry);
+  auto m = Method::load(program, "forward");
+  const auto& registry = kernels::KernelRegistry::global();
+  auto steps = [&](const char* kernel) {
+    const kernels::KernelInfo* info = registry.info(kernel, Device::CPU);
+    return info == nullptr ? size_t{0} : m->steps_calling(info->fn);
+  };
+  EXPECT_EQ(steps(kernels::kConvReluKernel), 1u);
+  EXPECT_EQ(steps(kernels::kConvHardtanhKernel), 1u);
+  EXPECT_EQ(steps("aten::_native_batch_norm_legit_no_training.out"), 0u);
+  for (const test::Call& call : test::load_calls(entry)) {
+    auto inputs = test::make_inputs(call);
+    m->set_inputs(inputs);
+    m->execute();
+    test::expect_matches(m->output(0), call.outputs[0], call.output_dtypes[0], "cnn_external");
   }
 }
 
