@@ -158,6 +158,32 @@ TEST(XnnpackRun, ReshapesOfInputsAreViews) {
   EXPECT_EQ(views, 6u);  // q, k and v of both layers
 }
 
+TEST(XnnpackRun, InputViewsAndResidualsOfTheOpsFixture) {
+  // ops_views_residual: its linear layer reads a reshape of the method's
+  // input, now a view over the input's own bytes; conv1 + the input, then
+  // ReLU, is one conv2d_add; the clamped conv2 + its input stays an add.
+  const json& entry = xnnpack_manifest()["fixtures"]["ops_views_residual"];
+  auto program = test::load_fixture(entry, xnnpack_dir());
+  const format::MethodDesc& runs = program->runnable_method("forward");
+  const format::TensorDesc& input = *runs.values[runs.inputs[0]].tensor;
+  std::map<std::string, size_t> calls;
+  bool fc_reads_the_input = false;
+  for (const auto& instr : runs.chains[0].instructions) {
+    if (instr.kind != format::InstructionKind::KernelCall) continue;
+    const std::string& name = runs.operators[instr.index].name;
+    ++calls[name];
+    if (name != "xnnpack::fully_connected") continue;
+    const format::TensorDesc& x = *runs.values[instr.args[0]].tensor;
+    fc_reads_the_input = instr.args[0] != runs.inputs[0] && x.memory_id == input.memory_id &&
+                         x.memory_offset == input.memory_offset && x.nbytes == input.nbytes;
+  }
+  EXPECT_TRUE(fc_reads_the_input);
+  EXPECT_EQ(calls["xnnpack::static_reshape"], 0u);
+  EXPECT_EQ(calls["xnnpack::conv2d_add"], 1u);
+  EXPECT_EQ(calls["xnnpack::conv2d"], 1u);
+  EXPECT_EQ(calls["xnnpack::add"], 1u);
+}
+
 TEST(XnnpackRun, EveryLoweredOperatorIsRegistered) {
   const auto& registry = kernels::KernelRegistry::global();
   for (std::string_view name : delegates::xnnpack_operator_names()) {
