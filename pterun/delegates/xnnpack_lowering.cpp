@@ -361,7 +361,9 @@ uint64_t XnnpackLowering::lower_call(std::span<const int32_t> args, uint64_t are
     }
     if (node.type == T::StaticReshape) {
       const int32_t in = node.inputs[0], o = node.outputs[0];
-      if (is_internal(g_.values[in]) && is_internal(g_.values[o]) &&
+      // (Not over a view of an input: a reshape that is no view itself,
+      // which only a damaged file makes, keeps its copy.)
+      if (is_internal(g_.values[in]) && is_internal(g_.values[o]) && view_of[in] < 0 &&
           g_.values[in].datatype == g_.values[o].datatype) {
         root[o] = find_root(root, in);
       }

@@ -71,10 +71,6 @@ ConvProblem nhwc_problem(const Tensor& in, const Tensor& out, int64_t kh, int64_
   return p;
 }
 
-/// Runs `p` and clamps its output to [out_min, out_max]: float32 in the
-/// convolution's stores when the backend fuses activations (the same
-/// result: a float32 output is clamped after its one rounding either way),
-/// else by a pass over the output.
 /// Makes `c` p's fused activation: a clamp, or none when both bounds are
 /// infinite.
 void clamp_in_stores(ConvProblem& p, const xnn::OutputClamp& c) {
@@ -84,6 +80,10 @@ void clamp_in_stores(ConvProblem& p, const xnn::OutputClamp& c) {
   p.clamp_max = c.hi.value_or(std::numeric_limits<double>::infinity());
 }
 
+/// Runs `p` and clamps its output to [out_min, out_max]: float32 in the
+/// convolution's stores when the backend fuses activations (the same
+/// result: a float32 output is clamped after its one rounding either way),
+/// else by a pass over the output.
 void run_clamped(KernelContext& ctx, ConvProblem& p, Tensor& out, double out_min, double out_max,
                  const char* op) {
   const xnn::OutputClamp c = xnn::output_clamp(out_min, out_max);

@@ -2,10 +2,11 @@
 by the delegate's lowering: the convolution plus a residual, then the Add's
 output clamp) against NumPy: NHWC activations, XNNPACK's [OC, KH, KW, IC/g]
 filters, stride, padding, dilation and groups, bias or none, bounded and
-unbounded clamps, threads; float32 takes the CPU's fused stores, float16
-and bfloat16 the passes after the convolution (as CUDA does for every
-dtype). The argument errors: a residual of another shape or dtype, or one
-sharing the output's bytes."""
+unbounded clamps, threads; float32 takes the fused epilogue (the CPU's
+stores, CUDA's pass after cuDNN), float16 and bfloat16 the passes after the
+convolution. The argument errors: a residual of another shape or dtype (a
+residual sharing the output's bytes is refused too, which no call from
+Python can make)."""
 
 import numpy as np
 import pytest

@@ -93,10 +93,14 @@ TEST(CudaFixturesRun, BatchNormsFoldIntoConvolutions) {
     const json& entry = test::manifest()["fixtures"][name];
     auto program = test::load_fixture(entry);
     auto m = Method::load(program, "forward", kCuda0);
-    auto fn = [&](const char* kernel) { return registry.info(kernel, Device::CUDA)->fn; };
-    EXPECT_EQ(m->steps_calling(fn("pterun::convolution_relu.out")), 1u);
-    EXPECT_EQ(m->steps_calling(fn("pterun::convolution_hardtanh.out")), 1u);
-    EXPECT_EQ(m->steps_calling(fn("aten::_native_batch_norm_legit_no_training.out")), 0u);
+    auto steps = [&](const char* kernel) {
+      const kernels::KernelInfo* info = registry.info(kernel, Device::CUDA);
+      EXPECT_NE(info, nullptr) << kernel;
+      return info == nullptr ? size_t{0} : m->steps_calling(info->fn);
+    };
+    EXPECT_EQ(steps("pterun::convolution_relu.out"), 1u);
+    EXPECT_EQ(steps("pterun::convolution_hardtanh.out"), 1u);
+    EXPECT_EQ(steps("aten::_native_batch_norm_legit_no_training.out"), 0u);
     auto calls = test::load_calls(entry);
     for (size_t k = 0; k < calls.size(); ++k) {
       auto inputs = test::make_inputs(calls[k]);

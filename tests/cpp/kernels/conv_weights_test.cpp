@@ -7,6 +7,7 @@
 #include <array>
 #include <vector>
 
+#include "pterun/backend/cpu/ops/quant_gemm.h"
 #include "pterun/core/tensor.h"
 #include "pterun/core/value.h"
 #include "pterun/kernels/registry.h"
@@ -77,6 +78,7 @@ TEST(ConvolutionWeights, QuantizedWeightsChangedInPlaceAreUsed) {
   // int8, 8 -> 24 channels over a 10 x 10 image: enough pixels for the
   // packed product. Each round changes the weights in place and compares
   // the call with one on a copy of them at a new address (packed afresh).
+  if (!cpu::qgemm_packs()) GTEST_SKIP() << "this build has no packed int8 kernel";
   constexpr int64_t ic = 8, oc = 24, h = 10, wd = 10;
   const std::array<int64_t, 4> x_sizes{1, ic, h, wd}, w_sizes{oc, ic, 3, 3}, o_sizes{1, oc, h, wd};
   const std::array<int64_t, 1> c_sizes{oc};
@@ -90,17 +92,20 @@ TEST(ConvolutionWeights, QuantizedWeightsChangedInPlaceAreUsed) {
   ts.set_data(scales.data(), scales.size() * 4);
   tz.set_data(sums.data(), sums.size() * 4);
   const std::array<int64_t, 2> ones{1, 1};
+  int threads = 1;  // rounds 0-2 on one thread, 3-5 on two (packing in parallel)
   auto run = [&](std::vector<int8_t>& weights, std::vector<int8_t>& out) {
     Tensor tw(DType::Int8, w_sizes), to(DType::Int8, o_sizes);
     tw.set_data(weights.data(), weights.size());
     to.set_data(out.data(), out.size());
     kernels::KernelContext ctx;
+    ctx.num_threads = threads;
     ops::quantized_conv2d_out(ctx, tx, 0.03, -7, tw, ts, tz, nullptr, ones, ones, ones, 1, 0.08, 4,
                               -128, 127, to);
   };
   std::vector<std::vector<int8_t>> copies;
-  for (int round = 0; round < 3; ++round) {
+  for (int round = 0; round < 6; ++round) {
     SCOPED_TRACE(round);
+    threads = round < 3 ? 1 : 2;
     for (size_t i = 0; i < w.size(); ++i) {
       w[i] = static_cast<int8_t>((i * 13 + static_cast<size_t>(round) * 71) % 255 - 127);
     }

@@ -196,6 +196,8 @@ class PackedWeights {
     return from_.size() == n && std::memcmp(from_.data(), w, n) == 0;
   }
   void remember(const int8_t* w, size_t n) { from_.assign(w, w + n); }
+  /// Before the panels change: they match no weights until remember().
+  void forget() { from_.clear(); }
 
  private:
   std::vector<uint8_t> bytes_;
@@ -298,12 +300,15 @@ void quantized_conv2d(KernelContext& ctx, const ops::QConv2dArgs& a) {
     dnnl_util::PlanKey key;
     key.add({c.groups, c.og, c.k, rows_unsigned ? 1 : 0});
     key.add(static_cast<int64_t>(reinterpret_cast<uintptr_t>(weight)));
-    thread_local dnnl_util::PlanCache<PackedWeights> cache(64);
+    // Room for the int8 convolutions of a deep network (a ResNet-101 has
+    // about 100), so that a call does not evict the next one's panels.
+    thread_local dnnl_util::PlanCache<PackedWeights> cache(256);
     kept = &cache.get(key, [&] {
       return PackedWeights(static_cast<size_t>(c.groups * group_panels * panel_bytes));
     });
     pack = kept->panels();
     pack_now = !kept->packed_from(weight, weight_bytes);
+    if (pack_now) kept->forget();
   }
   auto* groups = reinterpret_cast<int32_t*>(scratch + terms_bytes + stage_bytes + taps_bytes);
   auto* sums = reinterpret_cast<int32_t*>(reinterpret_cast<char*>(groups) + groups_bytes);

@@ -27,8 +27,9 @@ namespace {
 
 // What a fused convolution does to each output after the convolution
 // (ops::ConvProblem): the bias (when the convolution left it out), the
-// residual, the activation; each step's result rounded to the dtype, as the
-// CPU's and the unfused steps' are.
+// residual, the activation; each step's result rounded to the dtype, as
+// CUDA's unfused steps are (cuDNN's bias add comes after its rounding; for
+// float16 and bfloat16 the CPU adds the bias before its one rounding).
 struct Epilogue {
   const void* bias;      // or null
   const void* residual;  // or null
