@@ -79,6 +79,10 @@ TEST(ConvolutionWeights, QuantizedWeightsChangedInPlaceAreUsed) {
   // packed product. Each round changes the weights in place and compares
   // the call with one on a copy of them at a new address (packed afresh).
   if (!cpu::qgemm_packs()) GTEST_SKIP() << "this build has no packed int8 kernel";
+  // The front-end finds the CPU's table through the registry, which
+  // registers the backends when first used.
+  ASSERT_NE(kernels::KernelRegistry::global().find("pterun::quantized_conv2d.out", Device::CPU),
+            nullptr);
   constexpr int64_t ic = 8, oc = 24, h = 10, wd = 10;
   const std::array<int64_t, 4> x_sizes{1, ic, h, wd}, w_sizes{oc, ic, 3, 3}, o_sizes{1, oc, h, wd};
   const std::array<int64_t, 1> c_sizes{oc};
