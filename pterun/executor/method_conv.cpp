@@ -9,7 +9,6 @@
 #include <span>
 #include <vector>
 
-#include "pterun/backend/device.h"
 #include "pterun/executor/method_loader.h"
 #include "pterun/executor/rewrite.h"
 
@@ -340,11 +339,7 @@ void Method::Loader::fold_batch_norm(const ConvFusion& f) {
   }
   auto own = [&](Tensor& t, const std::vector<float>& bytes) {
     backend::Allocation a = m.allocate(t.nbytes());
-    if (m.options_.device == Device::CPU) {
-      std::memcpy(a.data(), bytes.data(), t.nbytes());
-    } else {
-      backend::upload(m.options_.device_index, a.data(), bytes.data(), t.nbytes());
-    }
+    fill(a.data(), bytes.data(), t.nbytes());
     t.set_data(a.data(), t.nbytes());
     m.owned_.push_back(std::move(a));
   };

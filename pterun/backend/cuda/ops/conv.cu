@@ -269,20 +269,18 @@ void convolution_fused(KernelContext& ctx, const ops::ConvProblem& p) {
   ops::ConvProblem q = p;
   q.residual = nullptr;
   q.activation = ops::ConvActivation::None;
-  bool bias_left = false;
-  if (!residual_overlaps(p)) {
-    q.bias = nullptr;
-    bias_left = cuda::nn::cudnn_conv(ctx, q, op);
-    q.bias = p.bias;
-    if (!bias_left && !cuda::nn::conv_gemm(ctx, q, op)) {
-      cuda::nn::run_conv(ctx, p, op, true);
-      return;
-    }
-  } else {
-    cuda::nn::run_conv(ctx, p, op, true);
+  q.bias = nullptr;
+  const bool apart = !residual_overlaps(p);
+  if (apart && cuda::nn::cudnn_conv(ctx, q, op)) {
+    cuda::nn::run_epilogue(ctx, p, true, op);
     return;
   }
-  cuda::nn::run_epilogue(ctx, p, bias_left, op);
+  q.bias = p.bias;
+  if (apart && cuda::nn::conv_gemm(ctx, q, op)) {
+    cuda::nn::run_epilogue(ctx, p, false, op);
+    return;
+  }
+  cuda::nn::run_conv(ctx, p, op, true);
 }
 
 }  // namespace
