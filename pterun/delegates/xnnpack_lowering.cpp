@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <limits>
 #include <numeric>
 
 #include "pterun/core/error.h"
@@ -18,7 +17,6 @@
 namespace pterun::delegates {
 namespace {
 
-using format::kXnnInvalidId;
 using format::kXnnNoValue;
 using format::XnnDatatype;
 using format::XnnNodeDesc;
@@ -42,16 +40,6 @@ constexpr uint64_t kSmallFilter = uint64_t{1} << 16;
 // No internal value may need more: the arena's offsets stay far from
 // overflowing, and such a plan could never be allocated anyway.
 constexpr uint64_t kMaxInternalBytes = uint64_t{1} << 48;
-
-DType dtype_of(XnnDatatype t) {
-  switch (t) {
-    case XnnDatatype::Fp16: return DType::Float16;
-    case XnnDatatype::BF16: return DType::BFloat16;
-    case XnnDatatype::Int32: return DType::Int32;
-    case XnnDatatype::QInt8: return DType::Int8;  // a static int8 graph's activations
-    default: return DType::Float32;               // xnnpack_unsupported() let only these through
-  }
-}
 
 const char* unary_op(T type) {
   switch (type) {
@@ -109,10 +97,6 @@ void store_float(uint8_t* p, DType dtype, float f) {
   std::memcpy(p, &bits, 2);
 }
 
-bool is_internal(const XnnValueDesc& v) {
-  return !v.is_constant && v.external_id == kXnnInvalidId;
-}
-
 /// Index of the root of `v` (path halving).
 int32_t find_root(std::vector<int32_t>& root, int32_t v) {
   while (root[v] != v) {
@@ -123,6 +107,16 @@ int32_t find_root(std::vector<int32_t>& root, int32_t v) {
 }
 
 }  // namespace
+
+DType dtype_of(XnnDatatype t) {
+  switch (t) {
+    case XnnDatatype::Fp16: return DType::Float16;
+    case XnnDatatype::BF16: return DType::BFloat16;
+    case XnnDatatype::Int32: return DType::Int32;
+    case XnnDatatype::QInt8: return DType::Int8;  // a static int8 graph's activations
+    default: return DType::Float32;               // xnnpack_unsupported() let only these through
+  }
+}
 
 XnnpackLowering::XnnpackLowering(MethodBuilder& builder, const format::XnnGraphDesc& graph,
                                  std::string context)
@@ -170,75 +164,6 @@ int32_t XnnpackLowering::constant(int32_t xv, DType dtype, bool transpose) {
   return index;
 }
 
-// Nodes that alone read a convolution's output run inside that
-// convolution, as one call:
-// - a HardSwish node of the same datatype after a float Conv2d or
-//   DepthwiseConv2d (xnnpack::conv2d_hardswish, depthwise_conv2d_hardswish);
-// - an Add node of two float32 values of one shape after a float32 Conv2d
-//   without an output clamp (a residual connection, xnnpack::conv2d_add):
-//   the other value added must exist when the convolution runs (written by
-//   an earlier node, or an external input), and the Add's clamp becomes the
-//   convolution's.
-// The convolution's output is an internal value read once, by a later
-// node. Fills epilogue_of_, residual_of_ and absorbed_, once per graph.
-void XnnpackLowering::find_conv_epilogues() {
-  const size_t nv = g_.values.size(), nn = g_.nodes.size();
-  epilogue_of_.assign(nn, -1);
-  residual_of_.assign(nn, -1);
-  absorbed_.assign(nn, false);
-  // Reads of each value, its last reader and its writer.
-  std::vector<int> reads(nv, 0);
-  std::vector<int64_t> reader(nv, -1), writer(nv, -1);
-  for (size_t m = 0; m < nn; ++m) {
-    for (int32_t in : g_.nodes[m].inputs) {
-      if (in == kXnnNoValue || static_cast<size_t>(in) >= nv) continue;
-      ++reads[in];
-      reader[in] = static_cast<int64_t>(m);
-    }
-    for (int32_t o : g_.nodes[m].outputs) {
-      if (o != kXnnNoValue && static_cast<size_t>(o) < nv) writer[o] = static_cast<int64_t>(m);
-    }
-  }
-  constexpr double kInf = std::numeric_limits<double>::infinity();
-  auto unclamped = [&](const XnnNodeDesc& node) {
-    return !node.output_min_max ||
-           (node.output_min_max->min == -kInf && node.output_min_max->max == kInf);
-  };
-  for (size_t n = 0; n < nn; ++n) {
-    const XnnNodeDesc& conv = g_.nodes[n];
-    if (conv.type != T::Conv2d && conv.type != T::DepthwiseConv2d) continue;
-    if (conv.outputs.empty() || xnnpack_static_int8(g_, n)) continue;
-    const int32_t v = conv.outputs[0];
-    const XnnDatatype type = g_.values[v].datatype;
-    if (!is_internal(g_.values[v]) || reads[v] != 1 || reader[v] <= static_cast<int64_t>(n) ||
-        (type != XnnDatatype::Fp32 && type != XnnDatatype::Fp16 && type != XnnDatatype::BF16)) {
-      continue;
-    }
-    const auto m = static_cast<size_t>(reader[v]);
-    const XnnNodeDesc& next = g_.nodes[m];
-    if (next.outputs.empty() || g_.values[next.outputs[0]].datatype != type) continue;
-    if (next.type == T::Hardswish && next.inputs.size() == 1) {
-      epilogue_of_[n] = static_cast<int64_t>(m);
-      absorbed_[m] = true;
-      continue;
-    }
-    if (next.type != T::Add || conv.type != T::Conv2d || type != XnnDatatype::Fp32 ||
-        next.inputs.size() != 2 || !unclamped(conv) ||
-        (next.inputs[0] == v) == (next.inputs[1] == v)) {
-      continue;
-    }
-    const int32_t other = next.inputs[0] == v ? next.inputs[1] : next.inputs[0];
-    if (other == kXnnNoValue || static_cast<size_t>(other) >= nv) continue;
-    const XnnValueDesc& r = g_.values[other];
-    const bool ready = r.is_input || (is_internal(r) && writer[other] >= 0 &&
-                                      writer[other] < static_cast<int64_t>(n));
-    if (!ready || r.is_constant || r.datatype != type || r.dims != g_.values[v].dims) continue;
-    epilogue_of_[n] = static_cast<int64_t>(m);
-    residual_of_[n] = other;
-    absorbed_[m] = true;
-  }
-}
-
 void XnnpackLowering::check_external(const XnnValueDesc& v, int32_t arg) const {
   const format::ValueDesc& a = b_.desc().values[arg];
   const std::string what = str_cat(context_, ": external value ", v.id, " (argument ",
@@ -254,53 +179,6 @@ void XnnpackLowering::check_external(const XnnValueDesc& v, int32_t arg) const {
   const bool scalar = rank == 0 && v.dims.size() == 1 && v.dims[0] == 1;
   PTERUN_CHECK(rank == v.dims.size() || scalar, ErrorCode::InvalidProgram, what, " has ", rank,
                " dims but the graph gives it ", v.dims.size());
-}
-
-// A reshape of an external input whose bytes are planned, of static shape
-// and in order has nothing to copy either: its output becomes a second
-// tensor over the input's bytes, written by no instruction, which the
-// method keeps over the input wherever the input is pointed
-// (Method::Loader::followers), as it does the exporter's own views. So do
-// reshapes of such a view. The input is not written during the call: a
-// delegate's outputs never overlap its inputs (checked).
-std::vector<int32_t> XnnpackLowering::input_views(const std::vector<int32_t>& mapped,
-                                                  bool dynamic) const {
-  const size_t nv = g_.values.size();
-  std::vector<int32_t> view_of(nv, -1);
-  if (dynamic) return view_of;
-  const auto& values = b_.desc().values;
-  auto viewable = [&](int32_t arg) {
-    const format::TensorDesc& t = *values[arg].tensor;
-    if (t.storage != format::TensorStorage::Planned || t.memory_id == 0) return false;
-    for (size_t i = 0; i < t.dim_order.size(); ++i) {
-      if (t.dim_order[i] != i) return false;
-    }
-    for (const format::XnnExternal& e : g_.outputs) {
-      const format::TensorDesc& o = *values[mapped[e.value]].tensor;
-      if (o.storage != format::TensorStorage::Unplanned && o.memory_id == t.memory_id &&
-          o.memory_offset < t.memory_offset + t.nbytes &&
-          t.memory_offset < o.memory_offset + o.nbytes) {
-        return false;
-      }
-    }
-    return true;
-  };
-  for (const XnnNodeDesc& node : g_.nodes) {
-    if (node.type != T::StaticReshape || node.inputs.empty() || node.outputs.empty()) continue;
-    const int32_t in = node.inputs[0], o = node.outputs[0];
-    if (in == kXnnNoValue || static_cast<size_t>(in) >= nv || !is_internal(g_.values[o]) ||
-        g_.values[in].datatype != g_.values[o].datatype) {
-      continue;
-    }
-    const XnnValueDesc& x = g_.values[in];
-    const int32_t src = x.is_input && !x.is_constant ? mapped[in] : view_of[in];
-    if (src < 0 || values[src].tensor->dtype != dtype_of(g_.values[o].datatype) ||
-        values[src].tensor->nbytes != g_.values[o].nbytes || !viewable(src)) {
-      continue;
-    }
-    view_of[o] = src;
-  }
-  return view_of;
 }
 
 uint64_t XnnpackLowering::lower_call(std::span<const int32_t> args, uint64_t arena_base,

@@ -22,6 +22,16 @@
 
 namespace pterun::delegates {
 
+/// The dtype pterun computes an XNNPACK datatype in (those
+/// xnnpack_unsupported() lets through).
+DType dtype_of(format::XnnDatatype t);
+
+/// True for a value that is neither a constant nor one of the delegate's
+/// external values.
+inline bool is_internal(const format::XnnValueDesc& v) {
+  return !v.is_constant && v.external_id == format::kXnnInvalidId;
+}
+
 /// Why pterun cannot run `graph` (a node type, datatype or flag it does not
 /// implement), naming the first such node; empty when it can.
 std::string xnnpack_unsupported(const format::XnnGraphDesc& graph);
@@ -45,6 +55,7 @@ class XnnpackLowering {
 
  private:
   int32_t constant(int32_t xnn_value, DType dtype, bool transpose = false);
+  // xnnpack_folding.cpp: what runs inside other calls or needs no call.
   void find_conv_epilogues();
   void check_external(const format::XnnValueDesc& v, int32_t arg) const;
   // view_of[v]: the external input argument whose bytes internal value v,
