@@ -106,6 +106,32 @@ int32_t find_root(std::vector<int32_t>& root, int32_t v) {
   return v;
 }
 
+/// True when StaticTranspose `node` moves only dims of size 1: its output
+/// holds its input's bytes in the same order (the last NHWC -> NCHW
+/// transpose before a global pooling's [N, 1, 1, C] is flattened), so the
+/// lowering treats it as a reshape.
+bool moves_unit_dims(const format::XnnGraphDesc& g, const format::XnnNodeDesc& node) {
+  if (node.type != format::XnnNodeType::StaticTranspose || node.inputs.empty() ||
+      node.outputs.empty()) {
+    return false;
+  }
+  const auto& perm = std::get<format::XnnTransposeParams>(node.params).perm;
+  const auto& in = g.values[node.inputs[0]].dims;
+  const auto& out = g.values[node.outputs[0]].dims;
+  if (perm.size() != in.size() || out.size() != in.size()) return false;
+  std::vector<bool> seen(in.size(), false);
+  int64_t last = -1;
+  for (size_t i = 0; i < perm.size(); ++i) {
+    const uint32_t p = perm[i];
+    if (p >= in.size() || seen[p] || out[i] != in[p]) return false;
+    seen[p] = true;
+    if (in[p] == 1) continue;
+    if (static_cast<int64_t>(p) < last) return false;
+    last = p;
+  }
+  return true;
+}
+
 }  // namespace
 
 DType dtype_of(XnnDatatype t) {
@@ -237,7 +263,7 @@ uint64_t XnnpackLowering::lower_call(std::span<const int32_t> args, uint64_t are
           first[v] < 0 ? static_cast<int64_t>(n) : std::min(first[v], static_cast<int64_t>(n));
       last[v] = std::max(last[v], static_cast<int64_t>(n));
     }
-    if (node.type == T::StaticReshape) {
+    if (node.type == T::StaticReshape || (!dynamic && moves_unit_dims(g_, node))) {
       const int32_t in = node.inputs[0], o = node.outputs[0];
       // (Not over a view of an input: a reshape that is no view itself,
       // which only a damaged file makes, keeps its copy.)
@@ -491,6 +517,11 @@ uint64_t XnnpackLowering::lower_call(std::span<const int32_t> args, uint64_t are
         break;
       }
       case T::StaticTranspose:
+        // One that moves only dims of size 1 is a reshape (above).
+        if (!dynamic && moves_unit_dims(g_, node) && mapped[in[0]] != mapped[node.outputs[0]] &&
+            request_of[in[0]] >= 0 && request_of[in[0]] == request_of[node.outputs[0]]) {
+          break;
+        }
         out.push_back(Call(b_, "xnnpack::static_transpose")
                           .value(tensor(in[0]))
                           .list(std::get<format::XnnTransposeParams>(node.params).perm)

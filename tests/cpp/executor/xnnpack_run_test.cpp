@@ -102,12 +102,14 @@ TEST(XnnpackRun, DelegateCallsBecomeKernelCalls) {
   ASSERT_GT(hardswish, 0u);
   const size_t adds = entry["xnnpack"]["forward"][0]["node_counts"]["Add"].get<size_t>();
   ASSERT_GT(adds, 0u);
-  // One kernel call per node, but for the reshape of GAP's result for the
-  // linear layer (both internal, they share their bytes, nothing to do),
-  // the HardSwish nodes, each inside the convolution it alone reads, and
-  // the residual connections' Add nodes, each inside the projection (1x1
-  // convolution) whose output it alone reads.
-  EXPECT_EQ(xnn_calls, nodes - 1 - hardswish - adds);
+  // One kernel call per node, but for the transpose of GAP's [1, 1, 1, C]
+  // result back to NCHW and its reshape for the linear layer (all
+  // internal, the transpose moving only dims of size 1: they share their
+  // bytes, nothing to do), the HardSwish nodes, each inside the
+  // convolution it alone reads, and the residual connections' Add nodes,
+  // each inside the projection (1x1 convolution) whose output it alone
+  // reads.
+  EXPECT_EQ(xnn_calls, nodes - 2 - hardswish - adds);
   size_t fused = 0, residuals = 0;
   for (const auto& instr : runs.chains[0].instructions) {
     if (instr.kind != format::InstructionKind::KernelCall) continue;
