@@ -18,6 +18,18 @@ T load(const void* data, int64_t i) {
   return v;
 }
 
+/// The least positive float32 whose float32 reciprocal is finite: with
+/// it, valid_scale of a float32 value is two comparisons.
+float least_usable_scale() {
+  static const float least = [] {
+    float v = 1.0f / std::numeric_limits<float>::max();
+    while (!std::isfinite(1.0f / v)) v = std::nextafter(v, 1.0f);
+    while (std::isfinite(1.0f / std::nextafter(v, 0.0f))) v = std::nextafter(v, 0.0f);
+    return v;
+  }();
+  return least;
+}
+
 double scale_at(const void* data, DType dtype, int64_t i) {
   switch (dtype) {
     case DType::Float64: return load<double>(data, i);
@@ -113,6 +125,35 @@ void check_zero_point(int64_t zero_point, int64_t quant_min, int64_t quant_max, 
 }
 
 void check_scales(const void* data, DType dtype, int64_t n, const char* op) {
+  if (dtype == DType::Float32) {
+    // valid_scale for float32 values, as one vector pass (the linear and
+    // convolution kernels check their weight scales on every call): a
+    // float32 scale is usable when positive, finite and with a finite
+    // reciprocal. The loop below finds and names the first that is not.
+    bool ok = true;
+    const auto* f = static_cast<const float*>(data);
+    constexpr float kMax = std::numeric_limits<float>::max();
+    const float least = least_usable_scale();
+    // Vectors of 16 (GCC's vector extension), then the rest.
+    auto usable = [&](int64_t i) {
+      float v;
+      std::memcpy(&v, f + i, sizeof v);
+      return (v >= least) & (v <= kMax);  // NaN fails both
+    };
+    using V = float __attribute__((vector_size(64)));
+    using M = int32_t __attribute__((vector_size(64)));
+    const V lo = V{} + least, hi = V{} + kMax;
+    M bad = {};
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+      V v;
+      std::memcpy(&v, f + i, sizeof v);
+      bad |= ~((v >= lo) & (v <= hi));
+    }
+    for (int j = 0; j < 16; ++j) ok &= bad[j] == 0;
+    for (; i < n; ++i) ok &= usable(i);
+    if (ok) return;
+  }
   for (int64_t i = 0; i < n; ++i) {
     const double s = scale_at(data, dtype, i);
     if (!valid_scale(s)) [[unlikely]] {

@@ -33,9 +33,15 @@ QTensorParams activation_params(const Tensor& t, double scale, int64_t zero_poin
                                 const char* op) {
   PTERUN_CHECK(is_q8(t.dtype()), ErrorCode::InvalidArgument, op, ": ", what,
                " must be int8 or uint8, got ", describe(t));
-  check_scale(scale, str_cat(what, " scale").c_str(), op);
-  check_zero_point(zero_point, dtype_lowest(t.dtype()), dtype_highest(t.dtype()),
-                   str_cat(what, " zero point").c_str(), op);
+  // The messages' names are built only for a failure (a call per layer
+  // and run would otherwise allocate them).
+  if (!valid_scale(scale)) [[unlikely]] {
+    check_scale(scale, str_cat(what, " scale").c_str(), op);
+  }
+  const int64_t lo = dtype_lowest(t.dtype()), hi = dtype_highest(t.dtype());
+  if (zero_point < lo || zero_point > hi) [[unlikely]] {
+    check_zero_point(zero_point, lo, hi, str_cat(what, " zero point").c_str(), op);
+  }
   return {static_cast<float>(scale), static_cast<int32_t>(zero_point)};
 }
 

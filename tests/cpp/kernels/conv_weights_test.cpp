@@ -1,10 +1,14 @@
 // Convolutions keep their packed weights between calls (the float one its
-// reordered weights, the int8 one its panels): weights changed in place
-// (same address, new values) must be used, not the old packed copy.
+// reordered weights, the int8 one its panels), and so do int8 linear layers
+// of few rows: weights changed in place (same address, new values) must be
+// used, not the old packed copy.
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <array>
+#include <cmath>
+#include <cstdlib>
 #include <vector>
 
 #include "pterun/backend/cpu/ops/quant_gemm.h"
@@ -121,6 +125,74 @@ TEST(ConvolutionWeights, QuantizedWeightsChangedInPlaceAreUsed) {
     copies.push_back(w);  // all kept: each copy at an address of its own
     run(copies.back(), fresh);
     ASSERT_EQ(in_place, fresh);
+  }
+}
+
+TEST(ConvolutionWeights, QuantizedLinearWeightsChangedInPlaceAreUsed) {
+  // 4 rows (below the row-packing threshold: the weights are packed and
+  // kept), 40 -> 40 features, int8 and uint8 activations. Each round
+  // changes the weights in place and compares the call with one on a copy
+  // at a new address, and both with a reference in double (within one
+  // quantization step: the kernel rounds in float32).
+  if (!cpu::qgemm_packs()) GTEST_SKIP() << "this build has no packed int8 kernel";
+  ASSERT_NE(kernels::KernelRegistry::global().find("pterun::quantized_linear.out", Device::CPU),
+            nullptr);
+  constexpr int64_t m = 4, k = 40, n = 40;
+  const std::array<int64_t, 2> x_sizes{m, k}, w_sizes{n, k}, o_sizes{m, n};
+  const std::array<int64_t, 1> c_sizes{n};
+  std::vector<float> scales(n);
+  for (int64_t o = 0; o < n; ++o) scales[o] = 0.004f + 0.0002f * static_cast<float>(o);
+  std::vector<int32_t> sums(n);
+  constexpr double kInScale = 0.05, kOutScale = 0.3;
+  constexpr int64_t kOutZero = 3;
+  for (const DType dtype : {DType::Int8, DType::UInt8}) {
+    SCOPED_TRACE(dtype_name(dtype));
+    const bool u8 = dtype == DType::UInt8;
+    const int64_t in_zero = u8 ? 120 : -5;
+    std::vector<uint8_t> x(m * k);
+    for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<uint8_t>((i * 37 + 11) % 256);
+    std::vector<int8_t> w(n * k), in_place(m * n), fresh(m * n);
+    Tensor tx(dtype, x_sizes), ts(DType::Float32, c_sizes), tz(DType::Int32, c_sizes);
+    tx.set_data(x.data(), x.size());
+    ts.set_data(scales.data(), scales.size() * 4);
+    tz.set_data(sums.data(), sums.size() * 4);
+    auto run = [&](std::vector<int8_t>& weights, std::vector<int8_t>& out) {
+      Tensor tw(DType::Int8, w_sizes), to(DType::Int8, o_sizes);
+      tw.set_data(weights.data(), weights.size());
+      to.set_data(out.data(), out.size());
+      kernels::KernelContext ctx;
+      ctx.num_threads = 1;
+      ops::quantized_linear_out(ctx, tx, kInScale, in_zero, tw, ts, tz, nullptr, kOutScale,
+                                kOutZero, -128, 127, to);
+    };
+    std::vector<std::vector<int8_t>> copies;
+    for (int round = 0; round < 4; ++round) {
+      SCOPED_TRACE(round);
+      for (size_t i = 0; i < w.size(); ++i) {
+        w[i] = static_cast<int8_t>((i * 13 + static_cast<size_t>(round) * 71) % 255 - 127);
+      }
+      for (int64_t o = 0; o < n; ++o) {
+        sums[o] = 0;
+        for (int64_t j = 0; j < k; ++j) sums[o] += w[o * k + j];
+      }
+      run(w, in_place);
+      copies.push_back(w);  // all kept: each copy at an address of its own
+      run(copies.back(), fresh);
+      ASSERT_EQ(in_place, fresh);
+      for (int64_t i = 0; i < m; ++i) {
+        for (int64_t o = 0; o < n; ++o) {
+          int64_t acc = 0;
+          for (int64_t j = 0; j < k; ++j) {
+            const int64_t xv =
+                u8 ? int64_t{x[i * k + j]} : int64_t{static_cast<int8_t>(x[i * k + j])};
+            acc += (xv - in_zero) * w[o * k + j];
+          }
+          const double y = static_cast<double>(acc) * kInScale * scales[o] / kOutScale;
+          const double q = std::clamp(std::nearbyint(y) + kOutZero, -128.0, 127.0);
+          ASSERT_LE(std::abs(q - in_place[i * n + o]), 1.0) << "row " << i << ", output " << o;
+        }
+      }
+    }
   }
 }
 

@@ -108,7 +108,7 @@ struct PlanKeyHash {
 /// (thread_local at the call site): lookups take no lock, concurrent runs
 /// of one method on several threads never share a plan's memory objects,
 /// and a hit allocates nothing.
-template <typename Plan>
+template <typename Plan, typename Key = PlanKey, typename KeyHash = PlanKeyHash>
 class PlanCache {
  public:
   explicit PlanCache(size_t capacity) : capacity_(capacity) {}
@@ -116,7 +116,7 @@ class PlanCache {
   /// The plan for `key`, built by `make()` (returning a Plan) on a miss.
   /// The reference stays valid until the next get() on this cache.
   template <typename Make>
-  Plan& get(const PlanKey& key, Make&& make) {
+  Plan& get(const Key& key, Make&& make) {
     auto it = index_.find(key);
     if (it != index_.end()) {
       entries_.splice(entries_.begin(), entries_, it->second);
@@ -133,10 +133,10 @@ class PlanCache {
   }
 
  private:
-  using Entry = std::pair<PlanKey, Plan>;
+  using Entry = std::pair<Key, Plan>;
   size_t capacity_;
   std::list<Entry> entries_;
-  std::unordered_map<PlanKey, typename std::list<Entry>::iterator, PlanKeyHash> index_;
+  std::unordered_map<Key, typename std::list<Entry>::iterator, KeyHash> index_;
 };
 
 /// Converts `n` dense elements between f32 and f16/bf16 (either way, or a

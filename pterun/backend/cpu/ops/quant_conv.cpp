@@ -11,13 +11,12 @@
 
 #include <algorithm>
 #include <cstring>
-#include <vector>
 
 #include "pterun/backend/cpu/engine/parallel.h"
 #include "pterun/backend/cpu/engine/x86_intrinsics.h"
-#include "pterun/backend/cpu/ops/dnnl_util.h"
 #include "pterun/backend/cpu/ops/ops.h"
 #include "pterun/backend/cpu/ops/quant_gemm.h"
+#include "pterun/backend/cpu/ops/quant_panels.h"
 #include "pterun/backend/cpu/ops/quant_requant.h"
 #include "pterun/backend/cpu/ops/quant_util.h"
 #include "pterun/core/error.h"
@@ -179,31 +178,6 @@ void depthwise_rows(const ConvGeometry& c, int64_t b, int64_t p0, int64_t rows,
   }
 }
 
-/// A convolution's weights packed for qgemm_packed, kept between calls (per
-/// thread, by weight address and shape) with the bytes they were packed
-/// from: constant weights are packed once, changed ones again.
-class PackedWeights {
- public:
-  explicit PackedWeights(size_t bytes) : bytes_(bytes + 63) {}
-  /// The panels, from a 64-byte boundary (AMX tiles and vectors load whole
-  /// lines).
-  uint8_t* panels() {
-    const auto at = reinterpret_cast<uintptr_t>(bytes_.data());
-    return bytes_.data() + ((64 - at % 64) % 64);
-  }
-  /// True when the panels were packed from `w`'s `n` bytes.
-  bool packed_from(const int8_t* w, size_t n) const {
-    return from_.size() == n && std::memcmp(from_.data(), w, n) == 0;
-  }
-  void remember(const int8_t* w, size_t n) { from_.assign(w, w + n); }
-  /// Before the panels change: they match no weights until remember().
-  void forget() { from_.clear(); }
-
- private:
-  std::vector<uint8_t> bytes_;
-  std::vector<int8_t> from_;
-};
-
 }  // namespace
 
 void quantized_conv2d(KernelContext& ctx, const ops::QConv2dArgs& a) {
@@ -297,15 +271,8 @@ void quantized_conv2d(KernelContext& ctx, const ops::QConv2dArgs& a) {
   bool pack_now = false;
   PackedWeights* kept = nullptr;
   if (packed) {
-    dnnl_util::PlanKey key;
-    key.add({c.groups, c.og, c.k, rows_unsigned ? 1 : 0});
-    key.add(static_cast<int64_t>(reinterpret_cast<uintptr_t>(weight)));
-    // Room for the int8 convolutions of a deep network (a ResNet-101 has
-    // about 100), so that a call does not evict the next one's panels.
-    thread_local dnnl_util::PlanCache<PackedWeights> cache(256);
-    kept = &cache.get(key, [&] {
-      return PackedWeights(static_cast<size_t>(c.groups * group_panels * panel_bytes));
-    });
+    kept = &kept_panels(weight, {c.groups, c.og, c.k, rows_unsigned ? 1 : 0},
+                        static_cast<size_t>(c.groups * group_panels * panel_bytes));
     pack = kept->panels();
     pack_now = !kept->packed_from(weight, weight_bytes);
     if (pack_now) kept->forget();

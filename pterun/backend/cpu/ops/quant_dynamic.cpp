@@ -19,6 +19,7 @@
 #include "pterun/backend/cpu/engine/x86_intrinsics.h"
 #include "pterun/backend/cpu/ops/quant_dynamic.h"
 #include "pterun/backend/cpu/ops/quant_gemm.h"
+#include "pterun/backend/cpu/ops/quant_panels.h"
 #include "pterun/backend/cpu/ops/quant_util.h"
 #include "pterun/core/error.h"
 #include "pterun/core/str_cat.h"
@@ -185,7 +186,11 @@ void linear_8bit(KernelContext& ctx, const ops::QDynLinearArgs& a) {
   const size_t acc_bytes = aligned(kRows * kCols * sizeof(int32_t));
   const int threads = std::max(1, ctx.num_threads);
   const int64_t row_blocks = (m + kRows - 1) / kRows;
-  const int64_t col_block = column_block(row_blocks, n, threads, kCols);
+  // Fewer rows: the weights packed once and kept (quant_panels.h), the
+  // rows broadcast against them, in tasks of whole panels of 16 outputs.
+  const bool weight_panels = qgemm_packs() && !packed;
+  int64_t col_block = column_block(row_blocks, n, threads, kCols);
+  if (weight_panels) col_block = (col_block + 15) / 16 * 16;
   const int64_t col_blocks = (n + col_block - 1) / col_block;
   auto* scratch =
       static_cast<char*>(ctx.scratch(q_bytes + p_bytes + panels_bytes + acc_bytes * threads));
@@ -201,6 +206,7 @@ void linear_8bit(KernelContext& ctx, const ops::QDynLinearArgs& a) {
   }
   const int64_t panel_bytes = qgemm_panel_bytes(k);
   const int8_t* w = a.weight.data_as<const int8_t>();
+  const uint8_t* w_panels = weight_panels ? kept_weight_panels(w, n, k, false) : nullptr;
   const int32_t* sums = a.weight_sums.data_as<const int32_t>();
   const float* scales = a.weight_scales.data_as<const float>();
   const float* bias = a.bias != nullptr ? a.bias->data_as<const float>() : nullptr;
@@ -217,6 +223,8 @@ void linear_8bit(KernelContext& ctx, const ops::QDynLinearArgs& a) {
                    const QGemm g{q + i0 * k, k, false, 0, w + j0 * k, k, sums + j0, rows, cols, k};
                    if (packed) {
                      qgemm_rows_on_panels(g, panels + i0 / 16 * panel_bytes, acc, cols);
+                   } else if (weight_panels) {
+                     qgemm_packed(g, w_panels + j0 / 16 * panel_bytes, acc, cols);
                    } else {
                      qgemm(g, acc, cols);
                    }

@@ -13,6 +13,7 @@
 #include "pterun/backend/cpu/engine/x86_intrinsics.h"
 #include "pterun/backend/cpu/ops/ops.h"
 #include "pterun/backend/cpu/ops/quant_gemm.h"
+#include "pterun/backend/cpu/ops/quant_panels.h"
 #include "pterun/backend/cpu/ops/quant_requant.h"
 #include "pterun/backend/cpu/ops/quant_util.h"
 #include "pterun/core/error.h"
@@ -38,7 +39,12 @@ void quantized_linear(KernelContext& ctx, const ops::QLinearArgs& a) {
   const int64_t n = a.n;
   const int threads = std::max(1, ctx.num_threads);
   const int64_t row_blocks = (a.m + kRowBlock - 1) / kRowBlock;
-  const int64_t col_block = column_block(row_blocks, n, threads, kColBlock);
+  // Fewer rows: the weights packed once and kept (quant_panels.h), the
+  // rows broadcast against them, in tasks of whole panels of 16 channels.
+  const bool packed = qgemm_packs() && a.m >= kQgemmPackRows;
+  const bool weight_panels = qgemm_packs() && !packed;
+  int64_t col_block = column_block(row_blocks, n, threads, kColBlock);
+  if (weight_panels) col_block = (col_block + 15) / 16 * 16;
   const int64_t col_blocks = (n + col_block - 1) / col_block;
   const int64_t cols = std::min(n, col_block);
   const bool in_unsigned = a.in.dtype() == DType::UInt8;
@@ -46,7 +52,6 @@ void quantized_linear(KernelContext& ctx, const ops::QLinearArgs& a) {
   // packed once, before the tasks, and the weights read in place against
   // them. Scratch: the channel terms, the packed rows, then an accumulator
   // block per thread.
-  const bool packed = qgemm_packs() && a.m >= kQgemmPackRows;
   const size_t terms_bytes = aligned(static_cast<size_t>(2 * n) * sizeof(float));
   const size_t panels_bytes = packed ? aligned(qgemm_rows_bytes(a.m, a.k)) : 0;
   const size_t acc_bytes = aligned(static_cast<size_t>(kRowBlock * cols) * sizeof(int32_t));
@@ -61,6 +66,9 @@ void quantized_linear(KernelContext& ctx, const ops::QLinearArgs& a) {
     });
   }
   const int64_t panel_bytes = qgemm_panel_bytes(a.k);
+  const uint8_t* w_panels =
+      weight_panels ? kept_weight_panels(a.weight.data_as<const int8_t>(), n, a.k, in_unsigned)
+                    : nullptr;
   kernels::visit_q8(a.out.dtype(), [&]<typename Out>() {
     Out* out = a.out.data_as<Out>();
     parallel_for(ctx, row_blocks * col_blocks, std::max<int64_t>(1, kRowBlock * cols * a.k / 16),
@@ -84,6 +92,8 @@ void quantized_linear(KernelContext& ctx, const ops::QLinearArgs& a) {
                                    a.k};
                      if (packed) {
                        qgemm_rows_on_panels(g, panels + i0 / 16 * panel_bytes, acc, width);
+                     } else if (weight_panels) {
+                       qgemm_packed(g, w_panels + j0 / 16 * panel_bytes, acc, width);
                      } else {
                        qgemm(g, acc, width);
                      }

@@ -1,0 +1,53 @@
+#pragma once
+
+// Packed int8 weight panels (quant_gemm.h's qgemm_pack) kept between calls,
+// for the quantized convolution and linear kernels (quant_conv.cpp,
+// quant_nn.cpp): per thread, by weight address and what the packing
+// depends on, with the bytes they were packed from, so constant weights
+// are packed once and changed ones again.
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <initializer_list>
+#include <vector>
+
+namespace pterun::cpu {
+
+class PackedWeights {
+ public:
+  explicit PackedWeights(size_t bytes) : bytes_(bytes + 63) {}
+  /// The panels, from a 64-byte boundary (AMX tiles and vectors load whole
+  /// lines).
+  uint8_t* panels() {
+    const auto at = reinterpret_cast<uintptr_t>(bytes_.data());
+    return bytes_.data() + ((64 - at % 64) % 64);
+  }
+  /// True when the panels were packed from `w`'s `n` bytes.
+  bool packed_from(const int8_t* w, size_t n) const {
+    return from_.size() == n && std::memcmp(from_.data(), w, n) == 0;
+  }
+  void remember(const int8_t* w, size_t n) { from_.assign(w, w + n); }
+  /// Before the panels change: they match no weights until remember().
+  void forget() { from_.clear(); }
+
+ private:
+  std::vector<uint8_t> bytes_;
+  std::vector<int8_t> from_;
+};
+
+/// The calling thread's panels for the weights at `weight`, packed as
+/// `shape` says (sizes and flags: whatever changes the packing), made
+/// `bytes` long on first use. The reference stays valid until the thread's
+/// next call. Room for the int8 layers of a deep network (a ResNet-101 has
+/// about 100 convolutions), so that a call does not evict the next one's.
+PackedWeights& kept_panels(const int8_t* weight, std::initializer_list<int64_t> shape,
+                           size_t bytes);
+
+/// The calling thread's panels of the [n, k] int8 weights at `weight`
+/// for qgemm_packed against activation rows of int8 (shifted panels) or
+/// (a_unsigned) uint8: packed on first use and again whenever the weight
+/// bytes changed. Valid until the thread's next kept_panels call.
+const uint8_t* kept_weight_panels(const int8_t* weight, int64_t n, int64_t k, bool a_unsigned);
+
+}  // namespace pterun::cpu
