@@ -75,9 +75,16 @@ constexpr int kRows = 8;
 /// The bytes of row `a` from input 4 * (k / 4) on (fewer than 4; zeros
 /// past k).
 inline int32_t tail(const uint8_t* a, int64_t k) {
-  int32_t v = 0;
-  std::memcpy(&v, a + k / 4 * 4, static_cast<size_t>(k % 4));
-  return v;
+  // Fixed-size loads (a copy of k % 4 bytes into a word went through the
+  // stack, byte by byte, and cost as much as the whole groups before it).
+  const uint8_t* p = a + k / 4 * 4;
+  uint16_t two = 0;
+  switch (k % 4) {
+    case 1: return p[0];
+    case 2: std::memcpy(&two, p, 2); return two;
+    case 3: std::memcpy(&two, p, 2); return two | int32_t{p[2]} << 16;
+    default: return 0;
+  }
 }
 
 /// One step: acc[r][c] += the 4 activation bytes b[r] times the 4 weight
