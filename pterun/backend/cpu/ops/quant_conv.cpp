@@ -412,7 +412,11 @@ void quantized_conv2d(KernelContext& ctx, const ops::QConv2dArgs& a) {
                        }
                      }
                      Out* image = out + b * o0 + g * width * o1;
-                     if (o1 == 1) {  // channels innermost: each pixel's run in place
+                     if (o1 == 1 && o3 == width && o2 == c.out_width * o3) {
+                       // The block's pixels one after another: one run.
+                       requantize_pixels(acc, rows, width, terms, g * width,
+                                         image + (p0 / c.out_width) * o2 + (p0 % c.out_width) * o3);
+                     } else if (o1 == 1) {  // channels innermost: each pixel's run in place
                        for (int64_t r = 0; r < rows; ++r) {
                          const int64_t p = p0 + r;
                          requantize_run(acc + r * width, width, terms, g * width,

@@ -106,4 +106,44 @@ inline void requantize_run(const int32_t* acc, int64_t n, const Requant& t, int6
   }
 }
 
+/// requantize_run over `rows` pixels of `width` channels each, stored one
+/// after another at `out` (and read so from acc): with AVX-512 and a width
+/// that divides 16, whole vectors hold 16 / width pixels (the terms
+/// repeated across the lanes), instead of a masked vector per pixel.
+template <typename Out>
+inline void requantize_pixels(const int32_t* acc, int64_t rows, int64_t width, const Requant& t,
+                              int64_t channel0, Out* out) {
+#if defined(__AVX512F__) && defined(__AVX512BW__)
+  if (width < 16 && 16 % width == 0) {
+    alignas(64) float mult[16], bias[16];
+    for (int l = 0; l < 16; ++l) {
+      mult[l] = t.mult[channel0 + l % width];
+      bias[l] = t.bias[channel0 + l % width];
+    }
+    const __m512 vm = _mm512_load_ps(mult), vb = _mm512_load_ps(bias);
+    const __m512 inv = _mm512_set1_ps(t.inv), zp = _mm512_set1_ps(t.zero_point);
+    const __m512 lo = _mm512_set1_ps(static_cast<float>(t.lo));
+    const __m512 hi = _mm512_set1_ps(static_cast<float>(t.hi));
+    const int64_t n = rows * width;
+    for (int64_t j = 0; j < n; j += 16) {
+      const __mmask16 m =
+          n - j >= 16 ? __mmask16{0xffff} : static_cast<__mmask16>((1u << (n - j)) - 1);
+      __m512 y = _mm512_cvtepi32_ps(_mm512_maskz_loadu_epi32(m, acc + j));
+      y = _mm512_add_ps(_mm512_mul_ps(y, vm), vb);
+      y = _mm512_roundscale_ps(_mm512_mul_ps(y, inv),
+                               _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+      y = _mm512_min_ps(_mm512_max_ps(_mm512_add_ps(zp, y), lo), hi);
+      const __m512i q = _mm512_cvtps_epi32(y);
+      const __m128i b =
+          std::is_same_v<Out, int8_t> ? _mm512_cvtsepi32_epi8(q) : _mm512_cvtusepi32_epi8(q);
+      _mm_mask_storeu_epi8(out + j, m, b);
+    }
+    return;
+  }
+#endif
+  for (int64_t r = 0; r < rows; ++r) {
+    requantize_run(acc + r * width, width, t, channel0, out + r * width);
+  }
+}
+
 }  // namespace pterun::cpu
