@@ -268,7 +268,8 @@ uint64_t XnnpackLowering::lower_call(std::span<const int32_t> args, uint64_t are
       // (Not over a view of an input: a reshape that is no view itself,
       // which only a damaged file makes, keeps its copy.)
       if (is_internal(g_.values[in]) && is_internal(g_.values[o]) && view_of[in] < 0 &&
-          g_.values[in].datatype == g_.values[o].datatype) {
+          g_.values[in].datatype == g_.values[o].datatype &&
+          g_.values[in].datatype != XnnDatatype::QDInt8) {
         root[o] = find_root(root, in);
       }
     }

@@ -18,17 +18,13 @@ T load(const void* data, int64_t i) {
   return v;
 }
 
-/// The least positive float32 whose float32 reciprocal is finite: with
-/// it, valid_scale of a float32 value is two comparisons.
-float least_usable_scale() {
-  static const float least = [] {
-    float v = 1.0f / std::numeric_limits<float>::max();
-    while (!std::isfinite(1.0f / v)) v = std::nextafter(v, 1.0f);
-    while (std::isfinite(1.0f / std::nextafter(v, 0.0f))) v = std::nextafter(v, 0.0f);
-    return v;
-  }();
-  return least;
-}
+/// The bits of the least positive float32 whose float32 reciprocal (rounded
+/// to nearest) is finite, 2.938737e-39 (1 / FLT_MAX is just below it), and
+/// of the largest finite float32: a float32 scale is usable when its bits,
+/// as an integer, lie between them (valid_scale's rule, checked in
+/// quant_checks_test.cpp).
+constexpr int32_t kLeastScaleBits = 0x00200001;
+constexpr int32_t kMostScaleBits = 0x7f7fffff;
 
 double scale_at(const void* data, DType dtype, int64_t i) {
   switch (dtype) {
@@ -130,23 +126,23 @@ void check_scales(const void* data, DType dtype, int64_t n, const char* op) {
     // convolution kernels check their weight scales on every call): a
     // float32 scale is usable when positive, finite and with a finite
     // reciprocal. The loop below finds and names the first that is not.
+    // Compared as the bits' integers, which flushing denormals to zero
+    // leaves alone: a positive float's bits order as its value does, and a
+    // negative one's (sign bit set) are negative integers.
     bool ok = true;
     const auto* f = static_cast<const float*>(data);
-    constexpr float kMax = std::numeric_limits<float>::max();
-    const float least = least_usable_scale();
-    // Vectors of 16 (GCC's vector extension), then the rest.
+    const int32_t least_bits = kLeastScaleBits, max_bits = kMostScaleBits;
     auto usable = [&](int64_t i) {
-      float v;
-      std::memcpy(&v, f + i, sizeof v);
-      return (v >= least) & (v <= kMax);  // NaN fails both
+      int32_t b;
+      std::memcpy(&b, f + i, sizeof b);
+      return (b >= least_bits) & (b <= max_bits);  // NaN's bits lie above infinity's
     };
-    using V = float __attribute__((vector_size(64)));
     using M = int32_t __attribute__((vector_size(64)));
-    const V lo = V{} + least, hi = V{} + kMax;
+    const M lo = M{} + least_bits, hi = M{} + max_bits;
     M bad = {};
     int64_t i = 0;
     for (; i + 16 <= n; i += 16) {
-      V v;
+      M v;
       std::memcpy(&v, f + i, sizeof v);
       bad |= ~((v >= lo) & (v <= hi));
     }

@@ -188,7 +188,7 @@ void linear_8bit(KernelContext& ctx, const ops::QDynLinearArgs& a) {
   const int64_t row_blocks = (m + kRows - 1) / kRows;
   // Fewer rows: the weights packed once and kept (quant_panels.h), the
   // rows broadcast against them, in tasks of whole panels of 16 outputs.
-  const bool weight_panels = qgemm_packs() && !packed;
+  const bool weight_panels = qgemm_packs() && !packed && n * k <= kKeptWeightBytes;
   int64_t col_block = column_block(row_blocks, n, threads, kCols);
   if (weight_panels) col_block = (col_block + 15) / 16 * 16;
   const int64_t col_blocks = (n + col_block - 1) / col_block;

@@ -42,7 +42,7 @@ void quantized_linear(KernelContext& ctx, const ops::QLinearArgs& a) {
   // Fewer rows: the weights packed once and kept (quant_panels.h), the
   // rows broadcast against them, in tasks of whole panels of 16 channels.
   const bool packed = qgemm_packs() && a.m >= kQgemmPackRows;
-  const bool weight_panels = qgemm_packs() && !packed;
+  const bool weight_panels = qgemm_packs() && !packed && n * a.k <= kKeptWeightBytes;
   int64_t col_block = column_block(row_blocks, n, threads, kColBlock);
   if (weight_panels) col_block = (col_block + 15) / 16 * 16;
   const int64_t col_blocks = (n + col_block - 1) / col_block;

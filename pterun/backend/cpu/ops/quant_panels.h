@@ -44,6 +44,12 @@ class PackedWeights {
 PackedWeights& kept_panels(const int8_t* weight, std::initializer_list<int64_t> shape,
                            size_t bytes);
 
+/// The largest weights (bytes) a linear layer of few rows keeps packed: it
+/// compares them with their copy on every call and keeps two copies per
+/// thread, which pays while they are small and cached; larger layers of
+/// few rows are memory-bound and read their weights in place.
+inline constexpr int64_t kKeptWeightBytes = int64_t{1} << 20;
+
 /// The calling thread's panels of the [n, k] int8 weights at `weight`
 /// for qgemm_packed against activation rows of int8 (shifted panels) or
 /// (a_unsigned) uint8: packed on first use and again whenever the weight
