@@ -9,6 +9,7 @@
 #include <array>
 #include <cmath>
 #include <cstdlib>
+#include <limits>
 #include <vector>
 
 #include "pterun/backend/cpu/ops/quant_gemm.h"
@@ -16,6 +17,7 @@
 #include "pterun/core/value.h"
 #include "pterun/kernels/registry.h"
 #include "pterun/ops/quant.h"
+#include "pterun/ops/xnnpack.h"
 
 namespace pterun {
 namespace {
@@ -191,6 +193,71 @@ TEST(ConvolutionWeights, QuantizedLinearWeightsChangedInPlaceAreUsed) {
           const double q = std::clamp(std::nearbyint(y) + kOutZero, -128.0, 127.0);
           ASSERT_LE(std::abs(q - in_place[i * n + o]), 1.0) << "row " << i << ", output " << o;
         }
+      }
+    }
+  }
+}
+
+TEST(ConvolutionWeights, DynamicLinearWeightsChangedInPlaceAreUsed) {
+  // XNNPACK's dynamically quantized linear (rows quantized per call, 8-bit
+  // per-channel weights), 3 rows of 40 -> 24: the weights packed and kept.
+  // Each round changes them in place; the call must match one on a copy at
+  // a new address, and the float product within the rows' quantization.
+  if (!cpu::qgemm_packs()) GTEST_SKIP() << "this build has no packed int8 kernel";
+  ASSERT_NE(kernels::KernelRegistry::global().find("xnnpack::fully_connected_dq", Device::CPU),
+            nullptr);
+  constexpr int64_t m = 3, k = 40, n = 24;
+  const std::array<int64_t, 2> x_sizes{m, k}, w_sizes{n, k}, s_sizes{n, 1}, o_sizes{m, n};
+  const std::array<int64_t, 1> c_sizes{n};
+  std::vector<float> x(m * k), scales(n), in_place(m * n), fresh(m * n);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = std::sin(0.7f * static_cast<float>(i)) * 2.0f;
+  for (int64_t o = 0; o < n; ++o) scales[o] = 0.01f + 0.001f * static_cast<float>(o);
+  std::vector<int32_t> sums(n);
+  std::vector<int8_t> w(n * k);
+  Tensor tx(DType::Float32, x_sizes), ts(DType::Float32, s_sizes), tz(DType::Int32, c_sizes);
+  tx.set_data(x.data(), x.size() * 4);
+  ts.set_data(scales.data(), scales.size() * 4);
+  tz.set_data(sums.data(), sums.size() * 4);
+  auto run = [&](std::vector<int8_t>& weights, std::vector<float>& out) {
+    Tensor tw(DType::Int8, w_sizes), to(DType::Float32, o_sizes);
+    tw.set_data(weights.data(), weights.size());
+    to.set_data(out.data(), out.size() * 4);
+    kernels::KernelContext ctx;
+    ctx.num_threads = 1;
+    ops::xnn_fully_connected_dq(ctx, tx, tw, ts, tz, nullptr, 8, 1,
+                                -std::numeric_limits<double>::infinity(),
+                                std::numeric_limits<double>::infinity(), to);
+  };
+  std::vector<std::vector<int8_t>> copies;
+  for (int round = 0; round < 4; ++round) {
+    SCOPED_TRACE(round);
+    for (size_t i = 0; i < w.size(); ++i) {
+      w[i] = static_cast<int8_t>((i * 29 + static_cast<size_t>(round) * 53) % 255 - 127);
+    }
+    for (int64_t o = 0; o < n; ++o) {
+      sums[o] = 0;
+      for (int64_t j = 0; j < k; ++j) sums[o] += w[o * k + j];
+    }
+    run(w, in_place);
+    copies.push_back(w);
+    run(copies.back(), fresh);
+    ASSERT_EQ(in_place, fresh);
+    for (int64_t i = 0; i < m; ++i) {
+      // A row quantized to 8 bits over its range is off by at most half a
+      // step per input: bound the product's error by that.
+      float lo = 0, hi = 0;
+      for (int64_t j = 0; j < k; ++j) {
+        lo = std::min(lo, x[i * k + j]);
+        hi = std::max(hi, x[i * k + j]);
+      }
+      const double step = (static_cast<double>(hi) - lo) / 255.0;
+      for (int64_t o = 0; o < n; ++o) {
+        double ref = 0, bound = 0;
+        for (int64_t j = 0; j < k; ++j) {
+          ref += static_cast<double>(x[i * k + j]) * w[o * k + j] * scales[o];
+          bound += std::abs(static_cast<double>(w[o * k + j]) * scales[o]) * step;
+        }
+        ASSERT_NEAR(in_place[i * n + o], ref, bound + 1e-4) << "row " << i << ", output " << o;
       }
     }
   }
