@@ -1,7 +1,7 @@
 // What the XNNPACK lowering (xnnpack_lowering.cpp) folds away before it
 // emits kernel calls: nodes that run inside the convolution before them,
-// and reshapes of a delegate's inputs that become views of the inputs'
-// bytes.
+// transposes to NHWC that the convolution after them reads through, and
+// reshapes of a delegate's inputs that become views of the inputs' bytes.
 
 #include <cstdint>
 #include <limits>
@@ -86,6 +86,45 @@ void XnnpackLowering::find_conv_epilogues() {
     epilogue_of_[n] = static_cast<int64_t>(m);
     residual_of_[n] = other;
     absorbed_[m] = true;
+  }
+  find_nchw_inputs(reads, reader);
+}
+
+// A StaticTranspose (0, 2, 3, 1) of a float value (NCHW to NHWC: the
+// exporter's before a delegate's stem) whose output one float Conv2d alone
+// reads, as its input, with no epilogue, runs inside that convolution: the
+// convolution reads the transpose's input in NCHW order
+// (xnnpack::conv2d_nchw) and the transposed value is never made. Fills
+// nchw_input_of_ and marks the transposes absorbed.
+void XnnpackLowering::find_nchw_inputs(const std::vector<int>& reads,
+                                       const std::vector<int64_t>& reader) {
+  const size_t nv = g_.values.size(), nn = g_.nodes.size();
+  nchw_input_of_.assign(nn, -1);
+  auto is_float = [](XnnDatatype t) {
+    return t == XnnDatatype::Fp32 || t == XnnDatatype::Fp16 || t == XnnDatatype::BF16;
+  };
+  for (size_t t = 0; t < nn; ++t) {
+    const XnnNodeDesc& node = g_.nodes[t];
+    if (node.type != T::StaticTranspose || node.inputs.size() != 1 || node.outputs.size() != 1) {
+      continue;
+    }
+    const auto& perm = std::get<format::XnnTransposeParams>(node.params).perm;
+    const int32_t src = node.inputs[0], v = node.outputs[0];
+    if (perm != std::vector<uint32_t>{0, 2, 3, 1} || src == kXnnNoValue ||
+        static_cast<size_t>(src) >= nv || v == kXnnNoValue || static_cast<size_t>(v) >= nv ||
+        !is_internal(g_.values[v]) || reads[v] != 1 || reader[v] <= static_cast<int64_t>(t) ||
+        !is_float(g_.values[v].datatype) || g_.values[src].datatype != g_.values[v].datatype ||
+        g_.values[src].dims.size() != 4) {
+      continue;
+    }
+    const auto n = static_cast<size_t>(reader[v]);
+    const XnnNodeDesc& conv = g_.nodes[n];
+    if (conv.type != T::Conv2d || conv.inputs.empty() || conv.inputs[0] != v ||
+        epilogue_of_[n] >= 0 || absorbed_[n] || xnnpack_static_int8(g_, n)) {
+      continue;
+    }
+    nchw_input_of_[n] = src;
+    absorbed_[t] = true;
   }
 }
 

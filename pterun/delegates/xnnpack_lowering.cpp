@@ -230,7 +230,9 @@ uint64_t XnnpackLowering::lower_call(std::span<const int32_t> args, uint64_t are
   std::vector<int32_t> root(nv);
   std::iota(root.begin(), root.end(), 0);
   for (size_t n = 0; n < g_.nodes.size(); ++n) {
-    if (absorbed_[n]) continue;  // its output is written by its convolution
+    // Its output is written by its convolution, or never made (a
+    // transpose the convolution reads through).
+    if (absorbed_[n]) continue;
     const XnnNodeDesc& node = g_.nodes[n];
     if (node.type == T::StaticReshape && view_of[node.outputs[0]] >= 0) continue;
     if (epilogue_of_[n] >= 0) {
@@ -246,7 +248,9 @@ uint64_t XnnpackLowering::lower_call(std::span<const int32_t> args, uint64_t are
         last[r] = std::max(last[r], static_cast<int64_t>(n));
       }
     }
-    for (int32_t v : node.inputs) {
+    for (size_t i = 0; i < node.inputs.size(); ++i) {
+      // A convolution reading through a transpose reads its input instead.
+      const int32_t v = i == 0 && nchw_input_of_[n] >= 0 ? nchw_input_of_[n] : node.inputs[i];
       if (v != kXnnNoValue && is_internal(g_.values[v]) && view_of[v] < 0 &&
           g_.values[v].datatype != XnnDatatype::QDInt8) {
         last[v] = static_cast<int64_t>(n);
@@ -445,14 +449,16 @@ uint64_t XnnpackLowering::lower_call(std::span<const int32_t> args, uint64_t are
         const int64_t epilogue = epilogue_of_[n];
         const bool residual = residual_of_[n] >= 0;
         const bool hardswish = epilogue >= 0 && !residual;
+        const bool nchw = nchw_input_of_[n] >= 0;
         Call call(b_, node.type == T::Conv2d ? (hardswish  ? "xnnpack::conv2d_hardswish"
                                                 : residual ? "xnnpack::conv2d_add"
+                                                : nchw     ? "xnnpack::conv2d_nchw"
                                                            : "xnnpack::conv2d")
                       : node.type == T::DepthwiseConv2d
                           ? (hardswish ? "xnnpack::depthwise_conv2d_hardswish"
                                        : "xnnpack::depthwise_conv2d")
                           : "xnnpack::conv_transpose2d");
-        call.value(tensor(in[0]))
+        call.value(tensor(nchw ? nchw_input_of_[n] : in[0]))
             .value(tensor(in[1]))
             .value(tensor(in[2]))
             .list({p.padding_top, p.padding_left});

@@ -57,6 +57,7 @@ class XnnpackLowering {
   int32_t constant(int32_t xnn_value, DType dtype, bool transpose = false);
   // xnnpack_folding.cpp: what runs inside other calls or needs no call.
   void find_conv_epilogues();
+  void find_nchw_inputs(const std::vector<int>& reads, const std::vector<int64_t>& reader);
   void check_external(const format::XnnValueDesc& v, int32_t arg) const;
   // view_of[v]: the external input argument whose bytes internal value v,
   // a reshape of it, shares; -1 for the others.
@@ -75,6 +76,9 @@ class XnnpackLowering {
   std::vector<int64_t> epilogue_of_;
   std::vector<int32_t> residual_of_;
   std::vector<bool> absorbed_;
+  // nchw_input_of_[n]: the NCHW value convolution node n reads through,
+  // its StaticTranspose absorbed (find_nchw_inputs), or -1.
+  std::vector<int32_t> nchw_input_of_;
   // Quantized filters made so far, by graph value.
   std::map<int32_t, QuantFilter> quant_filters_;
   StaticLowering static_;

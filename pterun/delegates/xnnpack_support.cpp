@@ -91,7 +91,7 @@ std::string xnnpack_unsupported(const format::XnnGraphDesc& graph) {
 }
 
 std::span<const std::string_view> xnnpack_operator_names() {
-  static constexpr std::array<std::string_view, 53> kNames = {
+  static constexpr std::array<std::string_view, 54> kNames = {
       "xnnpack::add",
       "xnnpack::subtract",
       "xnnpack::multiply",
@@ -121,6 +121,7 @@ std::span<const std::string_view> xnnpack_operator_names() {
       "xnnpack::fully_connected",
       "xnnpack::batch_matrix_multiply",
       "xnnpack::conv2d",
+      "xnnpack::conv2d_nchw",
       "xnnpack::depthwise_conv2d",
       "xnnpack::conv2d_hardswish",
       "xnnpack::conv2d_add",

@@ -387,6 +387,7 @@ constexpr OpDef kOps[] = {
     def<&xnn_fully_connected>("xnnpack::fully_connected", F::Matmul),
     def<&xnn_batch_matrix_multiply>("xnnpack::batch_matrix_multiply", F::Matmul),
     def<&xnn_conv2d>("xnnpack::conv2d", F::Conv),
+    def<&xnn_conv2d_nchw>("xnnpack::conv2d_nchw", F::Conv),
     def<&xnn_depthwise_conv2d>("xnnpack::depthwise_conv2d", F::Conv),
     def<&xnn_conv2d_hardswish>("xnnpack::conv2d_hardswish", F::Conv),
     def<&xnn_conv2d_add>("xnnpack::conv2d_add", F::Conv),

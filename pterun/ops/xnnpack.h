@@ -108,6 +108,14 @@ void xnn_conv2d_hardswish(KernelContext& ctx, const Tensor& in, const Tensor& fi
 void xnn_depthwise_conv2d_hardswish(KernelContext& ctx, const Tensor& in, const Tensor& filter,
                                     const Tensor* bias, IntList padding, IntList stride,
                                     IntList dilation, double out_min, double out_max, Tensor& out);
+// xnnpack::conv2d_nchw (pterun's own, the arguments of conv2d): conv2d whose
+// input is in NCHW memory order ([N, C, H, W]; the output NHWC as
+// conv2d's), for a StaticTranspose (0, 2, 3, 1) of an NCHW value that one
+// Conv2d alone reads (the delegate's lowering folds the transpose into the
+// convolution's reads: the delegate's input before its stem).
+void xnn_conv2d_nchw(KernelContext& ctx, const Tensor& in, const Tensor& filter, const Tensor* bias,
+                     IntList padding, IntList stride, IntList dilation, int64_t groups,
+                     double out_min, double out_max, Tensor& out);
 // xnnpack::conv2d_add(Tensor in, Tensor filter, Tensor? bias, int[2] padding, int[2] stride,
 //   int[2] dilation, int groups, Tensor residual, float out_min, float out_max, *,
 //   Tensor(a!) out) (pterun's own): the convolution plus `residual` (the output's shape

@@ -43,15 +43,16 @@ void check_bias(const char* op, const Tensor* bias, int64_t oc) {
                describe(*bias), " must have ", oc, " elements");
 }
 
-/// The problem's sizes and the NHWC strides of input and output.
+/// The problem's sizes and the NHWC strides of input and output (the
+/// input's NCHW ones when `nchw_in`: its memory-order dims [N, C, H, W]).
 ConvProblem nhwc_problem(const Tensor& in, const Tensor& out, int64_t kh, int64_t kw,
-                         IntList padding, IntList stride, IntList dilation) {
+                         IntList padding, IntList stride, IntList dilation, bool nchw_in = false) {
   ConvProblem p;
   p.dtype = in.dtype();
   p.n = in.size(0);
-  p.ih = in.size(1);
-  p.iw = in.size(2);
-  p.ic = in.size(3);
+  p.ih = in.size(nchw_in ? 2 : 1);
+  p.iw = in.size(nchw_in ? 3 : 2);
+  p.ic = in.size(nchw_in ? 1 : 3);
   p.oh = out.size(1);
   p.ow = out.size(2);
   p.oc = out.size(3);
@@ -63,8 +64,9 @@ ConvProblem nhwc_problem(const Tensor& in, const Tensor& out, int64_t kh, int64_
     p.dilation[i] = dilation[i];
   }
   const int64_t is[4] = {p.ih * p.iw * p.ic, 1, p.iw * p.ic, p.ic};
+  const int64_t is_nchw[4] = {p.ic * p.ih * p.iw, p.ih * p.iw, p.iw, 1};
   const int64_t os[4] = {p.oh * p.ow * p.oc, 1, p.ow * p.oc, p.oc};
-  std::copy(is, is + 4, p.in_strides);
+  std::copy(nchw_in ? is_nchw : is, (nchw_in ? is_nchw : is) + 4, p.in_strides);
   std::copy(os, os + 4, p.out_strides);
   p.in = in.data();
   p.out = out.data();
@@ -152,24 +154,26 @@ namespace {
 void conv2d(KernelContext& ctx, const Tensor& in, const Tensor& filter, const Tensor* bias,
             IntList padding, IntList stride, IntList dilation, int64_t groups, double out_min,
             double out_max, bool hardswish, Tensor& out, const char* op,
-            const Tensor* residual = nullptr) {
+            const Tensor* residual = nullptr, bool nchw_in = false) {
   check_args(op, in, filter, bias, out, padding, stride, dilation);
   const In iv(in), fv(filter);
   const Tensor& vi = *iv;
   const Tensor& vf = *fv;
   const int64_t oc = vf.size(0), kh = vf.size(1), kw = vf.size(2);
   const int64_t icg = vf.size(3);
-  PTERUN_CHECK(groups >= 1 && oc % groups == 0 && vi.size(3) == groups * icg,
+  // The input's dims in memory order: [N, H, W, C], or [N, C, H, W].
+  const size_t hd = nchw_in ? 2 : 1, wd = hd + 1, cd = nchw_in ? 1 : 3;
+  PTERUN_CHECK(groups >= 1 && oc % groups == 0 && vi.size(cd) == groups * icg,
                ErrorCode::InvalidArgument, op, ": input ", describe(vi), ", filter ", describe(vf),
                " and ", groups, " groups do not match");
   check_bias(op, bias, oc);
   const std::array<int64_t, 4> dims{
-      vi.size(0), xnn::conv_size(op, vi.size(1), kh, padding[0], stride[0], dilation[0]),
-      xnn::conv_size(op, vi.size(2), kw, padding[1], stride[1], dilation[1]), oc};
+      vi.size(0), xnn::conv_size(op, vi.size(hd), kh, padding[0], stride[0], dilation[0]),
+      xnn::conv_size(op, vi.size(wd), kw, padding[1], stride[1], dilation[1]), oc};
   const Out ov = resize_memory(out, dims, op);
   Tensor& vo = *ov;
   if (vo.numel() == 0) return;
-  ConvProblem p = nhwc_problem(vi, vo, kh, kw, padding, stride, dilation);
+  ConvProblem p = nhwc_problem(vi, vo, kh, kw, padding, stride, dilation, nchw_in);
   p.groups = groups;
   // Filter [OC, KH, KW, IC/g] seen as torch's [OC, IC/g, KH, KW].
   const int64_t ws[4] = {kh * kw * icg, 1, kw * icg, icg};
@@ -221,6 +225,13 @@ void xnn_conv2d(KernelContext& ctx, const Tensor& in, const Tensor& filter, cons
                 double out_max, Tensor& out) {
   conv2d(ctx, in, filter, bias, padding, stride, dilation, groups, out_min, out_max, false, out,
          "xnnpack::conv2d");
+}
+
+void xnn_conv2d_nchw(KernelContext& ctx, const Tensor& in, const Tensor& filter, const Tensor* bias,
+                     IntList padding, IntList stride, IntList dilation, int64_t groups,
+                     double out_min, double out_max, Tensor& out) {
+  conv2d(ctx, in, filter, bias, padding, stride, dilation, groups, out_min, out_max, false, out,
+         "xnnpack::conv2d_nchw", nullptr, true);
 }
 
 void xnn_conv2d_hardswish(KernelContext& ctx, const Tensor& in, const Tensor& filter,

@@ -86,3 +86,60 @@ def test_errors(device):
                 match="residual .* must have the output's shape and dtype")
     check_error(device, OP, *args, normal((1, 6, 6, 8)).astype(np.float16), -inf, inf, out,
                 exc=ValueError, match="residual")
+
+
+# xnnpack::conv2d_nchw: conv2d reading its input in NCHW memory order (a
+# StaticTranspose (0, 2, 3, 1) before a delegate's stem, folded by the
+# lowering); the output NHWC, the output clamp applied.
+NCHW_OP = "xnnpack::conv2d_nchw"
+
+
+@reference(NCHW_OP)
+def conv2d_nchw_model(x, w, b, padding, stride, dilation, groups, lo, hi, out):
+    xv = value(x).astype(np.float64)
+    wv = value(w).astype(np.float64).transpose(0, 3, 1, 2)
+    bv = None if b is None else value(b)
+    y = ref_conv2d(xv, wv, bv, stride, padding, dilation, groups).transpose(0, 2, 3, 1)
+    dt = value(x).dtype
+    return np.clip(y, lo, hi).astype(np.float32 if dt != np.float64 else dt)
+
+
+def nchw_case(device, n, c, h, w, oc, k=(3, 3), stride=(1, 1), padding=(1, 1),
+              dilation=(1, 1), groups=1, bias=True, lo=-np.inf, hi=np.inf, dtype=np.float32,
+              threads=1):
+    as_bf16 = dtype == BF16
+    npdt = np.float32 if as_bf16 else dtype
+    x = normal((n, c, h, w)).astype(npdt)
+    f = normal((oc, k[0], k[1], c // groups), scale=0.3).astype(npdt)
+    b = normal((oc,)).astype(npdt) if bias else None
+    oh = conv_out(h, k[0], stride[0], padding[0], dilation[0])
+    ow = conv_out(w, k[1], stride[1], padding[1], dilation[1])
+    check(device, NCHW_OP, T(x, bf16=as_bf16), T(f, bf16=as_bf16),
+          None if b is None else T(b, bf16=as_bf16), list(padding), list(stride),
+          list(dilation), groups, lo, hi, Out(BF16 if as_bf16 else dtype, (n, oh, ow, oc)),
+          tol=TOL, num_threads=threads)
+
+
+@pytest.mark.parametrize("geom", [((3, 3), (2, 2), (1, 1), (1, 1)), ((3, 3), (1, 1), (1, 1), (1, 1)),
+                                  ((1, 1), (1, 1), (0, 0), (1, 1)), ((5, 3), (2, 1), (2, 0), (1, 2))])
+@pytest.mark.parametrize("clamp", [(-np.inf, np.inf), (0.0, 6.0)])
+def test_conv2d_nchw(device, geom, clamp):
+    """Stems of 3 channels: MobileNet's strided 3x3, ResNet's 3x3, 1x1, an
+    uneven kernel with dilation."""
+    k, s, p, d = geom
+    nchw_case(device, 2, 3, 17, 15, 16, k=k, stride=s, padding=p, dilation=d, lo=clamp[0],
+              hi=clamp[1])
+
+
+def test_conv2d_nchw_groups_threads_16bit(device):
+    nchw_case(device, 1, 8, 9, 9, 12, groups=2, bias=False, lo=0.0)
+    nchw_case(device, 1, 3, 64, 64, 32, stride=(2, 2), threads=2)
+    nchw_case(device, 1, 3, 12, 12, 16, dtype=np.float16)
+    nchw_case(device, 1, 3, 12, 12, 16, dtype=BF16, lo=0.0)
+
+
+def test_conv2d_nchw_errors(device):
+    x = normal((1, 4, 6, 6))
+    out = Out("float32", (1, 6, 6, 8))
+    check_error(device, NCHW_OP, x, normal((8, 3, 3, 3)), None, [1, 1], [1, 1], [1, 1], 1,
+                -np.inf, np.inf, out, exc=ValueError, match="groups do not match")

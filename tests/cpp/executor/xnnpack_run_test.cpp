@@ -102,25 +102,29 @@ TEST(XnnpackRun, DelegateCallsBecomeKernelCalls) {
   ASSERT_GT(hardswish, 0u);
   const size_t adds = entry["xnnpack"]["forward"][0]["node_counts"]["Add"].get<size_t>();
   ASSERT_GT(adds, 0u);
-  // One kernel call per node, but for the transpose of GAP's [1, 1, 1, C]
-  // result back to NCHW and its reshape for the linear layer (all
-  // internal, the transpose moving only dims of size 1: they share their
-  // bytes, nothing to do), the HardSwish nodes, each inside the
-  // convolution it alone reads, and the residual connections' Add nodes,
-  // each inside the projection (1x1 convolution) whose output it alone
-  // reads.
-  EXPECT_EQ(xnn_calls, nodes - 2 - hardswish - adds);
-  size_t fused = 0, residuals = 0;
+  // One kernel call per node, but for the input's transpose to NHWC (the
+  // stem reads the NCHW input through it: xnnpack::conv2d_nchw), the
+  // transpose of GAP's [1, 1, 1, C] result back to NCHW and its reshape
+  // for the linear layer (all internal, the transpose moving only dims of
+  // size 1: they share their bytes, nothing to do), the HardSwish nodes,
+  // each inside the convolution it alone reads, and the residual
+  // connections' Add nodes, each inside the projection (1x1 convolution)
+  // whose output it alone reads.
+  EXPECT_EQ(xnn_calls, nodes - 3 - hardswish - adds);
+  size_t fused = 0, residuals = 0, stems = 0;
   for (const auto& instr : runs.chains[0].instructions) {
     if (instr.kind != format::InstructionKind::KernelCall) continue;
     const std::string& name = runs.operators[instr.index].name;
     fused += name == "xnnpack::conv2d_hardswish" || name == "xnnpack::depthwise_conv2d_hardswish";
     residuals += name == "xnnpack::conv2d_add";
+    stems += name == "xnnpack::conv2d_nchw";
     EXPECT_NE(name, "xnnpack::hardswish");
     EXPECT_NE(name, "xnnpack::add");
+    EXPECT_NE(name, "xnnpack::static_transpose");
   }
   EXPECT_EQ(fused, hardswish);
   EXPECT_EQ(residuals, adds);
+  EXPECT_EQ(stems, 1u);
   EXPECT_EQ(file.chains[0].instructions.size(), 1u);
   EXPECT_EQ(file.chains[0].instructions[0].kind, format::InstructionKind::DelegateCall);
   EXPECT_EQ(runs.inputs, file.inputs);
