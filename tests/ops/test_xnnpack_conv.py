@@ -34,15 +34,23 @@ def conv2d_add_model(x, w, b, padding, stride, dilation, groups, residual, lo, h
     return np.clip(s, lo, hi)
 
 
-def case(device, n, h, w, c, oc, k=(3, 3), stride=(1, 1), padding=(1, 1), dilation=(1, 1),
-         groups=1, bias=True, lo=-np.inf, hi=np.inf, dtype=np.float32, threads=1):
+def operands(h, w, c, oc, k, stride, padding, dilation, groups, bias, dtype):
+    """Whether the case is bfloat16, the NumPy dtype it is made in, the filter
+    [OC, KH, KW, IC/g], the bias (or None) and the output's height and width."""
     as_bf16 = dtype == BF16
     npdt = np.float32 if as_bf16 else dtype
-    x = normal((n, h, w, c)).astype(npdt)
     f = normal((oc, k[0], k[1], c // groups), scale=0.3).astype(npdt)
     b = normal((oc,)).astype(npdt) if bias else None
     oh = conv_out(h, k[0], stride[0], padding[0], dilation[0])
     ow = conv_out(w, k[1], stride[1], padding[1], dilation[1])
+    return as_bf16, npdt, f, b, oh, ow
+
+
+def case(device, n, h, w, c, oc, k=(3, 3), stride=(1, 1), padding=(1, 1), dilation=(1, 1),
+         groups=1, bias=True, lo=-np.inf, hi=np.inf, dtype=np.float32, threads=1):
+    as_bf16, npdt, f, b, oh, ow = operands(h, w, c, oc, k, stride, padding, dilation, groups,
+                                           bias, dtype)
+    x = normal((n, h, w, c)).astype(npdt)
     r = normal((n, oh, ow, oc)).astype(npdt)
     out_dtype = BF16 if as_bf16 else dtype
     check(device, OP, T(x, bf16=as_bf16), T(f, bf16=as_bf16),
@@ -107,13 +115,9 @@ def conv2d_nchw_model(x, w, b, padding, stride, dilation, groups, lo, hi, out):
 def nchw_case(device, n, c, h, w, oc, k=(3, 3), stride=(1, 1), padding=(1, 1),
               dilation=(1, 1), groups=1, bias=True, lo=-np.inf, hi=np.inf, dtype=np.float32,
               threads=1):
-    as_bf16 = dtype == BF16
-    npdt = np.float32 if as_bf16 else dtype
+    as_bf16, npdt, f, b, oh, ow = operands(h, w, c, oc, k, stride, padding, dilation, groups,
+                                           bias, dtype)
     x = normal((n, c, h, w)).astype(npdt)
-    f = normal((oc, k[0], k[1], c // groups), scale=0.3).astype(npdt)
-    b = normal((oc,)).astype(npdt) if bias else None
-    oh = conv_out(h, k[0], stride[0], padding[0], dilation[0])
-    ow = conv_out(w, k[1], stride[1], padding[1], dilation[1])
     check(device, NCHW_OP, T(x, bf16=as_bf16), T(f, bf16=as_bf16),
           None if b is None else T(b, bf16=as_bf16), list(padding), list(stride),
           list(dilation), groups, lo, hi, Out(BF16 if as_bf16 else dtype, (n, oh, ow, oc)),
