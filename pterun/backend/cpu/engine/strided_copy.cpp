@@ -157,10 +157,11 @@ bool transpose_copy(const kernels::KernelContext& ctx, const kernels::CopyPlan& 
   int64_t rows = 1;
   for (size_t i = 0; i + 2 < r; ++i) rows *= p.sizes[i];
   // Destination lines of a few elements (and the source's of one each way).
-  if (b_size <= 4 && (es == 4 || es == 2)) {
+  if (b_size <= 4 && es <= 4) {
     const int64_t items = rows * ((a_size + kNarrowChunk - 1) / kNarrowChunk);
-    const bool done = es == 4 ? narrow_for<uint32_t>(ctx, p, dst, src, items, b_size)
-                              : narrow_for<uint16_t>(ctx, p, dst, src, items, b_size);
+    const bool done = es == 4   ? narrow_for<uint32_t>(ctx, p, dst, src, items, b_size)
+                      : es == 2 ? narrow_for<uint16_t>(ctx, p, dst, src, items, b_size)
+                                : narrow_for<uint8_t>(ctx, p, dst, src, items, b_size);
     if (done) return true;
   }
   const int64_t tiles = rows * ((a_size + kTile - 1) / kTile) * ((b_size + kTile - 1) / kTile);
