@@ -1,7 +1,8 @@
 // The CUDA convolution (pterun/ops/conv.h: the front-end checks and
-// describes the problem): cuDNN where it is loaded and takes the problem
-// (conv_cudnn.cpp), else im2col + cuBLAS where that pays
-// (conv_gemm.cu), else a direct convolution with one
+// describes the problem): pterun's tiled kernels (conv_tiled.cu) where they
+// time faster on the problem's first call (conv_choice.h), else cuDNN
+// where it is loaded and takes the problem (conv_cudnn.cpp), else im2col +
+// cuBLAS where that pays (conv_gemm.cu), else a direct convolution with one
 // thread per output element, reading input, weight and out through their
 // (N, C, H, W) strides, so NCHW, channels-last and any other dim order
 // work without copies. Covers conv1d / conv2d, groups (depthwise
@@ -9,14 +10,18 @@
 // output_padding. Accumulates in float (f16/bf16/f32), double (f64) or
 // wrapping 64-bit integers, as the CPU's direct kernel.
 
+#include <algorithm>
 #include <cstdint>
 #include <type_traits>
 #include <utility>
 
 #include "pterun/backend/cuda/cuda_context.h"
 #include "pterun/backend/cuda/device/nn_device.cuh"
+#include "pterun/backend/cuda/ops/conv_choice.h"
 #include "pterun/backend/cuda/ops/conv_cudnn.h"
+#include "pterun/backend/cuda/ops/conv_epilogue.cuh"
 #include "pterun/backend/cuda/ops/conv_gemm.h"
+#include "pterun/backend/cuda/ops/conv_tiled.h"
 #include "pterun/backend/cuda/ops/launch_util.cuh"
 #include "pterun/backend/cuda/ops/nn_launch.h"
 #include "pterun/backend/cuda/ops/ops.h"
@@ -24,50 +29,6 @@
 
 namespace pterun::cuda::nn {
 namespace {
-
-// What a fused convolution does to each output after the convolution
-// (ops::ConvProblem): the bias (when the convolution left it out), the
-// residual, the activation; each step's result rounded to the dtype, as
-// CUDA's unfused steps are (cuDNN's bias add comes after its rounding; for
-// float16 and bfloat16 the CPU adds the bias before its one rounding).
-struct Epilogue {
-  const void* bias;      // or null
-  const void* residual;  // or null
-  int64_t rs[4];
-  ops::ConvActivation activation;
-  double lo, hi;
-};
-
-/// The dtype's rounding of v (nothing for float32 and float64).
-template <typename Acc>
-__device__ inline Acc rounded(Acc v, DType d) {
-  if (d == DType::Float16) return convert<Acc>(convert<__half>(v));
-  if (d == DType::BFloat16) return convert<Acc>(convert<__nv_bfloat16>(v));
-  return v;
-}
-
-/// Output (ni, o, y, x) of value v (already rounded) after `f`.
-template <typename Acc>
-__device__ inline Acc finish(const Epilogue& f, DType d, Acc v, int64_t ni, int64_t o, int64_t y,
-                             int64_t x) {
-  if (f.bias != nullptr) v = rounded(v + load_as<Acc>(f.bias, d, o), d);
-  if (f.residual != nullptr) {
-    v = rounded(
-        v + load_as<Acc>(f.residual, d, ni * f.rs[0] + o * f.rs[1] + y * f.rs[2] + x * f.rs[3]), d);
-  }
-  if (f.activation == ops::ConvActivation::Hardswish) {
-    Acc t = v + Acc(3);
-    t = t < Acc(0) ? Acc(0) : t;  // NaN stays NaN
-    t = t > Acc(6) ? Acc(6) : t;
-    return v * t / Acc(6);
-  }
-  if (f.activation == ops::ConvActivation::Clamp) {
-    const Acc lo = static_cast<Acc>(f.lo), hi = static_cast<Acc>(f.hi);
-    v = v < lo ? lo : v;
-    return v > hi ? hi : v;
-  }
-  return v;
-}
 
 /// Runs `f` over the output the convolution wrote (total elements).
 template <typename Acc>
@@ -151,17 +112,6 @@ __global__ void conv_direct(ConvArgs p, int64_t total) {
   }
 }
 
-Epilogue epilogue_of(const ops::ConvProblem& q, bool with_bias) {
-  Epilogue f{};
-  f.bias = with_bias ? q.bias : nullptr;
-  f.residual = q.residual;
-  for (int i = 0; i < 4; ++i) f.rs[i] = q.residual_strides[i];
-  f.activation = q.activation;
-  f.lo = q.clamp_min;
-  f.hi = q.clamp_max;
-  return f;
-}
-
 /// The direct convolution of `q`, with its epilogue in the stores when
 /// `fused`.
 void run_conv(kernels::KernelContext& ctx, const ops::ConvProblem& q, const char* op,
@@ -236,11 +186,26 @@ void run_epilogue(kernels::KernelContext& ctx, const ops::ConvProblem& q, bool w
 namespace pterun::kernels::cuda_ops {
 namespace {
 
+constexpr const char* kOp = "aten::convolution.out";
+
+/// cuDNN, else im2col + cuBLAS, else the direct kernel.
+void vendor_conv(KernelContext& ctx, const ops::ConvProblem& p) {
+  if (cuda::nn::cudnn_conv(ctx, p, kOp)) return;
+  if (cuda::nn::conv_gemm(ctx, p, kOp)) return;
+  cuda::nn::run_conv(ctx, p, kOp);
+}
+
+void own_conv(KernelContext& ctx, const ops::ConvProblem& p) {
+  cuda::nn::conv_tiled(ctx, p, false, kOp);
+}
+
 void convolution(KernelContext& ctx, const ops::ConvProblem& p) {
-  const char* op = "aten::convolution.out";
-  if (cuda::nn::cudnn_conv(ctx, p, op)) return;
-  if (cuda::nn::conv_gemm(ctx, p, op)) return;
-  cuda::nn::run_conv(ctx, p, op);
+  if (cuda::nn::conv_tiled_takes(p) &&
+      cuda::nn::own_conv_faster(ctx, p, false, &vendor_conv, &own_conv)) {
+    own_conv(ctx, p);
+    return;
+  }
+  vendor_conv(ctx, p);
 }
 
 /// True when the residual's elements and out's share bytes.
@@ -259,28 +224,55 @@ bool residual_overlaps(const ops::ConvProblem& p) {
   return r0 < o1 && o0 < r1;
 }
 
-/// A convolution with its bias, residual and activation (ops::ConvProblem):
-/// cuDNN's or the im2col product, then one pass over the output for what
-/// they leave (cuDNN: the bias too, in place of its own add); the direct
-/// kernel in its stores, which it alone can do when the residual is the
-/// output itself (read just before each element is written).
-void convolution_fused(KernelContext& ctx, const ops::ConvProblem& p) {
-  const char* op = "aten::convolution.out";
+/// The vendor's fused convolution of a problem whose residual is apart
+/// from its output: cuDNN's or the im2col product, then one pass over the
+/// output for what they leave (cuDNN: the bias too, in place of its own
+/// add); else the direct kernel with the epilogue in its stores.
+void vendor_fused(KernelContext& ctx, const ops::ConvProblem& p) {
   ops::ConvProblem q = p;
   q.residual = nullptr;
   q.activation = ops::ConvActivation::None;
   q.bias = nullptr;
-  const bool apart = !residual_overlaps(p);
-  if (apart && cuda::nn::cudnn_conv(ctx, q, op)) {
-    cuda::nn::run_epilogue(ctx, p, true, op);
+  if (cuda::nn::cudnn_conv(ctx, q, kOp)) {
+    cuda::nn::run_epilogue(ctx, p, true, kOp);
     return;
   }
   q.bias = p.bias;
-  if (apart && cuda::nn::conv_gemm(ctx, q, op)) {
-    cuda::nn::run_epilogue(ctx, p, false, op);
+  if (cuda::nn::conv_gemm(ctx, q, kOp)) {
+    cuda::nn::run_epilogue(ctx, p, false, kOp);
     return;
   }
-  cuda::nn::run_conv(ctx, p, op, true);
+  cuda::nn::run_conv(ctx, p, kOp, true);
+}
+
+void own_fused(KernelContext& ctx, const ops::ConvProblem& p) {
+  cuda::nn::conv_tiled(ctx, p, true, kOp);
+}
+
+/// A convolution with its bias, residual and activation (ops::ConvProblem):
+/// the faster of the vendor's path and pterun's own kernel (conv_choice.h);
+/// with a residual that shares the output's bytes, a kernel that reads
+/// each residual element just before it writes that output (untimed: the
+/// timing's repeated runs would add the residual again).
+void convolution_fused(KernelContext& ctx, const ops::ConvProblem& p) {
+  if (residual_overlaps(p)) {
+    // pterun's kernels read and write each element in one thread too, but
+    // only a residual that is the output itself lines the two up.
+    const bool same = p.residual == p.out &&
+                      std::equal(p.residual_strides, p.residual_strides + 4, p.out_strides);
+    if (same && cuda::nn::conv_tiled_takes(p) && cuda::nn::own_conv_allowed()) {
+      own_fused(ctx, p);
+    } else {
+      cuda::nn::run_conv(ctx, p, kOp, true);
+    }
+    return;
+  }
+  if (cuda::nn::conv_tiled_takes(p) &&
+      cuda::nn::own_conv_faster(ctx, p, true, &vendor_fused, &own_fused)) {
+    own_fused(ctx, p);
+    return;
+  }
+  vendor_fused(ctx, p);
 }
 
 }  // namespace

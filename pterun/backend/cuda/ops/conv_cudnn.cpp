@@ -32,6 +32,7 @@
 #include "pterun/backend/cuda/cuda_context.h"
 #include "pterun/backend/cuda/cudnn_api.h"
 #include "pterun/backend/cuda/ops/conv_cudnn_graph.h"
+#include "pterun/backend/cuda/ops/time_runs.h"
 #include "pterun/backend/cuda/plan_key.h"
 
 namespace pterun::cuda::nn {
@@ -123,33 +124,6 @@ cudnn::Status run_plan(const cudnn::Api& a, cudnn::Handle h, const Plan& plan,
   const float one = 1.0f, zero = 0.0f;
   return a.forward(h, &one, plan.x, q.in, plan.w, q.weight, plan.conv, plan.algo, workspace,
                    plan.workspace, &zero, plan.y, q.out);
-}
-
-/// Milliseconds per run of `run` (a cuDNN status) on the stream, from
-/// three runs after one to warm up; infinity where a run fails.
-template <typename Run>
-float time_runs(cudaStream_t stream, Run run) {
-  constexpr float kFailed = std::numeric_limits<float>::infinity();
-  cudaEvent_t start = nullptr, stop = nullptr;
-  if (cudaEventCreate(&start) != cudaSuccess || cudaEventCreate(&stop) != cudaSuccess) {
-    cudaGetLastError();
-    if (start != nullptr) cudaEventDestroy(start);
-    return kFailed;
-  }
-  float ms = kFailed;
-  bool ran = run() == 0 && cudaEventRecord(start, stream) == cudaSuccess;
-  for (int i = 0; i < 3 && ran; ++i) ran = run() == 0;
-  if (ran && cudaEventRecord(stop, stream) == cudaSuccess &&
-      cudaEventSynchronize(stop) == cudaSuccess &&
-      cudaEventElapsedTime(&ms, start, stop) == cudaSuccess) {
-    ms /= 3;
-  } else {
-    ms = kFailed;
-    cudaGetLastError();
-  }
-  cudaEventDestroy(start);
-  cudaEventDestroy(stop);
-  return ms;
 }
 
 /// The graph API's plans for the problem, timed on this call's tensors

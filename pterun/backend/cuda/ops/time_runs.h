@@ -1,0 +1,43 @@
+#pragma once
+
+// Timing on the stream, for the per-problem choices made on a first call
+// (cuDNN's algorithms, pterun's own convolution against cuDNN's).
+
+#include <cuda_runtime_api.h>
+
+#include <limits>
+
+namespace pterun::cuda {
+
+/// Milliseconds per run of `run` (returning 0 on success) on `stream`, from
+/// three runs after one to warm up; infinity where a run fails.
+template <typename Run>
+float time_runs(cudaStream_t stream, Run run) {
+  constexpr float kFailed = std::numeric_limits<float>::infinity();
+  // The events, destroyed however the runs end (a run may throw).
+  struct Events {
+    cudaEvent_t start = nullptr, stop = nullptr;
+    ~Events() {
+      if (start != nullptr) cudaEventDestroy(start);
+      if (stop != nullptr) cudaEventDestroy(stop);
+    }
+  } e;
+  if (cudaEventCreate(&e.start) != cudaSuccess || cudaEventCreate(&e.stop) != cudaSuccess) {
+    cudaGetLastError();
+    return kFailed;
+  }
+  float ms = kFailed;
+  bool ran = run() == 0 && cudaEventRecord(e.start, stream) == cudaSuccess;
+  for (int i = 0; i < 3 && ran; ++i) ran = run() == 0;
+  if (ran && cudaEventRecord(e.stop, stream) == cudaSuccess &&
+      cudaEventSynchronize(e.stop) == cudaSuccess &&
+      cudaEventElapsedTime(&ms, e.start, e.stop) == cudaSuccess) {
+    ms /= 3;
+  } else {
+    ms = kFailed;
+    cudaGetLastError();
+  }
+  return ms;
+}
+
+}  // namespace pterun::cuda
