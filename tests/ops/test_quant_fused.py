@@ -141,6 +141,12 @@ CONV_CASES = [
     ((1, 70, 5, 5), (3, 1, 1), (1, 1), (0, 0), (1, 1), 1),     # K past one 64-byte step
     ((1, 8, 10, 9), (6, 3, 3), (1, 1), (1, 1), (2, 2), 2),     # windows in place: groups of 4
     ((2, 68, 7, 6), (40, 3, 2), (2, 1), (1, 0), (1, 1), 1),    # windows in place, 64 + 4 a tap
+    # A few channels widened to a multiple of 4 (their weights 0), read in
+    # place; unpadded, so staged only for the widening.
+    ((2, 5, 9, 8), (12, 3, 3), (2, 1), (0, 0), (2, 1), 1),
+    ((3, 2, 6, 5), (7, 2, 3), (1, 1), (1, 1), (1, 1), 1),
+    # Unpadded: a channels-last int8 image read in place, with its sums.
+    ((2, 8, 7, 9), (12, 3, 3), (1, 2), (0, 0), (1, 1), 1),
     # The products on AMX tiles where the CPU has them (32 channels or more,
     # K of 64 or more): K 99 (a partial group of 4 and a partial step of 64),
     # 48 channels (a panel pair and a single panel), 90 pixels (a partial

@@ -47,6 +47,51 @@ inline void window_pixels(const Window& w, const Planes& g, const T* src, int64_
   }
 }
 
+#if defined(__AVX512F__) && defined(__AVX512BW__)
+/// Output rows [begin, end) (n * oh + oy) of 1-byte max pooling over a
+/// channels-last input of at most 64 channels: each window in a register,
+/// its taps inside the input found per row and column once.
+template <typename T>
+void max_rows_of_bytes(const Window& w, const Planes& g, const T* src, T* dst, int64_t begin,
+                       int64_t end) {
+  static_assert(sizeof(T) == 1);
+  const __mmask64 m = g.c == 64 ? ~__mmask64{0} : (__mmask64{1} << g.c) - 1;
+  const __m512i lowest = _mm512_set1_epi8(static_cast<char>(std::numeric_limits<T>::lowest()));
+  const int64_t kh = w.k[0], kw = w.k[1], dy = w.d[0] * g.in[2], dx = w.d[1] * g.in[3];
+  // The taps [first, last) of a window starting at `start` that fall inside
+  // [0, size), stepping by `dilation`.
+  auto inside = [](int64_t start, int64_t taps, int64_t dilation, int64_t size, int64_t& first,
+                   int64_t& last) {
+    first = 0;
+    while (first < taps && start + first * dilation < 0) ++first;
+    last = taps;
+    while (last > first && start + (last - 1) * dilation >= size) --last;
+  };
+  for (int64_t item = begin; item < end; ++item) {
+    const int64_t oy = item % g.oh, n = item / g.oh;
+    const int64_t y_start = oy * w.s[0] - w.p[0];
+    int64_t ky0, ky1;
+    inside(y_start, kh, w.d[0], g.ih, ky0, ky1);
+    const int64_t rows = n * g.in[0] + y_start * g.in[2];  // may start above the input
+    T* o = dst + n * g.out[0] + oy * g.out[2];
+    for (int64_t ox = 0; ox < g.ow; ++ox, o += g.out[3]) {
+      const int64_t x_start = ox * w.s[1] - w.p[1];
+      int64_t kx0, kx1;
+      inside(x_start, kw, w.d[1], g.iw, kx0, kx1);
+      const int64_t corner = rows + x_start * g.in[3];
+      __m512i best = lowest;
+      for (int64_t ky = ky0; ky < ky1; ++ky) {
+        for (int64_t kx = kx0; kx < kx1; ++kx) {
+          const __m512i v = _mm512_maskz_loadu_epi8(m, src + (corner + ky * dy + kx * dx));
+          best = std::is_signed_v<T> ? _mm512_max_epi8(best, v) : _mm512_max_epu8(best, v);
+        }
+      }
+      _mm512_mask_storeu_epi8(o, m, best);
+    }
+  }
+}
+#endif
+
 /// Values of integer max pooling of a channels-last input (XNNPACK's int8
 /// pooling): for each output pixel, the maximum over its window's pixels of
 /// all channels at once.
@@ -57,26 +102,20 @@ void max_pool_channels_last_integers(KernelContext& ctx, const ops::MaxPoolArgs&
   const T* src = a.in.data_as<const T>();
   T* dst = a.out.data_as<T>();
   cpu::parallel_for(ctx, g.n * g.oh, w.k[0] * w.k[1] * g.c * g.ow, [&](int64_t b, int64_t e) {
+#if defined(__AVX512F__) && defined(__AVX512BW__)
+    if constexpr (sizeof(T) == 1) {
+      if (g.c <= 64) {
+        max_rows_of_bytes(w, g, src, dst, b, e);
+        return;
+      }
+    }
+#endif
     for (int64_t item = b; item < e; ++item) {
       const int64_t oy = item % g.oh, n = item / g.oh;
       const int64_t y_start = oy * w.s[0] - w.p[0];
       T* o = dst + n * g.out[0] + oy * g.out[2];
       for (int64_t ox = 0; ox < g.ow; ++ox, o += g.out[3]) {
         const int64_t x_start = ox * w.s[1] - w.p[1];
-#if defined(__AVX512F__) && defined(__AVX512BW__)
-        if constexpr (sizeof(T) == 1) {  // up to 64 channels: the window in a register
-          if (g.c <= 64) {
-            const __mmask64 m = g.c == 64 ? ~__mmask64{0} : (__mmask64{1} << g.c) - 1;
-            __m512i best = _mm512_set1_epi8(static_cast<char>(std::numeric_limits<T>::lowest()));
-            window_pixels(w, g, src, n, y_start, x_start, [&](const T* px) {
-              const __m512i v = _mm512_maskz_loadu_epi8(m, px);
-              best = std::is_signed_v<T> ? _mm512_max_epi8(best, v) : _mm512_max_epu8(best, v);
-            });
-            _mm512_mask_storeu_epi8(o, m, best);
-            continue;
-          }
-        }
-#endif
         bool first = true;
         window_pixels(w, g, src, n, y_start, x_start, [&](const T* px) {
           if (first) {

@@ -7,7 +7,12 @@
 // (made once per call unless the input is channels-last and unpadded), so
 // that the im2col row of an output pixel is a few contiguous runs of input
 // channels, with no bounds to test; a 1x1, stride-1, unpadded convolution
-// of a channels-last image reads its pixels in place.
+// of a channels-last image reads its pixels in place. The copy of an int8
+// image is stored + 128 (uint8 with the zero point + 128), which the
+// products take as their unsigned operand with no row sums owed; and a
+// few input channels (not a multiple of 4, one group) are widened to the
+// next multiple of 4 with weights of 0, so that the product reads each
+// window in place instead of copying it out.
 
 #include <algorithm>
 #include <cstring>
@@ -15,6 +20,7 @@
 #include "pterun/backend/cpu/engine/parallel.h"
 #include "pterun/backend/cpu/engine/x86_intrinsics.h"
 #include "pterun/backend/cpu/ops/ops.h"
+#include "pterun/backend/cpu/ops/quant_conv_copy.h"
 #include "pterun/backend/cpu/ops/quant_gemm.h"
 #include "pterun/backend/cpu/ops/quant_panels.h"
 #include "pterun/backend/cpu/ops/quant_requant.h"
@@ -37,51 +43,6 @@ struct ConvGeometry : ops::QConvShape {
   int64_t image_stride;
   int64_t pixel_stride;
 };
-
-/// dst[0, n) = src[0, n) (Flip: each byte + 128, int8 as uint8): vector
-/// moves of 64 bytes, the last one masked, or two words for a short run
-/// (no call, no byte past either end touched).
-template <bool Flip>
-inline void copy_run(uint8_t* dst, const uint8_t* src, int64_t n) {
-  // Runs of 4 to 16 bytes (a tap or kernel row of a few channels): two
-  // overlapping words, no masked vector (whose 64 bytes straddle lines).
-  if (n >= 4 && n <= 16) {
-    auto move = [&]<typename W>(W flip) {
-      W head, tail;
-      std::memcpy(&head, src, sizeof(W));
-      std::memcpy(&tail, src + n - sizeof(W), sizeof(W));
-      if constexpr (Flip) {
-        head ^= flip;
-        tail ^= flip;
-      }
-      std::memcpy(dst, &head, sizeof(W));
-      std::memcpy(dst + n - sizeof(W), &tail, sizeof(W));
-    };
-    if (n >= 8) {
-      move(uint64_t{0x8080808080808080u});
-    } else {
-      move(uint32_t{0x80808080u});
-    }
-    return;
-  }
-#if defined(__AVX512F__) && defined(__AVX512BW__)
-  const __m512i top = _mm512_set1_epi8(static_cast<char>(Flip ? 0x80 : 0));
-  int64_t e = 0;
-  for (; e + 64 <= n; e += 64) {
-    __m512i v = _mm512_loadu_si512(src + e);
-    if constexpr (Flip) v = _mm512_xor_si512(v, top);
-    _mm512_storeu_si512(dst + e, v);
-  }
-  if (e < n) {
-    const __mmask64 m = (__mmask64{1} << (n - e)) - 1;
-    __m512i v = _mm512_maskz_loadu_epi8(m, src + e);
-    if constexpr (Flip) v = _mm512_xor_si512(v, top);
-    _mm512_mask_storeu_epi8(dst + e, m, v);
-  }
-#else
-  for (int64_t e = 0; e < n; ++e) dst[e] = Flip ? static_cast<uint8_t>(src[e] ^ 0x80) : src[e];
-#endif
-}
 
 /// The im2col rows of output pixels [p0, p0 + rows) of image b, group g, in
 /// the weight's order along K, `pitch` bytes apart, from the padded image
@@ -119,6 +80,42 @@ void im2col(const ConvGeometry& c, int64_t b, int64_t g, int64_t p0, int64_t row
   }
 }
 
+/// windows[r] = the first byte of the window of output pixel p0 + r of
+/// image b, group g (its top-left tap's channels).
+void window_corners(const ConvGeometry& c, int64_t b, int64_t g, int64_t p0, int64_t rows,
+                    const uint8_t** windows) {
+  const uint8_t* image = c.image + b * c.image_stride + g * c.cg;
+  const int64_t col_step = c.sw * c.pixel_stride, row_step = c.sh * c.width * c.pixel_stride;
+  int64_t oh = p0 / c.out_width, ow = p0 % c.out_width;
+  const uint8_t* window = image + oh * row_step + ow * col_step;
+  for (int64_t r = 0; r < rows; ++r) {
+    windows[r] = window;
+    if (++ow == c.out_width) {
+      ow = 0;
+      window = image + ++oh * row_step;
+    } else {
+      window += col_step;
+    }
+  }
+}
+
+/// out[r] = the sum of the bytes (as int8) of the window of output pixel
+/// p0 + r of image b, group g, from `sums` (each padded pixel's sum per
+/// group: qgemm_pixel_sums).
+void window_sums_of(const ConvGeometry& c, const int32_t* sums, int64_t b, int64_t g, int64_t p0,
+                    int64_t rows, int32_t* out) {
+  int64_t oh = p0 / c.out_width, ow = p0 % c.out_width;  // pixel p0 + r, stepped
+  for (int64_t r = 0; r < rows; ++r, ow = ow + 1 == c.out_width ? (++oh, 0) : ow + 1) {
+    const int32_t* at =
+        sums + (b * c.height * c.width + oh * c.sh * c.width + ow * c.sw) * c.groups + g;
+    int32_t sum = 0;
+    for (int64_t i = 0; i < c.kh; ++i) {
+      for (int64_t j = 0; j < c.kw; ++j) sum += at[(i * c.dh * c.width + j * c.dw) * c.groups];
+    }
+    out[r] = sum;
+  }
+}
+
 /// True when the im2col row of every pixel is the input pixel itself.
 bool pointwise(const ConvGeometry& c) {
   return c.kh == 1 && c.kw == 1 && c.sh == 1 && c.sw == 1 && c.ph == 0 && c.pw == 0 &&
@@ -127,52 +124,83 @@ bool pointwise(const ConvGeometry& c) {
 
 constexpr int64_t kPixelBlock = 32;
 
+/// Channels of the depthwise weights as laid out for depthwise_rows: whole
+/// vectors of 16.
+inline int64_t depthwise_lanes(int64_t channels) {
+  return (channels + 15) / 16 * 16;
+}
+
 /// Depthwise accumulators acc[r][ch] = sum over the window of
 /// (x - zero_point) * w[ch, tap] for output pixels [p0, p0 + rows) of image
 /// b of the padded image (taps in the border add nothing). `tap_weights` is
-/// [tap][channel]; `offsets[ch]` is -zero_point * (the sum of channel ch's
-/// weights), so the window's products are of the stored bytes.
+/// [tap][depthwise_lanes(channels)], each weight an int32 whose high 16
+/// bits are 0 (the int16 pair (w, 0): one vpdpwssd multiplies it by an
+/// input in the low half of its lane, whatever the input's high half);
+/// `offsets[ch]` is -zero_point * (the sum of channel ch's weights), so
+/// the window's products are of the stored bytes.
 template <typename In>
 void depthwise_rows(const ConvGeometry& c, int64_t b, int64_t p0, int64_t rows,
-                    const int8_t* tap_weights, const int32_t* offsets, int32_t* acc) {
-  const int64_t channels = c.out_channels;
-  const int64_t taps = c.kh * c.kw;
+                    const int32_t* tap_weights, const int32_t* offsets, int32_t* acc) {
+  const int64_t channels = c.out_channels, lanes = depthwise_lanes(channels);
   const uint8_t* image = c.image + b * c.image_stride;
-  for (int64_t r = 0; r < rows; ++r) {
-    const int64_t p = p0 + r;
-    const int64_t oh = p / c.out_width, ow = p % c.out_width;
-    const uint8_t* corner = image + (oh * c.sh * c.width + ow * c.sw) * c.pixel_stride;
-    int32_t* a = acc + r * channels;
-    int64_t ch = 0;
+  const int64_t row_step = c.dh * c.width * c.pixel_stride, tap_step = c.dw * c.pixel_stride;
+  auto corner_of = [&](int64_t oh, int64_t ow) {
+    return image + (oh * c.sh * c.width + ow * c.sw) * c.pixel_stride;
+  };
+  int64_t oh = p0 / c.out_width, ow = p0 % c.out_width;  // pixel p0 + r, stepped
+  auto step = [&] { ow = ow + 1 == c.out_width ? (++oh, 0) : ow + 1; };
+  int64_t r = 0;
 #if defined(__AVX512F__) && defined(__AVX512BW__)
-    // Sixteen channels at a time, the last few masked; the sum stays in a
-    // register over the taps.
-    for (; ch < channels; ch += 16) {
+  auto widen = [](__m128i bytes) {
+    return std::is_same_v<In, int8_t> ? _mm512_cvtepi8_epi32(bytes) : _mm512_cvtepu8_epi32(bytes);
+  };
+  auto multiply_add = [](__m512i sum, __m512i x, __m512i w) {
+#if defined(__AVX512VNNI__)
+    return _mm512_dpwssd_epi32(sum, x, w);
+#else
+    return _mm512_add_epi32(sum, _mm512_madd_epi16(x, w));
+#endif
+  };
+  // Two pixels at a time (two sums in flight over the taps), sixteen
+  // channels a vector, the last few masked.
+  for (; r < rows; r += 2) {
+    const bool pair = r + 1 < rows;
+    const uint8_t* first = corner_of(oh, ow);
+    step();
+    const uint8_t* second = first;
+    if (pair) {
+      second = corner_of(oh, ow);
+      step();
+    }
+    for (int64_t ch = 0; ch < channels; ch += 16) {
       const __mmask16 m = channels - ch >= 16 ? __mmask16{0xFFFF}
                                               : static_cast<__mmask16>((1u << (channels - ch)) - 1);
-      __m512i sum = _mm512_maskz_loadu_epi32(m, offsets + ch);
+      __m512i s0 = _mm512_maskz_loadu_epi32(m, offsets + ch), s1 = s0;
+      const int32_t* w = tap_weights + ch;
       for (int64_t i = 0; i < c.kh; ++i) {
-        const uint8_t* row = corner + i * c.dh * c.width * c.pixel_stride + ch;
-        const int8_t* w = tap_weights + i * c.kw * channels + ch;
-        for (int64_t j = 0; j < c.kw; ++j, w += channels) {
-          const __m128i xb = _mm_maskz_loadu_epi8(m, row + j * c.dw * c.pixel_stride);
-          const __m512i x =
-              std::is_same_v<In, int8_t> ? _mm512_cvtepi8_epi32(xb) : _mm512_cvtepu8_epi32(xb);
-          const __m512i wv = _mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(m, w));
-          sum = _mm512_add_epi32(sum, _mm512_mullo_epi32(x, wv));
+        const int64_t at = i * row_step + ch;
+        for (int64_t j = 0; j < c.kw; ++j, w += lanes) {
+          const __m512i wv = _mm512_load_si512(w);
+          s0 = multiply_add(s0, widen(_mm_maskz_loadu_epi8(m, first + at + j * tap_step)), wv);
+          s1 = multiply_add(s1, widen(_mm_maskz_loadu_epi8(m, second + at + j * tap_step)), wv);
         }
       }
-      _mm512_mask_storeu_epi32(a + ch, m, sum);
+      _mm512_mask_storeu_epi32(acc + r * channels + ch, m, s0);
+      if (pair) _mm512_mask_storeu_epi32(acc + (r + 1) * channels + ch, m, s1);
     }
+  }
 #endif
-    if (ch < channels) {
-      std::copy(offsets + ch, offsets + channels, a + ch);
-      for (int64_t t = 0; t < taps; ++t) {
-        const int64_t i = t / c.kw, j = t % c.kw;
-        const auto* x =
-            reinterpret_cast<const In*>(corner + (i * c.dh * c.width + j * c.dw) * c.pixel_stride);
-        const int8_t* w = tap_weights + t * channels;
-        for (int64_t k = ch; k < channels; ++k) a[k] += int32_t{x[k]} * int32_t{w[k]};
+  for (; r < rows; ++r, step()) {
+    const uint8_t* corner = corner_of(oh, ow);
+    int32_t* a = acc + r * channels;
+    std::copy(offsets, offsets + channels, a);
+    for (int64_t i = 0; i < c.kh; ++i) {
+      for (int64_t j = 0; j < c.kw; ++j) {
+        const auto* x = reinterpret_cast<const In*>(corner + i * row_step + j * tap_step);
+        const int32_t* w = tap_weights + (i * c.kw + j) * lanes;
+        for (int64_t k = 0; k < channels; ++k) {
+          a[k] += int32_t{x[k]} * int32_t{static_cast<int16_t>(static_cast<uint16_t>(w[k]))};
+        }
       }
     }
   }
@@ -182,6 +210,7 @@ void depthwise_rows(const ConvGeometry& c, int64_t b, int64_t p0, int64_t rows,
 
 void quantized_conv2d(KernelContext& ctx, const ops::QConv2dArgs& a) {
   ConvGeometry c{ops::qconv_shape(a), nullptr, 0, 0};
+  const ops::QConvShape given = c;
 
   const int64_t pixels = c.out_height * c.out_width;
   const int64_t pixel_blocks = (pixels + kPixelBlock - 1) / kPixelBlock;
@@ -193,20 +222,36 @@ void quantized_conv2d(KernelContext& ctx, const ops::QConv2dArgs& a) {
   const int64_t taps = c.kh * c.kw;
   const int64_t tasks = c.batch * task_groups * pixel_blocks;
   const int threads = std::max(1, ctx.num_threads);
-  const bool staged = !a.in.is_channels_last_order() || c.ph > 0 || c.pw > 0;
+  const bool in_unsigned = a.in.dtype() == DType::UInt8;
+  // The weights packed once per call (qgemm_packed), from a few pixels on.
+  const bool packed = !depthwise && qgemm_packs() && c.batch * pixels >= kQgemmPackRows;
+  const bool amx_rows = packed && !pointwise(c) && qgemm_amx_pays(c.og, c.k);
+  // A few input channels widened to a multiple of 4 in the staged image,
+  // their weights 0 (see the top of this file).
+  const bool widen = packed && !amx_rows && !pointwise(c) && c.groups == 1 &&
+                     c.weight_channels_last && c.cg % 4 != 0;
+  if (widen) {
+    c.cg = (c.cg + 3) / 4 * 4;
+    c.k = c.cg * taps;
+  }
+  const int64_t pixel_channels = widen ? c.cg : c.channels;  // of the staged image
+  const bool staged = widen || !a.in.is_channels_last_order() || c.ph > 0 || c.pw > 0;
+  // The image the kernels read holds uint8 (a staged int8 image is + 128).
+  const bool image_unsigned = in_unsigned || staged;
+  const int32_t image_zero_point =
+      a.rq.in_q.zero_point + (image_unsigned && !in_unsigned ? 128 : 0);
   const size_t image_bytes =
-      static_cast<size_t>(c.batch * (c.height + 2 * c.ph) * (c.width + 2 * c.pw) * c.channels);
+      static_cast<size_t>(c.batch * (c.height + 2 * c.ph) * (c.width + 2 * c.pw) * pixel_channels);
   const size_t terms_bytes = aligned(static_cast<size_t>(2 * c.out_channels) * sizeof(float));
   const size_t stage_bytes = staged ? aligned(image_bytes) : 0;
   const size_t acc_bytes = aligned(static_cast<size_t>(kPixelBlock * width) * sizeof(int32_t));
   const size_t out_bytes = aligned(static_cast<size_t>(kPixelBlock * width));
-  const size_t taps_bytes = depthwise
-                                ? aligned(static_cast<size_t>(taps * c.out_channels)) +
-                                      aligned(static_cast<size_t>(c.out_channels) * sizeof(int32_t))
-                                : 0;
-  const bool in_unsigned = a.in.dtype() == DType::UInt8;
-  // The weights packed once per call (qgemm_packed), from a few pixels on.
-  const bool packed = !depthwise && qgemm_packs() && c.batch * pixels >= kQgemmPackRows;
+  const size_t tap_weight_bytes =
+      aligned(static_cast<size_t>(taps * depthwise_lanes(c.out_channels)) * sizeof(int32_t));
+  const size_t taps_bytes =
+      depthwise ? tap_weight_bytes + aligned(static_cast<size_t>(c.out_channels) * sizeof(int32_t))
+                : 0;
+  const size_t wide_bytes = widen ? aligned(static_cast<size_t>(c.og * c.k)) : 0;
   const int64_t panel_bytes = qgemm_panel_bytes(c.k), group_panels = (c.og + 15) / 16;
   // The packed product reads each pixel's window in place (no im2col) when
   // the weight's inputs run (tap, channel) and every tap's channels are
@@ -216,38 +261,40 @@ void quantized_conv2d(KernelContext& ctx, const ops::QConv2dArgs& a) {
   // padding holds meets the packed weights' zeros). Copied rows of int8
   // are stored + 128: rows of uint8 with the zero point + 128, which owe no
   // sums of their own.
-  const bool amx_rows = packed && !pointwise(c) && qgemm_amx_pays(c.og, c.k);
   const bool gather =
       packed && !amx_rows && c.weight_channels_last && c.cg % 4 == 0 && !pointwise(c);
   const int64_t pitch = amx_rows ? (c.k + 63) / 64 * 64 : c.k;
-  const bool rows_unsigned = in_unsigned || (!gather && !pointwise(c) && !depthwise);
+  const bool rows_unsigned = image_unsigned || (!gather && !pointwise(c) && !depthwise);
   const int32_t rows_zero_point = a.rq.in_q.zero_point + (rows_unsigned && !in_unsigned ? 128 : 0);
   const size_t cols_bytes = aligned(static_cast<size_t>(kPixelBlock * pitch));
   const size_t groups_bytes = gather ? aligned(static_cast<size_t>(c.k / 4) * sizeof(int32_t)) : 0;
   // int8 windows owe their sums (qgemm_packed): each padded pixel's sum per
   // group, once, from which a window's is its taps'.
-  const bool pixel_sums = gather && !in_unsigned;
-  const size_t sums_bytes = pixel_sums ? aligned(image_bytes / static_cast<size_t>(c.channels) *
+  const bool pixel_sums = gather && !image_unsigned;
+  const size_t sums_bytes = pixel_sums ? aligned(image_bytes / static_cast<size_t>(pixel_channels) *
                                                  static_cast<size_t>(c.groups) * sizeof(int32_t))
                                        : 0;
   const size_t slot = cols_bytes + acc_bytes + out_bytes;
-  auto* scratch = static_cast<char*>(ctx.scratch(terms_bytes + stage_bytes + taps_bytes +
-                                                 groups_bytes + sums_bytes + slot * threads));
+  auto* scratch =
+      static_cast<char*>(ctx.scratch(terms_bytes + stage_bytes + taps_bytes + groups_bytes +
+                                     sums_bytes + wide_bytes + slot * threads));
   const Requant terms = requant_terms(a.rq, c.out_channels, scratch);
-  // Depthwise weights tap-major ([tap][channel]), for runs of channels,
-  // and each channel's -zero_point * (sum of its weights).
-  auto* tap_weights = reinterpret_cast<int8_t*>(scratch + terms_bytes + stage_bytes);
-  auto* offsets = reinterpret_cast<int32_t*>(scratch + terms_bytes + stage_bytes +
-                                             aligned(static_cast<size_t>(taps * c.out_channels)));
+  // Depthwise weights tap-major ([tap][lane], see depthwise_rows), and
+  // each channel's -zero_point * (sum of its weights).
+  auto* tap_weights = reinterpret_cast<int32_t*>(scratch + terms_bytes + stage_bytes);
+  auto* offsets =
+      reinterpret_cast<int32_t*>(scratch + terms_bytes + stage_bytes + tap_weight_bytes);
   if (depthwise) {
     const int8_t* w = a.weight.data_as<const int8_t>();  // [C][KH][KW] in either order
+    const int64_t lanes = depthwise_lanes(c.out_channels);
+    std::fill(tap_weights, tap_weights + taps * lanes, 0);
     for (int64_t ch = 0; ch < c.out_channels; ++ch) {
       int32_t sum = 0;
       for (int64_t t = 0; t < taps; ++t) {
-        tap_weights[t * c.out_channels + ch] = w[ch * taps + t];
+        tap_weights[t * lanes + ch] = static_cast<uint16_t>(int16_t{w[ch * taps + t]});
         sum += w[ch * taps + t];
       }
-      offsets[ch] = -a.rq.in_q.zero_point * sum;
+      offsets[ch] = -image_zero_point * sum;
     }
   }
 
@@ -256,17 +303,17 @@ void quantized_conv2d(KernelContext& ctx, const ops::QConv2dArgs& a) {
   const auto* in = a.in.data_as<const uint8_t>();
   auto* stage = reinterpret_cast<uint8_t*>(scratch + terms_bytes);
   const int64_t ph = c.ph, pw = c.pw, hp = c.height + 2 * ph, wp = c.width + 2 * pw;
-  const ops::QConvShape given = c;
   c.image = staged ? stage : in;
   c.height = hp;
   c.width = wp;
   c.ph = c.pw = 0;
-  c.image_stride = c.height * c.width * c.channels;
-  c.pixel_stride = c.channels;
+  c.image_stride = c.height * c.width * pixel_channels;
+  c.pixel_stride = pixel_channels;
   // The packed weights, from this thread's cache: packed again only when
   // their bytes changed.
   const int8_t* weight = a.weight.data_as<const int8_t>();
-  const auto weight_bytes = static_cast<size_t>(c.groups * c.og * c.k);
+  const auto weight_bytes = static_cast<size_t>(c.groups * c.og * given.k);
+  const int8_t* pack_from = weight;  // rows of c.k bytes
   uint8_t* pack = nullptr;
   bool pack_now = false;
   PackedWeights* kept = nullptr;
@@ -277,13 +324,24 @@ void quantized_conv2d(KernelContext& ctx, const ops::QConv2dArgs& a) {
     pack_now = !kept->packed_from(weight, weight_bytes);
     if (pack_now) kept->forget();
   }
+  if (widen && pack_now) {  // each tap's channels, then zeros up to the widened count
+    auto* wide = reinterpret_cast<int8_t*>(scratch + terms_bytes + stage_bytes + taps_bytes +
+                                           groups_bytes + sums_bytes);
+    for (int64_t row = 0; row < c.og * taps; ++row) {
+      std::memcpy(wide + row * c.cg, weight + row * given.cg, static_cast<size_t>(given.cg));
+      std::memset(wide + row * c.cg + given.cg, 0, static_cast<size_t>(c.cg - given.cg));
+    }
+    pack_from = wide;
+  }
   auto* groups = reinterpret_cast<int32_t*>(scratch + terms_bytes + stage_bytes + taps_bytes);
   auto* sums = reinterpret_cast<int32_t*>(reinterpret_cast<char*>(groups) + groups_bytes);
   if (gather) {
-    for (int64_t q = 0; q < c.k / 4; ++q) {
-      const int64_t tap = 4 * q / c.cg, ic = 4 * q % c.cg;
-      const int64_t i = tap / c.kw, j = tap % c.kw;
-      groups[q] = static_cast<int32_t>((i * c.dh * c.width + j * c.dw) * c.pixel_stride + ic);
+    int32_t* group = groups;  // the weight's inputs run (tap, channel), 4 channels a group
+    for (int64_t i = 0; i < c.kh; ++i) {
+      for (int64_t j = 0; j < c.kw; ++j) {
+        const int64_t tap = (i * c.dh * c.width + j * c.dw) * c.pixel_stride;
+        for (int64_t ic = 0; ic < c.cg; ic += 4) *group++ = static_cast<int32_t>(tap + ic);
+      }
     }
   }
   // One parallel region prepares what the products read: the weights
@@ -294,40 +352,57 @@ void quantized_conv2d(KernelContext& ctx, const ops::QConv2dArgs& a) {
   const int64_t pack_tasks = pack_now ? c.groups * group_panels : 0;
   const int64_t row_tasks = staged || pixel_sums ? c.batch * hp : 0;
   if (pack_tasks + row_tasks > 0) {
-    const auto pad = static_cast<uint8_t>(a.rq.in_q.zero_point);
+    // A staged int8 image is stored + 128; widened channels hold the
+    // border's byte (their weights are 0).
+    const auto pad = static_cast<uint8_t>(image_zero_point);
+    const bool flip = staged && !in_unsigned;
     const int64_t s0 = a.in.stride(0), s1 = a.in.stride(1), s2 = a.in.stride(2),
                   s3 = a.in.stride(3);
     const bool nchw = a.in.is_contiguous_order();
-    auto stage_row = [&](int64_t e) {
+    const int64_t pc = pixel_channels;
+    const WidenPixels widen_pixels(c.channels, pc, pad);
+    auto stage_row = [&]<bool Flip>(int64_t e) {
       const int64_t b = e / hp, y = e % hp - ph;
-      uint8_t* dst = stage + e * wp * c.channels;
+      uint8_t* dst = stage + e * wp * pc;
       if (y < 0 || y >= given.height) {
-        std::memset(dst, pad, static_cast<size_t>(wp * c.channels));
+        std::memset(dst, pad, static_cast<size_t>(wp * pc));
         return;
       }
-      std::memset(dst, pad, static_cast<size_t>(pw * c.channels));
-      std::memset(dst + (pw + given.width) * c.channels, pad, static_cast<size_t>(pw * c.channels));
-      uint8_t* px = dst + pw * c.channels;
+      std::memset(dst, pad, static_cast<size_t>(pw * pc));
+      std::memset(dst + (pw + given.width) * pc, pad, static_cast<size_t>(pw * pc));
+      uint8_t* px = dst + pw * pc;
       const uint8_t* src = in + b * s0 + y * s2;
+      const uint8_t top = Flip ? 0x80 : 0;
       if (nchw) {
         for (int64_t ch = 0; ch < c.channels; ++ch) {
-          for (int64_t x = 0; x < given.width; ++x) px[x * c.channels + ch] = src[ch * s1 + x * s3];
+          for (int64_t x = 0; x < given.width; ++x) {
+            px[x * pc + ch] = static_cast<uint8_t>(src[ch * s1 + x * s3] ^ top);
+          }
         }
+        for (int64_t ch = c.channels; ch < pc; ++ch) {
+          for (int64_t x = 0; x < given.width; ++x) px[x * pc + ch] = pad;
+        }
+      } else if (pc == c.channels) {
+        copy_run<Flip>(px, src, given.width * pc);
       } else {
-        std::memcpy(px, src, static_cast<size_t>(given.width * c.channels));
+        widen_pixels.template operator()<Flip>(px, src, given.width);
       }
     };
-    parallel_for(ctx, pack_tasks + row_tasks, std::max(16 * c.k, wp * c.channels),
+    parallel_for(ctx, pack_tasks + row_tasks, std::max(16 * c.k, wp * pc),
                  [&](int64_t begin, int64_t end) {
                    for (int64_t t = begin; t < end; ++t) {
                      if (t < pack_tasks) {
                        const int64_t g = t / group_panels, panel = t % group_panels;
-                       qgemm_pack(weight + g * c.og * c.k, c.k, c.og, c.k, !rows_unsigned, panel,
+                       qgemm_pack(pack_from + g * c.og * c.k, c.k, c.og, c.k, !rows_unsigned, panel,
                                   panel + 1, pack + g * group_panels * panel_bytes);
                        continue;
                      }
                      const int64_t row = t - pack_tasks;
-                     if (staged) stage_row(row);
+                     if (flip) {
+                       stage_row.template operator()<true>(row);
+                     } else if (staged) {
+                       stage_row.template operator()<false>(row);
+                     }
                      if (pixel_sums) {
                        qgemm_pixel_sums(c.image, c.pixel_stride, c.groups, c.cg, row * wp,
                                         (row + 1) * wp, sums);
@@ -345,7 +420,7 @@ void quantized_conv2d(KernelContext& ctx, const ops::QConv2dArgs& a) {
     parallel_for(ctx, tasks, std::max<int64_t>(1, kPixelBlock * c.og * c.k / 8),
                  [&](int64_t begin, int64_t end) {
                    char* mine = scratch + terms_bytes + stage_bytes + taps_bytes + groups_bytes +
-                                sums_bytes + slot * parallel_thread_index();
+                                sums_bytes + wide_bytes + slot * parallel_thread_index();
                    const uint8_t* windows[kPixelBlock];
                    int32_t window_sums[kPixelBlock];
                    auto* cols = reinterpret_cast<uint8_t*>(mine);
@@ -358,7 +433,7 @@ void quantized_conv2d(KernelContext& ctx, const ops::QConv2dArgs& a) {
                      const int64_t p0 = pb * kPixelBlock;
                      const int64_t rows = std::min(kPixelBlock, pixels - p0);
                      if (depthwise) {
-                       if (in_unsigned) {
+                       if (image_unsigned) {
                          depthwise_rows<uint8_t>(c, b, p0, rows, tap_weights, offsets, acc);
                        } else {
                          depthwise_rows<int8_t>(c, b, p0, rows, tap_weights, offsets, acc);
@@ -368,22 +443,9 @@ void quantized_conv2d(KernelContext& ctx, const ops::QConv2dArgs& a) {
                        if (direct) {
                          a_rows = c.image + b * c.image_stride + p0 * c.pixel_stride;
                        } else if (gather) {
-                         const uint8_t* image = c.image + b * c.image_stride + g * c.cg;
-                         for (int64_t r = 0; r < rows; ++r) {
-                           const int64_t oh = (p0 + r) / c.out_width, ow = (p0 + r) % c.out_width;
-                           const int64_t corner = oh * c.sh * c.width + ow * c.sw;
-                           windows[r] = image + corner * c.pixel_stride;
-                           if (!pixel_sums) continue;
-                           const int32_t* at =
-                               sums + (b * c.height * c.width + corner) * c.groups + g;
-                           int32_t sum = 0;
-                           for (int64_t i = 0; i < c.kh; ++i) {
-                             for (int64_t j = 0; j < c.kw; ++j)
-                               sum += at[(i * c.dh * c.width + j * c.dw) * c.groups];
-                           }
-                           window_sums[r] = sum;
-                         }
-                       } else if (rows_unsigned && !in_unsigned) {
+                         window_corners(c, b, g, p0, rows, windows);
+                         if (pixel_sums) window_sums_of(c, sums, b, g, p0, rows, window_sums);
+                       } else if (rows_unsigned && !image_unsigned) {
                          im2col<true>(c, b, g, p0, rows, cols, pitch);
                        } else {
                          im2col<false>(c, b, g, p0, rows, cols, pitch);

@@ -116,9 +116,9 @@ inline void requantize_pixels(const int32_t* acc, int64_t rows, int64_t width, c
 #if defined(__AVX512F__) && defined(__AVX512BW__)
   if (width < 16 && 16 % width == 0) {
     alignas(64) float mult[16], bias[16];
-    for (int l = 0; l < 16; ++l) {
-      mult[l] = t.mult[channel0 + l % width];
-      bias[l] = t.bias[channel0 + l % width];
+    for (int64_t l = 0; l < 16; l += width) {  // the block's channels, 16 / width times
+      std::memcpy(mult + l, t.mult + channel0, static_cast<size_t>(width) * sizeof(float));
+      std::memcpy(bias + l, t.bias + channel0, static_cast<size_t>(width) * sizeof(float));
     }
     const __m512 vm = _mm512_load_ps(mult), vb = _mm512_load_ps(bias);
     const __m512 inv = _mm512_set1_ps(t.inv), zp = _mm512_set1_ps(t.zero_point);
