@@ -52,11 +52,21 @@ class Tensor {
   /// Bytes available at data(); a resize may not need more.
   size_t capacity() const { return capacity_; }
 
-  /// Points the tensor at `data` holding `capacity` bytes.
+  /// Points the tensor at `data` holding `capacity` bytes (no longer a
+  /// constant: constant_id() 0).
   void set_data(void* data, size_t capacity) {
     data_ = data;
     capacity_ = capacity;
+    constant_id_ = 0;
   }
+
+  /// Nonzero for a method's constant: its bytes never change while the
+  /// method lives, and no other tensor holds other bytes at the same
+  /// address under the same id (each loaded method draws its own). Kernels
+  /// may keep what they derive from such bytes by (address, id) and skip
+  /// checking that the bytes are unchanged. 0: bytes that may change.
+  uint64_t constant_id() const { return constant_id_; }
+  void set_constant_id(uint64_t id) { constant_id_ = id; }
 
   /// Changes the shape (same rank) and recomputes strides. Error
   /// NotSupported for a static tensor given another shape, InvalidArgument
@@ -85,6 +95,7 @@ class Tensor {
   void* data_ = nullptr;
   size_t capacity_ = 0;
   size_t bound_nbytes_ = 0;
+  uint64_t constant_id_ = 0;
 };
 
 /// "float32[2, 3]" (plus the dim order when it is not contiguous).

@@ -5,6 +5,7 @@
 #include "pterun/executor/method.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <set>
@@ -135,6 +136,9 @@ void Method::Loader::build_tensors() {
   for (const auto& v : d.values) count += v.kind == ValueKind::Tensor;
   m.tensors_.reserve(count);
   const format::ExternalData* ext = m.program_->external_data();
+  // This method's constants' id (Tensor::constant_id): one per load.
+  static std::atomic<uint64_t> last_constant_id{0};
+  const uint64_t constant_id = ++last_constant_id;
   for (size_t i = 0; i < d.values.size(); ++i) {
     const auto& v = d.values[i];
     if (v.kind != ValueKind::Tensor) continue;
@@ -147,11 +151,13 @@ void Method::Loader::build_tensors() {
     switch (t.storage) {
       case TensorStorage::Constant:
         tensor.set_data(constant_address(t.data.data(), t.data.size()), t.data.size());
+        tensor.set_constant_id(constant_id);
         break;
       case TensorStorage::External: {
         const auto* e = ext->find(t.name);  // presence checked in check_support()
         check_external_layout(t, *e, what);
         tensor.set_data(constant_address(e->data.data(), e->data.size()), e->data.size());
+        tensor.set_constant_id(constant_id);
         break;
       }
       case TensorStorage::Planned:
@@ -409,6 +415,7 @@ std::unique_ptr<Method> Method::load(std::shared_ptr<const Program> program,
     loader.fuse_convolutions();
     loader.fuse_hardswish();
     loader.fuse_safe_softmax();
+    if (!switched_off("PTERUN_FUSE_QUANT_IO")) loader.fuse_quant_io();
     loader.fuse_elementwise();
     loader.apply_rewrites();
     loader.skip_fused_copies();

@@ -190,6 +190,11 @@ void Method::Loader::fuse_safe_softmax() {
   apply_pattern_fusions(find_safe_softmax_fusions(d, kept_values(), layout.idle), layout);
 }
 
+void Method::Loader::fuse_quant_io() {
+  const ChainLayout layout = chain_layout();
+  apply_pattern_fusions(find_quant_io_fusions(d, kept_values(), layout.idle), layout);
+}
+
 // Elementwise fusion (rewrite.h, find_elementwise_fusions): each tree runs
 // as one fused elementwise program where the device has the kernel, no
 // view reads a value it drops, and PTERUN_FUSE_ELEMENTWISE is not 0.

@@ -86,6 +86,8 @@ void Method::Loader::fuse_quantized() {
       return nullptr;
     }
     m.owned_.push_back(std::move(own));
+    // As constant as the weight it comes from.
+    t.set_constant_id(m.tensors_[tensor_of_value[w]].constant_id());
     return &tv;
   };
   std::set<int32_t> own_memory;  // values moved out of the plan

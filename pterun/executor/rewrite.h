@@ -94,8 +94,8 @@ struct ElementwiseFusion {
 /// `recompute_broadcasts` false (the CPU, where a per-row value recomputed
 /// per element costs more than a pass), a value joins its reader only when
 /// it has as many elements, and layout copies keep their own kernels (the
-/// strided copy engine moves them faster than a program's gathers). The caller checks that no view reads a dropped
-/// value's bytes.
+/// strided copy engine moves them faster than a program's gathers). The caller checks that no view
+/// reads a dropped value's bytes.
 std::vector<ElementwiseFusion> find_elementwise_fusions(
     const format::MethodDesc& d, const std::vector<bool>& keep,
     const std::vector<std::vector<bool>>& candidate, const std::vector<std::vector<bool>>& idle,
@@ -195,6 +195,24 @@ std::vector<PatternFusion> find_hardswish_fusions(const format::MethodDesc& d,
 std::vector<PatternFusion> find_safe_softmax_fusions(const format::MethodDesc& d,
                                                      const std::vector<bool>& keep,
                                                      const std::vector<std::vector<bool>>& idle);
+
+/// A quantized linear layer (kQuantizedLinearKernel) with the steps that
+/// make and consume its int8 activations around it:
+///   quantize_per_tensor.out(x, s, z, -128, 127, int8) -> q, running just
+///   before the layer, whose input q is, with input parameters (s, z);
+///   and/or dequantize_per_tensor.out(y8, s', z', -128, 127, int8, None or
+///   float32) -> y, running just after it, whose out y8 is, with out
+///   parameters (s', z');
+/// q and y8 int8, read by these alone and not in `keep`, x and y float32.
+/// The layer becomes kQuantizedLinearFloatKernel reading x and/or writing
+/// y (`replacement`), and the quantize and dequantize run nothing: the
+/// same values (ops/quant.h, QLinearArgs). The caller checks that the
+/// device's layer takes float32, that no view reads the `dropped` values'
+/// bytes, and the overlap of input and out. None in methods with jumps or
+/// moves.
+std::vector<PatternFusion> find_quant_io_fusions(const format::MethodDesc& d,
+                                                 const std::vector<bool>& keep,
+                                                 const std::vector<std::vector<bool>>& idle);
 
 /// A KV cache that the plain -kv export writes back whole on every step,
 ///   index_put.out(cache, indices, values, accumulate, *, out=result)

@@ -27,6 +27,12 @@ inline constexpr const char* kQuantizedWeightSumsKernel = "pterun::quantized_wei
 inline constexpr const char* kQuantizedLinearKernel = "pterun::quantized_linear.out";
 inline constexpr const char* kQuantizedConv2dKernel = "pterun::quantized_conv2d.out";
 inline constexpr const char* kQuantizedMeanKernel = "pterun::quantized_mean.out";
+/// quantized_linear.out whose input is float32 (quantized first, as
+/// quantize_per_tensor.out to int8 does) and/or whose output is float32
+/// (dequantized after, as dequantize_per_tensor.out does): the quantize
+/// and dequantize steps around it folded in (executor/rewrite.h,
+/// find_quant_io_fusions).
+inline constexpr const char* kQuantizedLinearFloatKernel = "pterun::quantized_linear_float.out";
 
 /// convolution.out followed by relu.out / hardtanh.out / hardswish (as
 /// torch decomposes it: add, clamp, clamp, mul, div) of its result, in one

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <optional>
 
 #include "pterun/core/checked_math.h"
 #include "pterun/core/error.h"
@@ -28,17 +29,20 @@ bool is_q8(DType d) {
 /// int32 partial sum exact.
 constexpr int64_t kMaxDepth = 65536;
 
-/// Checks an activation's per-tensor parameters and returns them as float32.
+/// Checks an activation's per-tensor parameters and returns them as float32;
+/// `as` is the activation's integer dtype (t's own, or int8 for a float32
+/// side of quantized_linear_float.out).
 QTensorParams activation_params(const Tensor& t, double scale, int64_t zero_point, const char* what,
-                                const char* op) {
-  PTERUN_CHECK(is_q8(t.dtype()), ErrorCode::InvalidArgument, op, ": ", what,
+                                const char* op, std::optional<DType> as_dtype = std::nullopt) {
+  const DType as = as_dtype.value_or(t.dtype());
+  PTERUN_CHECK(is_q8(as), ErrorCode::InvalidArgument, op, ": ", what,
                " must be int8 or uint8, got ", describe(t));
   // The messages' names are built only for a failure (a call per layer
   // and run would otherwise allocate them).
   if (!valid_scale(scale)) [[unlikely]] {
     check_scale(scale, str_cat(what, " scale").c_str(), op);
   }
-  const int64_t lo = dtype_lowest(t.dtype()), hi = dtype_highest(t.dtype());
+  const int64_t lo = dtype_lowest(as), hi = dtype_highest(as);
   if (zero_point < lo || zero_point > hi) [[unlikely]] {
     check_zero_point(zero_point, lo, hi, str_cat(what, " zero point").c_str(), op);
   }
@@ -69,9 +73,9 @@ void check_weight_terms(const Tensor& weight_scales, const Tensor& weight_sums, 
 
 Requantize requantize(QTensorParams in_q, const Tensor& weight_scales, const Tensor* bias,
                       const Tensor& out, double out_scale, int64_t out_zero_point, int64_t out_min,
-                      int64_t out_max, const char* op) {
-  const QTensorParams out_q = activation_params(out, out_scale, out_zero_point, "out", op);
-  check_out_clamp(out, out_min, out_max, op);
+                      int64_t out_max, const char* op, std::optional<DType> as = std::nullopt) {
+  const QTensorParams out_q = activation_params(out, out_scale, out_zero_point, "out", op, as);
+  check_quant_range(out_min, out_max, as.value_or(out.dtype()), op);
   return {in_q,
           weight_scales,
           bias,
@@ -98,12 +102,23 @@ void quantized_weight_sums_out(KernelContext& ctx, const Tensor& weight, Tensor&
   quant(ctx).weight_sums(ctx, weight, n, weight.numel() / n, out);
 }
 
-void quantized_linear_out(KernelContext& ctx, const Tensor& in, double in_scale,
-                          int64_t in_zero_point, const Tensor& weight, const Tensor& weight_scales,
-                          const Tensor& weight_sums, const Tensor* bias, double out_scale,
-                          int64_t out_zero_point, int64_t out_min, int64_t out_max, Tensor& out) {
-  const char* op = "pterun::quantized_linear.out";
-  const QTensorParams in_q = activation_params(in, in_scale, in_zero_point, "input", op);
+namespace {
+
+/// quantized_linear.out and, with `float_io`, quantized_linear_float.out:
+/// a float32 input or out stands for int8 (quantized first, dequantized
+/// after; at least one of them float32).
+void linear_out(KernelContext& ctx, const Tensor& in, double in_scale, int64_t in_zero_point,
+                const Tensor& weight, const Tensor& weight_scales, const Tensor& weight_sums,
+                const Tensor* bias, double out_scale, int64_t out_zero_point, int64_t out_min,
+                int64_t out_max, Tensor& out, bool float_io, const char* op) {
+  const bool float_in = float_io && in.dtype() == DType::Float32;
+  const bool float_out = float_io && out.dtype() == DType::Float32;
+  PTERUN_CHECK(!float_io || float_in || float_out, ErrorCode::InvalidArgument, op,
+               ": the input or out must be float32, got ", describe(in), " and ", describe(out));
+  // A float32 side stands for int8: its parameters are checked as int8's.
+  const QTensorParams in_q =
+      activation_params(in, in_scale, in_zero_point, "input", op,
+                        float_in ? std::optional(DType::Int8) : std::nullopt);
   PTERUN_CHECK(in.dim() >= 1 && in.is_contiguous_order(), ErrorCode::InvalidArgument, op,
                ": input must be contiguous with at least one dim, got ", describe(in));
   PTERUN_CHECK(weight.dtype() == DType::Int8 && weight.dim() == 2 && weight.is_contiguous_order(),
@@ -116,10 +131,12 @@ void quantized_linear_out(KernelContext& ctx, const Tensor& in, double in_scale,
   PTERUN_CHECK(k >= 1 && k <= kMaxDepth, ErrorCode::NotSupported, op, ": ", k,
                " input features (1 to ", kMaxDepth, ", where the int32 sums are exact)");
   check_weight_terms(weight_scales, weight_sums, bias, n, op);
-  PTERUN_CHECK(is_q8(out.dtype()) && out.is_contiguous_order(), ErrorCode::InvalidArgument, op,
-               ": out must be contiguous int8 or uint8, got ", describe(out));
+  PTERUN_CHECK((is_q8(out.dtype()) || float_out) && out.is_contiguous_order(),
+               ErrorCode::InvalidArgument, op, ": out must be contiguous ",
+               float_io ? "float32, int8 or uint8" : "int8 or uint8", ", got ", describe(out));
   const Requantize rq =
-      requantize(in_q, weight_scales, bias, out, out_scale, out_zero_point, out_min, out_max, op);
+      requantize(in_q, weight_scales, bias, out, out_scale, out_zero_point, out_min, out_max, op,
+                 float_out ? std::optional(DType::Int8) : std::nullopt);
   kernels::Shape shape;
   for (size_t d = 0; d + 1 < in.dim(); ++d) shape.push_back(in.size(d));
   shape.push_back(n);
@@ -127,6 +144,25 @@ void quantized_linear_out(KernelContext& ctx, const Tensor& in, double in_scale,
   if (out.numel() == 0) return;
   const int64_t m = in.numel() / k;
   quant(ctx).linear(ctx, {in, weight, weight_sums, rq, m, n, k, out});
+}
+
+}  // namespace
+
+void quantized_linear_out(KernelContext& ctx, const Tensor& in, double in_scale,
+                          int64_t in_zero_point, const Tensor& weight, const Tensor& weight_scales,
+                          const Tensor& weight_sums, const Tensor* bias, double out_scale,
+                          int64_t out_zero_point, int64_t out_min, int64_t out_max, Tensor& out) {
+  linear_out(ctx, in, in_scale, in_zero_point, weight, weight_scales, weight_sums, bias, out_scale,
+             out_zero_point, out_min, out_max, out, false, "pterun::quantized_linear.out");
+}
+
+void quantized_linear_float_out(KernelContext& ctx, const Tensor& in, double in_scale,
+                                int64_t in_zero_point, const Tensor& weight,
+                                const Tensor& weight_scales, const Tensor& weight_sums,
+                                const Tensor* bias, double out_scale, int64_t out_zero_point,
+                                int64_t out_min, int64_t out_max, Tensor& out) {
+  linear_out(ctx, in, in_scale, in_zero_point, weight, weight_scales, weight_sums, bias, out_scale,
+             out_zero_point, out_min, out_max, out, true, "pterun::quantized_linear_float.out");
 }
 
 void quantized_conv2d_out(KernelContext& ctx, const Tensor& in, double in_scale,

@@ -45,6 +45,10 @@ bool has_dynamic_linear(const OpBackend& b) {
   return b.quant->dynamic_linear != nullptr;
 }
 
+bool has_linear_float_io(const OpBackend& b) {
+  return b.quant->linear_float_io;
+}
+
 constexpr OpDef kOps[] = {
     // ---- prim: the interpreter's own operators ---------------------------------
     def<&sym_size>("aten::sym_size.int", F::Prim),
@@ -353,6 +357,8 @@ constexpr OpDef kOps[] = {
     def<&quantized_add_out>("quantized_decomposed::add.out", F::Quant, kFold),
     def<&quantized_weight_sums_out>(kernels::kQuantizedWeightSumsKernel, F::Quant, kFold),
     def<&quantized_linear_out>(kernels::kQuantizedLinearKernel, F::Quant),
+    only_where(def<&quantized_linear_float_out>(kernels::kQuantizedLinearFloatKernel, F::Quant),
+               &has_linear_float_io),
     def<&quantized_conv2d_out>(kernels::kQuantizedConv2dKernel, F::Quant),
     def<&quantized_mean_out>(kernels::kQuantizedMeanKernel, F::Quant),
 

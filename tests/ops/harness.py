@@ -57,7 +57,8 @@ EXACT = (0.0, 0.0)
 # Kernels only the CPU has: their cases skip on CUDA devices.
 CPU_ONLY_KERNELS = {"pterun::max_pool2d_values.out", "pterun::convolution_relu.out",
                     "pterun::convolution_hardtanh.out", "pterun::convolution_hardswish.out",
-                    "pterun::convolution_add.out", "pterun::convolution_add_relu.out"}
+                    "pterun::convolution_add.out", "pterun::convolution_add_relu.out",
+                    "pterun::quantized_linear_float.out"}
 
 
 def device_params(cpu_only_reason=None, cuda_only_reason=None):

@@ -9,9 +9,10 @@ input and weight, uint8 activations, threads, and the argument errors."""
 import numpy as np
 import pytest
 
-from harness import CL, Out, T, check, check_error, normal, rand, reference, value
+from harness import CL, Out, T, check, check_error, cpu_only, normal, rand, reference, value
 
 LINEAR = "pterun::quantized_linear.out"
+LINEAR_FLOAT = "pterun::quantized_linear_float.out"
 CONV = "pterun::quantized_conv2d.out"
 MEAN = "pterun::quantized_mean.out"
 SUMS = "pterun::quantized_weight_sums.out"
@@ -43,6 +44,21 @@ def linear_model(x, sx, zx, w, ws, sums, bias, so, zo, lo, hi, out):
     x, w = value(x).astype(np.int64), value(w).astype(np.int64)
     acc = (x - zx) @ w.T
     return requantize(acc, sx, value(ws), value(bias), so, zo, lo, hi, out.dtype_np, -1)
+
+
+@reference(LINEAR_FLOAT)
+def linear_float_model(x, sx, zx, w, ws, sums, bias, so, zo, lo, hi, out):
+    """A float32 input quantized to int8 as quantize_per_tensor does; a
+    float32 out dequantized as dequantize_per_tensor does."""
+    x = value(x)
+    if x.dtype == F32:
+        p = (F32(1) / F32(sx)) * x
+        x = np.clip(F32(zx) + np.rint(p), -128, 127).astype(np.int8)
+    acc = (x.astype(np.int64) - zx) @ value(w).astype(np.int64).T
+    float_out = out.dtype_np == F32
+    q = requantize(acc, sx, value(ws), value(bias), so, zo, lo, hi,
+                   np.int8 if float_out else out.dtype_np, -1)
+    return ((q.astype(np.int64) - zo).astype(F32) * F32(so)).astype(F32) if float_out else q
 
 
 def conv_acc(x, w, stride, padding, dilation, groups):
@@ -112,6 +128,44 @@ def test_quantized_linear(device, m, k, n, in_dt):
     x3 = x.reshape(1, m, k)
     check(device, LINEAR, x3, 0.02, zx, w, ws[:1].astype(np.float64), sums, None, 0.05, 100, 100,
           255, QOut(np.uint8, (1, m, n)))
+
+
+@cpu_only("the quantize and dequantize around a linear layer fuse on the CPU")
+@pytest.mark.parametrize("m,k,n", [(4, 32, 64), (1, 8, 10), (40, 130, 70), (3, 200, 17)])
+def test_quantized_linear_float(device, m, k, n):
+    # The quantize before and/or the dequantize after the layer inside it
+    # (executor find_quant_io_fusions): a float32 input, out, or both; the
+    # input's range crosses the clamp; 1 and 2 threads.
+    x = (normal((m, k), F32) * 4).astype(F32)
+    x8 = rand((m, k), np.int8, -128, 128)
+    w, sums = weights(n, (k,))
+    ws = rand((n,), F32, 0.001, 0.01)
+    bias = normal((n,), F32)
+    for threads in (1, 2):
+        check(device, LINEAR_FLOAT, x, 0.02, 3, w, ws, sums, bias, 0.05, -5, -128, 127,
+              QOut(np.int8, (m, n)), num_threads=threads)
+        check(device, LINEAR_FLOAT, x8, 0.02, 3, w, ws, sums, None, 0.05, -5, -20, 127,
+              QOut(F32, (m, n)), num_threads=threads)
+        check(device, LINEAR_FLOAT, x.reshape(1, m, k), 0.02, 3, w, ws, sums, bias, 0.05, -5, -128,
+              127, QOut(F32, (1, m, n)), num_threads=threads)
+
+
+def test_quantized_linear_float_errors(device):
+    x = normal((2, 8), F32)
+    x8 = rand((2, 8), np.int8, -128, 128)
+    w, sums = weights(3, (8,))
+    ws = rand((3,), F32, 0.001, 0.01)
+
+    def error(inp, out, in_scale=0.02, match=None):
+        check_error(device, LINEAR_FLOAT, inp, in_scale, 0, w, ws, sums, None, 0.05, 0, -128, 127,
+                    out, exc=ValueError, match=match)
+
+    error(x8, QOut(np.int8, (2, 3)), match="float32")   # neither side float32
+    error(x, QOut(F32, (2, 3)), in_scale=0.0, match="scale")
+    error(x.astype(np.float64), QOut(F32, (2, 3)), match="int8 or uint8")
+    # The plain layer takes no float32 side.
+    check_error(device, LINEAR, x, 0.02, 0, w, ws, sums, None, 0.05, 0, -128, 127,
+                QOut(F32, (2, 3)), exc=ValueError)
 
 
 @pytest.mark.parametrize("m,n", [(300, 40), (3, 600), (40, 250)])  # by rows; by channels

@@ -63,6 +63,17 @@ def test_quantized_fixture_matches_executorch(name):
     check(name, *run(name, "cpu"))
 
 
+@pytest.mark.parametrize("name", sorted(n for n in MANIFEST if not dynamic(MANIFEST[n])))
+def test_converts_inside_linear_layers_change_nothing(name, monkeypatch):
+    # The int8 Converts around a fully connected layer run inside it on the
+    # CPU (PTERUN_FUSE_QUANT_IO=0 keeps them apart): the same bytes.
+    fused, _ = run(name, "cpu")
+    monkeypatch.setenv("PTERUN_FUSE_QUANT_IO", "0")
+    apart, _ = run(name, "cpu")
+    for f, a in zip(fused, apart):
+        np.testing.assert_array_equal(f, a)
+
+
 @needs_cuda
 @pytest.mark.parametrize("name", sorted(MANIFEST))
 def test_quantized_fixture_on_cuda(name):

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "pterun/executor/quant_check.h"
+#include "pterun/executor/rewrite.h"
 #include "pterun/kernels/internal_ops.h"
 #include "tests/cpp/executor/fixture_calls.h"
 #include "tests/cpp/test_util.h"
@@ -75,6 +76,59 @@ TEST(QuantCheck, TheFixturesPassTheLoadCheck) {
     auto program = load_quant(name);
     EXPECT_NO_THROW(check_quant_params(program->method("forward"))) << name;
   }
+}
+
+// XNNPACK's static int8 files: the Convert to int8 before the first fully
+// connected layer and the Convert back after the last run inside the
+// layer (find_quant_io_fusions), which then reads or writes float32.
+TEST(QuantIoFusion, ConvertsAroundXnnpackLinearLayers) {
+  auto fusions_of = [](const format::MethodDesc& d, const std::vector<bool>& keep) {
+    std::vector<std::vector<bool>> idle;
+    for (const auto& chain : d.chains) idle.emplace_back(chain.instructions.size(), false);
+    return find_quant_io_fusions(d, keep, idle);
+  };
+  auto op = [](const format::MethodDesc& d, size_t k) {
+    return d.operators[d.chains[0].instructions[k].index].full_name();
+  };
+  for (auto [name, count] : {std::pair{"q_mlp_static", 2u}, std::pair{"q_cnn_static", 1u}}) {
+    SCOPED_TRACE(name);
+    nlohmann::json entry;
+    entry["files"]["pte"] = std::string("xnnpack/") + name + ".pte";
+    auto program = test::load_fixture(entry);
+    const format::MethodDesc& d = program->runnable_method("forward");
+    std::vector<bool> keep(d.values.size(), false);
+    for (int32_t v : d.inputs) keep[v] = true;
+    for (int32_t v : d.outputs) keep[v] = true;
+    const auto found = fusions_of(d, keep);
+    ASSERT_EQ(found.size(), count);
+    for (const PatternFusion& f : found) {
+      EXPECT_STREQ(f.replacement.kernel, kernels::kQuantizedLinearFloatKernel);
+      EXPECT_EQ(op(d, f.replacement.index), kernels::kQuantizedLinearKernel);
+      ASSERT_EQ(f.replacement.args.size(), 13u);
+      EXPECT_EQ(f.replacement.args[0], f.input);
+      EXPECT_EQ(f.replacement.args[11], f.out);
+      EXPECT_EQ(f.replacement.args[12], f.out);
+      EXPECT_EQ(f.idle.size(), f.dropped.size());
+    }
+    // The last layer writes the method's float32 output; the MLP's first
+    // reads its float32 input.
+    const PatternFusion& last = found.back();
+    EXPECT_EQ(last.out, d.outputs[0]);
+    EXPECT_EQ(op(d, last.idle.back()), "quantized_decomposed::dequantize_per_tensor.out");
+    if (count == 2) {
+      EXPECT_EQ(found.front().input, d.inputs[0]);
+      EXPECT_EQ(op(d, found.front().idle.front()), "quantized_decomposed::quantize_per_tensor.out");
+    }
+    // An int8 value the caller keeps stays: its Convert runs.
+    keep[last.dropped.back().first] = true;
+    const auto kept = fusions_of(d, keep);
+    EXPECT_TRUE(kept.empty() || kept.back().out != d.outputs[0]);
+  }
+  // The PT2E files without a delegate have no quantized_linear.out
+  // instruction of their own (the loader fuses their chains).
+  auto program = load_quant("mlp_static");
+  const auto& d = program->method("forward");
+  EXPECT_TRUE(fusions_of(d, std::vector<bool>(d.values.size(), false)).empty());
 }
 
 }  // namespace

@@ -198,6 +198,54 @@ TEST(ConvolutionWeights, QuantizedLinearWeightsChangedInPlaceAreUsed) {
   }
 }
 
+TEST(ConvolutionWeights, KeptPanelsTrustOnlyTheConstantIdTheyWereFoundWith) {
+  // Weights of a method's constant (Tensor::constant_id) are not compared
+  // again while the id is the one their panels were packed or found with.
+  // Another id (another method) or none at the same address, with other
+  // bytes, must repack: each call against one on a copy at a new address.
+  if (!cpu::qgemm_packs()) GTEST_SKIP() << "this build has no packed int8 kernel";
+  constexpr int64_t m = 3, k = 24, n = 20;
+  const std::array<int64_t, 2> x_sizes{m, k}, w_sizes{n, k}, o_sizes{m, n};
+  const std::array<int64_t, 1> c_sizes{n};
+  std::vector<int8_t> x(m * k);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<int8_t>((i * 29 + 3) % 251 - 125);
+  std::vector<float> scales(n, 0.005f);
+  std::vector<int32_t> sums(n);
+  Tensor tx(DType::Int8, x_sizes), ts(DType::Float32, c_sizes), tz(DType::Int32, c_sizes);
+  tx.set_data(x.data(), x.size());
+  ts.set_data(scales.data(), scales.size() * 4);
+  tz.set_data(sums.data(), sums.size() * 4);
+  auto run = [&](std::vector<int8_t>& weights, uint64_t id) {
+    std::vector<int8_t> out(m * n);
+    Tensor tw(DType::Int8, w_sizes), to(DType::Int8, o_sizes);
+    tw.set_data(weights.data(), weights.size());
+    tw.set_constant_id(id);
+    to.set_data(out.data(), out.size());
+    kernels::KernelContext ctx;
+    ctx.num_threads = 1;
+    ops::quantized_linear_out(ctx, tx, 0.05, 2, tw, ts, tz, nullptr, 0.2, -1, -128, 127, to);
+    return out;
+  };
+  std::vector<int8_t> w(n * k);
+  std::vector<std::vector<int8_t>> copies;
+  // (round, id): the same address throughout.
+  const std::array<std::pair<int, uint64_t>, 5> calls{
+      {{0, 1001}, {0, 1001}, {1, 1002}, {2, 0}, {3, 1002}}};
+  for (const auto& [round, id] : calls) {
+    SCOPED_TRACE(round);
+    for (size_t i = 0; i < w.size(); ++i) {
+      w[i] = static_cast<int8_t>((i * 17 + static_cast<size_t>(round) * 53) % 255 - 127);
+    }
+    for (int64_t o = 0; o < n; ++o) {
+      sums[o] = 0;
+      for (int64_t j = 0; j < k; ++j) sums[o] += w[o * k + j];
+    }
+    const std::vector<int8_t> got = run(w, id);
+    copies.push_back(w);
+    ASSERT_EQ(got, run(copies.back(), 0));
+  }
+}
+
 TEST(ConvolutionWeights, DynamicLinearWeightsChangedInPlaceAreUsed) {
   // XNNPACK's dynamically quantized linear (rows quantized per call, 8-bit
   // per-channel weights), 3 rows of 40 -> 24: the weights packed and kept.

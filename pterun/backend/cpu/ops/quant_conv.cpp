@@ -321,7 +321,7 @@ void quantized_conv2d(KernelContext& ctx, const ops::QConv2dArgs& a) {
     kept = &kept_panels(weight, {c.groups, c.og, c.k, rows_unsigned ? 1 : 0},
                         static_cast<size_t>(c.groups * group_panels * panel_bytes));
     pack = kept->panels();
-    pack_now = !kept->packed_from(weight, weight_bytes);
+    pack_now = !kept->packed_from(weight, weight_bytes, a.weight.constant_id());
     if (pack_now) kept->forget();
   }
   if (widen && pack_now) {  // each tap's channels, then zeros up to the widened count
@@ -410,7 +410,7 @@ void quantized_conv2d(KernelContext& ctx, const ops::QConv2dArgs& a) {
                    }
                  });
   }
-  if (pack_now) kept->remember(weight, weight_bytes);
+  if (pack_now) kept->remember(weight, weight_bytes, a.weight.constant_id());
 
   const int64_t o0 = a.out.stride(0), o1 = a.out.stride(1), o2 = a.out.stride(2),
                 o3 = a.out.stride(3);

@@ -189,7 +189,7 @@ void linear_8bit(KernelContext& ctx, const ops::QDynLinearArgs& a) {
   // Fewer rows: the weights packed once and kept (quant_panels.h), the
   // rows broadcast against them, in tasks of whole panels of 16 outputs.
   const bool weight_panels = qgemm_packs() && !packed && n * k <= kKeptWeightBytes;
-  int64_t col_block = column_block(row_blocks, n, threads, kCols);
+  int64_t col_block = column_block(row_blocks, n, threads, kCols, m * n * k / 16);
   if (weight_panels) col_block = (col_block + 15) / 16 * 16;
   const int64_t col_blocks = (n + col_block - 1) / col_block;
   auto* scratch =
@@ -206,7 +206,8 @@ void linear_8bit(KernelContext& ctx, const ops::QDynLinearArgs& a) {
   }
   const int64_t panel_bytes = qgemm_panel_bytes(k);
   const int8_t* w = a.weight.data_as<const int8_t>();
-  const uint8_t* w_panels = weight_panels ? kept_weight_panels(w, n, k, false) : nullptr;
+  const uint8_t* w_panels =
+      weight_panels ? kept_weight_panels(w, a.weight.constant_id(), n, k, false) : nullptr;
   const int32_t* sums = a.weight_sums.data_as<const int32_t>();
   const float* scales = a.weight_scales.data_as<const float>();
   const float* bias = a.bias != nullptr ? a.bias->data_as<const float>() : nullptr;

@@ -14,6 +14,7 @@
 #include "pterun/backend/cpu/ops/ops.h"
 #include "pterun/backend/cpu/ops/quant_gemm.h"
 #include "pterun/backend/cpu/ops/quant_panels.h"
+#include "pterun/backend/cpu/ops/quant_quantize.h"
 #include "pterun/backend/cpu/ops/quant_requant.h"
 #include "pterun/backend/cpu/ops/quant_util.h"
 #include "pterun/core/error.h"
@@ -43,22 +44,48 @@ void quantized_linear(KernelContext& ctx, const ops::QLinearArgs& a) {
   // rows broadcast against them, in tasks of whole panels of 16 channels.
   const bool packed = qgemm_packs() && a.m >= kQgemmPackRows;
   const bool weight_panels = qgemm_packs() && !packed && n * a.k <= kKeptWeightBytes;
-  int64_t col_block = column_block(row_blocks, n, threads, kColBlock);
+  int64_t col_block = column_block(row_blocks, n, threads, kColBlock, a.m * n * a.k / 16);
   if (weight_panels) col_block = (col_block + 15) / 16 * 16;
   const int64_t col_blocks = (n + col_block - 1) / col_block;
   const int64_t cols = std::min(n, col_block);
+  // A float32 input is quantized to int8 first, and an input the float32
+  // out overlaps is copied first (ops/quant.h), into `rows`.
+  const bool float_in = a.in.dtype() == DType::Float32;
+  const bool float_out = a.out.dtype() == DType::Float32;
+  const auto in_bytes = static_cast<size_t>(a.m * a.k);
+  const auto* in_begin = static_cast<const uint8_t*>(a.in.data());
+  const auto* out_begin = static_cast<const uint8_t*>(a.out.data());
+  const bool copy_in = !float_in && float_out && in_begin < out_begin + a.out.nbytes() &&
+                       out_begin < in_begin + in_bytes;
   const bool in_unsigned = a.in.dtype() == DType::UInt8;
   // From a few rows on (with the packed kernel) the activation rows are
   // packed once, before the tasks, and the weights read in place against
-  // them. Scratch: the channel terms, the packed rows, then an accumulator
-  // block per thread.
+  // them. Scratch: the channel terms, the staged rows, the packed rows,
+  // then per thread an accumulator block and a row of int8 outputs.
   const size_t terms_bytes = aligned(static_cast<size_t>(2 * n) * sizeof(float));
+  const size_t rows_bytes = float_in || copy_in ? aligned(in_bytes) : 0;
   const size_t panels_bytes = packed ? aligned(qgemm_rows_bytes(a.m, a.k)) : 0;
-  const size_t acc_bytes = aligned(static_cast<size_t>(kRowBlock * cols) * sizeof(int32_t));
-  auto* scratch = static_cast<char*>(ctx.scratch(terms_bytes + panels_bytes + acc_bytes * threads));
+  const size_t acc_bytes = aligned(static_cast<size_t>(kRowBlock * cols) * sizeof(int32_t)) +
+                           (float_out ? aligned(static_cast<size_t>(cols)) : 0);
+  auto* scratch = static_cast<char*>(
+      ctx.scratch(terms_bytes + rows_bytes + panels_bytes + acc_bytes * threads));
   const Requant terms = requant_terms(a.rq, n, scratch);
-  auto* panels = reinterpret_cast<uint8_t*>(scratch + terms_bytes);
-  const auto* in = a.in.data_as<const uint8_t>();
+  auto* rows_copy = reinterpret_cast<uint8_t*>(scratch + terms_bytes);
+  auto* panels = reinterpret_cast<uint8_t*>(scratch + terms_bytes + rows_bytes);
+  const auto* in = in_begin;
+  if (float_in) {
+    const float inv = 1.0f / a.rq.in_q.scale;
+    const auto zp = static_cast<float>(a.rq.in_q.zero_point);
+    const float* x = a.in.data_as<const float>();
+    parallel_for(ctx, a.m, a.k, [&](int64_t begin, int64_t end) {
+      quantize_floats(x + begin * a.k, reinterpret_cast<int8_t*>(rows_copy) + begin * a.k,
+                      (end - begin) * a.k, inv, zp, -128, 127);
+    });
+    in = rows_copy;
+  } else if (copy_in) {
+    std::memcpy(rows_copy, in_begin, in_bytes);
+    in = rows_copy;
+  }
   if (packed) {
     parallel_for(ctx, (a.m + 15) / 16, 16 * a.k, [&](int64_t begin, int64_t end) {
       qgemm_pack(reinterpret_cast<const int8_t*>(in), a.k, a.m, a.k, !in_unsigned, begin, end,
@@ -66,15 +93,18 @@ void quantized_linear(KernelContext& ctx, const ops::QLinearArgs& a) {
     });
   }
   const int64_t panel_bytes = qgemm_panel_bytes(a.k);
-  const uint8_t* w_panels =
-      weight_panels ? kept_weight_panels(a.weight.data_as<const int8_t>(), n, a.k, in_unsigned)
-                    : nullptr;
-  kernels::visit_q8(a.out.dtype(), [&]<typename Out>() {
-    Out* out = a.out.data_as<Out>();
+  const uint8_t* w_panels = weight_panels
+                                ? kept_weight_panels(a.weight.data_as<const int8_t>(),
+                                                     a.weight.constant_id(), n, a.k, in_unsigned)
+                                : nullptr;
+  auto run = [&]<typename Out>(Out* out) {
     parallel_for(ctx, row_blocks * col_blocks, std::max<int64_t>(1, kRowBlock * cols * a.k / 16),
                  [&](int64_t begin, int64_t end) {
-                   auto* acc = reinterpret_cast<int32_t*>(scratch + terms_bytes + panels_bytes +
-                                                          acc_bytes * parallel_thread_index());
+                   char* mine = scratch + terms_bytes + rows_bytes + panels_bytes +
+                                acc_bytes * parallel_thread_index();
+                   auto* acc = reinterpret_cast<int32_t*>(mine);
+                   auto* q_row = reinterpret_cast<int8_t*>(
+                       mine + aligned(static_cast<size_t>(kRowBlock * cols) * sizeof(int32_t)));
                    for (int64_t t = begin; t < end; ++t) {
                      const int64_t i0 = t / col_blocks * kRowBlock;
                      const int64_t j0 = t % col_blocks * col_block;
@@ -98,11 +128,27 @@ void quantized_linear(KernelContext& ctx, const ops::QLinearArgs& a) {
                        qgemm(g, acc, width);
                      }
                      for (int64_t r = 0; r < rows; ++r) {
-                       requantize_run(acc + r * width, width, terms, j0, out + (i0 + r) * n + j0);
+                       Out* o = out + (i0 + r) * n + j0;
+                       if constexpr (std::is_same_v<Out, float>) {
+                         // int8 as the requantization rounds it, then as
+                         // dequantize_per_tensor gives it back.
+                         requantize_run(acc + r * width, width, terms, j0, q_row);
+                         const auto zp = static_cast<int64_t>(a.rq.out_q.zero_point);
+                         for (int64_t j = 0; j < width; ++j) {
+                           o[j] = static_cast<float>(int64_t{q_row[j]} - zp) * a.rq.out_q.scale;
+                         }
+                       } else {
+                         requantize_run(acc + r * width, width, terms, j0, o);
+                       }
                      }
                    }
                  });
-  });
+  };
+  if (float_out) {
+    run(a.out.data_as<float>());
+  } else {
+    kernels::visit_q8(a.out.dtype(), [&]<typename Out>() { run(a.out.data_as<Out>()); });
+  }
 }
 
 // ---- mean ---------------------------------------------------------------------

@@ -37,15 +37,16 @@ PackedWeights& kept_panels(const int8_t* weight, std::initializer_list<int64_t> 
   return cache.get(key, [&] { return PackedWeights(bytes); });
 }
 
-const uint8_t* kept_weight_panels(const int8_t* weight, int64_t n, int64_t k, bool a_unsigned) {
+const uint8_t* kept_weight_panels(const int8_t* weight, uint64_t constant_id, int64_t n, int64_t k,
+                                  bool a_unsigned) {
   const int64_t count = (n + 15) / 16, panel_bytes = qgemm_panel_bytes(k);
   const auto weight_bytes = static_cast<size_t>(n * k);
   PackedWeights& kept =
       kept_panels(weight, {1, n, k, a_unsigned ? 1 : 0}, static_cast<size_t>(count * panel_bytes));
-  if (!kept.packed_from(weight, weight_bytes)) {
+  if (!kept.packed_from(weight, weight_bytes, constant_id)) {
     kept.forget();
     qgemm_pack(weight, k, n, k, !a_unsigned, 0, count, kept.panels());
-    kept.remember(weight, weight_bytes);
+    kept.remember(weight, weight_bytes, constant_id);
   }
   return kept.panels();
 }

@@ -23,17 +23,32 @@ class PackedWeights {
     const auto at = reinterpret_cast<uintptr_t>(bytes_.data());
     return bytes_.data() + ((64 - at % 64) % 64);
   }
-  /// True when the panels were packed from `w`'s `n` bytes.
-  bool packed_from(const int8_t* w, size_t n) const {
-    return from_.size() == n && std::memcmp(from_.data(), w, n) == 0;
+  /// True when the panels were packed from `w`'s `n` bytes: known without
+  /// reading them when `w` is the constant (Tensor::constant_id, nonzero
+  /// `id`) they were last found to match.
+  bool packed_from(const int8_t* w, size_t n, uint64_t id) {
+    if (id != 0 && id == id_ && w == at_ && n == from_.size()) return true;
+    if (from_.size() != n || std::memcmp(from_.data(), w, n) != 0) return false;
+    at_ = w;
+    id_ = id;
+    return true;
   }
-  void remember(const int8_t* w, size_t n) { from_.assign(w, w + n); }
+  void remember(const int8_t* w, size_t n, uint64_t id) {
+    from_.assign(w, w + n);
+    at_ = w;
+    id_ = id;
+  }
   /// Before the panels change: they match no weights until remember().
-  void forget() { from_.clear(); }
+  void forget() {
+    from_.clear();
+    id_ = 0;
+  }
 
  private:
   std::vector<uint8_t> bytes_;
   std::vector<int8_t> from_;
+  const int8_t* at_ = nullptr;
+  uint64_t id_ = 0;
 };
 
 /// The calling thread's panels for the weights at `weight`, packed as
@@ -54,6 +69,7 @@ inline constexpr int64_t kKeptWeightBytes = int64_t{1} << 20;
 /// for qgemm_packed against activation rows of int8 (shifted panels) or
 /// (a_unsigned) uint8: packed on first use and again whenever the weight
 /// bytes changed. Valid until the thread's next kept_panels call.
-const uint8_t* kept_weight_panels(const int8_t* weight, int64_t n, int64_t k, bool a_unsigned);
+const uint8_t* kept_weight_panels(const int8_t* weight, uint64_t constant_id, int64_t n, int64_t k,
+                                  bool a_unsigned);
 
 }  // namespace pterun::cpu

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "pterun/backend/cpu/engine/parallel.h"
 #include "pterun/core/half.h"
 #include "pterun/kernels/common/quant_math.h"
 #include "pterun/ops/quant.h"
@@ -25,8 +26,11 @@ constexpr size_t aligned(size_t bytes) {
 /// `row_blocks` tasks: `most` on one thread; with more, fewer (a multiple
 /// of 8, the packed tile's weight rows, and at least 32) where that gives
 /// each thread about four tasks, so that a layer of few rows still spreads.
-constexpr int64_t column_block(int64_t row_blocks, int64_t n, int threads, int64_t most) {
-  if (threads <= 1) return most;
+/// `work`: the tasks' cost all together, in parallel_for's units; a
+/// product too small to be split runs in blocks of `most`.
+constexpr int64_t column_block(int64_t row_blocks, int64_t n, int threads, int64_t most,
+                               int64_t work) {
+  if (threads <= 1 || work < kParallelGrain) return most;
   const int64_t want = 4 * threads;
   const int64_t per = (n * row_blocks + want - 1) / want;
   const int64_t block = (per + 7) / 8 * 8;
