@@ -128,16 +128,30 @@ void qdyn::quantize_rows(KernelContext& ctx, const ops::QDynLinearArgs& a, uint8
   const int64_t per_slice = a.slice_rows * k;
   std::atomic<int64_t> bad{-1};
   parallel_for(ctx, slices, per_slice * 2, [&](int64_t begin, int64_t end) {
-    for (int64_t s = begin; s < end; ++s) {
-      float lo, hi;
-      if (!range_of(x + s * per_slice, per_slice, lo, hi)) {
-        bad.store(s, std::memory_order_relaxed);
-        continue;
+    // Up to 16 slices at a time, in three passes (their ranges, their
+    // parameters, their bytes), so that the slices' chains of dependent
+    // steps overlap.
+    constexpr int64_t kBatch = 16;
+    float lo[kBatch], hi[kBatch];
+    bool finite[kBatch];
+    for (int64_t b0 = begin; b0 < end; b0 += kBatch) {
+      const int64_t count = std::min(kBatch, end - b0);
+      for (int64_t i = 0; i < count; ++i) {
+        finite[i] = range_of(x + (b0 + i) * per_slice, per_slice, lo[i], hi[i]);
       }
-      const RowQuant p = kernels::choose_qd8(lo, hi);
-      for (int64_t r = s * a.slice_rows; r < (s + 1) * a.slice_rows; ++r) {
-        params[r] = p;
-        quantize_row(x + r * k, k, p, interleave, q + r * ld);
+      for (int64_t i = 0; i < count; ++i) {
+        if (finite[i]) params[(b0 + i) * a.slice_rows] = kernels::choose_qd8(lo[i], hi[i]);
+      }
+      for (int64_t i = 0; i < count; ++i) {
+        const int64_t first = (b0 + i) * a.slice_rows;
+        if (!finite[i]) {
+          bad.store(b0 + i, std::memory_order_relaxed);
+          continue;
+        }
+        for (int64_t r = first; r < first + a.slice_rows; ++r) {
+          if (r != first) params[r] = params[first];
+          quantize_row(x + r * k, k, params[r], interleave, q + r * ld);
+        }
       }
     }
   });
