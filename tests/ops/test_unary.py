@@ -9,8 +9,8 @@ import math
 import numpy as np
 import pytest
 
-from harness import (BF16, CL, Out, T, bf16, cast, check, check_error, compute_type, dtype_of,
-                     integers, is_float, normal, rand, reference, tensor, uniform, value)
+from harness import (BF16, CL, Out, T, bf16, call_kernel, cast, check, check_error, compute_type,
+                     dtype_of, integers, is_float, normal, rand, reference, tensor, uniform, value)
 
 INTS = [np.uint8, np.int8, np.int16, np.int32, np.int64]
 FLOATS = [np.float32, np.float16, BF16, np.float64]
@@ -212,6 +212,24 @@ def test_float_op_special_values(device):
                   expect=ref(x.astype(np.float64)), tol=(1e-7, 0))
     check(device, "aten::sigmoid.out", x, Out(np.float32, x.shape),
           expect=[0.5, 0.5, 1.0, 0.0, np.nan, 1 / (1 + np.e)], tol=(1e-7, 0))
+
+
+def test_tanh_float32_within_a_few_ulp(device):
+    # The CPU's float32 tanh is its own (vec_math.h): a series below |x| =
+    # 0.4, an exponential form above. Around the switch, tiny and large
+    # magnitudes, within 5 ulp of float64's; -0 keeps its sign.
+    rng = np.random.default_rng(11)
+    x = np.concatenate([np.linspace(0.38, 0.42, 4001), rng.uniform(-12, 12, 20000),
+                        10.0 ** rng.uniform(-40, 1.7, 20000)]).astype(np.float32)
+    x = np.concatenate([x, -x])
+    ref = np.tanh(x.astype(np.float64))
+    ulp = np.spacing(np.abs(ref).astype(np.float32)).astype(np.float64)
+    check(device, "aten::tanh.out", x, Out(np.float32, x.shape), expect=ref, tol=(3e-6, 1e-44))
+    cpu = call_kernel("aten::tanh.out", x, Out(np.float32, x.shape))[0].astype(np.float64)
+    assert (np.abs(cpu - ref) <= 5 * ulp).all()
+    z = call_kernel("aten::tanh.out", np.array([-0.0, 0.0], np.float32),
+                    Out(np.float32, (2,)))[0]
+    assert np.signbit(z[0]) and not np.signbit(z[1])
 
 
 def test_float_unary_special_values(device):

@@ -35,7 +35,13 @@ inline C unary_float(C x) {
   if constexpr (kFn == F::Atan) return std::atan(x);
   if constexpr (kFn == F::Sinh) return std::sinh(x);
   if constexpr (kFn == F::Cosh) return std::cosh(x);
-  if constexpr (kFn == F::Tanh) return std::tanh(x);
+  if constexpr (kFn == F::Tanh) {
+    if constexpr (std::is_same_v<C, float>) {
+      return vec_math::tanh(x);
+    } else {
+      return std::tanh(x);
+    }
+  }
   if constexpr (kFn == F::Asinh) return std::asinh(x);
   if constexpr (kFn == F::Acosh) return std::acosh(x);
   if constexpr (kFn == F::Atanh) return std::atanh(x);
@@ -75,7 +81,12 @@ inline C gelu_tanh(C x) {
   constexpr C kBeta = C(0.7978845608028654);  // sqrt(2 / pi)
   constexpr C kKappa = C(0.044715);
   if (std::isinf(x)) return x > 0 ? x : C(0);
-  return C(0.5) * x * (C(1) + std::tanh(kBeta * (x + kKappa * x * x * x)));
+  const C inner = kBeta * (x + kKappa * x * x * x);
+  if constexpr (std::is_same_v<C, float>) {
+    return C(0.5) * x * (C(1) + vec_math::tanh(inner));
+  } else {
+    return C(0.5) * x * (C(1) + std::tanh(inner));
+  }
 }
 
 template <typename C>
