@@ -181,6 +181,21 @@ void strided_copy(const kernels::KernelContext& ctx, void* dst,
                   std::span<const int64_t> src_strides, std::span<const int64_t> sizes,
                   size_t element_size) {
   if (kernels::has_zero_extent(sizes)) return;
+  // Both sides row-major and dense, and small (a squeeze, an unsqueeze, a
+  // copy): one memcpy, no plan.
+  if (sizes.size() == dst_strides.size() && sizes.size() == src_strides.size()) {
+    int64_t expect = 1;
+    bool dense = true;
+    for (size_t d = sizes.size(); d-- > 0 && dense;) {
+      dense = sizes[d] == 1 || (dst_strides[d] == expect && src_strides[d] == expect);
+      expect *= sizes[d];
+    }
+    constexpr int64_t kSmall = int64_t{1} << 16;
+    if (dense && expect * static_cast<int64_t>(element_size) <= kSmall) {
+      std::memcpy(dst, src, static_cast<size_t>(expect) * element_size);
+      return;
+    }
+  }
   kernels::CopyPlan p = kernels::make_copy_plan(dst_strides, src_strides, sizes, element_size);
   int64_t inner = p.rank == 0 ? 1 : p.sizes[p.rank - 1];
   int64_t rows = 1;
