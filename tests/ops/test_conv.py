@@ -376,6 +376,10 @@ def test_conv2d_channels_last_kernel(device, n, cin, cout, hw, k, stride, paddin
     (20, (11, 10), (5, 5), (1, 2), (2, 2), (1, 1)),
     (35, (6, 13), (3, 3), (1, 1), (2, 2), (2, 2)),
     (48, (4, 4), (3, 2), (2, 1), (0, 1), (1, 1)),
+    # 3x3 rows wide enough for steps of 8 and 4 pixels with the weights in
+    # registers, the edge pixels apart; 16 + 8 channels, stride 2.
+    (32, (10, 21), (3, 3), (1, 1), (1, 1), (1, 1)),
+    (24, (9, 30), (3, 3), (2, 2), (1, 1), (1, 1)),
 ])
 def test_conv2d_channels_last_depthwise(device, c, hw, k, stride, padding, dilation):
     x = normals(2, c, *hw)

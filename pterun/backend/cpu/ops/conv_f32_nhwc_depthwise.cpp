@@ -22,6 +22,8 @@ struct DepthwisePlan {
   const float* w;  // [tap][padded]
   const float* bias;
   Epilogue e;
+  // Output columns [x_lo, x_hi) read every kernel column inside the image.
+  int64_t x_lo, x_hi;
 };
 
 /// Channels [c0, c0 + width) of output row (n, y), width <= L lanes of V
@@ -65,25 +67,55 @@ void depthwise_channels(const DepthwisePlan& dp, int64_t n, int64_t y, int64_t c
   }
   const V b = load<V>(dp.bias + c0);
   const int64_t sw = p.stride[1], pw = p.pad[1], dw = p.dilation[1];
-  // Columns [x_lo, x_hi) read every kernel column inside the image.
-  const int64_t x_lo = std::min(p.ow, (pw + sw - 1) / sw);
-  const int64_t reach = (p.kw - 1) * dw;
-  const int64_t x_hi = std::max(
-      x_lo, p.iw - 1 - reach + pw < 0 ? 0 : std::min(p.ow, (p.iw - 1 - reach + pw) / sw + 1));
+  const int64_t x_lo = dp.x_lo, x_hi = dp.x_hi;
+  // A pixel near the left or right edge: its kernel columns inside the
+  // image, [kx0, kx1), found once, then no test per tap.
+  const int64_t kw = p.kw, iw = p.iw, col = is[3], row_stride = is[2], padded = dp.padded;
+  const float* first_row = image + (y * p.stride[0] - p.pad[0]) * row_stride;
+  const int64_t row_step = p.dilation[0] * row_stride;
   auto one = [&](int64_t x) {
+    const int64_t ix0 = x * sw - pw;
+    int64_t kx0 = 0, kx1 = kw;
+    while (kx0 < kx1 && ix0 + kx0 * dw < 0) ++kx0;
+    while (kx1 > kx0 && ix0 + (kx1 - 1) * dw >= iw) --kx1;
     V acc = b;
     for (int64_t ky = ky0; ky < ky1; ++ky) {
-      const float* row = image + (y * p.stride[0] - p.pad[0] + ky * p.dilation[0]) * is[2];
-      for (int64_t kx = 0; kx < p.kw; ++kx) {
-        const int64_t ix = x * sw - pw + kx * dw;
-        if (ix < 0 || ix >= p.iw) continue;
-        acc += in_at(row + ix * is[3]) * load<V>(dp.w + (ky * p.kw + kx) * dp.padded + c0);
+      const float* row = first_row + ky * row_step + ix0 * col;
+      const float* wk = dp.w + ky * kw * padded + c0;
+      for (int64_t kx = kx0; kx < kx1; ++kx) {
+        acc += in_at(row + kx * dw * col) * load<V>(wk + kx * padded);
       }
     }
     out_at(x, acc);
   };
   for (int64_t x = 0; x < x_lo; ++x) one(x);
   int64_t x = x_lo;
+  if (whole && p.kh == 3 && p.kw == 3 && p.dilation[0] == 1 && dw == 1 && ky0 == 0 && ky1 == 3) {
+    // 3x3, every kernel row inside the image: the nine taps' weights stay
+    // in registers across the row, eight pixels a step.
+    V w[9];
+    for (int t = 0; t < 9; ++t) w[t] = load<V>(dp.w + t * dp.padded + c0);
+    const int64_t px = sw * is[3], col = is[3];
+    const float* rows[3];
+    for (int ky = 0; ky < 3; ++ky) rows[ky] = image + (y * p.stride[0] - p.pad[0] + ky) * is[2];
+    auto pixels = [&]<int P>(int64_t at) {
+      V acc[P];
+      for (int j = 0; j < P; ++j) acc[j] = b;
+      const int64_t first = (at * sw - pw) * col;
+#pragma GCC unroll 3
+      for (int ky = 0; ky < 3; ++ky) {
+        const float* r = rows[ky] + first;
+#pragma GCC unroll 3
+        for (int kx = 0; kx < 3; ++kx) {
+#pragma GCC unroll 8
+          for (int j = 0; j < P; ++j) acc[j] += load<V>(r + j * px + kx * col) * w[ky * 3 + kx];
+        }
+      }
+      for (int j = 0; j < P; ++j) out_at(at + j, acc[j]);
+    };
+    for (; x + 8 <= x_hi; x += 8) pixels.template operator()<8>(x);
+    for (; x + 4 <= x_hi; x += 4) pixels.template operator()<4>(x);
+  }
   for (; x + 4 <= x_hi; x += 4) {
     V a0 = b, a1 = b, a2 = b, a3 = b;
     const int64_t step = sw * is[3];
@@ -109,8 +141,8 @@ void depthwise_channels(const DepthwisePlan& dp, int64_t n, int64_t y, int64_t c
 
 void depthwise_rows(const DepthwisePlan& dp, int64_t begin, int64_t end) {
   const ConvProblem& p = *dp.p;
-  for (int64_t row = begin; row < end; ++row) {
-    const int64_t n = row / p.oh, y = row % p.oh;
+  int64_t n = begin / p.oh, y = begin % p.oh;  // row, stepped
+  for (int64_t row = begin; row < end; ++row, y = y + 1 == p.oh ? (++n, 0) : y + 1) {
     int64_t c = 0;
     for (; c + kLanes <= p.oc; c += kLanes) {
       if constexpr (kWide) {
@@ -163,6 +195,11 @@ bool depthwise(KernelContext& ctx, const ConvProblem& p, const Epilogue& e) {
   copy_bias(p, pk, dp.padded);
   dp.w = pk.w.data();
   dp.bias = pk.bias.data();
+  const int64_t sw = p.stride[1], pw = p.pad[1];
+  const int64_t reach = (p.kw - 1) * p.dilation[1];
+  dp.x_lo = std::min(p.ow, (pw + sw - 1) / sw);
+  dp.x_hi = std::max(
+      dp.x_lo, p.iw - 1 - reach + pw < 0 ? 0 : std::min(p.ow, (p.iw - 1 - reach + pw) / sw + 1));
   const int64_t rows = p.n * p.oh;
   const double work = static_cast<double>(rows) * p.ow * p.oc * taps;
   auto body = [&](int64_t b, int64_t end) { depthwise_rows(dp, b, end); };
