@@ -151,6 +151,7 @@ void convolution(KernelContext& ctx, const char* op, const Tensor& in, const Ten
   strides4(out, p.out_strides);
   p.in = in.data();
   p.weight = w.data();
+  p.weight_id = w.constant_id();
   p.bias = bias != nullptr ? bias->data() : nullptr;
   p.out = out.data();
 

@@ -39,6 +39,9 @@ struct ConvProblem {
   int64_t in_strides[4] = {};
   const void* weight = nullptr;
   int64_t w_strides[4] = {};
+  // The weight tensor's Tensor::constant_id: nonzero when its bytes never
+  // change (kernels keeping what they derive from them need not compare).
+  uint64_t weight_id = 0;
   const void* bias = nullptr;  // oc contiguous elements, or null
   void* out = nullptr;
   int64_t out_strides[4] = {};

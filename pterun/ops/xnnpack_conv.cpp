@@ -179,6 +179,7 @@ void conv2d(KernelContext& ctx, const Tensor& in, const Tensor& filter, const Te
   const int64_t ws[4] = {kh * kw * icg, 1, kw * icg, icg};
   std::copy(ws, ws + 4, p.w_strides);
   p.weight = vf.data();
+  p.weight_id = vf.constant_id();
   p.bias = bias != nullptr ? bias->data() : nullptr;
   if (vi.numel() == 0 || vf.numel() == 0) p.ic = 0;
   if (residual != nullptr) {
@@ -213,6 +214,7 @@ void depthwise_conv2d(KernelContext& ctx, const Tensor& in, const Tensor& filter
   const int64_t ws[4] = {1, kh * kw * oc, kw * oc, oc};
   std::copy(ws, ws + 4, p.w_strides);
   p.weight = vf.data();
+  p.weight_id = vf.constant_id();
   p.bias = bias != nullptr ? bias->data() : nullptr;
   if (vi.numel() == 0) p.ic = 0;
   run_activated(ctx, p, vo, out_min, out_max, hardswish, op);
@@ -312,6 +314,7 @@ void xnn_conv_transpose2d(KernelContext& ctx, const Tensor& in, const Tensor& fi
     p.in = static_cast<const char*>(vi.data()) + g * icg * esize;
     p.out = static_cast<char*>(vo.data()) + g * ocg * esize;
     p.weight = static_cast<const char*>(vf.data()) + g * ocg * kh * kw * icg * esize;
+    p.weight_id = vf.constant_id();
     p.bias = bias != nullptr ? static_cast<const char*>(bias->data()) + g * ocg * esize : nullptr;
     if (vi.numel() == 0) p.ic = 0;
     backend(ctx).conv->convolution(ctx, p);

@@ -23,11 +23,16 @@ inline int64_t weight_span(const ops::ConvProblem& p) {
 /// call against the problem's weights).
 class WeightSnapshot {
  public:
-  /// True when `p`'s weights are at the same address with the same bytes.
-  bool same(const ops::ConvProblem& p) const {
+  /// True when `p`'s weights are at the same address with the same bytes:
+  /// known without reading them when they are the constant (nonzero
+  /// ConvProblem::weight_id) last found there.
+  bool same(const ops::ConvProblem& p) {
     const size_t bytes = static_cast<size_t>(weight_span(p)) * sizeof(float);
-    return at_ == p.weight && bytes_.size() == bytes &&
-           std::memcmp(bytes_.data(), p.weight, bytes) == 0;
+    if (at_ != p.weight || bytes_.size() != bytes) return false;
+    if (p.weight_id != 0 && p.weight_id == id_) return true;
+    if (std::memcmp(bytes_.data(), p.weight, bytes) != 0) return false;
+    id_ = p.weight_id;
+    return true;
   }
   /// Remembers `p`'s weights (after packing them).
   void take(const ops::ConvProblem& p) {
@@ -35,11 +40,13 @@ class WeightSnapshot {
     bytes_.resize(bytes);
     std::memcpy(bytes_.data(), p.weight, bytes);
     at_ = p.weight;
+    id_ = p.weight_id;
   }
 
  private:
   std::vector<char> bytes_;
   const void* at_ = nullptr;
+  uint64_t id_ = 0;
 };
 
 }  // namespace pterun::cpu
