@@ -95,7 +95,7 @@ void depthwise_channels(const DepthwisePlan& dp, int64_t n, int64_t y, int64_t c
     // in registers across the row, eight pixels a step.
     V w[9];
     for (int t = 0; t < 9; ++t) w[t] = load<V>(dp.w + t * dp.padded + c0);
-    const int64_t px = sw * is[3], col = is[3];
+    const int64_t px = sw * col;
     const float* rows[3];
     for (int ky = 0; ky < 3; ++ky) rows[ky] = image + (y * p.stride[0] - p.pad[0] + ky) * is[2];
     auto pixels = [&]<int P>(int64_t at) {
