@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "pterun/executor/desc_util.h"
+#include "pterun/executor/rewrite.h"
 #include "pterun/format/program_desc.h"
 
 namespace pterun::detail {
@@ -60,5 +62,15 @@ struct ChainView {
            (value.kind == ValueKind::Double && value.double_value == want);
   }
 };
+
+/// Calls f(view) with each chain of a method without jumps or moves, as
+/// the pattern finders walk them; nothing for other methods.
+template <typename F>
+void for_each_chain(const format::MethodDesc& d, const std::vector<bool>& keep,
+                    const std::vector<std::vector<bool>>& idle, F&& f) {
+  if (desc::straight_line(d).empty()) return;
+  const std::vector<int> uses = count_uses(d);
+  for (size_t c = 0; c < d.chains.size(); ++c) f(ChainView{d, c, keep, uses, idle[c]});
+}
 
 }  // namespace pterun::detail

@@ -206,7 +206,13 @@ std::vector<PatternFusion> find_safe_softmax_fusions(const format::MethodDesc& d
 /// q and y8 int8, read by these alone and not in `keep`, x and y float32.
 /// The layer becomes kQuantizedLinearFloatKernel reading x and/or writing
 /// y (`replacement`), and the quantize and dequantize run nothing: the
-/// same values (ops/quant.h, QLinearArgs). The caller checks that the
+/// same values (ops/quant.h, QLinearArgs). Likewise
+///   quantize_per_tensor.out(x, s, z, -128, 127, int8) -> q,
+///   xnnpack::static_transpose(q, [0, 2, 3, 1]) -> t,
+///   xnnpack::quantized_conv2d(t, s, z, ...)
+/// one after the other, q and t int8, read by the next alone and not in
+/// `keep`, x float32 [N, C, H, W] in default dim order: the convolution
+/// becomes kQuantizedConv2dFloatKernel reading x, the other two nothing. The caller checks that the
 /// device's layer takes float32, that no view reads the `dropped` values'
 /// bytes, and the overlap of input and out. None in methods with jumps or
 /// moves.

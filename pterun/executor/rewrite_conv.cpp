@@ -248,10 +248,8 @@ std::vector<PatternFusion> find_hardswish_fusions(const format::MethodDesc& d,
                                                   const std::vector<bool>& keep,
                                                   const std::vector<std::vector<bool>>& idle) {
   std::vector<PatternFusion> found;
-  if (straight_line(d).empty()) return found;
-  const std::vector<int> uses = count_uses(d);
-  for (size_t c = 0; c < d.chains.size(); ++c) {
-    const ChainView view{d, c, keep, uses, idle[c]};
+  detail::for_each_chain(d, keep, idle, [&](const ChainView& view) {
+    const size_t c = view.c;
     for (size_t l = 0; l < view.instrs().size(); ++l) {
       if ((l < idle[c].size() && idle[c][l]) || !view.is_kernel(l, "aten::add.out", 5)) continue;
       const int32_t y = view.instrs()[l].args[0];
@@ -269,7 +267,7 @@ std::vector<PatternFusion> find_hardswish_fusions(const format::MethodDesc& d,
       found.push_back(std::move(f));
       l = m->steps.back();
     }
-  }
+  });
   return found;
 }
 

@@ -1,7 +1,11 @@
-// The quantize and dequantize steps around a quantized linear layer
-// (rewrite.h, find_quant_io_fusions): XNNPACK's static int8 graphs convert
-// a float32 input to int8 just before their first fully connected layer
-// and back just after the last; the layer does both itself.
+// The quantize and dequantize steps around a quantized linear layer, and
+// the quantize and transpose before a quantized convolution (rewrite.h,
+// find_quant_io_fusions): XNNPACK's static int8 graphs convert a float32
+// input to int8 just before their first fully connected layer (or
+// transpose it to NHWC for their first convolution) and back just after
+// the last; the layer does it itself.
+
+#include <initializer_list>
 
 #include "pterun/executor/chain_view.h"
 #include "pterun/executor/desc_util.h"
@@ -42,8 +46,23 @@ bool is_int8(const format::MethodDesc& d, int32_t v) {
   return value.kind == ValueKind::Tensor && value.tensor->dtype == DType::Int8;
 }
 
-/// Value v is written by instruction `writer`, read by `reader` alone and
-/// not kept: it may go.
+/// Whether value v is the list of Ints `want`.
+bool int_list_is(const format::MethodDesc& d, int32_t v, std::initializer_list<int64_t> want) {
+  const auto& value = d.values[v];
+  if (value.kind != ValueKind::IntList || value.items.size() != want.size()) return false;
+  size_t i = 0;
+  for (int64_t w : want) {
+    const int64_t item = value.items[i++];
+    if (item < 0 || static_cast<size_t>(item) >= d.values.size() ||
+        d.values[item].kind != ValueKind::Int || d.values[item].int_value != w) {
+      return false;
+    }
+  }
+  return true;
+}
+
+/// Value v is written by one instruction, read by one other alone and not
+/// kept: it may go.
 bool only_between(const ChainView& view, int32_t v) {
   return !view.keep[v] && view.uses[v] == 2;
 }
@@ -54,10 +73,8 @@ std::vector<PatternFusion> find_quant_io_fusions(const format::MethodDesc& d,
                                                  const std::vector<bool>& keep,
                                                  const std::vector<std::vector<bool>>& idle) {
   std::vector<PatternFusion> found;
-  if (desc::straight_line(d).empty()) return found;
-  const std::vector<int> uses = count_uses(d);
-  for (size_t c = 0; c < d.chains.size(); ++c) {
-    const ChainView view{d, c, keep, uses, idle[c]};
+  detail::for_each_chain(d, keep, idle, [&](const ChainView& view) {
+    const size_t c = view.c;
     const auto& instrs = view.instrs();
     // The last running instruction before l, or instrs.size().
     auto previous_running = [&](size_t l) {
@@ -115,7 +132,43 @@ std::vector<PatternFusion> find_quant_io_fusions(const format::MethodDesc& d,
       f.replacement = {c, l, kernels::kQuantizedLinearFloatKernel, std::move(fused)};
       found.push_back(std::move(f));
     }
-  }
+    // quantize_per_tensor.out(x: float32 [N, C, H, W], s, z, -128, 127,
+    // int8) -> q, xnnpack::static_transpose(q, [0, 2, 3, 1]) -> t and
+    // xnnpack::quantized_conv2d(t, s, z, ...), one after the other.
+    for (size_t l = 0; l < instrs.size(); ++l) {
+      if ((l < idle[c].size() && idle[c][l]) ||
+          !view.is_kernel(l, "xnnpack::quantized_conv2d", 17)) {
+        continue;
+      }
+      const std::vector<int32_t>& args = instrs[l].args;
+      const size_t tr = previous_running(l);
+      if (tr >= instrs.size() || !view.is_kernel(tr, "xnnpack::static_transpose", 4)) continue;
+      const std::vector<int32_t>& ta = instrs[tr].args;
+      const size_t qz = previous_running(tr);
+      if (qz >= instrs.size() || !view.is_kernel(qz, kQuantize, 8)) continue;
+      const std::vector<int32_t>& qa = instrs[qz].args;
+      const int32_t q = qa[6], t = ta[2];
+      const format::TensorDesc* x = view.f32(qa[0]);
+      if (ta[0] != q || args[0] != t || !is_int8(d, q) || !is_int8(d, t) ||
+          !only_between(view, q) || !only_between(view, t) ||
+          !int_list_is(d, ta[1], {0, 2, 3, 1}) || x == nullptr || x->sizes.size() != 4 ||
+          x->dim_order != std::vector<uint8_t>{0, 1, 2, 3} || !same_number(d, qa[1], args[1]) ||
+          !same_number(d, qa[2], args[2]) || !view.number_is(qa[3], -128) ||
+          !view.number_is(qa[4], 127) || !view.number_is(qa[5], kInt8)) {
+        continue;
+      }
+      PatternFusion f;
+      f.chain = c;
+      f.input = qa[0];
+      f.out = args[15];
+      f.idle = {qz, tr};
+      f.dropped = {{q, qz}, {t, tr}};
+      std::vector<int32_t> fused = args;
+      fused[0] = f.input;
+      f.replacement = {c, l, kernels::kQuantizedConv2dFloatKernel, std::move(fused)};
+      found.push_back(std::move(f));
+    }
+  });
   return found;
 }
 

@@ -28,10 +28,9 @@ std::vector<PatternFusion> find_safe_softmax_fusions(const format::MethodDesc& d
                                                      const std::vector<bool>& keep,
                                                      const std::vector<std::vector<bool>>& idle) {
   std::vector<PatternFusion> found;
-  if (desc::straight_line(d).empty()) return found;
-  const std::vector<int> uses = count_uses(d);
-  for (size_t c = 0; c < d.chains.size(); ++c) {
-    const ChainView v{d, c, keep, uses, idle[c]};
+  detail::for_each_chain(d, keep, idle, [&](const ChainView& v) {
+    const size_t c = v.c;
+    const std::vector<int>& uses = v.uses;
     const auto& instrs = v.instrs();
     auto tensor = [&](int32_t t) { return desc::tensor_of(d, t); };
     auto int_value = [&](int32_t t, int64_t& out) {
@@ -94,7 +93,7 @@ std::vector<PatternFusion> find_safe_softmax_fusions(const format::MethodDesc& d
       found.push_back(std::move(f));
       l = at[6];
     }
-  }
+  });
   return found;
 }
 

@@ -33,6 +33,11 @@ inline constexpr const char* kQuantizedMeanKernel = "pterun::quantized_mean.out"
 /// and dequantize steps around it folded in (executor/rewrite.h,
 /// find_quant_io_fusions).
 inline constexpr const char* kQuantizedLinearFloatKernel = "pterun::quantized_linear_float.out";
+/// xnnpack::quantized_conv2d of a float32 NCHW input, quantized to int8
+/// and read as NHWC: the quantize before an XNNPACK int8 graph's first
+/// convolution and the transpose to NHWC between them folded into it
+/// (executor/rewrite.h, find_quant_io_fusions; signature in ops/xnnpack.h).
+inline constexpr const char* kQuantizedConv2dFloatKernel = "xnnpack::quantized_conv2d_float";
 
 /// convolution.out followed by relu.out / hardtanh.out / hardswish (as
 /// torch decomposes it: add, clamp, clamp, mul, div) of its result, in one

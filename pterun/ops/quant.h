@@ -142,11 +142,11 @@ struct QLinearArgs {
   int64_t k;
   Tensor& out;
 };
-// Where QuantBackend::linear_float_io, `in` may also be float32 (quantized
-// to int8 first: in_q's zero point + round-half-even(x / in_q.scale),
-// clamped to [-128, 127]) and `out` float32 (each requantized int8 value
-// q then (q - out_q.zero_point) * out_q.scale); `in` and `out` may
-// overlap.
+// Where QuantBackend::float_io, `in` may also be float32 (quantized to int8
+// first: in_q's zero point + round-half-even(x / in_q.scale), clamped to
+// [-128, 127]) and `out` float32 (each requantized int8 value q then
+// (q - out_q.zero_point) * out_q.scale); `in` and `out` may overlap.
+// QConv2dArgs' `in` may be float32 likewise (NCHW or channels-last).
 
 /// 2-D convolution of `in` (int8/uint8 [N, C, H, W], contiguous or
 /// channels-last) with `weight` (int8 [OC, C / groups, KH, KW], contiguous
@@ -265,9 +265,10 @@ struct QuantBackend {
   /// Optional (a backend without it leaves it null, and the XNNPACK
   /// operator that calls it is not registered for its device).
   void (*dynamic_linear)(KernelContext& ctx, const QDynLinearArgs& a) = nullptr;
-  /// Whether `linear` takes float32 inputs and outputs (QLinearArgs);
-  /// kQuantizedLinearFloatKernel is registered only where it does.
-  bool linear_float_io = false;
+  /// Whether `linear` takes float32 inputs and outputs and `conv2d` float32
+  /// inputs (QLinearArgs); kQuantizedLinearFloatKernel and
+  /// kQuantizedConv2dFloatKernel are registered only where they do.
+  bool float_io = false;
 };
 
 /// A QuantBackend of the compute functions quantize, dequantize,
@@ -376,6 +377,16 @@ void quantized_linear_float_out(KernelContext& ctx, const Tensor& in, double in_
                                 const Tensor& weight_scales, const Tensor& weight_sums,
                                 const Tensor* bias, double out_scale, int64_t out_zero_point,
                                 int64_t out_min, int64_t out_max, Tensor& out);
+// quantized_conv2d.out's arguments with a float32 input, quantized to int8
+// first as quantize_per_tensor does (where QuantBackend::float_io; the
+// front-end of xnnpack::quantized_conv2d_float).
+void quantized_conv2d_float_out(KernelContext& ctx, const Tensor& in, double in_scale,
+                                int64_t in_zero_point, const Tensor& weight,
+                                const Tensor& weight_scales, const Tensor& weight_sums,
+                                const Tensor* bias, IntList stride, IntList padding,
+                                IntList dilation, int64_t groups, double out_scale,
+                                int64_t out_zero_point, int64_t out_min, int64_t out_max,
+                                Tensor& out);
 // pterun::quantized_conv2d.out(Tensor input, float input_scale, int input_zero_point,
 //   Tensor weight, Tensor weight_scales, Tensor weight_sums, Tensor? bias, int[] stride,
 //   int[] padding, int[] dilation, int groups, float out_scale, int out_zero_point,

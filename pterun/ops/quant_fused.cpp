@@ -165,13 +165,20 @@ void quantized_linear_float_out(KernelContext& ctx, const Tensor& in, double in_
              out_zero_point, out_min, out_max, out, true, "pterun::quantized_linear_float.out");
 }
 
-void quantized_conv2d_out(KernelContext& ctx, const Tensor& in, double in_scale,
-                          int64_t in_zero_point, const Tensor& weight, const Tensor& weight_scales,
-                          const Tensor& weight_sums, const Tensor* bias, IntList stride,
-                          IntList padding, IntList dilation, int64_t groups, double out_scale,
-                          int64_t out_zero_point, int64_t out_min, int64_t out_max, Tensor& out) {
-  const char* op = "pterun::quantized_conv2d.out";
-  const QTensorParams in_q = activation_params(in, in_scale, in_zero_point, "input", op);
+namespace {
+
+/// quantized_conv2d.out and, with `float_in`, quantized_conv2d_float.out:
+/// a float32 input stands for int8 (quantized first).
+void conv_out(KernelContext& ctx, const Tensor& in, double in_scale, int64_t in_zero_point,
+              const Tensor& weight, const Tensor& weight_scales, const Tensor& weight_sums,
+              const Tensor* bias, IntList stride, IntList padding, IntList dilation, int64_t groups,
+              double out_scale, int64_t out_zero_point, int64_t out_min, int64_t out_max,
+              Tensor& out, bool float_in, const char* op) {
+  PTERUN_CHECK(!float_in || in.dtype() == DType::Float32, ErrorCode::InvalidArgument, op,
+               ": input must be float32, got ", describe(in));
+  const QTensorParams in_q =
+      activation_params(in, in_scale, in_zero_point, "input", op,
+                        float_in ? std::optional(DType::Int8) : std::nullopt);
   check_rank(in, 4, "input", op);
   check_rank(weight, 4, "weight", op);
   PTERUN_CHECK(in.is_contiguous_order() || in.is_channels_last_order(), ErrorCode::NotSupported, op,
@@ -223,6 +230,30 @@ void quantized_conv2d_out(KernelContext& ctx, const Tensor& in, double in_scale,
                    groups,
                    out};
   quant(ctx).conv2d(ctx, args);
+}
+
+}  // namespace
+
+void quantized_conv2d_out(KernelContext& ctx, const Tensor& in, double in_scale,
+                          int64_t in_zero_point, const Tensor& weight, const Tensor& weight_scales,
+                          const Tensor& weight_sums, const Tensor* bias, IntList stride,
+                          IntList padding, IntList dilation, int64_t groups, double out_scale,
+                          int64_t out_zero_point, int64_t out_min, int64_t out_max, Tensor& out) {
+  conv_out(ctx, in, in_scale, in_zero_point, weight, weight_scales, weight_sums, bias, stride,
+           padding, dilation, groups, out_scale, out_zero_point, out_min, out_max, out, false,
+           "pterun::quantized_conv2d.out");
+}
+
+void quantized_conv2d_float_out(KernelContext& ctx, const Tensor& in, double in_scale,
+                                int64_t in_zero_point, const Tensor& weight,
+                                const Tensor& weight_scales, const Tensor& weight_sums,
+                                const Tensor* bias, IntList stride, IntList padding,
+                                IntList dilation, int64_t groups, double out_scale,
+                                int64_t out_zero_point, int64_t out_min, int64_t out_max,
+                                Tensor& out) {
+  conv_out(ctx, in, in_scale, in_zero_point, weight, weight_scales, weight_sums, bias, stride,
+           padding, dilation, groups, out_scale, out_zero_point, out_min, out_max, out, true,
+           "pterun::quantized_conv2d_float.out");
 }
 
 void quantized_mean_out(KernelContext& ctx, const Tensor& in, double in_scale,

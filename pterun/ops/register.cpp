@@ -45,8 +45,8 @@ bool has_dynamic_linear(const OpBackend& b) {
   return b.quant->dynamic_linear != nullptr;
 }
 
-bool has_linear_float_io(const OpBackend& b) {
-  return b.quant->linear_float_io;
+bool has_float_io(const OpBackend& b) {
+  return b.quant->float_io;
 }
 
 constexpr OpDef kOps[] = {
@@ -358,7 +358,9 @@ constexpr OpDef kOps[] = {
     def<&quantized_weight_sums_out>(kernels::kQuantizedWeightSumsKernel, F::Quant, kFold),
     def<&quantized_linear_out>(kernels::kQuantizedLinearKernel, F::Quant),
     only_where(def<&quantized_linear_float_out>(kernels::kQuantizedLinearFloatKernel, F::Quant),
-               &has_linear_float_io),
+               &has_float_io),
+    only_where(def<&xnn_quantized_conv2d_float>(kernels::kQuantizedConv2dFloatKernel, F::Quant),
+               &has_float_io),
     def<&quantized_conv2d_out>(kernels::kQuantizedConv2dKernel, F::Quant),
     def<&quantized_mean_out>(kernels::kQuantizedMeanKernel, F::Quant),
 

@@ -212,5 +212,17 @@ void xnn_quantized_conv2d(KernelContext& ctx, const Tensor& in, double in_scale,
                           const Tensor& weight_sums, const Tensor* bias, IntList padding,
                           IntList stride, IntList dilation, int64_t groups, double out_scale,
                           int64_t out_zero_point, int64_t out_min, int64_t out_max, Tensor& out);
+// xnnpack::quantized_conv2d_float(...): xnnpack::quantized_conv2d's arguments with
+//   `in` a float32 NCHW [N, C, H, W] tensor, quantized to int8 with (in_scale,
+//   in_zero_point) as quantize_per_tensor does and read as the NHWC image its
+//   transpose (0, 2, 3, 1) would be (kernels::kQuantizedConv2dFloatKernel; the
+//   loader's, where QuantBackend::float_io).
+void xnn_quantized_conv2d_float(KernelContext& ctx, const Tensor& in, double in_scale,
+                                int64_t in_zero_point, const Tensor& weight,
+                                const Tensor& weight_scales, const Tensor& weight_sums,
+                                const Tensor* bias, IntList padding, IntList stride,
+                                IntList dilation, int64_t groups, double out_scale,
+                                int64_t out_zero_point, int64_t out_min, int64_t out_max,
+                                Tensor& out);
 
 }  // namespace pterun::ops

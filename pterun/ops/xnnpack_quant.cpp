@@ -102,30 +102,65 @@ void xnn_fully_connected_dq(KernelContext& ctx, const Tensor& in, const Tensor& 
                                            .out = vo});
 }
 
-void xnn_quantized_conv2d(KernelContext& ctx, const Tensor& in, double in_scale,
-                          int64_t in_zero_point, const Tensor& weight, const Tensor& weight_scales,
-                          const Tensor& weight_sums, const Tensor* bias, IntList padding,
-                          IntList stride, IntList dilation, int64_t groups, double out_scale,
-                          int64_t out_zero_point, int64_t out_min, int64_t out_max, Tensor& out) {
-  const char* op = "xnnpack::quantized_conv2d";
+namespace {
+
+/// xnnpack::quantized_conv2d (NHWC input) and, with `float_nchw`,
+/// xnnpack::quantized_conv2d_float (a float32 NCHW input).
+void xnn_conv(KernelContext& ctx, const Tensor& in, double in_scale, int64_t in_zero_point,
+              const Tensor& weight, const Tensor& weight_scales, const Tensor& weight_sums,
+              const Tensor* bias, IntList padding, IntList stride, IntList dilation, int64_t groups,
+              double out_scale, int64_t out_zero_point, int64_t out_min, int64_t out_max,
+              Tensor& out, bool float_nchw, const char* op) {
   xnn::check_list(padding, 2, 0, "padding", op);
   xnn::check_list(stride, 2, 1, "stride", op);
   xnn::check_list(dilation, 2, 1, "dilation", op);
   const xnn::In i_vi(in);
   const Tensor& vi = *i_vi;
   PTERUN_CHECK(vi.dim() == 4 && weight.dim() == 4, ErrorCode::InvalidArgument, op,
-               ": input and weight must be 4-D (NHWC and [OC, IC / groups, KH, KW]), got ",
-               describe(vi), " and ", describe(weight));
+               ": input and weight must be 4-D (", float_nchw ? "NCHW" : "NHWC",
+               " and [OC, IC / groups, KH, KW]), got ", describe(vi), " and ", describe(weight));
+  // The image's height and width: dims 1 and 2 of NHWC, 2 and 3 of NCHW.
+  const int64_t h = float_nchw ? vi.size(2) : vi.size(1), w = float_nchw ? vi.size(3) : vi.size(2);
   const int64_t oc = weight.size(0), kh = weight.size(2), kw = weight.size(3);
   const std::array<int64_t, 4> dims{
-      vi.size(0), xnn::conv_size(op, vi.size(1), kh, padding[0], stride[0], dilation[0]),
-      xnn::conv_size(op, vi.size(2), kw, padding[1], stride[1], dilation[1]), oc};
+      vi.size(0), xnn::conv_size(op, h, kh, padding[0], stride[0], dilation[0]),
+      xnn::conv_size(op, w, kw, padding[1], stride[1], dilation[1]), oc};
   const xnn::Out o_vo = xnn::resize_memory(out, dims, op);
   Tensor out_nchw = xnn::nchw(*o_vo);
   // The quantized convolution checks the rest (dtypes, groups, parameters).
-  quantized_conv2d_out(ctx, xnn::nchw(vi), in_scale, in_zero_point, weight, weight_scales,
-                       weight_sums, bias, stride, padding, dilation, groups, out_scale,
-                       out_zero_point, out_min, out_max, out_nchw);
+  if (float_nchw) {
+    quantized_conv2d_float_out(ctx, vi, in_scale, in_zero_point, weight, weight_scales, weight_sums,
+                               bias, stride, padding, dilation, groups, out_scale, out_zero_point,
+                               out_min, out_max, out_nchw);
+  } else {
+    quantized_conv2d_out(ctx, xnn::nchw(vi), in_scale, in_zero_point, weight, weight_scales,
+                         weight_sums, bias, stride, padding, dilation, groups, out_scale,
+                         out_zero_point, out_min, out_max, out_nchw);
+  }
+}
+
+}  // namespace
+
+void xnn_quantized_conv2d(KernelContext& ctx, const Tensor& in, double in_scale,
+                          int64_t in_zero_point, const Tensor& weight, const Tensor& weight_scales,
+                          const Tensor& weight_sums, const Tensor* bias, IntList padding,
+                          IntList stride, IntList dilation, int64_t groups, double out_scale,
+                          int64_t out_zero_point, int64_t out_min, int64_t out_max, Tensor& out) {
+  xnn_conv(ctx, in, in_scale, in_zero_point, weight, weight_scales, weight_sums, bias, padding,
+           stride, dilation, groups, out_scale, out_zero_point, out_min, out_max, out, false,
+           "xnnpack::quantized_conv2d");
+}
+
+void xnn_quantized_conv2d_float(KernelContext& ctx, const Tensor& in, double in_scale,
+                                int64_t in_zero_point, const Tensor& weight,
+                                const Tensor& weight_scales, const Tensor& weight_sums,
+                                const Tensor* bias, IntList padding, IntList stride,
+                                IntList dilation, int64_t groups, double out_scale,
+                                int64_t out_zero_point, int64_t out_min, int64_t out_max,
+                                Tensor& out) {
+  xnn_conv(ctx, in, in_scale, in_zero_point, weight, weight_scales, weight_sums, bias, padding,
+           stride, dilation, groups, out_scale, out_zero_point, out_min, out_max, out, true,
+           "xnnpack::quantized_conv2d_float");
 }
 
 }  // namespace pterun::ops

@@ -58,7 +58,7 @@ EXACT = (0.0, 0.0)
 CPU_ONLY_KERNELS = {"pterun::max_pool2d_values.out", "pterun::convolution_relu.out",
                     "pterun::convolution_hardtanh.out", "pterun::convolution_hardswish.out",
                     "pterun::convolution_add.out", "pterun::convolution_add_relu.out",
-                    "pterun::quantized_linear_float.out"}
+                    "pterun::quantized_linear_float.out", "xnnpack::quantized_conv2d_float"}
 
 
 def device_params(cpu_only_reason=None, cuda_only_reason=None):

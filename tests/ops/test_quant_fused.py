@@ -13,6 +13,7 @@ from harness import CL, Out, T, check, check_error, cpu_only, normal, rand, refe
 
 LINEAR = "pterun::quantized_linear.out"
 LINEAR_FLOAT = "pterun::quantized_linear_float.out"
+XCONV_FLOAT = "xnnpack::quantized_conv2d_float"
 CONV = "pterun::quantized_conv2d.out"
 MEAN = "pterun::quantized_mean.out"
 SUMS = "pterun::quantized_weight_sums.out"
@@ -86,6 +87,22 @@ def conv_model(x, sx, zx, w, ws, sums, bias, stride, padding, dilation, groups, 
     x = value(x).astype(np.int64) - zx  # padding then reads a real 0
     acc = conv_acc(x, value(w).astype(np.int64), stride, padding, dilation, groups)
     return requantize(acc, sx, value(ws), value(bias), so, zo, lo, hi, out.dtype_np, 1)
+
+
+def quantize_f32(x, scale, zp):
+    """quantize_per_tensor to int8: zp + rint(float32(1 / scale) * x), clamped (NaN: -128)."""
+    p = (F32(1) / F32(scale)) * value(x).astype(F32)
+    q = F32(zp) + np.rint(p)
+    return np.where(np.isnan(q), -128, np.clip(q, -128, 127)).astype(np.int8)
+
+
+@reference(XCONV_FLOAT)
+def xconv_float_model(x, sx, zx, w, ws, sums, bias, padding, stride, dilation, groups, so, zo, lo,
+                      hi, out):
+    q = quantize_f32(x, sx, zx).astype(np.int64) - zx
+    acc = conv_acc(q, value(w).astype(np.int64), stride, padding, dilation, groups)
+    y = requantize(acc, sx, value(ws), value(bias), so, zo, lo, hi, np.int8, 1)
+    return np.ascontiguousarray(y.transpose(0, 2, 3, 1))  # NHWC, as XNNPACK's nodes
 
 
 @reference(MEAN)
@@ -224,6 +241,33 @@ def test_quantized_conv2d(device, case, in_order, w_order):
     check(device, CONV, T(x, dim_order=in_order), 0.03, -7, T(w, dim_order=w_order), ws, sums,
           bias, list(stride), list(padding), list(dilation), groups, 0.08, 4, -128, 127,
           QOut(np.int8, acc_shape, dim_order=in_order))
+
+
+@cpu_only("the quantize and transpose before a convolution fuse on the CPU")
+@pytest.mark.parametrize("shape,oc,k,stride,padding,groups", [
+    ((1, 3, 16, 16), 8, 3, 1, 1, 1),    # an RGB stem: 3 channels widened to 4
+    ((2, 3, 9, 21), 16, 3, 2, 1, 1),    # rows of 16 + 5 pixels staged, stride 2
+    ((1, 5, 7, 10), 6, 3, 1, 0, 1),     # 5 channels (widened to 8), no padding
+    ((1, 8, 6, 6), 12, 2, 1, 1, 1),     # whole groups of 4: read in place
+    ((2, 4, 5, 19), 4, 3, 1, 1, 4),     # depthwise
+])
+def test_xnnpack_quantized_conv2d_float(device, shape, oc, k, stride, padding, groups):
+    # xnnpack::quantized_conv2d of a float32 NCHW input (the quantize and the
+    # transpose to NHWC before an XNNPACK int8 graph's first convolution,
+    # folded in at load): values past the int8 range, NaN and infinities.
+    x = (normal(shape, F32) * 3).astype(F32)
+    x.flat[::17] = 40.0
+    x.flat[5] = np.nan
+    x.flat[7] = -np.inf
+    w, sums = weights(oc, (shape[1] // groups, k, k))
+    ws = rand((oc,), F32, 0.001, 0.01)
+    bias = normal((oc,), F32)
+    oh = (shape[2] + 2 * padding - k) // stride + 1
+    ow = (shape[3] + 2 * padding - k) // stride + 1
+    for threads in (1, 2):
+        check(device, XCONV_FLOAT, x, 0.05, -3, w, ws, sums, bias, [padding, padding],
+              [stride, stride], [1, 1], groups, 0.08, 4, -128, 127,
+              QOut(np.int8, (shape[0], oh, ow, oc)), num_threads=threads)
 
 
 def test_quantized_conv2d_uint8_and_threads(device):

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <string>
 
@@ -80,8 +81,10 @@ TEST(QuantCheck, TheFixturesPassTheLoadCheck) {
 
 // XNNPACK's static int8 files: the Convert to int8 before the first fully
 // connected layer and the Convert back after the last run inside the
-// layer (find_quant_io_fusions), which then reads or writes float32.
-TEST(QuantIoFusion, ConvertsAroundXnnpackLinearLayers) {
+// layer, which then reads or writes float32; the Convert and the
+// transpose to NHWC before the first convolution run inside it
+// (find_quant_io_fusions).
+TEST(QuantIoFusion, ConvertsAroundXnnpackLayers) {
   auto fusions_of = [](const format::MethodDesc& d, const std::vector<bool>& keep) {
     std::vector<std::vector<bool>> idle;
     for (const auto& chain : d.chains) idle.emplace_back(chain.instructions.size(), false);
@@ -90,7 +93,8 @@ TEST(QuantIoFusion, ConvertsAroundXnnpackLinearLayers) {
   auto op = [](const format::MethodDesc& d, size_t k) {
     return d.operators[d.chains[0].instructions[k].index].full_name();
   };
-  for (auto [name, count] : {std::pair{"q_mlp_static", 2u}, std::pair{"q_cnn_static", 1u}}) {
+  const std::string quantize = "quantized_decomposed::quantize_per_tensor.out";
+  for (auto [name, count] : {std::pair{"q_mlp_static", 2u}, std::pair{"q_cnn_static", 2u}}) {
     SCOPED_TRACE(name);
     nlohmann::json entry;
     entry["files"]["pte"] = std::string("xnnpack/") + name + ".pte";
@@ -101,31 +105,44 @@ TEST(QuantIoFusion, ConvertsAroundXnnpackLinearLayers) {
     for (int32_t v : d.outputs) keep[v] = true;
     const auto found = fusions_of(d, keep);
     ASSERT_EQ(found.size(), count);
+    bool reads_input = false, writes_output = false;
     for (const PatternFusion& f : found) {
+      EXPECT_EQ(f.replacement.args[0], f.input);
+      EXPECT_EQ(f.replacement.args.back(), f.out);
+      EXPECT_EQ(f.idle.size(), f.dropped.size());
+      reads_input = reads_input || f.input == d.inputs[0];
+      writes_output = writes_output || f.out == d.outputs[0];
+      if (std::string(f.replacement.kernel) == kernels::kQuantizedConv2dFloatKernel) {
+        // The stem: quantize, transpose, convolution.
+        EXPECT_EQ(op(d, f.replacement.index), "xnnpack::quantized_conv2d");
+        ASSERT_EQ(f.idle.size(), 2u);
+        EXPECT_EQ(op(d, f.idle[0]), quantize);
+        EXPECT_EQ(op(d, f.idle[1]), "xnnpack::static_transpose");
+        continue;
+      }
       EXPECT_STREQ(f.replacement.kernel, kernels::kQuantizedLinearFloatKernel);
       EXPECT_EQ(op(d, f.replacement.index), kernels::kQuantizedLinearKernel);
       ASSERT_EQ(f.replacement.args.size(), 13u);
-      EXPECT_EQ(f.replacement.args[0], f.input);
       EXPECT_EQ(f.replacement.args[11], f.out);
-      EXPECT_EQ(f.replacement.args[12], f.out);
-      EXPECT_EQ(f.idle.size(), f.dropped.size());
     }
-    // The last layer writes the method's float32 output; the MLP's first
-    // reads its float32 input.
-    const PatternFusion& last = found.back();
-    EXPECT_EQ(last.out, d.outputs[0]);
-    EXPECT_EQ(op(d, last.idle.back()), "quantized_decomposed::dequantize_per_tensor.out");
-    if (count == 2) {
-      EXPECT_EQ(found.front().input, d.inputs[0]);
-      EXPECT_EQ(op(d, found.front().idle.front()), "quantized_decomposed::quantize_per_tensor.out");
-    }
+    // The first layer reads the method's float32 input, the last writes its
+    // float32 output (the dequantize running nothing).
+    EXPECT_TRUE(reads_input);
+    ASSERT_TRUE(writes_output);
+    auto writer = [&](const std::vector<PatternFusion>& fs) {
+      return std::find_if(fs.begin(), fs.end(),
+                          [&](const PatternFusion& f) { return f.out == d.outputs[0]; });
+    };
+    const auto last = writer(found);
+    EXPECT_EQ(op(d, last->idle.back()), "quantized_decomposed::dequantize_per_tensor.out");
     // An int8 value the caller keeps stays: its Convert runs.
-    keep[last.dropped.back().first] = true;
+    keep[last->dropped.back().first] = true;
     const auto kept = fusions_of(d, keep);
-    EXPECT_TRUE(kept.empty() || kept.back().out != d.outputs[0]);
+    EXPECT_EQ(kept.size(), count - 1);
+    EXPECT_EQ(writer(kept), kept.end());
   }
-  // The PT2E files without a delegate have no quantized_linear.out
-  // instruction of their own (the loader fuses their chains).
+  // The PT2E files without a delegate have no instruction of these layers
+  // (the loader fuses their chains).
   auto program = load_quant("mlp_static");
   const auto& d = program->method("forward");
   EXPECT_TRUE(fusions_of(d, std::vector<bool>(d.values.size(), false)).empty());

@@ -264,7 +264,7 @@ const ops::QuantBackend& quant_backend() {
   static constexpr ops::QuantBackend kQuant = [] {
     ops::QuantBackend b = PTERUN_QUANT_BACKEND();
     b.dynamic_linear = &dynamic_linear;
-    b.linear_float_io = true;
+    b.float_io = true;
     return b;
   }();
   return kQuant;

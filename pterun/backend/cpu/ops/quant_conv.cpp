@@ -235,7 +235,10 @@ void quantized_conv2d(KernelContext& ctx, const ops::QConv2dArgs& a) {
     c.k = c.cg * taps;
   }
   const int64_t pixel_channels = widen ? c.cg : c.channels;  // of the staged image
-  const bool staged = widen || !a.in.is_channels_last_order() || c.ph > 0 || c.pw > 0;
+  // A float32 input (QuantBackend::float_io) is quantized to int8 as it
+  // is staged.
+  const bool float_in = a.in.dtype() == DType::Float32;
+  const bool staged = widen || float_in || !a.in.is_channels_last_order() || c.ph > 0 || c.pw > 0;
   // The image the kernels read holds uint8 (a staged int8 image is + 128).
   const bool image_unsigned = in_unsigned || staged;
   const int32_t image_zero_point =
@@ -371,6 +374,11 @@ void quantized_conv2d(KernelContext& ctx, const ops::QConv2dArgs& a) {
       std::memset(dst, pad, static_cast<size_t>(pw * pc));
       std::memset(dst + (pw + given.width) * pc, pad, static_cast<size_t>(pw * pc));
       uint8_t* px = dst + pw * pc;
+      if (float_in) {
+        stage_floats(px, a.in.data_as<const float>() + b * s0 + y * s2, given.width, c.channels, s1,
+                     s3, pc, 1.0f / a.rq.in_q.scale, static_cast<float>(a.rq.in_q.zero_point), pad);
+        return;
+      }
       const uint8_t* src = in + b * s0 + y * s2;
       const uint8_t top = Flip ? 0x80 : 0;
       if (nchw) {

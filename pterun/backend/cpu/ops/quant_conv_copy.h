@@ -4,6 +4,7 @@
 // (quant_conv.cpp): runs of bytes, and pixels widened by a few channels.
 // With Flip every copied byte is + 128 (int8 stored as uint8).
 
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 
@@ -116,5 +117,58 @@ class WidenPixels {
   int64_t channels_, width_;
   uint8_t fill_;
 };
+
+/// One row of `width` pixels of a float32 image quantized to int8 as
+/// quantize_per_tensor does (quantize_one: zp + round-half-even(x * inv),
+/// clamped to [-128, 127]) and stored + 128, `pc` bytes a pixel: channel ch
+/// of pixel x from src[ch * cs + x * xs]; channels [channels, pc) hold
+/// `fill`.
+inline void stage_floats(uint8_t* dst, const float* src, int64_t width, int64_t channels,
+                         int64_t cs, int64_t xs, int64_t pc, float inv, float zp, uint8_t fill) {
+  int64_t x = 0;
+#if defined(__AVX512F__) && defined(__AVX512BW__)
+  if (xs == 1 && pc == 4 && channels <= 4) {
+    // Sixteen pixels a step: each channel's sixteen values quantized in one
+    // vector, then interleaved into pixels of four bytes.
+    const __m512 vinv = _mm512_set1_ps(inv), vzp = _mm512_set1_ps(zp);
+    const __m512 lo = _mm512_set1_ps(-128.0f), hi = _mm512_set1_ps(127.0f);
+    const __m128i top = _mm_set1_epi8(static_cast<char>(0x80));
+    for (; x < width; x += 16) {
+      const int64_t n = width - x < 16 ? width - x : 16;
+      const auto m = static_cast<__mmask16>((1u << n) - 1);
+      __m128i c[4];
+      for (int64_t ch = 0; ch < 4; ++ch) {
+        if (ch >= channels) {
+          c[ch] = _mm_set1_epi8(static_cast<char>(fill));
+          continue;
+        }
+        __m512 p = _mm512_mul_ps(_mm512_maskz_loadu_ps(m, src + ch * cs + x), vinv);
+        p = _mm512_roundscale_ps(p, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+        p = _mm512_min_ps(_mm512_max_ps(_mm512_add_ps(vzp, p), lo), hi);  // max(NaN, lo) is lo
+        c[ch] = _mm_xor_si128(_mm512_cvtsepi32_epi8(_mm512_cvtps_epi32(p)), top);
+      }
+      const __m128i a = _mm_unpacklo_epi8(c[0], c[1]), b = _mm_unpackhi_epi8(c[0], c[1]);
+      const __m128i e = _mm_unpacklo_epi8(c[2], c[3]), f = _mm_unpackhi_epi8(c[2], c[3]);
+      __m512i z = _mm512_castsi128_si512(_mm_unpacklo_epi16(a, e));
+      z = _mm512_inserti32x4(z, _mm_unpackhi_epi16(a, e), 1);
+      z = _mm512_inserti32x4(z, _mm_unpacklo_epi16(b, f), 2);
+      z = _mm512_inserti32x4(z, _mm_unpackhi_epi16(b, f), 3);
+      const __mmask64 bytes = n == 16 ? ~__mmask64{0} : (__mmask64{1} << (4 * n)) - 1;
+      _mm512_mask_storeu_epi8(dst + 4 * x, bytes, z);
+    }
+    return;
+  }
+#endif
+  for (; x < width; ++x) {
+    for (int64_t ch = 0; ch < channels; ++ch) {
+      const float p = inv * src[ch * cs + x * xs];
+      const float q = zp + std::nearbyint(p);
+      // NaN fails both tests and gives -128, as quantize_one.
+      const float r = !(q >= -128.0f) ? -128.0f : (q > 127.0f ? 127.0f : q);
+      dst[x * pc + ch] = static_cast<uint8_t>(static_cast<int32_t>(r) + 128);
+    }
+    for (int64_t ch = channels; ch < pc; ++ch) dst[x * pc + ch] = fill;
+  }
+}
 
 }  // namespace pterun::cpu
