@@ -129,10 +129,11 @@ struct Method::Loader {
   // decomposed attention's softmax and the five steps that zero its dead
   // lines run as one kernel.
   void fuse_safe_softmax();
-  // Quantized-linear input and output fusion (rewrite.h,
-  // find_quant_io_fusions): the quantize before and the dequantize after a
-  // quantized linear layer run inside it, where the device's layer takes
-  // float32 (QuantBackend::linear_float_io).
+  // Quantized input and output fusion (rewrite.h, find_quant_io_fusions):
+  // the quantize before and the dequantize after a quantized linear layer,
+  // and the quantize and transpose before an XNNPACK int8 convolution, run
+  // inside it where the device's kernels take float32
+  // (QuantBackend::float_io).
   void fuse_quant_io();
   // Applies pattern fusions where the device has the kernel and memory
   // allows: no view reads a dropped value's bytes, the output overlaps the
