@@ -192,7 +192,23 @@ void Method::Loader::fuse_safe_softmax() {
 
 void Method::Loader::fuse_quant_io() {
   const ChainLayout layout = chain_layout();
-  apply_pattern_fusions(find_quant_io_fusions(d, kept_values(), layout.idle), layout);
+  // Only where every step involved still runs its own operator: a quantize
+  // that integer compute (fuse_quantized) made the root of a chain runs
+  // another kernel, and the value it would read is no longer written.
+  const auto& registry = kernels::KernelRegistry::global();
+  auto own_operator = [&](size_t c, size_t k) {
+    const Step& s = m.chains_[c][k];
+    const format::InstructionDesc& instr = d.chains[c].instructions[k];
+    return s.kind == InstructionKind::KernelCall && instr.kind == InstructionKind::KernelCall &&
+           s.fn == registry.find(d.operators[instr.index].full_name(), m.options_.device);
+  };
+  std::vector<PatternFusion> found = find_quant_io_fusions(d, kept_values(), layout.idle);
+  std::erase_if(found, [&](const PatternFusion& f) {
+    if (!own_operator(f.chain, f.replacement.index)) return true;
+    return std::any_of(f.idle.begin(), f.idle.end(),
+                       [&](size_t k) { return !own_operator(f.chain, k); });
+  });
+  apply_pattern_fusions(found, layout);
 }
 
 // Elementwise fusion (rewrite.h, find_elementwise_fusions): each tree runs

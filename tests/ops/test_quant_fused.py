@@ -218,6 +218,10 @@ CONV_CASES = [
     ((3, 2, 6, 5), (7, 2, 3), (1, 1), (1, 1), (1, 1), 1),
     # Unpadded: a channels-last int8 image read in place, with its sums.
     ((2, 8, 7, 9), (12, 3, 3), (1, 2), (0, 0), (1, 1), 1),
+    # Padded 1x1 convolutions: their border pixels read the zero point
+    # (whole groups of 4 channels, and 3 widened to 4).
+    ((1, 8, 8, 8), (8, 1, 1), (1, 1), (1, 1), (1, 1), 1),
+    ((1, 3, 9, 10), (6, 1, 1), (1, 1), (1, 1), (1, 1), 1),
     # The products on AMX tiles where the CPU has them (32 channels or more,
     # K of 64 or more): K 99 (a partial group of 4 and a partial step of 64),
     # 48 channels (a panel pair and a single panel), 90 pixels (a partial

@@ -117,7 +117,7 @@ void window_sums_of(const ConvGeometry& c, const int32_t* sums, int64_t b, int64
 }
 
 /// True when the im2col row of every pixel is the input pixel itself.
-bool pointwise(const ConvGeometry& c) {
+bool pointwise(const ops::QConvShape& c) {
   return c.kh == 1 && c.kw == 1 && c.sh == 1 && c.sw == 1 && c.ph == 0 && c.pw == 0 &&
          c.groups == 1;
 }
@@ -321,7 +321,8 @@ void quantized_conv2d(KernelContext& ctx, const ops::QConv2dArgs& a) {
   bool pack_now = false;
   PackedWeights* kept = nullptr;
   if (packed) {
-    kept = &kept_panels(weight, {c.groups, c.og, c.k, rows_unsigned ? 1 : 0},
+    // The channels as given too: a widened packing depends on them.
+    kept = &kept_panels(weight, {c.groups, c.og, c.k, given.cg * 2 + (rows_unsigned ? 1 : 0)},
                         static_cast<size_t>(c.groups * group_panels * panel_bytes));
     pack = kept->panels();
     pack_now = !kept->packed_from(weight, weight_bytes, a.weight.constant_id());
@@ -422,7 +423,8 @@ void quantized_conv2d(KernelContext& ctx, const ops::QConv2dArgs& a) {
 
   const int64_t o0 = a.out.stride(0), o1 = a.out.stride(1), o2 = a.out.stride(2),
                 o3 = a.out.stride(3);
-  const bool direct = pointwise(c);
+  // From the shape as given: the staged geometry has no padding left.
+  const bool direct = pointwise(given);
   kernels::visit_q8(a.out.dtype(), [&]<typename Out>() {
     Out* out = a.out.data_as<Out>();
     parallel_for(ctx, tasks, std::max<int64_t>(1, kPixelBlock * c.og * c.k / 8),
