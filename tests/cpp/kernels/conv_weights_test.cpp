@@ -204,6 +204,9 @@ TEST(ConvolutionWeights, KeptPanelsTrustOnlyTheConstantIdTheyWereFoundWith) {
   // Another id (another method) or none at the same address, with other
   // bytes, must repack: each call against one on a copy at a new address.
   if (!cpu::qgemm_packs()) GTEST_SKIP() << "this build has no packed int8 kernel";
+  // The registry's first use sets up the backends the front-end calls.
+  ASSERT_NE(kernels::KernelRegistry::global().find("pterun::quantized_linear.out", Device::CPU),
+            nullptr);
   constexpr int64_t m = 3, k = 24, n = 20;
   const std::array<int64_t, 2> x_sizes{m, k}, w_sizes{n, k}, o_sizes{m, n};
   const std::array<int64_t, 1> c_sizes{n};
