@@ -42,6 +42,13 @@ struct ChainView {
     while (j < instrs().size() && j < idle.size() && idle[j]) ++j;
     return j;
   }
+  // The last instruction before k that runs, or instrs().size() if none.
+  size_t previous_running(size_t k) const {
+    for (size_t j = k; j-- > 0;) {
+      if (j >= idle.size() || !idle[j]) return j;
+    }
+    return instrs().size();
+  }
   // A float32 constant of one element, or the result of an instruction
   // folded at load (marked idle).
   bool scalar_tensor(int32_t v) const {

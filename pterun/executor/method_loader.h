@@ -141,6 +141,9 @@ struct Method::Loader {
   void apply_pattern_fusions(const std::vector<PatternFusion>& found, const ChainLayout& layout);
   // Whether each one-element float32 tensor holds its value.
   bool scalars_hold(const std::vector<std::pair<int32_t, double>>& scalars) const;
+  // Whether step k of chain c still runs its instruction's own operator
+  // (no earlier pass replaced or idled it).
+  bool runs_own_operator(size_t c, size_t k) const;
   // Whether a view reads one of the values a fusion drops (each with its
   // writer's step in a chain that starts at instruction `chain_start`).
   bool any_viewed(const std::vector<std::pair<int32_t, size_t>>& dropped, int64_t chain_start);

@@ -190,23 +190,24 @@ void Method::Loader::fuse_safe_softmax() {
   apply_pattern_fusions(find_safe_softmax_fusions(d, kept_values(), layout.idle), layout);
 }
 
+bool Method::Loader::runs_own_operator(size_t c, size_t k) const {
+  const Step& s = m.chains_[c][k];
+  const format::InstructionDesc& instr = d.chains[c].instructions[k];
+  return s.kind == InstructionKind::KernelCall && instr.kind == InstructionKind::KernelCall &&
+         s.fn == kernels::KernelRegistry::global().find(d.operators[instr.index].full_name(),
+                                                        m.options_.device);
+}
+
 void Method::Loader::fuse_quant_io() {
   const ChainLayout layout = chain_layout();
   // Only where every step involved still runs its own operator: a quantize
   // that integer compute (fuse_quantized) made the root of a chain runs
   // another kernel, and the value it would read is no longer written.
-  const auto& registry = kernels::KernelRegistry::global();
-  auto own_operator = [&](size_t c, size_t k) {
-    const Step& s = m.chains_[c][k];
-    const format::InstructionDesc& instr = d.chains[c].instructions[k];
-    return s.kind == InstructionKind::KernelCall && instr.kind == InstructionKind::KernelCall &&
-           s.fn == registry.find(d.operators[instr.index].full_name(), m.options_.device);
-  };
   std::vector<PatternFusion> found = find_quant_io_fusions(d, kept_values(), layout.idle);
   std::erase_if(found, [&](const PatternFusion& f) {
-    if (!own_operator(f.chain, f.replacement.index)) return true;
+    if (!runs_own_operator(f.chain, f.replacement.index)) return true;
     return std::any_of(f.idle.begin(), f.idle.end(),
-                       [&](size_t k) { return !own_operator(f.chain, k); });
+                       [&](size_t k) { return !runs_own_operator(f.chain, k); });
   });
   apply_pattern_fusions(found, layout);
 }
@@ -224,13 +225,7 @@ void Method::Loader::fuse_elementwise() {
   // Steps that still run their own operator.
   std::vector<std::vector<bool>> original(m.chains_.size());
   for (size_t c = 0; c < m.chains_.size(); ++c) {
-    for (size_t k = 0; k < m.chains_[c].size(); ++k) {
-      const Step& s = m.chains_[c][k];
-      const format::InstructionDesc& instr = d.chains[c].instructions[k];
-      original[c].push_back(s.kind == InstructionKind::KernelCall &&
-                            instr.kind == InstructionKind::KernelCall &&
-                            s.fn == registry.find(d.operators[instr.index].full_name(), device));
-    }
+    for (size_t k = 0; k < m.chains_[c].size(); ++k) original[c].push_back(runs_own_operator(c, k));
   }
   // A value a view reads stays materialised: such values are kept and the
   // trees found again, until none drops one.

@@ -76,13 +76,6 @@ std::vector<PatternFusion> find_quant_io_fusions(const format::MethodDesc& d,
   detail::for_each_chain(d, keep, idle, [&](const ChainView& view) {
     const size_t c = view.c;
     const auto& instrs = view.instrs();
-    // The last running instruction before l, or instrs.size().
-    auto previous_running = [&](size_t l) {
-      for (size_t j = l; j-- > 0;) {
-        if (j >= idle[c].size() || !idle[c][j]) return j;
-      }
-      return instrs.size();
-    };
     for (size_t l = 0; l < instrs.size(); ++l) {
       if ((l < idle[c].size() && idle[c][l]) ||
           !view.is_kernel(l, kernels::kQuantizedLinearKernel, 13)) {
@@ -96,7 +89,7 @@ std::vector<PatternFusion> find_quant_io_fusions(const format::MethodDesc& d,
       f.out = q_out;
       // quantize_per_tensor.out(x, scale, zero_point, -128, 127, int8) -> q_in
       // just before, with the layer's input parameters.
-      const size_t before = previous_running(l);
+      const size_t before = view.previous_running(l);
       if (before < instrs.size() && view.is_kernel(before, kQuantize, 8) &&
           instrs[before].args[6] == q_in && is_int8(d, q_in) && only_between(view, q_in)) {
         const std::vector<int32_t>& qa = instrs[before].args;
@@ -141,10 +134,10 @@ std::vector<PatternFusion> find_quant_io_fusions(const format::MethodDesc& d,
         continue;
       }
       const std::vector<int32_t>& args = instrs[l].args;
-      const size_t tr = previous_running(l);
+      const size_t tr = view.previous_running(l);
       if (tr >= instrs.size() || !view.is_kernel(tr, "xnnpack::static_transpose", 4)) continue;
       const std::vector<int32_t>& ta = instrs[tr].args;
-      const size_t qz = previous_running(tr);
+      const size_t qz = view.previous_running(tr);
       if (qz >= instrs.size() || !view.is_kernel(qz, kQuantize, 8)) continue;
       const std::vector<int32_t>& qa = instrs[qz].args;
       const int32_t q = qa[6], t = ta[2];

@@ -1,13 +1,12 @@
 #pragma once
 
 // What the CPU's own convolution kernels (conv_f32.cpp, conv_f32_nhwc.cpp)
-// remember of the weights they packed: the bytes they packed them from, so
-// that constant weights are packed once and changed ones again.
+// remember of the weights they packed (kept_bytes.h).
 
+#include <cstddef>
 #include <cstdint>
-#include <cstring>
-#include <vector>
 
+#include "pterun/backend/cpu/ops/kept_bytes.h"
 #include "pterun/ops/conv.h"
 
 namespace pterun::cpu {
@@ -19,34 +18,19 @@ inline int64_t weight_span(const ops::ConvProblem& p) {
   return 1 + (p.oc - 1) * ws[0] + (icg - 1) * ws[1] + (p.kh - 1) * ws[2] + (p.kw - 1) * ws[3];
 }
 
-/// A copy of the weight bytes packed weights were made from (a memcmp per
-/// call against the problem's weights).
+/// The weight bytes packed weights were made from (KeptBytes).
 class WeightSnapshot {
  public:
-  /// True when `p`'s weights are at the same address with the same bytes:
-  /// known without reading them when they are the constant (nonzero
-  /// ConvProblem::weight_id) last found there.
-  bool same(const ops::ConvProblem& p) {
-    const size_t bytes = static_cast<size_t>(weight_span(p)) * sizeof(float);
-    if (at_ != p.weight || bytes_.size() != bytes) return false;
-    if (p.weight_id != 0 && p.weight_id == id_) return true;
-    if (std::memcmp(bytes_.data(), p.weight, bytes) != 0) return false;
-    id_ = p.weight_id;
-    return true;
-  }
+  /// True when `p`'s weights are the ones taken last (KeptBytes::same).
+  bool same(const ops::ConvProblem& p) { return kept_.same(p.weight, bytes(p), p.weight_id); }
   /// Remembers `p`'s weights (after packing them).
-  void take(const ops::ConvProblem& p) {
-    const size_t bytes = static_cast<size_t>(weight_span(p)) * sizeof(float);
-    bytes_.resize(bytes);
-    std::memcpy(bytes_.data(), p.weight, bytes);
-    at_ = p.weight;
-    id_ = p.weight_id;
-  }
+  void take(const ops::ConvProblem& p) { kept_.take(p.weight, bytes(p), p.weight_id); }
 
  private:
-  std::vector<char> bytes_;
-  const void* at_ = nullptr;
-  uint64_t id_ = 0;
+  static size_t bytes(const ops::ConvProblem& p) {
+    return static_cast<size_t>(weight_span(p)) * sizeof(float);
+  }
+  KeptBytes kept_;
 };
 
 }  // namespace pterun::cpu

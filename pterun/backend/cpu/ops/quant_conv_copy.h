@@ -4,11 +4,11 @@
 // (quant_conv.cpp): runs of bytes, and pixels widened by a few channels.
 // With Flip every copied byte is + 128 (int8 stored as uint8).
 
-#include <cmath>
 #include <cstdint>
 #include <cstring>
 
 #include "pterun/backend/cpu/engine/x86_intrinsics.h"
+#include "pterun/backend/cpu/ops/quant_quantize.h"
 
 namespace pterun::cpu {
 
@@ -119,10 +119,8 @@ class WidenPixels {
 };
 
 /// One row of `width` pixels of a float32 image quantized to int8 as
-/// quantize_per_tensor does (quantize_one: zp + round-half-even(x * inv),
-/// clamped to [-128, 127]) and stored + 128, `pc` bytes a pixel: channel ch
-/// of pixel x from src[ch * cs + x * xs]; channels [channels, pc) hold
-/// `fill`.
+/// quantize_per_tensor does (quantize_one, quantize16) and stored + 128, `pc` bytes a pixel:
+/// channel ch of pixel x from src[ch * cs + x * xs]; channels [channels, pc) hold `fill`.
 inline void stage_floats(uint8_t* dst, const float* src, int64_t width, int64_t channels,
                          int64_t cs, int64_t xs, int64_t pc, float inv, float zp, uint8_t fill) {
   int64_t x = 0;
@@ -142,10 +140,8 @@ inline void stage_floats(uint8_t* dst, const float* src, int64_t width, int64_t 
           c[ch] = _mm_set1_epi8(static_cast<char>(fill));
           continue;
         }
-        __m512 p = _mm512_mul_ps(_mm512_maskz_loadu_ps(m, src + ch * cs + x), vinv);
-        p = _mm512_roundscale_ps(p, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-        p = _mm512_min_ps(_mm512_max_ps(_mm512_add_ps(vzp, p), lo), hi);  // max(NaN, lo) is lo
-        c[ch] = _mm_xor_si128(_mm512_cvtsepi32_epi8(_mm512_cvtps_epi32(p)), top);
+        const __m512 v = _mm512_maskz_loadu_ps(m, src + ch * cs + x);
+        c[ch] = _mm_xor_si128(quantize16<int8_t>(v, vinv, vzp, lo, hi), top);
       }
       const __m128i a = _mm_unpacklo_epi8(c[0], c[1]), b = _mm_unpackhi_epi8(c[0], c[1]);
       const __m128i e = _mm_unpacklo_epi8(c[2], c[3]), f = _mm_unpackhi_epi8(c[2], c[3]);
@@ -161,11 +157,8 @@ inline void stage_floats(uint8_t* dst, const float* src, int64_t width, int64_t 
 #endif
   for (; x < width; ++x) {
     for (int64_t ch = 0; ch < channels; ++ch) {
-      const float p = inv * src[ch * cs + x * xs];
-      const float q = zp + std::nearbyint(p);
-      // NaN fails both tests and gives -128, as quantize_one.
-      const float r = !(q >= -128.0f) ? -128.0f : (q > 127.0f ? 127.0f : q);
-      dst[x * pc + ch] = static_cast<uint8_t>(static_cast<int32_t>(r) + 128);
+      const int8_t q = quantize_one<float, int8_t>(src[ch * cs + x * xs], inv, zp, -128, 127);
+      dst[x * pc + ch] = static_cast<uint8_t>(q + 128);
     }
     for (int64_t ch = channels; ch < pc; ++ch) dst[x * pc + ch] = fill;
   }

@@ -8,9 +8,10 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <cstring>
 #include <initializer_list>
 #include <vector>
+
+#include "pterun/backend/cpu/ops/kept_bytes.h"
 
 namespace pterun::cpu {
 
@@ -23,32 +24,16 @@ class PackedWeights {
     const auto at = reinterpret_cast<uintptr_t>(bytes_.data());
     return bytes_.data() + ((64 - at % 64) % 64);
   }
-  /// True when the panels were packed from `w`'s `n` bytes: known without
-  /// reading them when `w` is the constant (Tensor::constant_id, nonzero
-  /// `id`) they were last found to match.
-  bool packed_from(const int8_t* w, size_t n, uint64_t id) {
-    if (id != 0 && id == id_ && w == at_ && n == from_.size()) return true;
-    if (from_.size() != n || std::memcmp(from_.data(), w, n) != 0) return false;
-    at_ = w;
-    id_ = id;
-    return true;
-  }
-  void remember(const int8_t* w, size_t n, uint64_t id) {
-    from_.assign(w, w + n);
-    at_ = w;
-    id_ = id;
-  }
+  /// True when the panels were packed from `w`'s `n` bytes
+  /// (KeptBytes::same; `id` the weights' Tensor::constant_id).
+  bool packed_from(const int8_t* w, size_t n, uint64_t id) { return from_.same(w, n, id); }
+  void remember(const int8_t* w, size_t n, uint64_t id) { from_.take(w, n, id); }
   /// Before the panels change: they match no weights until remember().
-  void forget() {
-    from_.clear();
-    id_ = 0;
-  }
+  void forget() { from_.forget(); }
 
  private:
   std::vector<uint8_t> bytes_;
-  std::vector<int8_t> from_;
-  const int8_t* at_ = nullptr;
-  uint64_t id_ = 0;
+  KeptBytes from_;
 };
 
 /// The calling thread's panels for the weights at `weight`, packed as

@@ -34,6 +34,20 @@ Out quantize_one(In v, float inv, float zp, int64_t quant_min, int64_t quant_max
   return clamp_to<Out>(zp + std::nearbyint(p), quant_min, quant_max);
 }
 
+#if defined(__AVX512F__)
+/// quantize_one of 16 float32 lanes into int8 or uint8 bytes: the same
+/// operations (multiply, round to nearest even, add the zero point, clamp
+/// to [lo, hi]; max(NaN, lo) is lo), so the same bytes.
+template <typename Out>
+inline __m128i quantize16(__m512 x, __m512 inv, __m512 zp, __m512 lo, __m512 hi) {
+  __m512 p =
+      _mm512_roundscale_ps(_mm512_mul_ps(x, inv), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  p = _mm512_min_ps(_mm512_max_ps(_mm512_add_ps(zp, p), lo), hi);
+  const __m512i q = _mm512_cvtps_epi32(p);
+  return std::is_same_v<Out, int8_t> ? _mm512_cvtsepi32_epi8(q) : _mm512_cvtusepi32_epi8(q);
+}
+#endif
+
 #if defined(__AVX2__)
 /// float32 -> int8/uint8 with one parameter pair, 8 or 16 lanes at a time;
 /// the same operations as quantize_one (multiply, round to nearest even,
@@ -47,14 +61,8 @@ int64_t quantize_f32_vec(const float* in, Out* out, int64_t n, float inv, float 
   const __m512 vinv = _mm512_set1_ps(inv), vzp = _mm512_set1_ps(zp);
   const __m512 vlo = _mm512_set1_ps(lo), vhi = _mm512_set1_ps(hi);
   for (; i + 16 <= n; i += 16) {
-    __m512 p = _mm512_mul_ps(_mm512_loadu_ps(in + i), vinv);
-    p = _mm512_roundscale_ps(p, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    p = _mm512_add_ps(vzp, p);
-    p = _mm512_min_ps(_mm512_max_ps(p, vlo), vhi);  // max(NaN, lo) is lo
-    const __m512i q = _mm512_cvtps_epi32(p);
-    const __m128i b =
-        std::is_same_v<Out, int8_t> ? _mm512_cvtsepi32_epi8(q) : _mm512_cvtusepi32_epi8(q);
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i), b);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i),
+                     quantize16<Out>(_mm512_loadu_ps(in + i), vinv, vzp, vlo, vhi));
   }
 #else
   const __m256 vinv = _mm256_set1_ps(inv), vzp = _mm256_set1_ps(zp);
