@@ -63,11 +63,12 @@ void xnn_fully_connected_dq(KernelContext& ctx, const Tensor& in, const Tensor& 
                " input features (1 to ", kMaxDepth, ", where the int32 sums are exact)");
   check_dense(weight_scales, DType::Float32, "weight_scales", op);
   check_dense(weight_sums, weight_bits == 8 ? DType::Int32 : DType::Float32, "weight_sums", op);
-  const int64_t blocks = n > 0 ? weight_scales.numel() / n : 1;
-  PTERUN_CHECK(
-      weight_scales.dim() == 2 && weight_scales.size(0) == n && blocks >= 1 && k % blocks == 0,
-      ErrorCode::InvalidArgument, op, ": weight_scales ", describe(weight_scales), " must be [", n,
-      ", B] with B dividing ", k);
+  // No divisions on this path: a tiny layer's call is mostly its checks.
+  const int64_t blocks = n > 0 && weight_scales.dim() == 2 ? weight_scales.size(1) : 1;
+  PTERUN_CHECK(weight_scales.dim() == 2 && weight_scales.size(0) == n && blocks >= 1 &&
+                   (blocks == 1 || k % blocks == 0),
+               ErrorCode::InvalidArgument, op, ": weight_scales ", describe(weight_scales),
+               " must be [", n, ", B] with B dividing ", k);
   PTERUN_CHECK(weight_sums.numel() == n, ErrorCode::InvalidArgument, op, ": weight_sums ",
                describe(weight_sums), " must have ", n, " elements");
   PTERUN_CHECK(weight_bits == 4 || blocks == 1, ErrorCode::InvalidArgument, op,
@@ -77,15 +78,20 @@ void xnn_fully_connected_dq(KernelContext& ctx, const Tensor& in, const Tensor& 
     PTERUN_CHECK(bias->numel() == n, ErrorCode::InvalidArgument, op, ": bias ", describe(*bias),
                  " must have ", n, " elements");
   }
-  int64_t slice = 1;
-  for (int64_t d = rank - num_nonbatch_dims; d < rank; ++d) slice *= vi.size(d);
+  // Rows: the input's dims before its last; a slice (one set of
+  // quantization parameters) spans the rows of its num_nonbatch_dims - 1
+  // dims before the last.
+  int64_t m = 1, slice_rows = 1;
   kernels::Shape shape;
-  for (int64_t d = 0; d + 1 < rank; ++d) shape.push_back(vi.size(d));
+  for (int64_t d = 0; d + 1 < rank; ++d) {
+    shape.push_back(vi.size(d));
+    m *= vi.size(d);
+    if (d >= rank - num_nonbatch_dims) slice_rows *= vi.size(d);
+  }
   shape.push_back(n);
   const xnn::Out o_vo = xnn::resize_memory(out, shape.span(), op);
   Tensor& vo = *o_vo;
   if (vo.numel() == 0) return;
-  const int64_t m = vi.numel() / k;
   backend(ctx).quant->dynamic_linear(ctx, {.in = vi,
                                            .weight = weight,
                                            .weight_scales = weight_scales,
@@ -96,7 +102,7 @@ void xnn_fully_connected_dq(KernelContext& ctx, const Tensor& in, const Tensor& 
                                            .n = n,
                                            .k = k,
                                            .blocks = blocks,
-                                           .slice_rows = slice / k,
+                                           .slice_rows = slice_rows,
                                            .out_min = bound(out_min),
                                            .out_max = bound(out_max),
                                            .out = vo});

@@ -13,6 +13,7 @@
 
 #include <dnnl.hpp>
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <cstring>
@@ -117,26 +118,46 @@ class PlanCache {
   /// The reference stays valid until the next get() on this cache.
   template <typename Make>
   Plan& get(const Key& key, Make&& make) {
+    // The last few keys found, compared before hashing: a method's tiny
+    // layers look up a handful of plans on every call. Only an insertion
+    // evicts, and it clears them, so each points at a live entry; a plan
+    // found here is not moved to the front, but after every insertion its
+    // next lookup goes through the map and moves it.
+    for (size_t i = 0; i < recent_count_; ++i) {
+      if (recent_[i].first == key) return *recent_[i].second;
+    }
     auto it = index_.find(key);
     if (it != index_.end()) {
       entries_.splice(entries_.begin(), entries_, it->second);
-      return it->second->second;
+      return remember(key, it->second->second);
     }
     Plan plan = make();
     if (index_.size() >= capacity_) {
       index_.erase(entries_.back().first);
       entries_.pop_back();
     }
+    recent_count_ = recent_next_ = 0;
     entries_.emplace_front(key, std::move(plan));
     index_.emplace(key, entries_.begin());
-    return entries_.front().second;
+    return remember(key, entries_.front().second);
   }
 
  private:
   using Entry = std::pair<Key, Plan>;
+  static constexpr size_t kRecent = 8;
+
+  Plan& remember(const Key& key, Plan& plan) {
+    recent_[recent_next_] = {key, &plan};
+    recent_next_ = (recent_next_ + 1) % kRecent;
+    recent_count_ = std::min(recent_count_ + 1, kRecent);
+    return plan;
+  }
+
   size_t capacity_;
   std::list<Entry> entries_;
   std::unordered_map<Key, typename std::list<Entry>::iterator, KeyHash> index_;
+  std::array<std::pair<Key, Plan*>, kRecent> recent_{};
+  size_t recent_count_ = 0, recent_next_ = 0;
 };
 
 /// Converts `n` dense elements between f32 and f16/bf16 (either way, or a

@@ -79,9 +79,11 @@ inline __m128i quantize16(__m512 v, const RowQuant& p) {
 }
 #endif
 
-/// One row of k floats quantized with p into qr: plain int8, or (interleave)
-/// each kChunk-input chunk as q + 128, its even elements then its odd ones.
-void quantize_row(const float* xr, int64_t k, const RowQuant& p, bool interleave, uint8_t* qr) {
+/// One row of k floats quantized with p into qr, stored as `bytes` says.
+void quantize_row(const float* xr, int64_t k, const RowQuant& p, qdyn::RowBytes bytes,
+                  uint8_t* qr) {
+  const bool interleave = bytes == qdyn::RowBytes::Interleaved;
+  const bool shifted = bytes == qdyn::RowBytes::Shifted;
   int64_t e = 0;
 #if defined(__AVX512F__) && defined(__AVX512BW__)
   const __m128i shift = _mm_set1_epi8(static_cast<char>(0x80));
@@ -103,12 +105,15 @@ void quantize_row(const float* xr, int64_t k, const RowQuant& p, bool interleave
     }
     return;
   }
+  const __m128i flip = shifted ? shift : _mm_setzero_si128();
   for (; e + 16 <= k; e += 16) {
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(qr + e), quantize16(_mm512_loadu_ps(xr + e), p));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(qr + e),
+                     _mm_xor_si128(quantize16(_mm512_loadu_ps(xr + e), p), flip));
   }
 #endif
   if (!interleave) {
-    for (; e < k; ++e) qr[e] = static_cast<uint8_t>(quantize_qd8(xr[e], p));
+    const int offset = shifted ? 128 : 0;
+    for (; e < k; ++e) qr[e] = static_cast<uint8_t>(quantize_qd8(xr[e], p) + offset);
     return;
   }
   for (int64_t c = 0; c < k; c += kChunk) {
@@ -122,7 +127,7 @@ void quantize_row(const float* xr, int64_t k, const RowQuant& p, bool interleave
 }  // namespace
 
 void qdyn::quantize_rows(KernelContext& ctx, const ops::QDynLinearArgs& a, uint8_t* q, int64_t ld,
-                         bool interleave, RowQuant* params) {
+                         RowBytes bytes, RowQuant* params) {
   const float* x = a.in.data_as<const float>();
   const int64_t k = a.k, slices = a.m / a.slice_rows;
   const int64_t per_slice = a.slice_rows * k;
@@ -150,7 +155,7 @@ void qdyn::quantize_rows(KernelContext& ctx, const ops::QDynLinearArgs& a, uint8
         }
         for (int64_t r = first; r < first + a.slice_rows; ++r) {
           if (r != first) params[r] = params[first];
-          quantize_row(x + r * k, k, params[r], interleave, q + r * ld);
+          quantize_row(x + r * k, k, params[r], bytes, q + r * ld);
         }
       }
     }
@@ -166,13 +171,14 @@ namespace {
 
 // ---- 8-bit weights ---------------------------------------------------------------
 
-/// out[j] = clamp((acc[j] - zero_point * sums[j]) * scales[j] * p.scale +
-/// bias[j]) for a run of n outputs of one row, in int32 (the exact sum
-/// fits) and float32 as `finish` rounds; a loop GCC vectorises.
+/// out[j] = clamp((acc[j] - (zero_point + 128) * sums[j]) * scales[j] *
+/// p.scale + bias[j]) for a run of n outputs of one row whose sums `acc`
+/// are of its bytes q + 128, in int32 (the exact sum fits) and float32 as
+/// `finish` rounds; a loop GCC vectorises.
 void finish_8bit_run(const int32_t* acc, const int32_t* sums, const float* scales,
                      const float* bias, const RowQuant& p, float lo, float hi, int64_t n,
                      float* out) {
-  const auto zp = static_cast<uint32_t>(p.zero_point);
+  const auto zp = static_cast<uint32_t>(p.zero_point + 128);
   const float row_scale = p.scale;
   auto value = [&](int64_t j) {
     const auto exact =
@@ -211,17 +217,19 @@ void linear_8bit(KernelContext& ctx, const ops::QDynLinearArgs& a) {
   auto* q = reinterpret_cast<uint8_t*>(scratch);
   auto* params = reinterpret_cast<RowQuant*>(scratch + q_bytes);
   auto* panels = reinterpret_cast<uint8_t*>(scratch + q_bytes + p_bytes);
-  qdyn::quantize_rows(ctx, a, q, k, false, params);
+  // The rows as q + 128: the products' unsigned operand as it is, so no
+  // row owes a sum of its bytes.
+  qdyn::quantize_rows(ctx, a, q, k, qdyn::RowBytes::Shifted, params);
   if (packed) {
     const int64_t count = (m + 15) / 16;
     parallel_for(ctx, count, 16 * k, [&](int64_t begin, int64_t end) {
-      qgemm_pack(reinterpret_cast<const int8_t*>(q), k, m, k, true, begin, end, panels);
+      qgemm_pack(reinterpret_cast<const int8_t*>(q), k, m, k, false, begin, end, panels);
     });
   }
   const int64_t panel_bytes = qgemm_panel_bytes(k);
   const int8_t* w = a.weight.data_as<const int8_t>();
   const uint8_t* w_panels =
-      weight_panels ? kept_weight_panels(w, a.weight.constant_id(), n, k, false) : nullptr;
+      weight_panels ? kept_weight_panels(w, a.weight.constant_id(), n, k, true) : nullptr;
   const int32_t* sums = a.weight_sums.data_as<const int32_t>();
   const float* scales = a.weight_scales.data_as<const float>();
   const float* bias = a.bias != nullptr ? a.bias->data_as<const float>() : nullptr;
@@ -233,9 +241,9 @@ void linear_8bit(KernelContext& ctx, const ops::QDynLinearArgs& a) {
                  for (int64_t t = begin; t < end; ++t) {
                    const int64_t i0 = t / col_blocks * kRows, j0 = t % col_blocks * col_block;
                    const int64_t rows = std::min(kRows, m - i0), cols = std::min(col_block, n - j0);
-                   // Raw sums of q * w (zero point 0); the activation's zero point
-                   // is taken back per row below.
-                   const QGemm g{q + i0 * k, k, false, 0, w + j0 * k, k, sums + j0, rows, cols, k};
+                   // Raw sums of (q + 128) * w (zero point 0); the activation's
+                   // zero point and the 128 are taken back per row below.
+                   const QGemm g{q + i0 * k, k, true, 0, w + j0 * k, k, sums + j0, rows, cols, k};
                    if (packed) {
                      qgemm_rows_on_panels(g, panels + i0 / 16 * panel_bytes, acc, cols);
                    } else if (weight_panels) {

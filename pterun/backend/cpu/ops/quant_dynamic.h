@@ -23,15 +23,20 @@ constexpr int64_t kChunk = 64;
 /// shared with the CUDA kernel).
 using RowQuant = kernels::Qd8Params;
 
+/// How quantize_rows stores a row's int8 values.
+enum class RowBytes {
+  Int8,         // plain int8
+  Shifted,      // q + 128 as uint8 (the unsigned operand of the int8 products)
+  Interleaved,  // Shifted, each kChunk-input chunk's even elements then its odd ones
+};
+
 /// Quantizes every row of `in` into `q` (row stride `ld` bytes), each
-/// slice of `slice_rows` rows with its own parameters (params[row]). With
-/// `interleave` (the 4-bit kernels' layout), each kChunk-input chunk holds
-/// q + 128 as uint8, its even elements then its odd ones; else plain int8
-/// rows. Error InvalidArgument, before anything is written to the output,
-/// when a slice holds NaN or an infinity (no scale represents it; XNNPACK
-/// computes garbage).
+/// slice of `slice_rows` rows with its own parameters (params[row]), stored
+/// as `bytes` says. Error InvalidArgument, before anything is written to the
+/// output, when a slice holds NaN or an infinity (no scale represents it;
+/// XNNPACK computes garbage).
 void quantize_rows(kernels::KernelContext& ctx, const ops::QDynLinearArgs& a, uint8_t* q,
-                   int64_t ld, bool interleave, RowQuant* params);
+                   int64_t ld, RowBytes bytes, RowQuant* params);
 
 /// An output from its float sum of scaled blocks: the row's scale, the
 /// bias, the clamp.

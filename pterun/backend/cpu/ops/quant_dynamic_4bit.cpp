@@ -43,6 +43,7 @@ namespace {
 using kernels::KernelContext;
 using kernels::quantize_qd8;
 using qdyn::kChunk;
+using qdyn::RowBytes;
 using qdyn::RowQuant;
 
 using qdyn::finish;
@@ -381,8 +382,7 @@ void linear_4bit_rows(KernelContext& ctx, const ops::QDynLinearArgs& a) {
   auto* scratch = static_cast<char*>(ctx.scratch(q_bytes + p_bytes + slot * threads));
   auto* q = reinterpret_cast<uint8_t*>(scratch);
   auto* params = reinterpret_cast<RowQuant*>(scratch + q_bytes);
-  quantize_rows(ctx, a, q, k, false, params);
-  for (int64_t e = 0; e < m * k; ++e) q[e] ^= 0x80;  // q + 128, unsigned
+  quantize_rows(ctx, a, q, k, RowBytes::Shifted, params);
   const uint8_t* w = a.weight.data_as<const uint8_t>();
   const float* ws = a.weight_scales.data_as<const float>();
   const int64_t tasks = (n + kCols - 1) / kCols;
@@ -424,7 +424,7 @@ void qdyn::linear_4bit(KernelContext& ctx, const ops::QDynLinearArgs& a) {
   auto* q = reinterpret_cast<uint8_t*>(scratch);
   auto* params = reinterpret_cast<RowQuant*>(scratch + q_bytes);
   // Rows of a multiple of 64 bytes stay 64-byte aligned for the loads.
-  quantize_rows(ctx, a, q, k, fast, params);
+  quantize_rows(ctx, a, q, k, fast ? RowBytes::Interleaved : RowBytes::Int8, params);
   if (!fast) {
     linear_4bit_scalar(ctx, a, reinterpret_cast<const int8_t*>(q), params);
     return;

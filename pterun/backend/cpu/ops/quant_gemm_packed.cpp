@@ -272,6 +272,10 @@ void qgemm_row_terms(const QGemm& p, int64_t i0, int count, int32_t* out) {
 }
 
 void qgemm_channel_terms(const QGemm& p, int64_t j0, int count, int32_t* out) {
+  if (p.a_zero_point == 0) {  // the dynamic layers' raw sums
+    std::fill(out, out + count, 0);
+    return;
+  }
   for (int j = 0; j < count; ++j) out[j] = wrapped(int64_t{p.a_zero_point} * p.w_sums[j0 + j]);
 }
 
