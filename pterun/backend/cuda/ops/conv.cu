@@ -1,6 +1,6 @@
 // The CUDA convolution (pterun/ops/conv.h: the front-end checks and
-// describes the problem): pterun's tiled kernels (conv_tiled.cu) where they
-// time faster on the problem's first call (conv_choice.h), else cuDNN
+// describes the problem): pterun's own kernels (conv_tiled.cu,
+// conv_warp.cu) where they time faster on the problem's first call (conv_choice.h), else cuDNN
 // where it is loaded and takes the problem (conv_cudnn.cpp), else im2col +
 // cuBLAS where that pays (conv_gemm.cu), else a direct convolution with one
 // thread per output element, reading input, weight and out through their
@@ -22,6 +22,7 @@
 #include "pterun/backend/cuda/ops/conv_epilogue.cuh"
 #include "pterun/backend/cuda/ops/conv_gemm.h"
 #include "pterun/backend/cuda/ops/conv_tiled.h"
+#include "pterun/backend/cuda/ops/conv_warp.h"
 #include "pterun/backend/cuda/ops/launch_util.cuh"
 #include "pterun/backend/cuda/ops/nn_launch.h"
 #include "pterun/backend/cuda/ops/ops.h"
@@ -195,17 +196,29 @@ void vendor_conv(KernelContext& ctx, const ops::ConvProblem& p) {
   cuda::nn::run_conv(ctx, p, kOp);
 }
 
-void own_conv(KernelContext& ctx, const ops::ConvProblem& p) {
+void tiled_conv(KernelContext& ctx, const ops::ConvProblem& p) {
   cuda::nn::conv_tiled(ctx, p, false, kOp);
 }
 
-void convolution(KernelContext& ctx, const ops::ConvProblem& p) {
-  if (cuda::nn::conv_tiled_takes(p) &&
-      cuda::nn::own_conv_faster(ctx, p, false, &vendor_conv, &own_conv)) {
-    own_conv(ctx, p);
+void warp_conv(KernelContext& ctx, const ops::ConvProblem& p) {
+  cuda::nn::conv_warp(ctx, p, false, kOp);
+}
+
+/// Runs the fastest for `p` of `vendor` and, where they take it, pterun's
+/// two kernels (conv_choice.h).
+void run_fastest(KernelContext& ctx, const ops::ConvProblem& p, bool fused,
+                 cuda::nn::ConvRun vendor, cuda::nn::ConvRun tiled, cuda::nn::ConvRun warp) {
+  if (!cuda::nn::conv_tiled_takes(p)) {
+    vendor(ctx, p);
     return;
   }
-  vendor_conv(ctx, p);
+  const cuda::nn::ConvRun runs[] = {vendor, tiled, warp};
+  const size_t count = cuda::nn::conv_warp_takes(p) ? 3 : 2;
+  runs[cuda::nn::fastest_conv(ctx, p, fused, {runs, count})](ctx, p);
+}
+
+void convolution(KernelContext& ctx, const ops::ConvProblem& p) {
+  run_fastest(ctx, p, false, &vendor_conv, &tiled_conv, &warp_conv);
 }
 
 /// True when the residual's elements and out's share bytes.
@@ -245,8 +258,12 @@ void vendor_fused(KernelContext& ctx, const ops::ConvProblem& p) {
   cuda::nn::run_conv(ctx, p, kOp, true);
 }
 
-void own_fused(KernelContext& ctx, const ops::ConvProblem& p) {
+void tiled_fused(KernelContext& ctx, const ops::ConvProblem& p) {
   cuda::nn::conv_tiled(ctx, p, true, kOp);
+}
+
+void warp_fused(KernelContext& ctx, const ops::ConvProblem& p) {
+  cuda::nn::conv_warp(ctx, p, true, kOp);
 }
 
 /// A convolution with its bias, residual and activation (ops::ConvProblem):
@@ -261,18 +278,13 @@ void convolution_fused(KernelContext& ctx, const ops::ConvProblem& p) {
     const bool same = p.residual == p.out &&
                       std::equal(p.residual_strides, p.residual_strides + 4, p.out_strides);
     if (same && cuda::nn::conv_tiled_takes(p) && cuda::nn::own_conv_allowed()) {
-      own_fused(ctx, p);
+      tiled_fused(ctx, p);
     } else {
       cuda::nn::run_conv(ctx, p, kOp, true);
     }
     return;
   }
-  if (cuda::nn::conv_tiled_takes(p) &&
-      cuda::nn::own_conv_faster(ctx, p, true, &vendor_fused, &own_fused)) {
-    own_fused(ctx, p);
-    return;
-  }
-  vendor_fused(ctx, p);
+  run_fastest(ctx, p, true, &vendor_fused, &tiled_fused, &warp_fused);
 }
 
 }  // namespace

@@ -1,8 +1,9 @@
-// own_conv_faster (conv_choice.h): the per-problem choice between cuDNN's
-// convolution and pterun's own (conv_tiled.cu).
+// fastest_conv (conv_choice.h): the per-problem choice between cuDNN's
+// convolution and pterun's own (conv_tiled.cu, conv_warp.cu).
 
 #include "pterun/backend/cuda/ops/conv_choice.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -65,13 +66,14 @@ Key key_of(kernels::KernelContext& ctx, const ops::ConvProblem& q, bool fused) {
   return k;
 }
 
-/// PTERUN_CONV_OWN: 1 always, 0 never, else -1 (time).
+/// PTERUN_CONV_OWN: 0, 1 or 2 (which run), else -1 (time).
 int forced() {
   static const int value = [] {
     const char* env = std::getenv("PTERUN_CONV_OWN");
     if (env == nullptr) return -1;
-    if (std::strcmp(env, "1") == 0) return 1;
-    if (std::strcmp(env, "0") == 0) return 0;
+    for (const char* v : {"0", "1", "2"}) {
+      if (std::strcmp(env, v) == 0) return v[0] - '0';
+    }
     return -1;
   }();
   return value;
@@ -96,48 +98,57 @@ bool own_conv_allowed() {
   return forced() != 0;
 }
 
-bool own_conv_faster(kernels::KernelContext& ctx, const ops::ConvProblem& q, bool fused,
-                     ConvRun vendor, ConvRun own) {
-  if (const int f = forced(); f >= 0) return f == 1;
+size_t fastest_conv(kernels::KernelContext& ctx, const ops::ConvProblem& q, bool fused,
+                    std::span<const ConvRun> runs) {
+  if (runs.size() < 2) return 0;
+  if (const int f = forced(); f >= 0) return std::min(static_cast<size_t>(f), runs.size() - 1);
   const Key key = key_of(ctx, q, fused);
   // Read on every call, written once per problem.
   static std::shared_mutex mutex;
   // Kept for the process, like cuDNN's plans: never destroyed.
-  static auto* chosen = new std::unordered_map<Key, bool, BytesHash<Key>, BytesEqual<Key>>();
+  static auto* chosen = new std::unordered_map<Key, size_t, BytesHash<Key>, BytesEqual<Key>>();
   {
     const std::shared_lock<std::shared_mutex> lock(mutex);
-    if (auto it = chosen->find(key); it != chosen->end()) return it->second;
+    if (auto it = chosen->find(key); it != chosen->end() && it->second < runs.size()) {
+      return it->second;
+    }
   }
-  if (capturing(ctx)) return small(q);
+  if (capturing(ctx)) return small(q) ? 1 : 0;
   // The vendor's first run makes its plan (cuDNN times its algorithms
   // then); time_runs warms each path up before it times three runs. The
   // output is written by the runs and then by the real call.
   const cudaStream_t s = stream(ctx);
-  const float t_vendor = time_runs(s, [&] {
-    vendor(ctx, q);
-    return 0;
-  });
-  const float t_own = time_runs(s, [&] {
-    own(ctx, q);
-    return 0;
-  });
-  const bool faster = t_own < t_vendor;
+  size_t best = 0;
+  float best_time = kNever;
+  float times[4] = {kNever, kNever, kNever, kNever};
+  for (size_t i = 0; i < runs.size(); ++i) {
+    const float t = time_runs(s, [&] {
+      runs[i](ctx, q);
+      return 0;
+    });
+    if (i < 4) times[i] = t;
+    if (t < best_time) {
+      best_time = t;
+      best = i;
+    }
+  }
   // PTERUN_CUDNN_LOG=1: each problem's timings on stderr.
   static const bool log = std::getenv("PTERUN_CUDNN_LOG") != nullptr;
   if (log) {
     std::fprintf(stderr,
-                 "pterun conv %ldx%ldx%ldx%ld -> %ld, %ldx%ld /%ld, dtype %d%s: vendor %.2f us, "
-                 "own %.2f us: %s\n",
+                 "pterun conv %ldx%ldx%ldx%ld -> %ld, %ldx%ld /%ld, dtype %d%s%s: vendor %.2f us, "
+                 "tiled %.2f us, warp %.2f us: %zu\n",
                  static_cast<long>(q.n), static_cast<long>(q.ic), static_cast<long>(q.ih),
                  static_cast<long>(q.iw), static_cast<long>(q.oc), static_cast<long>(q.kh),
                  static_cast<long>(q.kw), static_cast<long>(q.groups), static_cast<int>(q.dtype),
-                 fused ? " fused" : "", t_vendor * 1e3, t_own * 1e3, faster ? "own" : "vendor");
+                 q.in_strides[1] == 1 ? " cl" : "", fused ? " fused" : "", times[0] * 1e3,
+                 times[1] * 1e3, times[2] * 1e3, best);
   }
-  // Both failing (events refused): decide without keeping the answer.
-  if (!(t_vendor < kNever) && !(t_own < kNever)) return small(q);
+  // All failing (events refused): decide without keeping the answer.
+  if (!(best_time < kNever)) return small(q) ? 1 : 0;
   const std::unique_lock<std::shared_mutex> lock(mutex);
-  chosen->emplace(key, faster);
-  return faster;
+  chosen->emplace(key, best);
+  return best;
 }
 
 }  // namespace pterun::cuda::nn

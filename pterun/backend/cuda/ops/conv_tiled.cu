@@ -10,13 +10,11 @@
 
 #include "pterun/backend/cuda/ops/conv_tiled.h"
 
-#include <algorithm>
-#include <atomic>
 #include <climits>
 #include <cstdint>
 
 #include "pterun/backend/cuda/cuda_context.h"
-#include "pterun/backend/cuda/ops/conv_epilogue.cuh"
+#include "pterun/backend/cuda/ops/conv_own.cuh"
 
 namespace pterun::cuda::nn {
 namespace {
@@ -24,42 +22,12 @@ namespace {
 constexpr int kThreads = 256;  // a 16 x 16 grid of threads
 constexpr int kTileK = 16;     // GEMM depth staged per step
 
-struct TiledArgs {
-  DType dtype;
-  const void* in;
-  const void* weight;
-  const void* bias;
-  void* out;
-  int n, ih, iw, oh, ow, kh, kw, icg, ocg, groups;
-  int stride[2], pad[2], dilation[2];
-  int m;  // output pixels: n * oh * ow
-  int k;  // GEMM depth: icg * kh * kw
-  int64_t is[4], ws[4], os[4];
-  bool fused;
-  Epilogue epilogue;  // without the bias, which is in the sum
-};
-
-template <typename T>
-__device__ inline float load(const void* p, int64_t i) {
-  return convert<float>(static_cast<const T*>(p)[i]);
-}
-
-/// Output (ni, o, y, x) of sum v: the bias, the dtype's rounding, the
-/// epilogue when fused, then the store.
-template <typename T>
-__device__ inline void store(const TiledArgs& a, float v, int ni, int o, int y, int x) {
-  if (a.bias != nullptr) v += load<T>(a.bias, o);
-  v = rounded(v, a.dtype);
-  if (a.fused) v = finish(a.epilogue, a.dtype, v, ni, o, y, x);
-  static_cast<T*>(a.out)[ni * a.os[0] + o * a.os[1] + y * a.os[2] + x * a.os[3]] = convert<T>(v);
-}
-
 /// The implicit GEMM: block (bx, by, g) computes output pixels
 /// [bx * 16TM, +16TM) by channels [by * 16TN, +16TN) of group g; each
 /// thread a TM x TN tile of them, strided by 16 in both directions. Depth
 /// step k is input channel k / (kh kw), tap k % (kh kw).
 template <typename T, int TM, int TN>
-__global__ void __launch_bounds__(kThreads) conv_gemm_tiles(TiledArgs a) {
+__global__ void __launch_bounds__(kThreads) conv_gemm_tiles(OwnConvArgs a) {
   constexpr int kM = 16 * TM, kN = 16 * TN;
   __shared__ float as[kTileK][kM];
   __shared__ float bs[kTileK][kN];
@@ -148,7 +116,7 @@ __global__ void __launch_bounds__(kThreads) conv_gemm_tiles(TiledArgs a) {
 /// when `channels_last`), summing its group's few input channels and taps.
 template <typename T>
 __global__ void __launch_bounds__(kThreads)
-    conv_per_output(TiledArgs a, int total, bool channels_last) {
+    conv_per_output(OwnConvArgs a, int total, bool channels_last) {
   const int oc = a.ocg * a.groups;
   for (int e = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x); e < total;
        e += static_cast<int>(gridDim.x * blockDim.x)) {
@@ -187,28 +155,8 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
-bool fits_int(int64_t v) {
-  return v >= 0 && v <= INT_MAX;
-}
-
-/// The multiprocessors of `device` (asked once per device).
-int multiprocessors(int device) {
-  static std::atomic<int> counts[64] = {};
-  if (device < 0 || device >= 64) return 132;
-  int c = counts[device].load(std::memory_order_relaxed);
-  if (c == 0) {
-    if (cudaDeviceGetAttribute(&c, cudaDevAttrMultiProcessorCount, device) != cudaSuccess ||
-        c <= 0) {
-      cudaGetLastError();
-      c = 132;
-    }
-    counts[device].store(c, std::memory_order_relaxed);
-  }
-  return c;
-}
-
 template <typename T, int TM, int TN>
-void launch_gemm(const TiledArgs& a, dim3 grid, cudaStream_t s) {
+void launch_gemm(const OwnConvArgs& a, dim3 grid, cudaStream_t s) {
   conv_gemm_tiles<T, TM, TN><<<grid, kThreads, 0, s>>>(a);
 }
 
@@ -216,7 +164,7 @@ void launch_gemm(const TiledArgs& a, dim3 grid, cudaStream_t s) {
 /// channels, then the largest TM that still gives every multiprocessor a
 /// block.
 template <typename T>
-void run_gemm(const TiledArgs& a, int sms, cudaStream_t s) {
+void run_gemm(const OwnConvArgs& a, int sms, cudaStream_t s) {
   const int tn = a.ocg <= 16 ? 1 : a.ocg <= 32 ? 2 : 4;
   const int64_t col_tiles = (a.ocg + 16 * tn - 1) / (16 * tn);
   int tm = 4;
@@ -247,7 +195,7 @@ bool conv_tiled_takes(const ops::ConvProblem& q) {
   }
   for (int64_t v : {q.n, q.ic, q.oc, q.ih, q.iw, q.oh, q.ow, q.kh, q.kw, q.stride[0], q.stride[1],
                     q.pad[0], q.pad[1], q.dilation[0], q.dilation[1]}) {
-    if (!fits_int(v)) return false;
+    if (v < 0 || v > INT_MAX) return false;
   }
   // Element counts (with room for a grid-stride step) and input positions
   // stay in 32 bits; the channel tiles fit a grid's second dimension.
@@ -260,38 +208,8 @@ bool conv_tiled_takes(const ops::ConvProblem& q) {
 
 void conv_tiled(kernels::KernelContext& ctx, const ops::ConvProblem& q, bool fused,
                 const char* op) {
-  TiledArgs a{};
-  a.dtype = q.dtype;
-  a.in = q.in;
-  a.weight = q.weight;
-  a.bias = q.bias;
-  a.out = q.out;
-  auto i32 = [](int64_t v) { return static_cast<int>(v); };
-  a.n = i32(q.n);
-  a.ih = i32(q.ih);
-  a.iw = i32(q.iw);
-  a.oh = i32(q.oh);
-  a.ow = i32(q.ow);
-  a.kh = i32(q.kh);
-  a.kw = i32(q.kw);
-  a.groups = i32(q.groups);
-  a.icg = i32(q.ic / q.groups);
-  a.ocg = i32(q.oc / q.groups);
-  for (int i = 0; i < 2; ++i) {
-    a.stride[i] = i32(q.stride[i]);
-    a.pad[i] = i32(q.pad[i]);
-    a.dilation[i] = i32(q.dilation[i]);
-  }
-  for (int i = 0; i < 4; ++i) {
-    a.is[i] = q.in_strides[i];
-    a.ws[i] = q.w_strides[i];
-    a.os[i] = q.out_strides[i];
-  }
-  a.m = i32(q.n * q.oh * q.ow);
-  a.k = a.icg * a.kh * a.kw;
-  a.fused = fused;
-  a.epilogue = epilogue_of(q, false);
-  const int total = i32(q.n * q.oc * q.oh * q.ow);
+  const OwnConvArgs a = own_conv_args(q, fused);
+  const int total = static_cast<int>(q.n * q.oc * q.oh * q.ow);
   if (total == 0) return;
   const cudaStream_t s = stream(ctx);
   const int sms = multiprocessors(device(ctx));
@@ -305,13 +223,7 @@ void conv_tiled(kernels::KernelContext& ctx, const ops::ConvProblem& q, bool fus
       run_gemm<T>(a, sms, s);
     }
   };
-  if (q.dtype == DType::Float16) {
-    launch.template operator()<__half>();
-  } else if (q.dtype == DType::BFloat16) {
-    launch.template operator()<__nv_bfloat16>();
-  } else {
-    launch.template operator()<float>();
-  }
+  with_storage_type(q.dtype, launch);
   check_launch(op);
 }
 
