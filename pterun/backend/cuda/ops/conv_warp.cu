@@ -45,6 +45,9 @@ __global__ void __launch_bounds__(kThreads)
     const int64_t in0 = ni * a.is[0] + static_cast<int64_t>(g) * a.icg * a.is[1];
     const int64_t w0 = o0 * a.ws[0];
     float acc[kChannels] = {};
+    // Unrolled so that a lane's loads of several steps are in flight at
+    // once: each step's are a few hundred cycles from L2.
+#pragma unroll 4
     for (int k = lane; k < a.k; k += 32) {
       int c, tap;
       if (channels_fastest) {
