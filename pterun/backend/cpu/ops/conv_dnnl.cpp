@@ -306,7 +306,7 @@ void run(KernelContext& ctx, const ConvProblem& p, ConvPlan& plan, const char* o
 
 /// conv_dnnl() on the calling thread.
 bool conv_range(KernelContext& ctx, const ConvProblem& p, const char* op) {
-  du::PlanKey key;
+  PlanKey key;
   key.add(
       {static_cast<int64_t>(p.dtype), p.transposed ? 1 : 0, p.groups, p.bias != nullptr ? 1 : 0});
   key.add({p.n, p.ic, p.oc, p.ih, p.iw, p.oh, p.ow, p.kh, p.kw});
@@ -317,7 +317,7 @@ bool conv_range(KernelContext& ctx, const ConvProblem& p, const char* op) {
   // reorder their weights into a shared plan on every call.
   key.add(static_cast<int64_t>(reinterpret_cast<uintptr_t>(p.weight)));
 
-  thread_local du::PlanCache<ConvPlan> cache(128);
+  thread_local PlanCache<ConvPlan> cache(128);
   ConvPlan& plan = cache.get(key, [&] { return make_plan(p); });
   if (!plan.usable) return false;
   run(ctx, p, plan, op);

@@ -30,7 +30,7 @@
 #include "pterun/backend/cpu/ops/conv.h"
 #include "pterun/backend/cpu/ops/conv_f32_block.h"
 #include "pterun/backend/cpu/ops/conv_weights.h"
-#include "pterun/backend/cpu/ops/dnnl_util.h"
+#include "pterun/backend/cpu/ops/plan_cache.h"
 
 // Without AVX the 32-byte vectors below are passed differently; they never
 // cross a translation unit, so GCC's ABI note does not apply.
@@ -478,7 +478,7 @@ bool conv_f32(KernelContext& ctx, const ConvProblem& problem) {
       pl.batch = std::max<int64_t>(1, p.n / (2 * static_cast<int64_t>(ctx.num_threads)));
   }
 
-  dnnl_util::PlanKey key;
+  PlanKey key;
   key.add({p.ic, p.oc, p.groups, p.ih, p.iw, p.oh, p.ow, p.kh, p.kw, p.pad[0], p.pad[1],
            p.stride[0], p.stride[1], p.dilation[0], p.dilation[1], pl.lanes, pl.band,
            pl.in_place ? 1 : 0});
@@ -487,7 +487,7 @@ bool conv_f32(KernelContext& ctx, const ConvProblem& problem) {
   // Layers of one geometry (a network's repeated blocks) keep their packed
   // weights apart: with one plan between them, each call repacked.
   key.add(static_cast<int64_t>(reinterpret_cast<uintptr_t>(p.weight)));
-  thread_local dnnl_util::PlanCache<Prepared> cache(64);
+  thread_local PlanCache<Prepared> cache(64);
   Prepared& prep = cache.get(key, [&] { return prepare(pl); });
   refresh_weights(pl, prep);
   pl.w = prep.w.data();

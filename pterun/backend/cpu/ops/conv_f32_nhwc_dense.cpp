@@ -15,7 +15,7 @@
 #include "pterun/backend/cpu/engine/parallel.h"
 #include "pterun/backend/cpu/engine/strided_copy.h"
 #include "pterun/backend/cpu/ops/conv_f32_nhwc_shared.h"
-#include "pterun/backend/cpu/ops/dnnl_util.h"
+#include "pterun/backend/cpu/ops/plan_cache.h"
 
 namespace pterun::cpu::nhwc {
 namespace {
@@ -510,11 +510,11 @@ bool dense(KernelContext& ctx, const ConvProblem& given, const Epilogue& e) {
   dp.groups = dp.rows ? p.kh : dp.taps;
   dp.run = dp.rows ? p.kw * p.ic : p.ic;
 
-  dnnl_util::PlanKey key;
+  PlanKey key;
   key.add({1, p.ic, p.oc, p.kh, p.kw, dp.block});
   for (int64_t st : p.w_strides) key.add(st);
   key.add(static_cast<int64_t>(reinterpret_cast<uintptr_t>(p.weight)));
-  thread_local dnnl_util::PlanCache<Packed> cache(64);
+  thread_local PlanCache<Packed> cache(64);
   Packed& pk = cache.get(key, [&] {
     Packed made;
     made.w.resize(static_cast<size_t>(packed));

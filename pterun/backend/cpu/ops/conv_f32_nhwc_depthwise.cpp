@@ -9,7 +9,7 @@
 
 #include "pterun/backend/cpu/engine/parallel.h"
 #include "pterun/backend/cpu/ops/conv_f32_nhwc_shared.h"
-#include "pterun/backend/cpu/ops/dnnl_util.h"
+#include "pterun/backend/cpu/ops/plan_cache.h"
 
 namespace pterun::cpu::nhwc {
 namespace {
@@ -170,11 +170,11 @@ bool depthwise(KernelContext& ctx, const ConvProblem& p, const Epilogue& e) {
   // the packed weights and the bias as vectors).
   dp.padded = (p.oc + kLanes - 1) / kLanes * kLanes + 8;
   if (taps * dp.padded > kMaxPackedWeights) return false;
-  dnnl_util::PlanKey key;
+  PlanKey key;
   key.add({2, p.oc, p.kh, p.kw});
   for (int64_t st : p.w_strides) key.add(st);
   key.add(static_cast<int64_t>(reinterpret_cast<uintptr_t>(p.weight)));
-  thread_local dnnl_util::PlanCache<Packed> cache(64);
+  thread_local PlanCache<Packed> cache(64);
   Packed& pk = cache.get(key, [&] {
     Packed made;
     made.w.resize(static_cast<size_t>(taps * dp.padded));

@@ -52,17 +52,6 @@ void execute(const dnnl::primitive& p, std::span<const dnnl_exec_arg_t> args, co
                dnnl_status2str(status), ")");
 }
 
-size_t PlanKey::hash() const {
-  // 64-bit FNV-1a over the fields, mixing whole words.
-  uint64_t h = 1469598103934665603ull;
-  for (size_t i = 0; i < size_; ++i) {
-    h ^= static_cast<uint64_t>(values_[i]);
-    h *= 1099511628211ull;
-    h ^= h >> 29;
-  }
-  return static_cast<size_t>(h);
-}
-
 namespace {
 
 template <typename To, typename From>

@@ -350,7 +350,7 @@ constexpr int64_t kNarrowGemmColumns = 16;
 
 /// gemm() through oneDNN on the calling thread.
 void gemm_range(KernelContext& ctx, const GemmProblem& p, const char* op) {
-  du::PlanKey key;
+  PlanKey key;
   key.add({static_cast<int64_t>(p.dtype), p.batch, p.m, p.k, p.n});
   key.add({p.a.batch_stride, p.a.row_stride, p.a.col_stride});
   key.add({p.b.batch_stride, p.b.row_stride, p.b.col_stride});
@@ -359,7 +359,7 @@ void gemm_range(KernelContext& ctx, const GemmProblem& p, const char* op) {
   key.add_float(p.alpha.to_double());
   key.add_float(p.accumulate ? p.beta.to_double() : 0.0);
 
-  thread_local du::PlanCache<MatmulPlan> cache(256);
+  thread_local PlanCache<MatmulPlan> cache(256);
   MatmulPlan& plan = cache.get(key, [&] { return make_plan(p); });
   if (plan.own) {
     gemm_own_any(ctx, p, op);

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <array>
 
-#include "pterun/backend/cpu/ops/dnnl_util.h"
+#include "pterun/backend/cpu/ops/plan_cache.h"
 #include "pterun/backend/cpu/ops/quant_gemm.h"
 #include "pterun/core/error.h"
 
@@ -33,7 +33,7 @@ PackedWeights& kept_panels(const int8_t* weight, std::initializer_list<int64_t> 
   PanelKey key;
   key.v[0] = static_cast<int64_t>(reinterpret_cast<uintptr_t>(weight));
   std::copy(shape.begin(), shape.end(), key.v.begin() + 1);
-  thread_local dnnl_util::PlanCache<PackedWeights, PanelKey, PanelKeyHash> cache(256);
+  thread_local PlanCache<PackedWeights, PanelKey, PanelKeyHash> cache(256);
   return cache.get(key, [&] { return PackedWeights(bytes); });
 }
 
