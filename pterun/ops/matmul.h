@@ -38,6 +38,10 @@ struct GemmProblem {
   Scalar alpha = Scalar::from_int(1);
   Scalar beta = Scalar::from_int(0);
   bool accumulate = false;
+  /// Only for a backend whose `clamps` is true, float32 only: c clamped to
+  /// [clamp_lo, clamp_hi] after everything above, NaN kept (as clamp).
+  bool clamp = false;
+  float clamp_lo = 0, clamp_hi = 0;
 };
 
 struct MatmulBackend {
@@ -48,6 +52,9 @@ struct MatmulBackend {
   void (*copy)(KernelContext& ctx, void* dst, std::span<const int64_t> dst_strides, const void* src,
                std::span<const int64_t> src_strides, std::span<const int64_t> sizes,
                size_t element_size);
+  /// Whether `gemm` takes GemmProblem::clamp (the CPU: on rows still in
+  /// cache, without a step of its own).
+  bool clamps = false;
 };
 
 // mm.out(Tensor self, Tensor mat2, *, Tensor(a!) out)

@@ -70,7 +70,17 @@ void xnn_fully_connected(KernelContext& ctx, const Tensor& in, const Tensor& fil
     xnn::clamp_output(ctx, vo, out_min, out_max, op);
     return;
   }
-  backend(ctx).matmul->gemm(ctx, p, op);
+  const auto& mm = *backend(ctx).matmul;
+  const xnn::OutputClamp c = xnn::output_clamp(out_min, out_max);
+  if ((c.lo || c.hi) && mm.clamps && p.dtype == DType::Float32) {
+    // Inside the product (no step of its own): the same float32 values.
+    p.clamp = true;
+    p.clamp_lo = c.lo ? static_cast<float>(*c.lo) : -std::numeric_limits<float>::infinity();
+    p.clamp_hi = c.hi ? static_cast<float>(*c.hi) : std::numeric_limits<float>::infinity();
+    mm.gemm(ctx, p, op);
+    return;
+  }
+  mm.gemm(ctx, p, op);
   xnn::clamp_output(ctx, vo, out_min, out_max, op);
 }
 

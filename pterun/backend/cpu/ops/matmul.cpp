@@ -20,7 +20,7 @@ void cpu_copy(KernelContext& ctx, void* dst, std::span<const int64_t> dst_stride
 }  // namespace
 
 const ops::MatmulBackend& matmul_backend() {
-  static constexpr ops::MatmulBackend kMatmul{&gemm, &cpu_copy};
+  static constexpr ops::MatmulBackend kMatmul{&gemm, &cpu_copy, true};
   return kMatmul;
 }
 

@@ -368,25 +368,53 @@ void gemm_range(KernelContext& ctx, const GemmProblem& p, const char* op) {
   gemm_dnnl(ctx, p, plan, op);
 }
 
+/// c clamped to [clamp_lo, clamp_hi] in place (float32), NaN kept: for the
+/// paths that do not clamp in their stores.
+void clamp_pass(const GemmProblem& p) {
+  auto* c0 = static_cast<float*>(const_cast<void*>(p.c.data));
+  for (int64_t b = 0; b < p.batch; ++b) {
+    for (int64_t i = 0; i < p.m; ++i) {
+      float* row = c0 + b * p.c.batch_stride + i * p.c.row_stride;
+      for (int64_t j = 0; j < p.n; ++j) {
+        float& v = row[j * p.c.col_stride];
+        v = v < p.clamp_lo ? p.clamp_lo : v;
+        v = v > p.clamp_hi ? p.clamp_hi : v;
+      }
+    }
+  }
+}
+
 }  // namespace
 
 void gemm(KernelContext& ctx, const GemmProblem& p, const char* op) {
   if (p.batch == 0 || p.m == 0 || p.n == 0) return;
+  PTERUN_CHECK(!p.clamp || p.dtype == DType::Float32, ErrorCode::Internal, op,
+               ": a clamped product must be float32");
   const bool dnnl_dtype =
       p.dtype == DType::Float32 || p.dtype == DType::Float16 || p.dtype == DType::BFloat16;
+  const double work = static_cast<double>(p.batch) * p.m * p.n * p.k;
+  // A decode step's linear layers go to gemv: the weight streamed once,
+  // threads over its rows (the small kernel would pack this transposed
+  // operand per call).
+  const bool small = dnnl_dtype && p.k != 0 && !gemv_applies(p) && p.dtype == DType::Float32 &&
+                     (work <= kSmallGemmWork || p.n <= kNarrowGemmColumns);
+  if (small) {
+    gemm_small_f32(ctx, p);  // clamps in its stores
+    return;
+  }
+  if (p.clamp) {
+    GemmProblem q = p;
+    q.clamp = false;
+    gemm(ctx, q, op);
+    clamp_pass(p);
+    return;
+  }
   if (!dnnl_dtype || p.k == 0) {
     gemm_own_any(ctx, p, op);
     return;
   }
-  const double work = static_cast<double>(p.batch) * p.m * p.n * p.k;
-  // A decode step's linear layers: the weight streamed once, threads over
-  // its rows (the small kernel would pack this transposed operand per call).
   if (gemv_applies(p)) {
     gemv(ctx, p);
-    return;
-  }
-  if (p.dtype == DType::Float32 && (work <= kSmallGemmWork || p.n <= kNarrowGemmColumns)) {
-    gemm_small_f32(ctx, p);
     return;
   }
   const bool by_batch = p.batch >= 2;
