@@ -368,19 +368,13 @@ void gemm_range(KernelContext& ctx, const GemmProblem& p, const char* op) {
   gemm_dnnl(ctx, p, plan, op);
 }
 
-/// c clamped to [clamp_lo, clamp_hi] in place (float32), NaN kept: for the
-/// paths that do not clamp in their stores.
+/// c clamped to [clamp_lo, clamp_hi] in place, for the paths that do not
+/// clamp as they go.
 void clamp_pass(const GemmProblem& p) {
   auto* c0 = static_cast<float*>(const_cast<void*>(p.c.data));
   for (int64_t b = 0; b < p.batch; ++b) {
-    for (int64_t i = 0; i < p.m; ++i) {
-      float* row = c0 + b * p.c.batch_stride + i * p.c.row_stride;
-      for (int64_t j = 0; j < p.n; ++j) {
-        float& v = row[j * p.c.col_stride];
-        v = v < p.clamp_lo ? p.clamp_lo : v;
-        v = v > p.clamp_hi ? p.clamp_hi : v;
-      }
-    }
+    clamp_rows(c0 + b * p.c.batch_stride, p.c.row_stride, p.c.col_stride, p.n, 0, p.m, p.clamp_lo,
+               p.clamp_hi);
   }
 }
 

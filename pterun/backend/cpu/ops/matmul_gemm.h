@@ -16,6 +16,21 @@ using ops::MatrixView;
 /// Computes `p` (pterun/ops/matmul.h); errors name `op`. Uses ctx.scratch().
 void gemm(kernels::KernelContext& ctx, const GemmProblem& p, const char* op);
 
+/// Rows [begin, end) of a float32 matrix c (row and column strides in
+/// elements) clamped to [lo, hi] in place, NaN kept: GemmProblem::clamp
+/// over rows a product has written.
+inline void clamp_rows(float* c, int64_t c_rs, int64_t c_cs, int64_t n, int64_t begin, int64_t end,
+                       float lo, float hi) {
+  for (int64_t i = begin; i < end; ++i) {
+    float* row = c + i * c_rs;
+    for (int64_t j = 0; j < n; ++j) {
+      float& v = row[j * c_cs];
+      v = v < lo ? lo : v;
+      v = v > hi ? hi : v;
+    }
+  }
+}
+
 /// gemm() for small or narrow f32 products (matmul_small.cpp):
 /// register-blocked loops without oneDNN's per-call cost and allocation;
 /// row blocks over the threads above 2^20 multiply-adds.

@@ -34,21 +34,6 @@ struct Epilogue {
   const float* bias;  // indexed by column, or null
 };
 
-/// Rows [begin, end) of c clamped to [lo, hi] in place, NaN kept, while
-/// they are still in cache (a pass of their own: clamping in the register
-/// blocks' stores made every product of the kernel slower).
-void clamp_rows(float* c, int64_t c_rs, int64_t c_cs, int64_t n, int64_t begin, int64_t end,
-                float lo, float hi) {
-  for (int64_t i = begin; i < end; ++i) {
-    float* row = c + i * c_rs;
-    for (int64_t j = 0; j < n; ++j) {
-      float& v = row[j * c_cs];
-      v = v < lo ? lo : v;
-      v = v > hi ? hi : v;
-    }
-  }
-}
-
 /// c[0..R) x [j, j + N * lanes) from a (R rows) and b (row-major, leading
 /// dimension ldb, already offset to column j), in N vectors V per row.
 template <typename V, int R, int N>
@@ -231,6 +216,8 @@ void gemm_small_f32(kernels::KernelContext& ctx, const GemmProblem& p) {
     const int64_t crs = p.c.row_stride, ccs = p.c.col_stride;
     if (static_cast<double>(m) * k * n < kParallelWork) {
       row_range(a, ars, acs, b, ldb, k, n, c, crs, ccs, e, panel, 0, m);
+      // The clamp over rows still in cache (in the register blocks' stores
+      // it made every product of this kernel slower).
       if (p.clamp) clamp_rows(c, crs, ccs, n, 0, m, p.clamp_lo, p.clamp_hi);
       continue;
     }
