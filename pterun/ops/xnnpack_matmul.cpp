@@ -3,6 +3,7 @@
 // the filter read in place in either layout.
 
 #include <array>
+#include <cmath>
 #include <limits>
 #include <vector>
 
@@ -72,7 +73,10 @@ void xnn_fully_connected(KernelContext& ctx, const Tensor& in, const Tensor& fil
   }
   const auto& mm = *backend(ctx).matmul;
   const xnn::OutputClamp c = xnn::output_clamp(out_min, out_max);
-  if ((c.lo || c.hi) && mm.clamps && p.dtype == DType::Float32) {
+  // A NaN bound (every output NaN, as the elementwise clamp makes it)
+  // keeps the step.
+  const bool nan_bound = std::isnan(out_min) || std::isnan(out_max);
+  if ((c.lo || c.hi) && !nan_bound && mm.clamps && p.dtype == DType::Float32) {
     // Inside the product (no step of its own): the same float32 values.
     p.clamp = true;
     p.clamp_lo = c.lo ? static_cast<float>(*c.lo) : -std::numeric_limits<float>::infinity();

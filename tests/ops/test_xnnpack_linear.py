@@ -71,6 +71,14 @@ def test_nan_stays_nan_through_the_clamp(device, m, k, n):
         assert np.isnan(got[1]).all() and not np.isnan(np.delete(got, 1, axis=0)).any()
 
 
+@pytest.mark.parametrize("lo,hi", [(np.nan, np.inf), (0.0, np.nan)])
+def test_nan_bound_makes_every_output_nan(device, lo, hi):
+    """As the elementwise clamp: not a bound that leaves values alone."""
+    out = case(device, (4, 64), 32, lo=lo, hi=hi)
+    if out is not None:
+        assert np.isnan(np.asarray(out[0])).all()
+
+
 def test_leading_dims_no_bias_two_threads(device):
     case(device, (2, 5, 32), 24, bias=False, lo=0.0, hi=6.0)
     case(device, (3, 64, 256), 128, transpose=True, lo=-1.0, hi=1.0, threads=2)

@@ -56,7 +56,9 @@ struct PlanKeyHash {
   size_t operator()(const PlanKey& k) const { return k.hash(); }
 };
 
-/// A least-recently-used map from keys to plans. One instance per thread
+/// A map from keys to plans that evicts about the least recently used when
+/// full (a plan found among the last keys moves to the front only at its
+/// first lookup after an insertion). One instance per thread
 /// (thread_local at the call site): lookups take no lock, concurrent runs
 /// of one method on several threads never share a plan's memory objects,
 /// and a hit allocates nothing.
