@@ -4,6 +4,7 @@
 
 #include "pterun/backend/cuda/cuda_context.h"
 #include "pterun/backend/cuda/cuda_state.h"
+#include "pterun/backend/cuda/event_pair.h"
 #include "pterun/backend/cuda/strided_copy.h"
 #include "pterun/backend/device_info.h"
 #include "pterun/core/stats.h"
@@ -261,16 +262,8 @@ void order_after_stream(const kernels::KernelContext& context, uintptr_t stream)
 double time_on_stream(const kernels::KernelContext& context, const std::function<void()>& launch) {
   const cuda::MethodState& s = cuda::state(context);
   PTERUN_CUDA_CHECK(cudaSetDevice(s.device));
-  // Destroyed on every path, a failed launch included.
-  struct Events {
-    cudaEvent_t start = nullptr, stop = nullptr;
-    ~Events() {
-      if (start != nullptr) cudaEventDestroy(start);
-      if (stop != nullptr) cudaEventDestroy(stop);
-    }
-  } e;
-  PTERUN_CUDA_CHECK(cudaEventCreate(&e.start));
-  PTERUN_CUDA_CHECK(cudaEventCreate(&e.stop));
+  cuda::EventPair e;  // destroyed on every path, a failed launch included
+  PTERUN_CUDA_CHECK(e.create());
   PTERUN_CUDA_CHECK(cudaEventRecord(e.start, s.stream));
   launch();
   PTERUN_CUDA_CHECK(cudaEventRecord(e.stop, s.stream));

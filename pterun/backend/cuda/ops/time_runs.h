@@ -7,6 +7,8 @@
 
 #include <limits>
 
+#include "pterun/backend/cuda/event_pair.h"
+
 namespace pterun::cuda {
 
 /// Keeps `stream` busy for about `nanoseconds` (a one-thread kernel;
@@ -22,15 +24,8 @@ bool hold_stream(cudaStream_t stream, unsigned long long nanoseconds);
 template <typename Run>
 float time_runs(cudaStream_t stream, Run run) {
   constexpr float kFailed = std::numeric_limits<float>::infinity();
-  // The events, destroyed however the runs end (a run may throw).
-  struct Events {
-    cudaEvent_t start = nullptr, stop = nullptr;
-    ~Events() {
-      if (start != nullptr) cudaEventDestroy(start);
-      if (stop != nullptr) cudaEventDestroy(stop);
-    }
-  } e;
-  if (cudaEventCreate(&e.start) != cudaSuccess || cudaEventCreate(&e.stop) != cudaSuccess) {
+  EventPair e;  // a run may throw
+  if (e.create() != cudaSuccess) {
     cudaGetLastError();
     return kFailed;
   }
