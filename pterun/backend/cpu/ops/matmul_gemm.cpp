@@ -387,13 +387,14 @@ void gemm(KernelContext& ctx, const GemmProblem& p, const char* op) {
   const bool dnnl_dtype =
       p.dtype == DType::Float32 || p.dtype == DType::Float16 || p.dtype == DType::BFloat16;
   const double work = static_cast<double>(p.batch) * p.m * p.n * p.k;
-  // A decode step's linear layers go to gemv: the weight streamed once,
-  // threads over its rows (the small kernel would pack this transposed
-  // operand per call).
-  const bool small = dnnl_dtype && p.k != 0 && !gemv_applies(p) && p.dtype == DType::Float32 &&
+  const bool own = !dnnl_dtype || p.k == 0;
+  // A decode step's linear layers: the weight streamed once, threads over
+  // its rows (the small kernel would pack this transposed operand per call).
+  const bool matvec = !own && gemv_applies(p);
+  const bool small = !own && !matvec && p.dtype == DType::Float32 &&
                      (work <= kSmallGemmWork || p.n <= kNarrowGemmColumns);
   if (small) {
-    gemm_small_f32(ctx, p);  // clamps in its stores
+    gemm_small_f32(ctx, p);  // clamps each block of rows as it is done
     return;
   }
   if (p.clamp) {
@@ -403,11 +404,11 @@ void gemm(KernelContext& ctx, const GemmProblem& p, const char* op) {
     clamp_pass(p);
     return;
   }
-  if (!dnnl_dtype || p.k == 0) {
+  if (own) {
     gemm_own_any(ctx, p, op);
     return;
   }
-  if (gemv_applies(p)) {
+  if (matvec) {
     gemv(ctx, p);
     return;
   }
