@@ -428,6 +428,74 @@ bool max_pool_rows_values(KernelContext& ctx, const ops::MaxPoolArgs& a) {
   return true;
 }
 
+/// Floats of one padded row of a channels-last input that
+/// max_pool_channels_last_rows keeps on its stack.
+constexpr int64_t kMaxChannelsLastRow = 16384;
+
+/// dst[i] = take_max_value(dst[i], src[i]) over n floats, eight at a time.
+inline void max_into(float* dst, const float* src, int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const V8f m = take_max_value(lanes_load(dst + i), lanes_load(src + i));
+    std::memcpy(dst + i, &m, sizeof m);
+  }
+  for (; i < n; ++i) dst[i] = (src[i] > dst[i]) | (src[i] != src[i]) ? src[i] : dst[i];
+}
+
+/// Values of float max pooling of a channels-last input with dense pixels
+/// (channels contiguous, pixels c floats apart), separably: for each output
+/// row, the maximum of its window rows over every pixel and channel into a
+/// padded row (-inf outside the input), then for each output pixel the
+/// maximum of its window's columns of that row. A 3x3 window reads each
+/// value of the row 3 times instead of each input value 9 times through a
+/// list of taps. NaN anywhere in a window gives NaN (take_max_value keeps a
+/// NaN it has taken). False (nothing done) when the layout or the width
+/// does not suit.
+bool max_pool_channels_last_rows(KernelContext& ctx, const ops::MaxPoolArgs& a) {
+  const Window& w = a.w;
+  const Planes& g = a.g;
+  const int64_t c = g.c;
+  const int64_t starts = (g.ow - 1) * w.s[1] + 1;
+  const int64_t span = starts + (w.k[1] - 1) * w.d[1];  // padded pixels read
+  const int64_t width = std::max(span, w.p[1] + g.iw);  // padded pixels held
+  if (a.in.dtype() != DType::Float32 || !g.channels_inner || g.in[1] != 1 || g.out[1] != 1 ||
+      g.in[3] != c || width * c > kMaxChannelsLastRow) {
+    return false;
+  }
+  const float* src = a.in.data_as<const float>();
+  float* dst = a.out.data_as<float>();
+  const float lowest = -std::numeric_limits<float>::infinity();
+  const int64_t sw = w.s[1], kw = w.k[1], dw = w.d[1];
+  cpu::parallel_for(ctx, g.n * g.oh, (w.k[0] + w.k[1]) * c * g.iw, [&](int64_t b, int64_t e) {
+    alignas(64) float row[kMaxChannelsLastRow];
+    std::fill(row, row + width * c, lowest);  // the padding stays -inf
+    float* interior = row + w.p[1] * c;
+    for (int64_t item = b; item < e; ++item) {
+      const int64_t oy = item % g.oh, n = item / g.oh;
+      bool first = true;
+      for (int64_t ky = 0; ky < w.k[0]; ++ky) {
+        const int64_t y = oy * w.s[0] - w.p[0] + ky * w.d[0];
+        if (y < 0 || y >= g.ih) continue;
+        const float* in = src + n * g.in[0] + y * g.in[2];
+        if (first) {
+          std::copy(in, in + g.iw * c, interior);
+        } else {
+          max_into(interior, in, g.iw * c);
+        }
+        first = false;
+      }
+      if (first) std::fill(interior, interior + g.iw * c, lowest);
+      float* o = dst + n * g.out[0] + oy * g.out[2];
+      for (int64_t ox = 0; ox < g.ow; ++ox, o += g.out[3]) {
+        const float* p = row + ox * sw * c;
+        std::copy(p, p + c, o);
+        for (int64_t kx = 1; kx < kw; ++kx) max_into(o, p + kx * dw * c, c);
+      }
+    }
+  });
+  return true;
+}
+
 /// Values of float max pooling of a channels-last input: for each output
 /// pixel, the maximum over its window's pixels of all channels at once.
 bool max_pool_channels_last_values(KernelContext& ctx, const ops::MaxPoolArgs& a) {
@@ -544,13 +612,14 @@ void max_pool2d(KernelContext& ctx, const ops::MaxPoolArgs& a) {
 
 // pterun::max_pool2d_values.out (a load-time rewrite, executor/rewrite.h)
 // and xnnpack::max_pooling2d: float pooling skips the indices (2x2 stride-2
-// windows vectorised; other windows row by row, or channels at once for
-// channels-last input; integers of channels-last input likewise). Otherwise the general kernel
-// runs, with its indices in scratch memory when the indices tensor has no data of its own (an
-// XNNPACK node has no indices output).
+// windows vectorised; other windows row by row, or for channels-last input
+// row by row when its rows fit a stack buffer, else channels at once; integers of channels-last
+// input likewise). Otherwise the general kernel runs, with its indices in scratch memory when the
+// indices tensor has no data of its own (an XNNPACK node has no indices output).
 void max_pool2d_values(KernelContext& ctx, const ops::MaxPoolArgs& a) {
   if (max_pool_2x2_values(ctx, a) || max_pool_rows_values(ctx, a) ||
-      max_pool_channels_last_values(ctx, a) || max_pool_channels_last_integer_values(ctx, a)) {
+      max_pool_channels_last_rows(ctx, a) || max_pool_channels_last_values(ctx, a) ||
+      max_pool_channels_last_integer_values(ctx, a)) {
     return;
   }
   if (a.indices.data() != nullptr) {
