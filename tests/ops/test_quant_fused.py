@@ -185,6 +185,21 @@ def test_quantized_linear_float_errors(device):
                 QOut(F32, (2, 3)), exc=ValueError)
 
 
+@pytest.mark.parametrize("in_dt", [np.int8, np.uint8])
+@pytest.mark.parametrize("m,k,n", [
+    (33, 520, 96),     # 16 rows and more, weights kept packed: rows broadcast against them
+    (20, 1040, 1024),  # weights over 1 MiB: packed rows, the weights read in place
+])
+def test_quantized_linear_many_rows(device, m, k, n, in_dt):
+    lo, hi = (-128, 127) if in_dt == np.int8 else (0, 255)
+    x = rand((m, k), in_dt, lo, hi + 1)
+    w, sums = weights(n, (k,))
+    ws = rand((n,), F32, 0.0005, 0.002)
+    bias = normal((n,), F32)
+    check(device, LINEAR, x, 0.02, (lo + hi) // 2 - 7, w, ws, sums, bias, 0.2, 3, -128, 127,
+          QOut(np.int8, (m, n)))
+
+
 @pytest.mark.parametrize("m,n", [(300, 40), (3, 600), (40, 250)])  # by rows; by channels
 def test_quantized_linear_threads(device, m, n):
     x = rand((m, 96), np.int8, -128, 128)

@@ -95,7 +95,8 @@ def case(device, shape, n, bits, blocks=1, bias=True, nnb=1, lo=-np.inf, hi=np.i
 
 
 @pytest.mark.parametrize("m,k,n", [(1, 1, 1), (1, 32, 8), (3, 7, 5), (17, 100, 70), (40, 64, 64),
-                                   (5, 256, 33), (1, 16400, 3)])
+                                   (5, 256, 33), (1, 16400, 3),
+                                   (20, 1040, 1024)])  # many rows, weights over 1 MiB
 def test_8bit_weights(device, m, k, n):
     case(device, (m, k), n, 8)
 
