@@ -2,7 +2,8 @@
 // dot-product kernel, the kernel on packed weights and the one on packed
 // activation rows (vector and, where the CPU has them, AMX tiles), against exact int64 sums, over
 // shapes that leave partial tiles, partial panels and depths that are not a multiple of 4 or 64,
-// int8 and uint8 activations with zero points, and extreme values. Operands are allocated to their
+// int8 and uint8 activations with zero points, and extreme values; and the
+// packed kernel's requantizing stores. Operands are allocated to their
 // exact size, so that a read past a row's end is caught under AddressSanitizer.
 
 #include <gtest/gtest.h>
@@ -13,6 +14,7 @@
 #include <vector>
 
 #include "pterun/backend/cpu/ops/quant_gemm.h"
+#include "pterun/backend/cpu/ops/quant_util.h"
 
 namespace pterun::cpu {
 namespace {
@@ -100,6 +102,34 @@ void run(const Case& c) {
     got.assign(want.size(), -1);
     product(summed, panels.data(), got.data(), c.n);
     EXPECT_EQ(got, want) << "qgemm_packed, row sums given" << how;
+  }
+
+  // Requantized in the stores (qgemm_packed_requant), against the exact
+  // sums requantized as requantize_run does: one rounding per multiply and
+  // add (volatile keeps the compiler from fusing them here), int8 and uint8.
+  std::uniform_real_distribution<float> unit(0.0f, 1.0f);
+  std::vector<float> mult(static_cast<size_t>(c.n)), bias(static_cast<size_t>(c.n));
+  for (int64_t j = 0; j < c.n; ++j) {
+    mult[static_cast<size_t>(j)] = 1e-4f + 1e-3f * unit(rng);
+    bias[static_cast<size_t>(j)] = 4.0f * unit(rng) - 2.0f;
+  }
+  for (bool out_unsigned : {false, true}) {
+    const int32_t lo = out_unsigned ? 0 : -128, hi = out_unsigned ? 255 : 127;
+    const float inv = 1.0f / 0.05f, zp = out_unsigned ? 128.0f : 3.0f;
+    std::vector<uint8_t> q(want.size(), 0xAA);
+    std::vector<uint8_t*> out_rows(static_cast<size_t>(c.m));
+    for (int64_t i = 0; i < c.m; ++i) out_rows[static_cast<size_t>(i)] = q.data() + i * c.n;
+    qgemm_packed_requant(
+        p, panels.data(),
+        {out_rows.data(), mult.data(), bias.data(), inv, zp, lo, hi, out_unsigned});
+    std::vector<uint8_t> expect(want.size());
+    for (size_t e = 0; e < want.size(); ++e) {
+      const size_t j = e % static_cast<size_t>(c.n);
+      const volatile float product = static_cast<float>(want[e]) * mult[j];
+      const int32_t v = requantize(product + bias[j], inv, zp, lo, hi);
+      expect[e] = static_cast<uint8_t>(v);
+    }
+    EXPECT_EQ(q, expect) << "qgemm_packed_requant" << (out_unsigned ? " uint8" : " int8");
   }
 
   std::vector<uint8_t> rows(static_cast<size_t>((c.m + 15) / 16 * panel_bytes));

@@ -16,6 +16,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <type_traits>
 
 #include "pterun/backend/cpu/engine/parallel.h"
 #include "pterun/backend/cpu/engine/x86_intrinsics.h"
@@ -433,6 +434,7 @@ void quantized_conv2d(KernelContext& ctx, const ops::QConv2dArgs& a) {
                                 sums_bytes + wide_bytes + slot * parallel_thread_index();
                    const uint8_t* windows[kPixelBlock];
                    int32_t window_sums[kPixelBlock];
+                   uint8_t* out_rows[kPixelBlock];
                    auto* cols = reinterpret_cast<uint8_t*>(mine);
                    auto* acc = reinterpret_cast<int32_t*>(mine + cols_bytes);
                    auto* tile = reinterpret_cast<Out*>(mine + cols_bytes + acc_bytes);
@@ -477,6 +479,20 @@ void quantized_conv2d(KernelContext& ctx, const ops::QConv2dArgs& a) {
                        const uint8_t* panels = pack + g * group_panels * panel_bytes;
                        if (amx_rows) {
                          qgemm_packed_amx(gemm, panels, acc, c.og);
+                       } else if (packed && o1 == 1) {
+                         // Channels innermost: each pixel's outputs requantized
+                         // in the product's stores, in place.
+                         Out* image = out + b * o0 + g * width;
+                         for (int64_t r = 0; r < rows; ++r) {
+                           const int64_t p = p0 + r;
+                           out_rows[r] = reinterpret_cast<uint8_t*>(image + (p / c.out_width) * o2 +
+                                                                    (p % c.out_width) * o3);
+                         }
+                         qgemm_packed_requant(
+                             gemm, panels,
+                             {out_rows, terms.mult + g * width, terms.bias + g * width, terms.inv,
+                              terms.zero_point, terms.lo, terms.hi, std::is_same_v<Out, uint8_t>});
+                         continue;
                        } else if (packed) {
                          qgemm_packed(gemm, panels, acc, c.og);
                        } else {

@@ -64,6 +64,28 @@ void qgemm_pack(const int8_t* w, int64_t ldw, int64_t n, int64_t k, bool shift12
 /// packing from a few rows of activations on.
 void qgemm_packed(const QGemm& p, const uint8_t* panels, int32_t* c, int64_t ldc);
 
+/// Where qgemm_packed_requant puts its outputs: row i's channel j (of the
+/// product's n) requantized as requantize_run does (quant_requant.h: the
+/// sum times mult[j], plus bias[j], times inv, rounded half to even, plus
+/// the zero point, clamped to [lo, hi]) as one byte, int8 or
+/// (is_unsigned) uint8, at rows[i] + j.
+struct QGemmOut {
+  uint8_t* const* rows;
+  const float* mult;
+  const float* bias;
+  float inv;
+  float zero_point;
+  int32_t lo;
+  int32_t hi;
+  bool is_unsigned;
+};
+
+/// qgemm_packed with the requantization in its stores (no int32 sums
+/// written and read back). AVX-512 VNNI builds only (qgemm_packs()); for p
+/// without gathered rows elsewhere (the sums through qgemm, then
+/// requantized).
+void qgemm_packed_requant(const QGemm& p, const uint8_t* panels, const QGemmOut& out);
+
 /// qgemm for few activation rows, packed once (so that rows shared by
 /// several products are packed once): `panels` holds p's rows as
 /// qgemm_pack made them (qgemm_panel_bytes(p.k) per 16 rows, shifted when

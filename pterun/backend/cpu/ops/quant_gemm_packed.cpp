@@ -14,10 +14,13 @@
 // through each row's sum of activations.
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
+#include <vector>
 
 #include "pterun/backend/cpu/engine/x86_intrinsics.h"
 #include "pterun/backend/cpu/ops/quant_gemm.h"
+#include "pterun/backend/cpu/ops/quant_util.h"
 
 namespace pterun::cpu {
 
@@ -125,7 +128,39 @@ struct Tile {
   int32_t* out;
   int64_t row_stride;
   int64_t lane_stride;
+  // Requantized stores instead of `out` (not transposed): row x's lane y
+  // to requant->rows[row0 + x] + col0 + y.
+  const QGemmOut* requant = nullptr;
+  int64_t row0 = 0;
+  int64_t col0 = 0;
 };
+
+/// The requantized stores (QGemmOut): the arithmetic of requantize_run,
+/// in the same order (this file is built with -ffp-contract=off).
+template <int R, int P>
+[[gnu::always_inline]] inline void requant_stores(const Tile& t, const __m512i (&acc)[R][P],
+                                                  const __mmask16 (&masks)[P]) {
+  const QGemmOut& o = *t.requant;
+  const __m512 inv = _mm512_set1_ps(o.inv), zp = _mm512_set1_ps(o.zero_point);
+  const __m512 lo = _mm512_set1_ps(static_cast<float>(o.lo));
+  const __m512 hi = _mm512_set1_ps(static_cast<float>(o.hi));
+#pragma GCC unroll 2
+  for (int q = 0; q < P; ++q) {
+    const int64_t j = t.col0 + 16 * q;
+    const __m512 mult = _mm512_maskz_loadu_ps(masks[q], o.mult + j);
+    const __m512 bias = _mm512_maskz_loadu_ps(masks[q], o.bias + j);
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+      __m512 y = _mm512_add_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(acc[r][q]), mult), bias);
+      y = _mm512_roundscale_ps(_mm512_mul_ps(y, inv),
+                               _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+      y = _mm512_min_ps(_mm512_max_ps(_mm512_add_ps(zp, y), lo), hi);  // max(NaN, lo) is lo
+      const __m512i v = _mm512_cvtps_epi32(y);
+      const __m128i b = o.is_unsigned ? _mm512_cvtusepi32_epi8(v) : _mm512_cvtsepi32_epi8(v);
+      _mm_mask_storeu_epi8(o.rows[t.row0 + r] + j, masks[q], b);
+    }
+  }
+}
 
 /// The transposed stores: lane y of row x to out[x * row_stride + y *
 /// lane_stride].
@@ -190,6 +225,10 @@ void tile(const Tile& t) {
   // One way out per instantiation (two would keep copies of the
   // accumulators through the loop).
   if constexpr (!Transposed) {
+    if (t.requant != nullptr) {
+      requant_stores<R, P>(t, acc, masks);
+      return;
+    }
 #pragma GCC unroll 8
     for (int r = 0; r < R; ++r) {
 #pragma GCC unroll 2
@@ -379,7 +418,10 @@ void qgemm_pixel_sums(const uint8_t* image, int64_t stride, int64_t groups, int6
   }
 }
 
-void qgemm_packed(const QGemm& p, const uint8_t* panels, int32_t* c, int64_t ldc) {
+namespace {
+
+void packed_tiles(const QGemm& p, const uint8_t* panels, int32_t* c, int64_t ldc,
+                  const QGemmOut* requant) {
   // Activation rows broadcast against weight panels: int8 activations are
   // the signed operand (flip), the shift they owe 128 * sum_k a per row.
   const bool flip = !p.a_unsigned, gather = p.a_rows != nullptr;
@@ -394,9 +436,19 @@ void qgemm_packed(const QGemm& p, const uint8_t* panels, int32_t* c, int64_t ldc
       tile_fn(flip, false, gather, rows,
               cols)({gather ? nullptr : p.a + i0 * p.lda, p.lda, gather ? p.a_rows + i0 : nullptr,
                      p.a_groups, p.k, panels + j0 / 16 * panel_bytes, panel_bytes, cols, base, owed,
-                     c + i0 * ldc + j0, ldc, 1});
+                     requant != nullptr ? nullptr : c + i0 * ldc + j0, ldc, 1, requant, i0, j0});
     }
   }
+}
+
+}  // namespace
+
+void qgemm_packed(const QGemm& p, const uint8_t* panels, int32_t* c, int64_t ldc) {
+  packed_tiles(p, panels, c, ldc, nullptr);
+}
+
+void qgemm_packed_requant(const QGemm& p, const uint8_t* panels, const QGemmOut& out) {
+  packed_tiles(p, panels, nullptr, 0, &out);
 }
 
 void qgemm_rows_on_panels(const QGemm& p, const uint8_t* buffer, int32_t* c, int64_t ldc) {
@@ -428,6 +480,24 @@ void qgemm_packed(const QGemm& p, const uint8_t* /*panels*/, int32_t* c, int64_t
   qgemm(p, c, ldc);  // no packed kernel in this build (qgemm_packs() is false)
 }
 
+void qgemm_packed_requant(const QGemm& p, const uint8_t* /*panels*/, const QGemmOut& out) {
+  // No packed kernel in this build: the sums row by row, then requantized.
+  thread_local std::vector<int32_t> sums;
+  sums.resize(static_cast<size_t>(p.n));
+  for (int64_t i = 0; i < p.m; ++i) {
+    QGemm row = p;
+    row.a = p.a + i * p.lda;
+    row.m = 1;
+    qgemm(row, sums.data(), p.n);
+    for (int64_t j = 0; j < p.n; ++j) {
+      const float y = static_cast<float>(sums[j]) * out.mult[j] + out.bias[j];
+      const int32_t q = requantize(y, out.inv, out.zero_point, out.lo, out.hi);
+      out.rows[i][j] =
+          out.is_unsigned ? static_cast<uint8_t>(q) : static_cast<uint8_t>(static_cast<int8_t>(q));
+    }
+  }
+}
+
 void qgemm_blocks(const QBlockGemm& p) {  // plain loops over the panels' layout
   const int64_t panel_bytes = qgemm_panel_bytes(p.k);
   for (int64_t i = 0; i < p.m; ++i) {
@@ -439,7 +509,9 @@ void qgemm_blocks(const QBlockGemm& p) {  // plain loops over the panels' layout
         for (int64_t e = b * p.bs; e < (b + 1) * p.bs; ++e) {
           sum += int32_t{p.a[i * p.lda + e]} * panel[e / 4 * 64 + j % 16 * 4 + e % 4];
         }
-        total += static_cast<float>(sum) * p.scales[b * p.ld_scales + j];
+        // One rounding, as the vector kernel's fused multiply-add (this
+        // file is built with -ffp-contract=off).
+        total = std::fma(static_cast<float>(sum), p.scales[b * p.ld_scales + j], total);
       }
       p.c[i * p.ldc + j] = total;
     }
