@@ -200,28 +200,32 @@ void tile(const Tile& t) {
   const int64_t whole = t.k / 4, ld = t.ld;
   const uint8_t* a = t.rows;
   int32_t b[R];
-  // Groups 0..whole, the last one the fewer than 4 inputs left (or none:
-  // zeros), in one loop of one entry and one exit: GCC keeps the
+  // Gathered rows: k is whole groups, one step each (a step of zeros
+  // after them was a tenth of a three-channel stem's steps). Rows in
+  // place: groups 0..whole, the last one the fewer than 4 inputs left (or
+  // none: zeros), in one loop of one entry and one exit: GCC keeps the
   // accumulators in place through such a loop (not through a loop and a
   // step after it, where it copies all of them every iteration).
-  int64_t g = 0;
-  do {
-    if constexpr (Gather) {  // k is whole groups: the last step adds zeros
-      const int64_t at = g < whole ? t.groups[g] : 0;
+  if constexpr (Gather) {
+    for (int64_t g = 0; g < whole; ++g) {
+      const int64_t at = t.groups[g];
 #pragma GCC unroll 8
-      for (int r = 0; r < R; ++r) {
-        b[r] = 0;
-        if (g < whole) std::memcpy(&b[r], t.row_ptrs[r] + at, 4);
-      }
-    } else if (g < whole) {
-#pragma GCC unroll 8
-      for (int r = 0; r < R; ++r) std::memcpy(&b[r], a + r * ld + 4 * g, 4);
-    } else {
-#pragma GCC unroll 8
-      for (int r = 0; r < R; ++r) b[r] = tail(a + r * ld, t.k);
+      for (int r = 0; r < R; ++r) std::memcpy(&b[r], t.row_ptrs[r] + at, 4);
+      step<R, P, Flip>(acc, t.panels, t.panel_bytes, g, b);
     }
-    step<R, P, Flip>(acc, t.panels, t.panel_bytes, g, b);
-  } while (g++ < whole);
+  } else {
+    int64_t g = 0;
+    do {
+      if (g < whole) {
+#pragma GCC unroll 8
+        for (int r = 0; r < R; ++r) std::memcpy(&b[r], a + r * ld + 4 * g, 4);
+      } else {
+#pragma GCC unroll 8
+        for (int r = 0; r < R; ++r) b[r] = tail(a + r * ld, t.k);
+      }
+      step<R, P, Flip>(acc, t.panels, t.panel_bytes, g, b);
+    } while (g++ < whole);
+  }
   // One way out per instantiation (two would keep copies of the
   // accumulators through the loop).
   if constexpr (!Transposed) {
