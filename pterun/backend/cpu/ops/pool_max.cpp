@@ -432,14 +432,36 @@ bool max_pool_rows_values(KernelContext& ctx, const ops::MaxPoolArgs& a) {
 /// max_pool_channels_last_rows keeps on its stack.
 constexpr int64_t kMaxChannelsLastRow = 16384;
 
-/// dst[i] = take_max_value(dst[i], src[i]) over n floats, eight at a time.
-inline void max_into(float* dst, const float* src, int64_t n) {
+/// Most window rows or columns max_pool_channels_last_rows takes.
+constexpr int kMaxWindowSide = 64;
+
+typedef float V16f __attribute__((vector_size(64)));
+
+/// dst[i] = the largest of srcs[0][i] .. srcs[count - 1][i] for i < n,
+/// NaN where any of them is NaN (count >= 1). Sixteen floats at a time: a
+/// plain maximum per source and NaN noted beside it, one select at the end.
+inline void max_of(float* dst, const float* const* srcs, int count, int64_t n) {
   int64_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    const V8f m = take_max_value(lanes_load(dst + i), lanes_load(src + i));
-    std::memcpy(dst + i, &m, sizeof m);
+  for (; i + 16 <= n; i += 16) {
+    V16f best, v;
+    std::memcpy(&best, srcs[0] + i, sizeof best);
+    auto nan = best != best;
+    for (int s = 1; s < count; ++s) {
+      std::memcpy(&v, srcs[s] + i, sizeof v);
+      best = v > best ? v : best;
+      nan |= v != v;
+    }
+    best = nan ? V16f{} + std::numeric_limits<float>::quiet_NaN() : best;
+    std::memcpy(dst + i, &best, sizeof best);
   }
-  for (; i < n; ++i) dst[i] = (src[i] > dst[i]) | (src[i] != src[i]) ? src[i] : dst[i];
+  for (; i < n; ++i) {
+    float best = srcs[0][i];
+    for (int s = 1; s < count; ++s) {
+      const float v = srcs[s][i];
+      best = (v > best) | (v != v) ? v : best;
+    }
+    dst[i] = best;
+  }
 }
 
 /// Values of float max pooling of a channels-last input with dense pixels
@@ -448,9 +470,8 @@ inline void max_into(float* dst, const float* src, int64_t n) {
 /// padded row (-inf outside the input), then for each output pixel the
 /// maximum of its window's columns of that row. A 3x3 window reads each
 /// value of the row 3 times instead of each input value 9 times through a
-/// list of taps. NaN anywhere in a window gives NaN (take_max_value keeps a
-/// NaN it has taken). False (nothing done) when the layout or the width
-/// does not suit.
+/// list of taps. NaN anywhere in a window gives NaN. False (nothing done)
+/// when the layout, the width or the window does not suit.
 bool max_pool_channels_last_rows(KernelContext& ctx, const ops::MaxPoolArgs& a) {
   const Window& w = a.w;
   const Planes& g = a.g;
@@ -459,37 +480,37 @@ bool max_pool_channels_last_rows(KernelContext& ctx, const ops::MaxPoolArgs& a) 
   const int64_t span = starts + (w.k[1] - 1) * w.d[1];  // padded pixels read
   const int64_t width = std::max(span, w.p[1] + g.iw);  // padded pixels held
   if (a.in.dtype() != DType::Float32 || !g.channels_inner || g.in[1] != 1 || g.out[1] != 1 ||
-      g.in[3] != c || width * c > kMaxChannelsLastRow) {
+      g.in[3] != c || width * c > kMaxChannelsLastRow || w.k[0] > kMaxWindowSide ||
+      w.k[1] > kMaxWindowSide) {
     return false;
   }
   const float* src = a.in.data_as<const float>();
   float* dst = a.out.data_as<float>();
   const float lowest = -std::numeric_limits<float>::infinity();
-  const int64_t sw = w.s[1], kw = w.k[1], dw = w.d[1];
+  const int64_t sw = w.s[1], dw = w.d[1];
+  const int kw = static_cast<int>(w.k[1]);
   cpu::parallel_for(ctx, g.n * g.oh, (w.k[0] + w.k[1]) * c * g.iw, [&](int64_t b, int64_t e) {
     alignas(64) float row[kMaxChannelsLastRow];
     std::fill(row, row + width * c, lowest);  // the padding stays -inf
     float* interior = row + w.p[1] * c;
+    const float* taps[kMaxWindowSide];
     for (int64_t item = b; item < e; ++item) {
       const int64_t oy = item % g.oh, n = item / g.oh;
-      bool first = true;
+      int count = 0;
       for (int64_t ky = 0; ky < w.k[0]; ++ky) {
         const int64_t y = oy * w.s[0] - w.p[0] + ky * w.d[0];
-        if (y < 0 || y >= g.ih) continue;
-        const float* in = src + n * g.in[0] + y * g.in[2];
-        if (first) {
-          std::copy(in, in + g.iw * c, interior);
-        } else {
-          max_into(interior, in, g.iw * c);
-        }
-        first = false;
+        if (y >= 0 && y < g.ih) taps[count++] = src + n * g.in[0] + y * g.in[2];
       }
-      if (first) std::fill(interior, interior + g.iw * c, lowest);
+      if (count == 0) {
+        std::fill(interior, interior + g.iw * c, lowest);
+      } else {
+        max_of(interior, taps, count, g.iw * c);
+      }
       float* o = dst + n * g.out[0] + oy * g.out[2];
       for (int64_t ox = 0; ox < g.ow; ++ox, o += g.out[3]) {
         const float* p = row + ox * sw * c;
-        std::copy(p, p + c, o);
-        for (int64_t kx = 1; kx < kw; ++kx) max_into(o, p + kx * dw * c, c);
+        for (int kx = 0; kx < kw; ++kx) taps[kx] = p + kx * dw * c;
+        max_of(o, taps, kw, c);
       }
     }
   });
