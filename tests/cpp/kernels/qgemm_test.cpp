@@ -121,7 +121,7 @@ void run(const Case& c) {
     for (int64_t i = 0; i < c.m; ++i) out_rows[static_cast<size_t>(i)] = q.data() + i * c.n;
     qgemm_packed_requant(
         p, panels.data(),
-        {out_rows.data(), mult.data(), bias.data(), inv, zp, lo, hi, out_unsigned});
+        {out_rows.data(), {mult.data(), bias.data(), inv, zp, lo, hi}, out_unsigned});
     std::vector<uint8_t> expect(want.size());
     for (size_t e = 0; e < want.size(); ++e) {
       const size_t j = e % static_cast<size_t>(c.n);

@@ -464,6 +464,18 @@ inline void max_of(float* dst, const float* const* srcs, int count, int64_t n) {
   }
 }
 
+/// The rows of image n of a float channels-last input that output row oy's
+/// window reads inside the input, into `rows`; returns how many.
+inline int window_rows(const Window& w, const Planes& g, const float* src, int64_t n, int64_t oy,
+                       const float** rows) {
+  int count = 0;
+  for (int64_t ky = 0; ky < w.k[0]; ++ky) {
+    const int64_t y = oy * w.s[0] - w.p[0] + ky * w.d[0];
+    if (y >= 0 && y < g.ih) rows[count++] = src + n * g.in[0] + y * g.in[2];
+  }
+  return count;
+}
+
 /// Values of float max pooling of a channels-last input with dense pixels
 /// (channels contiguous, pixels c floats apart), separably: for each output
 /// row, the maximum of its window rows over every pixel and channel into a
@@ -496,11 +508,7 @@ bool max_pool_channels_last_rows(KernelContext& ctx, const ops::MaxPoolArgs& a) 
     const float* taps[kMaxWindowSide];
     for (int64_t item = b; item < e; ++item) {
       const int64_t oy = item % g.oh, n = item / g.oh;
-      int count = 0;
-      for (int64_t ky = 0; ky < w.k[0]; ++ky) {
-        const int64_t y = oy * w.s[0] - w.p[0] + ky * w.d[0];
-        if (y >= 0 && y < g.ih) taps[count++] = src + n * g.in[0] + y * g.in[2];
-      }
+      const int count = window_rows(w, g, src, n, oy, taps);
       if (count == 0) {
         std::fill(interior, interior + g.iw * c, lowest);
       } else {
@@ -537,11 +545,7 @@ bool max_pool_channels_last_values(KernelContext& ctx, const ops::MaxPoolArgs& a
     const float* taps[kMaxChannelsLastTaps];
     for (int64_t item = b; item < e; ++item) {
       const int64_t oy = item % g.oh, n = item / g.oh;
-      int64_t row_count = 0;
-      for (int64_t ky = 0; ky < w.k[0]; ++ky) {
-        const int64_t y = oy * w.s[0] - w.p[0] + ky * w.d[0];
-        if (y >= 0 && y < g.ih) rows[row_count++] = src + n * g.in[0] + y * g.in[2];
-      }
+      const int64_t row_count = window_rows(w, g, src, n, oy, rows);
       float* o = dst + n * g.out[0] + oy * g.out[2];
       for (int64_t ox = 0; ox < g.ow; ++ox, o += g.out[3]) {
         const int64_t x0 = ox * w.s[1] - w.p[1];

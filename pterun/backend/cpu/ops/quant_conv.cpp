@@ -488,10 +488,11 @@ void quantized_conv2d(KernelContext& ctx, const ops::QConv2dArgs& a) {
                            out_rows[r] = reinterpret_cast<uint8_t*>(image + (p / c.out_width) * o2 +
                                                                     (p % c.out_width) * o3);
                          }
-                         qgemm_packed_requant(
-                             gemm, panels,
-                             {out_rows, terms.mult + g * width, terms.bias + g * width, terms.inv,
-                              terms.zero_point, terms.lo, terms.hi, std::is_same_v<Out, uint8_t>});
+                         qgemm_packed_requant(gemm, panels,
+                                              {out_rows,
+                                               {terms.mult + g * width, terms.bias + g * width,
+                                                terms.inv, terms.zero_point, terms.lo, terms.hi},
+                                               std::is_same_v<Out, uint8_t>});
                          continue;
                        } else if (packed) {
                          qgemm_packed(gemm, panels, acc, c.og);

@@ -64,19 +64,26 @@ void qgemm_pack(const int8_t* w, int64_t ldw, int64_t n, int64_t k, bool shift12
 /// packing from a few rows of activations on.
 void qgemm_packed(const QGemm& p, const uint8_t* panels, int32_t* c, int64_t ldc);
 
-/// Where qgemm_packed_requant puts its outputs: row i's channel j (of the
-/// product's n) requantized as requantize_run does (quant_requant.h: the
-/// sum times mult[j], plus bias[j], times inv, rounded half to even, plus
-/// the zero point, clamped to [lo, hi]) as one byte, int8 or
-/// (is_unsigned) uint8, at rows[i] + j.
-struct QGemmOut {
-  uint8_t* const* rows;
+/// The requantization of a product's int32 sums (quant_requant.h): per
+/// output channel the multiplier input_scale * weight_scale and the bias,
+/// as float32; the output's reciprocal scale, zero point and clamp.
+struct Requant {
   const float* mult;
   const float* bias;
   float inv;
   float zero_point;
   int32_t lo;
   int32_t hi;
+};
+
+/// Where qgemm_packed_requant puts its outputs: row i's channel j (of the
+/// product's n) requantized by `terms` (from its channel j) as
+/// requantize_run does (the sum times mult[j], plus bias[j], times inv,
+/// rounded half to even, plus the zero point, clamped to [lo, hi]) as one
+/// byte, int8 or (is_unsigned) uint8, at rows[i] + j.
+struct QGemmOut {
+  uint8_t* const* rows;
+  Requant terms;
   bool is_unsigned;
 };
 

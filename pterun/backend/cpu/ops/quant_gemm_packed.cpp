@@ -141,14 +141,15 @@ template <int R, int P>
 [[gnu::always_inline]] inline void requant_stores(const Tile& t, const __m512i (&acc)[R][P],
                                                   const __mmask16 (&masks)[P]) {
   const QGemmOut& o = *t.requant;
-  const __m512 inv = _mm512_set1_ps(o.inv), zp = _mm512_set1_ps(o.zero_point);
-  const __m512 lo = _mm512_set1_ps(static_cast<float>(o.lo));
-  const __m512 hi = _mm512_set1_ps(static_cast<float>(o.hi));
+  const Requant& rq = o.terms;
+  const __m512 inv = _mm512_set1_ps(rq.inv), zp = _mm512_set1_ps(rq.zero_point);
+  const __m512 lo = _mm512_set1_ps(static_cast<float>(rq.lo));
+  const __m512 hi = _mm512_set1_ps(static_cast<float>(rq.hi));
 #pragma GCC unroll 2
   for (int q = 0; q < P; ++q) {
     const int64_t j = t.col0 + 16 * q;
-    const __m512 mult = _mm512_maskz_loadu_ps(masks[q], o.mult + j);
-    const __m512 bias = _mm512_maskz_loadu_ps(masks[q], o.bias + j);
+    const __m512 mult = _mm512_maskz_loadu_ps(masks[q], rq.mult + j);
+    const __m512 bias = _mm512_maskz_loadu_ps(masks[q], rq.bias + j);
 #pragma GCC unroll 8
     for (int r = 0; r < R; ++r) {
       __m512 y = _mm512_add_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(acc[r][q]), mult), bias);
@@ -494,8 +495,9 @@ void qgemm_packed_requant(const QGemm& p, const uint8_t* /*panels*/, const QGemm
     row.m = 1;
     qgemm(row, sums.data(), p.n);
     for (int64_t j = 0; j < p.n; ++j) {
-      const float y = static_cast<float>(sums[j]) * out.mult[j] + out.bias[j];
-      const int32_t q = requantize(y, out.inv, out.zero_point, out.lo, out.hi);
+      const Requant& rq = out.terms;
+      const float y = static_cast<float>(sums[j]) * rq.mult[j] + rq.bias[j];
+      const int32_t q = requantize(y, rq.inv, rq.zero_point, rq.lo, rq.hi);
       out.rows[i][j] =
           out.is_unsigned ? static_cast<uint8_t>(q) : static_cast<uint8_t>(static_cast<int8_t>(q));
     }

@@ -11,23 +11,13 @@
 #include <type_traits>
 
 #include "pterun/backend/cpu/engine/x86_intrinsics.h"
+#include "pterun/backend/cpu/ops/quant_gemm.h"
 #include "pterun/backend/cpu/ops/quant_util.h"
 #include "pterun/core/tensor.h"
 #include "pterun/ops/quant.h"
 #include "pterun/ops/quant_checks.h"
 
 namespace pterun::cpu {
-
-/// Per output channel: the multiplier input_scale * weight_scale and the
-/// bias, as float32; and the output's reciprocal scale and zero point.
-struct Requant {
-  const float* mult;
-  const float* bias;
-  float inv;
-  float zero_point;
-  int32_t lo;
-  int32_t hi;
-};
 
 inline Requant requant_terms(const ops::Requantize& rq, int64_t n, void* memory) {
   auto* mult = static_cast<float*>(memory);
