@@ -188,6 +188,7 @@ def test_quantized_linear_float_errors(device):
 @pytest.mark.parametrize("in_dt", [np.int8, np.uint8])
 @pytest.mark.parametrize("m,k,n", [
     (33, 520, 96),     # 16 rows and more, weights kept packed: rows broadcast against them
+    (33, 520, 24),     # the same below AMX's 32 channels (the vector kernel on any CPU)
     (20, 1040, 1024),  # weights over 1 MiB: packed rows, the weights read in place
 ])
 def test_quantized_linear_many_rows(device, m, k, n, in_dt):

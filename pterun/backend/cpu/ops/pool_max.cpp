@@ -482,8 +482,10 @@ inline int window_rows(const Window& w, const Planes& g, const float* src, int64
 /// padded row (-inf outside the input), then for each output pixel the
 /// maximum of its window's columns of that row. A 3x3 window reads each
 /// value of the row 3 times instead of each input value 9 times through a
-/// list of taps. NaN anywhere in a window gives NaN. False (nothing done)
-/// when the layout, the width or the window does not suit.
+/// list of taps. NaN anywhere in a window gives NaN. Of equal values the
+/// one kept may not be the window's first (only -0 beside +0 can tell),
+/// as in max_pool_rows_values. False (nothing done) when the layout, the
+/// width or the window does not suit.
 bool max_pool_channels_last_rows(KernelContext& ctx, const ops::MaxPoolArgs& a) {
   const Window& w = a.w;
   const Planes& g = a.g;

@@ -21,6 +21,7 @@
 #include "pterun/backend/cpu/engine/x86_intrinsics.h"
 #include "pterun/backend/cpu/ops/quant_gemm.h"
 #include "pterun/backend/cpu/ops/quant_util.h"
+#include "pterun/core/error.h"
 
 namespace pterun::cpu {
 
@@ -486,7 +487,10 @@ void qgemm_packed(const QGemm& p, const uint8_t* /*panels*/, int32_t* c, int64_t
 }
 
 void qgemm_packed_requant(const QGemm& p, const uint8_t* /*panels*/, const QGemmOut& out) {
-  // No packed kernel in this build: the sums row by row, then requantized.
+  // No packed kernel in this build: the sums row by row, then requantized
+  // (rows read in place only: callers gather rows only where qgemm_packs()).
+  PTERUN_CHECK(p.a_rows == nullptr, ErrorCode::Internal,
+               "qgemm_packed_requant: gathered rows need the packed kernel");
   thread_local std::vector<int32_t> sums;
   sums.resize(static_cast<size_t>(p.n));
   for (int64_t i = 0; i < p.m; ++i) {
