@@ -53,7 +53,8 @@ struct MatmulBackend {
                std::span<const int64_t> src_strides, std::span<const int64_t> sizes,
                size_t element_size);
   /// Whether `gemm` takes GemmProblem::clamp (the CPU: on rows still in
-  /// cache, without a step of its own).
+  /// cache, without a step of its own; CUDA: [0, inf) in cuBLASLt's ReLU
+  /// epilogue, other bounds by a clamp kernel after the product).
   bool clamps = false;
 };
 

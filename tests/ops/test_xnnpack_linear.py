@@ -7,7 +7,8 @@ others (the matrix-vector kernel of a few rows, oneDNN's larger
 products); float16 and bfloat16 clamp in an elementwise step. Cases: each of
 those paths, both filter layouts, bounded, one-sided and no clamps, NaN
 kept through the clamp, leading dims, two threads. On CUDA the same cases
-against the CPU."""
+against the CPU (there a clamp to [0, inf) with a bias is cuBLASLt's ReLU
+epilogue, any other a clamp kernel after the product)."""
 
 import numpy as np
 import pytest
@@ -63,9 +64,11 @@ def test_float32_paths_and_clamps(device, m, k, n, transpose, lo, hi):
     case(device, (m, k), n, transpose=transpose, lo=lo, hi=hi)
 
 
+@pytest.mark.parametrize("lo,hi", [(0.0, 6.0), (0.0, np.inf)])
 @pytest.mark.parametrize("m,k,n", [(4, 64, 64), (2, 64, 48), (64, 128, 96)])
-def test_nan_stays_nan_through_the_clamp(device, m, k, n):
-    out = case(device, (m, k), n, lo=0.0, hi=6.0, nan_at=1)
+def test_nan_stays_nan_through_the_clamp(device, m, k, n, lo, hi):
+    """[0, inf) is cuBLASLt's ReLU epilogue on CUDA: NaN must stay NaN there too."""
+    out = case(device, (m, k), n, lo=lo, hi=hi, nan_at=1)
     if out is not None:
         got = np.asarray(out[0])
         assert np.isnan(got[1]).all() and not np.isnan(np.delete(got, 1, axis=0)).any()

@@ -11,11 +11,17 @@
 // row is added by cuBLASLt's bias epilogue when C is written in place
 // (matmul_lt.h); else it, or beta * C, is put into C before the product
 // (beta = 1 / beta).
+// A float32 clamp (GemmProblem::clamp, an XNNPACK FullyConnected node's
+// output bounds) to [0, inf) rides in cuBLASLt's ReLU epilogue with the
+// bias; any other clamp, or a product cuBLASLt does not take, is one
+// clamp kernel over C after the product.
 // f64, integers (wrapping, like the CPU) and k = 0 take a simple tiled
 // kernel.
 
+#include <algorithm>
 #include <climits>
 #include <cstdint>
+#include <limits>
 
 #include "pterun/backend/cuda/cuda_context.h"
 #include "pterun/backend/cuda/device/nn_device.cuh"
@@ -136,6 +142,34 @@ void simple_gemm(kernels::KernelContext& ctx, const ops::GemmProblem& p, const c
   check_launch(op);
 }
 
+// ---- output clamp (GemmProblem::clamp) -----------------------------------------
+
+/// c[b, i, j] clamped to [lo, hi] in place, NaN kept (float32).
+__global__ void clamp_kernel(float* c, int64_t m, int64_t n, int64_t bs, int64_t rs, int64_t cs,
+                             int64_t total, float lo, float hi) {
+  for (int64_t e = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; e < total;
+       e += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t j = e % n, i = (e / n) % m, b = e / (n * m);
+    float& v = c[b * bs + i * rs + j * cs];
+    v = v < lo ? lo : v;
+    v = v > hi ? hi : v;
+  }
+}
+
+void clamp_output(kernels::KernelContext& ctx, const ops::GemmProblem& p, const char* op) {
+  const int64_t total = p.batch * p.m * p.n;
+  const int blocks = static_cast<int>(std::min<int64_t>((total + 255) / 256, 4096));
+  clamp_kernel<<<blocks, 256, 0, stream(ctx)>>>(
+      static_cast<float*>(const_cast<void*>(p.c.data)), p.m, p.n, p.c.batch_stride,
+      p.c.row_stride, p.c.col_stride, total, p.clamp_lo, p.clamp_hi);
+  check_launch(op);
+}
+
+/// Whether the clamp is a ReLU (cuBLASLt's epilogue takes it).
+bool relu_clamp(const ops::GemmProblem& p) {
+  return p.clamp && p.clamp_lo == 0.0f && p.clamp_hi == std::numeric_limits<float>::infinity();
+}
+
 // ---- cuBLAS ------------------------------------------------------------------
 
 /// A row-major R x C operand (strides rs, cs) seen by cuBLAS as its
@@ -178,7 +212,8 @@ bool fits_int(int64_t v) {
   return v >= 0 && v <= INT_MAX;
 }
 
-void cublas_gemm(kernels::KernelContext& ctx, const ops::GemmProblem& p, const char* op) {
+/// True when the product's epilogue clamped C (GemmProblem::clamp).
+bool cublas_gemm(kernels::KernelContext& ctx, const ops::GemmProblem& p, const char* op) {
   const size_t es = element_size(p.dtype);
   const int64_t batch = p.batch, m = p.m, k = p.k, n = p.n;
   ColMajor ca = as_transposed(m, k, p.a.row_stride, p.a.col_stride);
@@ -223,8 +258,9 @@ void cublas_gemm(kernels::KernelContext& ctx, const ops::GemmProblem& p, const c
   // op(A^T) + bias down the columns).
   if (p.bias != nullptr && batch == 1 && c_direct &&
       lt_gemm_bias(ctx, t, gemm_compute(ctx, p.dtype), n, m, k, {b.data, cb.op, cb.ld},
-                   {a.data, ca.op, ca.ld}, const_cast<void*>(c.data), cc.ld, p.bias, alpha)) {
-    return;
+                   {a.data, ca.op, ca.ld}, const_cast<void*>(c.data), cc.ld, p.bias, alpha,
+                   relu_clamp(p))) {
+    return relu_clamp(p);
   }
   float beta = 0.0f;
   if (p.bias != nullptr) {
@@ -251,6 +287,7 @@ void cublas_gemm(kernels::KernelContext& ctx, const ops::GemmProblem& p, const c
         c.batch_stride, static_cast<int>(batch), gemm_compute(ctx, p.dtype), CUBLAS_GEMM_DEFAULT));
   }
   if (!c_direct) copy_view(ctx, p.c, c, batch, m, n, es);
+  return false;
 }
 
 }  // namespace
@@ -285,11 +322,15 @@ void cuda_gemm(kernels::KernelContext& ctx, const ops::GemmProblem& p, const cha
   const bool blas =
       (p.dtype == DType::Float32 || p.dtype == DType::Float16 || p.dtype == DType::BFloat16) &&
       p.k > 0;
+  PTERUN_CHECK(!p.clamp || p.dtype == DType::Float32, ErrorCode::Internal, op,
+               ": a clamped product must be float32");
+  bool clamped = false;
   if (blas) {
-    cublas_gemm(ctx, p, op);
+    clamped = cublas_gemm(ctx, p, op);
   } else {
     simple_gemm(ctx, p, op);  // the front-end admits RealHBF16 only
   }
+  if (p.clamp && !clamped) clamp_output(ctx, p, op);
 }
 
 }  // namespace pterun::cuda::nn
@@ -297,7 +338,8 @@ void cuda_gemm(kernels::KernelContext& ctx, const ops::GemmProblem& p, const cha
 namespace pterun::kernels::cuda_ops {
 
 const ops::MatmulBackend& matmul_backend() {
-  static constexpr ops::MatmulBackend kMatmul{&cuda::nn::cuda_gemm, &cuda::nn::cuda_copy};
+  static constexpr ops::MatmulBackend kMatmul{&cuda::nn::cuda_gemm, &cuda::nn::cuda_copy,
+                                              /*clamps=*/true};
   return kMatmul;
 }
 

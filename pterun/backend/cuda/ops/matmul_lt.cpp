@@ -23,7 +23,7 @@ struct Key {
   int type;
   int compute;
   int op_a, op_b;
-  int unused;  // keeps the 64-bit fields aligned without padding
+  int relu;  // the epilogue (keeps the 64-bit fields aligned without padding)
   int64_t rows, cols, k, lda, ldb, ldd;
   uint32_t align_a, align_b, align_d, align_bias;
 };
@@ -50,14 +50,14 @@ void layout(cublasLtMatrixLayoutOpaque_t& storage, cudaDataType_t type, cublasOp
 
 bool lt_gemm_bias(kernels::KernelContext& ctx, cudaDataType_t type, cublasComputeType_t compute,
                   int64_t rows, int64_t cols, int64_t k, const LtOperand& a, const LtOperand& b,
-                  void* d, int64_t ldd, const void* bias, float alpha) {
+                  void* d, int64_t ldd, const void* bias, float alpha, bool relu) {
   const CublasLt lt = cublas_lt(ctx);
 
   cublasLtMatmulDescOpaque_t desc;
   PTERUN_CUBLAS_CHECK(cublasLtMatmulDescInit(&desc, compute, CUDA_R_32F));
   set(&desc, CUBLASLT_MATMUL_DESC_TRANSA, &a.op, sizeof(a.op));
   set(&desc, CUBLASLT_MATMUL_DESC_TRANSB, &b.op, sizeof(b.op));
-  const cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_BIAS;
+  const cublasLtEpilogue_t epilogue = relu ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_BIAS;
   set(&desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof(epilogue));
   set(&desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias));
   cublasLtMatrixLayoutOpaque_t la, lb, ld;
@@ -72,6 +72,7 @@ bool lt_gemm_bias(kernels::KernelContext& ctx, cudaDataType_t type, cublasComput
   key.compute = static_cast<int>(compute);
   key.op_a = static_cast<int>(a.op);
   key.op_b = static_cast<int>(b.op);
+  key.relu = relu ? 1 : 0;
   key.rows = rows;
   key.cols = cols;
   key.k = k;

@@ -3,7 +3,9 @@
 // Matrix products with an epilogue, through cuBLASLt: the bias row of
 // addmm and linear is added by the product itself (CUBLASLT_EPILOGUE_BIAS)
 // instead of being copied into the output first and accumulated (one
-// kernel instead of two).
+// kernel instead of two), and a ReLU after it where asked
+// (CUBLASLT_EPILOGUE_RELU_BIAS: an XNNPACK FullyConnected node's clamp to
+// [0, inf), without a pass of its own).
 
 #include <cublas_v2.h>
 #include <library_types.h>
@@ -25,11 +27,12 @@ struct LtOperand {
 /// op(B) + bias, bias a vector of `rows` elements of D's type, added to
 /// every column; A is rows x k after op, B k x cols. `compute` is the
 /// cuBLAS compute type (float32 accumulation, TF32 inputs where allowed).
-/// False when cuBLASLt offers no algorithm for the problem (then nothing
+/// `relu`: D = max(D, 0) after the bias, NaN kept (tests/ops/test_xnnpack_linear.py
+/// checks that on the GPU). False when cuBLASLt offers no algorithm for the problem (then nothing
 /// ran). The algorithm is chosen once per problem shape and alignment and
 /// kept for the process.
 bool lt_gemm_bias(kernels::KernelContext& ctx, cudaDataType_t type, cublasComputeType_t compute,
                   int64_t rows, int64_t cols, int64_t k, const LtOperand& a, const LtOperand& b,
-                  void* d, int64_t ldd, const void* bias, float alpha);
+                  void* d, int64_t ldd, const void* bias, float alpha, bool relu = false);
 
 }  // namespace pterun::cuda::nn
