@@ -166,5 +166,89 @@ TEST(Qgemm, ExtremeValuesOverLongRows) {
   }
 }
 
+TEST(Qgemm, GatheredWindowsMatchExactSums) {
+  // Rows read through a_rows / a_groups (a convolution's windows in place):
+  // row i's group q is the 4 bytes at rows[i] + groups[q]. Here a 3x3
+  // window of 8-channel pixels over a 9x10 image, rows at scattered pixels.
+  if (!qgemm_packs()) GTEST_SKIP() << "no packed kernel in this build";
+  const int64_t width = 10, height = 9, channels = 8, taps = 9;
+  const int64_t k = taps * channels;
+  std::vector<int32_t> groups;
+  for (int64_t ky = 0; ky < 3; ++ky) {
+    for (int64_t kx = 0; kx < 3; ++kx) {
+      for (int64_t c = 0; c < channels; c += 4) {
+        groups.push_back(static_cast<int32_t>((ky * width + kx) * channels + c));
+      }
+    }
+  }
+  std::mt19937 rng(7);
+  std::uniform_int_distribution<int> byte(0, 255);
+  std::uniform_real_distribution<float> unit(0.0f, 1.0f);
+  std::vector<uint8_t> image(static_cast<size_t>(height * width * channels));
+  for (auto& v : image) v = static_cast<uint8_t>(byte(rng));
+  for (bool a_unsigned : {false, true}) {
+    for (int64_t m : {1, 7, 8, 13, 32}) {
+      for (int64_t n : {5, 16, 40}) {
+        SCOPED_TRACE("m " + std::to_string(m) + " n " + std::to_string(n) +
+                     (a_unsigned ? " uint8" : " int8"));
+        // Window corners anywhere the 3x3 window fits; the dense rows they make.
+        std::vector<const uint8_t*> rows(static_cast<size_t>(m));
+        std::vector<uint8_t> dense(static_cast<size_t>(m * k));
+        std::vector<int32_t> sums(static_cast<size_t>(m), 0);
+        for (int64_t i = 0; i < m; ++i) {
+          const int64_t y = (i * 5) % (height - 2), x = (i * 3) % (width - 2);
+          rows[static_cast<size_t>(i)] = image.data() + (y * width + x) * channels;
+          for (int64_t q = 0; q < k / 4; ++q) {
+            for (int b = 0; b < 4; ++b) {
+              const uint8_t v = rows[static_cast<size_t>(i)][groups[static_cast<size_t>(q)] + b];
+              dense[static_cast<size_t>(i * k + 4 * q + b)] = v;
+              sums[static_cast<size_t>(i)] += static_cast<int8_t>(v);
+            }
+          }
+        }
+        std::vector<int8_t> w(static_cast<size_t>(n * k));
+        for (auto& v : w) v = static_cast<int8_t>(byte(rng) - 128);
+        std::vector<int32_t> w_sums(static_cast<size_t>(n), 0);
+        for (int64_t j = 0; j < n; ++j) {
+          for (int64_t kk = 0; kk < k; ++kk) w_sums[static_cast<size_t>(j)] += w[j * k + kk];
+        }
+        const int32_t zp = a_unsigned ? 120 : -3;
+        const Case c{m, n, k, a_unsigned, zp, false};
+        const std::vector<int32_t> want = reference(c, dense, w);
+        const int64_t panel_bytes = qgemm_panel_bytes(k);
+        std::vector<uint8_t> panels(static_cast<size_t>((n + 15) / 16 * panel_bytes));
+        qgemm_pack(w.data(), k, n, k, !a_unsigned, 0, (n + 15) / 16, panels.data());
+        QGemm p{nullptr, 0, a_unsigned, zp, w.data(), k, w_sums.data(), m, n, k};
+        p.a_rows = rows.data();
+        p.a_groups = groups.data();
+        p.a_sums = sums.data();
+        std::vector<int32_t> got(want.size(), -1);
+        qgemm_packed(p, panels.data(), got.data(), n);
+        EXPECT_EQ(got, want) << "qgemm_packed, gathered rows";
+
+        std::vector<float> mult(static_cast<size_t>(n)), bias(static_cast<size_t>(n));
+        for (int64_t j = 0; j < n; ++j) {
+          mult[static_cast<size_t>(j)] = 1e-4f + 1e-3f * unit(rng);
+          bias[static_cast<size_t>(j)] = 4.0f * unit(rng) - 2.0f;
+        }
+        std::vector<uint8_t> q(want.size(), 0xAA);
+        std::vector<uint8_t*> out_rows(static_cast<size_t>(m));
+        for (int64_t i = 0; i < m; ++i) out_rows[static_cast<size_t>(i)] = q.data() + i * n;
+        const float inv = 1.0f / 0.05f, out_zp = 3.0f;
+        qgemm_packed_requant(
+            p, panels.data(),
+            {out_rows.data(), {mult.data(), bias.data(), inv, out_zp, -128, 127}, false});
+        std::vector<uint8_t> expect(want.size());
+        for (size_t e = 0; e < want.size(); ++e) {
+          const size_t j = e % static_cast<size_t>(n);
+          const volatile float product = static_cast<float>(want[e]) * mult[j];
+          expect[e] = static_cast<uint8_t>(requantize(product + bias[j], inv, out_zp, -128, 127));
+        }
+        EXPECT_EQ(q, expect) << "qgemm_packed_requant, gathered rows";
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace pterun::cpu
