@@ -195,22 +195,19 @@ void finish_8bit_run(const int32_t* acc, const int32_t* sums, const float* scale
 void linear_8bit(KernelContext& ctx, const ops::QDynLinearArgs& a) {
   const int64_t m = a.m, n = a.n, k = a.k;
   // Tasks of 32 rows (two panels of packed rows) by up to 128 outputs
-  // (fewer where threads would idle: column_block); from 16 rows on (and
-  // with the packed kernel), where the weights are too large to keep
-  // packed or AMX pays, the quantized rows are packed once, before the
-  // tasks (as quantized_linear chooses).
+  // (fewer where threads would idle: column_block); the quantized rows
+  // packed once, before the tasks, or broadcast against kept weight
+  // panels (quant_panels.h: qlinear_form).
   constexpr int64_t kRows = 32, kCols = 128;
-  const bool packed =
-      qgemm_packs() && m >= kQgemmPackRows && (qgemm_amx_pays(n, k) || n * k > kKeptWeightBytes);
+  const QLinearForm form = qlinear_form(m, n, k);
+  const bool packed = form == QLinearForm::PackedRows;
   const size_t q_bytes = aligned(static_cast<size_t>(m * k));
   const size_t p_bytes = aligned(static_cast<size_t>(m) * sizeof(RowQuant));
   const size_t panels_bytes = packed ? aligned(qgemm_rows_bytes(m, k)) : 0;
   const size_t acc_bytes = aligned(kRows * kCols * sizeof(int32_t));
   const int threads = std::max(1, ctx.num_threads);
   const int64_t row_blocks = (m + kRows - 1) / kRows;
-  // Otherwise the weights packed once and kept (quant_panels.h), the
-  // rows broadcast against them, in tasks of whole panels of 16 outputs.
-  const bool weight_panels = qgemm_packs() && !packed && n * k <= kKeptWeightBytes;
+  const bool weight_panels = form == QLinearForm::KeptPanels;
   int64_t col_block = column_block(row_blocks, n, threads, kCols, m * n * k / 16);
   if (weight_panels) col_block = (col_block + 15) / 16 * 16;
   const int64_t col_blocks = (n + col_block - 1) / col_block;

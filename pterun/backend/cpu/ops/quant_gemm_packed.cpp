@@ -20,7 +20,7 @@
 
 #include "pterun/backend/cpu/engine/x86_intrinsics.h"
 #include "pterun/backend/cpu/ops/quant_gemm.h"
-#include "pterun/backend/cpu/ops/quant_util.h"
+#include "pterun/backend/cpu/ops/quant_requant.h"
 #include "pterun/core/error.h"
 
 namespace pterun::cpu {
@@ -498,12 +498,10 @@ void qgemm_packed_requant(const QGemm& p, const uint8_t* /*panels*/, const QGemm
     row.a = p.a + i * p.lda;
     row.m = 1;
     qgemm(row, sums.data(), p.n);
-    for (int64_t j = 0; j < p.n; ++j) {
-      const Requant& rq = out.terms;
-      const float y = static_cast<float>(sums[j]) * rq.mult[j] + rq.bias[j];
-      const int32_t q = requantize(y, rq.inv, rq.zero_point, rq.lo, rq.hi);
-      out.rows[i][j] =
-          out.is_unsigned ? static_cast<uint8_t>(q) : static_cast<uint8_t>(static_cast<int8_t>(q));
+    if (out.is_unsigned) {
+      requantize_run(sums.data(), p.n, out.terms, 0, out.rows[i]);
+    } else {
+      requantize_run(sums.data(), p.n, out.terms, 0, reinterpret_cast<int8_t*>(out.rows[i]));
     }
   }
 }

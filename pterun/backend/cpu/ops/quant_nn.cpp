@@ -40,16 +40,11 @@ void quantized_linear(KernelContext& ctx, const ops::QLinearArgs& a) {
   const int64_t n = a.n;
   const int threads = std::max(1, ctx.num_threads);
   const int64_t row_blocks = (a.m + kRowBlock - 1) / kRowBlock;
-  // Weights of up to kKeptWeightBytes: packed once and kept
-  // (quant_panels.h), the rows broadcast against them, in tasks of whole
-  // panels of 16 channels, whatever the rows. Larger weights with 16 rows
-  // and more (or where AMX pays): the rows packed each call and the
-  // weights read in place, the outputs transposed (a scatter per register
-  // on AVX-512: 11-18% of mlp1k's call on Zen 4 when it took every
-  // product of 16 rows).
-  const bool packed = qgemm_packs() && a.m >= kQgemmPackRows &&
-                      (qgemm_amx_pays(n, a.k) || n * a.k > kKeptWeightBytes);
-  const bool weight_panels = qgemm_packs() && !packed && n * a.k <= kKeptWeightBytes;
+  // Rows packed against weights read in place, or rows broadcast against
+  // kept weight panels (quant_panels.h: qlinear_form).
+  const QLinearForm form = qlinear_form(a.m, n, a.k);
+  const bool packed = form == QLinearForm::PackedRows;
+  const bool weight_panels = form == QLinearForm::KeptPanels;
   int64_t col_block = column_block(row_blocks, n, threads, kColBlock, a.m * n * a.k / 16);
   if (weight_panels) col_block = (col_block + 15) / 16 * 16;
   const int64_t col_blocks = (n + col_block - 1) / col_block;

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "pterun/backend/cpu/ops/kept_bytes.h"
+#include "pterun/backend/cpu/ops/quant_gemm.h"
 
 namespace pterun::cpu {
 
@@ -44,11 +45,33 @@ class PackedWeights {
 PackedWeights& kept_panels(const int8_t* weight, std::initializer_list<int64_t> shape,
                            size_t bytes);
 
-/// The largest weights (bytes) a linear layer of few rows keeps packed: it
-/// compares them with their copy on every call and keeps two copies per
-/// thread, which pays while they are small and cached; larger layers of
-/// few rows are memory-bound and read their weights in place.
+/// The largest weights (bytes) a linear layer keeps packed: it compares
+/// them with their copy on every call and keeps two copies per thread,
+/// which pays while they are small and cached; larger layers of few rows
+/// are memory-bound and read their weights in place.
 inline constexpr int64_t kKeptWeightBytes = int64_t{1} << 20;
+
+/// How an int8 linear layer (static or dynamic 8-bit) of m rows against
+/// [n, k] weights multiplies them:
+/// - PackedRows: with 16 rows and more, weights over kKeptWeightBytes or
+///   AMX paying: the rows packed once per call and the weights read in
+///   place against them (qgemm_rows_on_panels), the outputs transposed (a
+///   scatter per register on AVX-512: 11-18% of mlp1k's call on Zen 4
+///   when it took every product of 16 rows);
+/// - KeptPanels: otherwise, weights of up to kKeptWeightBytes packed once
+///   and kept (kept_weight_panels), the rows broadcast against them
+///   (qgemm_packed) in tasks of whole panels of 16 outputs;
+/// - InPlace: larger weights of few rows, or no packed kernel in this
+///   build (qgemm).
+enum class QLinearForm { PackedRows, KeptPanels, InPlace };
+
+inline QLinearForm qlinear_form(int64_t m, int64_t n, int64_t k) {
+  if (!qgemm_packs()) return QLinearForm::InPlace;
+  if (m >= kQgemmPackRows && (qgemm_amx_pays(n, k) || n * k > kKeptWeightBytes)) {
+    return QLinearForm::PackedRows;
+  }
+  return n * k <= kKeptWeightBytes ? QLinearForm::KeptPanels : QLinearForm::InPlace;
+}
 
 /// The calling thread's panels of the [n, k] int8 weights at `weight`
 /// for qgemm_packed against activation rows of int8 (shifted panels) or
