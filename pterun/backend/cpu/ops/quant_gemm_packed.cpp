@@ -25,9 +25,9 @@
 
 namespace pterun::cpu {
 
-// One group more than the depth needs (padding), so that every tile ends
-// with one step on the last, partial or empty, group of 4 inputs; rounded
-// up to 16 groups, the depth of an AMX step.
+// k / 4 + 1 groups of 4 inputs: the last one partial (its missing inputs
+// packed as zeros), or unused when k is a multiple of 4; rounded up to 16
+// groups, the depth of an AMX step.
 int64_t qgemm_panel_bytes(int64_t k) {
   return (k / 4 + 16) / 16 * 16 * 64;
 }
@@ -202,31 +202,24 @@ void tile(const Tile& t) {
   const int64_t whole = t.k / 4, ld = t.ld;
   const uint8_t* a = t.rows;
   int32_t b[R];
-  // Gathered rows: k is whole groups, one step each (a step of zeros
-  // after them was a tenth of a three-channel stem's steps). Rows in
-  // place: groups 0..whole, the last one the fewer than 4 inputs left (or
-  // none: zeros), in one loop of one entry and one exit: GCC keeps the
-  // accumulators in place through such a loop (not through a loop and a
-  // step after it, where it copies all of them every iteration).
-  if constexpr (Gather) {
-    for (int64_t g = 0; g < whole; ++g) {
+  // Whole groups of 4 inputs, one step each; then rows in place take one
+  // step more for the fewer than 4 inputs left, if any (gathered rows have
+  // none).
+  for (int64_t g = 0; g < whole; ++g) {
+    if constexpr (Gather) {
       const int64_t at = t.groups[g];
 #pragma GCC unroll 8
       for (int r = 0; r < R; ++r) std::memcpy(&b[r], t.row_ptrs[r] + at, 4);
-      step<R, P, Flip>(acc, t.panels, t.panel_bytes, g, b);
+    } else {
+#pragma GCC unroll 8
+      for (int r = 0; r < R; ++r) std::memcpy(&b[r], a + r * ld + 4 * g, 4);
     }
-  } else {
-    int64_t g = 0;
-    do {
-      if (g < whole) {
+    step<R, P, Flip>(acc, t.panels, t.panel_bytes, g, b);
+  }
+  if (!Gather && t.k % 4 != 0) {
 #pragma GCC unroll 8
-        for (int r = 0; r < R; ++r) std::memcpy(&b[r], a + r * ld + 4 * g, 4);
-      } else {
-#pragma GCC unroll 8
-        for (int r = 0; r < R; ++r) b[r] = tail(a + r * ld, t.k);
-      }
-      step<R, P, Flip>(acc, t.panels, t.panel_bytes, g, b);
-    } while (g++ < whole);
+    for (int r = 0; r < R; ++r) b[r] = tail(a + r * ld, t.k);
+    step<R, P, Flip>(acc, t.panels, t.panel_bytes, whole, b);
   }
   // An empty asm that takes and gives back every accumulator: GCC
   // otherwise keeps them in other registers than the stores' and copies
