@@ -20,6 +20,7 @@
 #include "pterun/backend/cpu/ops/quant_dynamic.h"
 #include "pterun/backend/cpu/ops/quant_gemm.h"
 #include "pterun/backend/cpu/ops/quant_panels.h"
+#include "pterun/backend/cpu/ops/quant_quantize.h"
 #include "pterun/backend/cpu/ops/quant_util.h"
 #include "pterun/core/error.h"
 #include "pterun/core/str_cat.h"
@@ -68,14 +69,12 @@ bool range_of(const float* x, int64_t n, float& lo, float& hi) {
 }
 
 #if defined(__AVX512F__) && defined(__AVX512BW__)
-/// quantize_qd8() of 16 floats, as int8 bytes: the same float operations (a
-/// multiply, rounding to nearest even, an add, the clamp), so the same bytes.
+/// quantize_qd8() of 16 floats, as int8 bytes (quantize16: the same float
+/// operations, so the same bytes).
 inline __m128i quantize16(__m512 v, const RowQuant& p) {
-  __m512 y = _mm512_roundscale_ps(_mm512_mul_ps(v, _mm512_set1_ps(p.inv)),
-                                  _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  y = _mm512_add_ps(y, _mm512_set1_ps(static_cast<float>(p.zero_point)));
-  y = _mm512_min_ps(_mm512_max_ps(y, _mm512_set1_ps(-128.0f)), _mm512_set1_ps(127.0f));
-  return _mm512_cvtsepi32_epi8(_mm512_cvtps_epi32(y));
+  return cpu::quantize16<int8_t>(v, _mm512_set1_ps(p.inv),
+                                 _mm512_set1_ps(static_cast<float>(p.zero_point)),
+                                 _mm512_set1_ps(-128.0f), _mm512_set1_ps(127.0f));
 }
 #endif
 

@@ -136,16 +136,14 @@ struct Tile {
   int64_t col0 = 0;
 };
 
-/// The requantized stores (QGemmOut): the arithmetic of requantize_run,
-/// in the same order (this file is built with -ffp-contract=off).
+/// The requantized stores (QGemmOut): RequantLanes::bytes, as
+/// requantize_run (this file is built with -ffp-contract=off).
 template <int R, int P>
 [[gnu::always_inline]] inline void requant_stores(const Tile& t, const __m512i (&acc)[R][P],
                                                   const __mmask16 (&masks)[P]) {
   const QGemmOut& o = *t.requant;
   const Requant& rq = o.terms;
-  const __m512 inv = _mm512_set1_ps(rq.inv), zp = _mm512_set1_ps(rq.zero_point);
-  const __m512 lo = _mm512_set1_ps(static_cast<float>(rq.lo));
-  const __m512 hi = _mm512_set1_ps(static_cast<float>(rq.hi));
+  const RequantLanes lanes(rq);
 #pragma GCC unroll 2
   for (int q = 0; q < P; ++q) {
     const int64_t j = t.col0 + 16 * q;
@@ -153,12 +151,8 @@ template <int R, int P>
     const __m512 bias = _mm512_maskz_loadu_ps(masks[q], rq.bias + j);
 #pragma GCC unroll 8
     for (int r = 0; r < R; ++r) {
-      __m512 y = _mm512_add_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(acc[r][q]), mult), bias);
-      y = _mm512_roundscale_ps(_mm512_mul_ps(y, inv),
-                               _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-      y = _mm512_min_ps(_mm512_max_ps(_mm512_add_ps(zp, y), lo), hi);  // max(NaN, lo) is lo
-      const __m512i v = _mm512_cvtps_epi32(y);
-      const __m128i b = o.is_unsigned ? _mm512_cvtusepi32_epi8(v) : _mm512_cvtsepi32_epi8(v);
+      const __m128i b = o.is_unsigned ? lanes.bytes<uint8_t>(acc[r][q], mult, bias)
+                                      : lanes.bytes<int8_t>(acc[r][q], mult, bias);
       _mm_mask_storeu_epi8(o.rows[t.row0 + r] + j, masks[q], b);
     }
   }

@@ -12,6 +12,7 @@
 
 #include "pterun/backend/cpu/engine/x86_intrinsics.h"
 #include "pterun/backend/cpu/ops/quant_gemm.h"
+#include "pterun/backend/cpu/ops/quant_quantize.h"
 #include "pterun/backend/cpu/ops/quant_util.h"
 #include "pterun/core/tensor.h"
 #include "pterun/ops/quant.h"
@@ -54,6 +55,28 @@ inline Requant requant_terms(const ops::Requantize& rq, int64_t n, void* memory)
           rq.out_min, rq.out_max};
 }
 
+#if defined(__AVX512F__) && defined(__AVX512BW__)
+/// The per-call terms of a requantization as vectors (RequantLanes::bytes).
+struct RequantLanes {
+  __m512 inv, zero_point, lo, hi;
+
+  explicit RequantLanes(const Requant& t)
+      : inv(_mm512_set1_ps(t.inv)),
+        zero_point(_mm512_set1_ps(t.zero_point)),
+        lo(_mm512_set1_ps(static_cast<float>(t.lo))),
+        hi(_mm512_set1_ps(static_cast<float>(t.hi))) {}
+
+  /// 16 sums requantized to Out bytes: each sum times its mult, plus its
+  /// bias, then quantized (quantize16: times inv, rounded half to even,
+  /// plus the zero point, clamped to [lo, hi]).
+  template <typename Out>
+  [[gnu::always_inline]] __m128i bytes(__m512i sums, __m512 mult, __m512 bias) const {
+    const __m512 y = _mm512_add_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(sums), mult), bias);
+    return quantize16<Out>(y, inv, zero_point, lo, hi);
+  }
+};
+#endif
+
 /// out[j] = quantize(float(acc[j]) * mult[j] + bias[j]) for n channels
 /// from channel0 on, in one contiguous run.
 template <typename Out>
@@ -63,29 +86,17 @@ inline void requantize_run(const int32_t* acc, int64_t n, const Requant& t, int6
   const float* bias = t.bias + channel0;
   int64_t j = 0;
 #if defined(__AVX512F__) && defined(__AVX512BW__)
-  const __m512 inv = _mm512_set1_ps(t.inv), zp = _mm512_set1_ps(t.zero_point);
-  const __m512 lo = _mm512_set1_ps(static_cast<float>(t.lo));
-  const __m512 hi = _mm512_set1_ps(static_cast<float>(t.hi));
+  const RequantLanes lanes(t);
   for (; j + 16 <= n; j += 16) {
-    __m512 y = _mm512_cvtepi32_ps(_mm512_loadu_si512(acc + j));
-    y = _mm512_add_ps(_mm512_mul_ps(y, _mm512_loadu_ps(mult + j)), _mm512_loadu_ps(bias + j));
-    y = _mm512_roundscale_ps(_mm512_mul_ps(y, inv), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    y = _mm512_min_ps(_mm512_max_ps(_mm512_add_ps(zp, y), lo), hi);  // max(NaN, lo) is lo
-    const __m512i q = _mm512_cvtps_epi32(y);
-    const __m128i b =
-        std::is_same_v<Out, int8_t> ? _mm512_cvtsepi32_epi8(q) : _mm512_cvtusepi32_epi8(q);
+    const __m128i b = lanes.bytes<Out>(_mm512_loadu_si512(acc + j), _mm512_loadu_ps(mult + j),
+                                       _mm512_loadu_ps(bias + j));
     _mm_storeu_si128(reinterpret_cast<__m128i*>(out + j), b);
   }
   if (j < n) {  // the last few channels, masked
     const __mmask16 m = static_cast<__mmask16>((1u << (n - j)) - 1);
-    __m512 y = _mm512_cvtepi32_ps(_mm512_maskz_loadu_epi32(m, acc + j));
-    y = _mm512_add_ps(_mm512_mul_ps(y, _mm512_maskz_loadu_ps(m, mult + j)),
-                      _mm512_maskz_loadu_ps(m, bias + j));
-    y = _mm512_roundscale_ps(_mm512_mul_ps(y, inv), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    y = _mm512_min_ps(_mm512_max_ps(_mm512_add_ps(zp, y), lo), hi);
-    const __m512i q = _mm512_cvtps_epi32(y);
     const __m128i b =
-        std::is_same_v<Out, int8_t> ? _mm512_cvtsepi32_epi8(q) : _mm512_cvtusepi32_epi8(q);
+        lanes.bytes<Out>(_mm512_maskz_loadu_epi32(m, acc + j), _mm512_maskz_loadu_ps(m, mult + j),
+                         _mm512_maskz_loadu_ps(m, bias + j));
     _mm_mask_storeu_epi8(out + j, m, b);
     j = n;
   }
@@ -111,21 +122,12 @@ inline void requantize_pixels(const int32_t* acc, int64_t rows, int64_t width, c
       std::memcpy(bias + l, t.bias + channel0, static_cast<size_t>(width) * sizeof(float));
     }
     const __m512 vm = _mm512_load_ps(mult), vb = _mm512_load_ps(bias);
-    const __m512 inv = _mm512_set1_ps(t.inv), zp = _mm512_set1_ps(t.zero_point);
-    const __m512 lo = _mm512_set1_ps(static_cast<float>(t.lo));
-    const __m512 hi = _mm512_set1_ps(static_cast<float>(t.hi));
+    const RequantLanes lanes(t);
     const int64_t n = rows * width;
     for (int64_t j = 0; j < n; j += 16) {
       const __mmask16 m =
           n - j >= 16 ? __mmask16{0xffff} : static_cast<__mmask16>((1u << (n - j)) - 1);
-      __m512 y = _mm512_cvtepi32_ps(_mm512_maskz_loadu_epi32(m, acc + j));
-      y = _mm512_add_ps(_mm512_mul_ps(y, vm), vb);
-      y = _mm512_roundscale_ps(_mm512_mul_ps(y, inv),
-                               _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-      y = _mm512_min_ps(_mm512_max_ps(_mm512_add_ps(zp, y), lo), hi);
-      const __m512i q = _mm512_cvtps_epi32(y);
-      const __m128i b =
-          std::is_same_v<Out, int8_t> ? _mm512_cvtsepi32_epi8(q) : _mm512_cvtusepi32_epi8(q);
+      const __m128i b = lanes.bytes<Out>(_mm512_maskz_loadu_epi32(m, acc + j), vm, vb);
       _mm_mask_storeu_epi8(out + j, m, b);
     }
     return;
