@@ -93,6 +93,20 @@ inline int32_t tail(const uint8_t* a, int64_t k) {
 
 /// One step: acc[r][c] += the 4 activation bytes b[r] times the 4 weight
 /// bytes of each of panel c's 16 channels.
+/// Hands every accumulator through an empty asm that takes and gives it
+/// back, after the loop that sums into them: GCC otherwise keeps them in
+/// other registers than the code after the loop reads, and copies each of
+/// them twice per step of the loop (two register moves per vpdpbusd, and
+/// stack spills, in the tile on gathered windows).
+template <int R, int P>
+[[gnu::always_inline]] inline void keep_in_place(__m512i (&acc)[R][P]) {
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 2
+    for (int q = 0; q < P; ++q) asm("" : "+v"(acc[r][q]));
+  }
+}
+
 template <int R, int P, bool Flip>
 [[gnu::always_inline]] inline void step(__m512i (&acc)[R][P], const uint8_t* panel,
                                         int64_t panel_bytes, int64_t q, const int32_t (&b)[R]) {
@@ -215,15 +229,7 @@ void tile(const Tile& t) {
     for (int r = 0; r < R; ++r) b[r] = tail(a + r * ld, t.k);
     step<R, P, Flip>(acc, t.panels, t.panel_bytes, whole, b);
   }
-  // An empty asm that takes and gives back every accumulator: GCC
-  // otherwise keeps them in other registers than the stores' and copies
-  // each of them twice per step of the loop (two movs per vpdpbusd in the
-  // gathered tile; in the tail step of the other).
-#pragma GCC unroll 8
-  for (int r = 0; r < R; ++r) {
-#pragma GCC unroll 2
-    for (int q = 0; q < P; ++q) asm("" : "+v"(acc[r][q]));
-  }
+  keep_in_place<R, P>(acc);
   // One way out per instantiation (two would keep copies of the
   // accumulators through the loop).
   if constexpr (!Transposed) {
@@ -346,8 +352,8 @@ void block_tile(const QBlockGemm& p, int64_t i0) {
     for (int q = 0; q < P; ++q) f[r][q] = _mm512_setzero_ps();
   }
   const uint8_t* a = p.a + i0 * p.lda;
-  const int64_t groups = p.bs / 4;
-  for (int64_t b = 0; b < p.k / p.bs; ++b) {
+  const int64_t groups = p.bs / 4, blocks = p.k / p.bs;
+  for (int64_t b = 0; b < blocks; ++b) {
     __m512i acc[R][P];
 #pragma GCC unroll 8
     for (int r = 0; r < R; ++r) {
@@ -367,6 +373,7 @@ void block_tile(const QBlockGemm& p, int64_t i0) {
         for (int q = 0; q < P; ++q) acc[r][q] = _mm512_dpbusd_epi32(acc[r][q], v, w[q]);
       }
     }
+    keep_in_place<R, P>(acc);
 #pragma GCC unroll 2
     for (int q = 0; q < P; ++q) {
       const __m512 scale = _mm512_maskz_loadu_ps(masks[q], p.scales + b * p.ld_scales + 16 * q);
