@@ -15,6 +15,7 @@
 #include <algorithm>
 
 #include "pterun/backend/cpu/engine/x86_intrinsics.h"
+#include "pterun/backend/cpu/ops/quant_keep.h"
 
 namespace pterun::cpu {
 namespace {
@@ -63,6 +64,7 @@ void tile(const QGemm& p, int64_t i0, int64_t j0, bool flip, int32_t (&d)[kTileR
       for (int c = 0; c < C; ++c) acc[r][c] = _mm512_dpbusd_epi32(acc[r][c], a[r], w[c]);
     }
   }
+  keep_in_place<R, C>(acc);
   const __m512i zero = _mm512_setzero_si512();
 #pragma GCC unroll 4
   for (int r = 0; r < R; ++r) {

@@ -20,6 +20,7 @@
 
 #include "pterun/backend/cpu/engine/x86_intrinsics.h"
 #include "pterun/backend/cpu/ops/quant_gemm.h"
+#include "pterun/backend/cpu/ops/quant_keep.h"
 #include "pterun/backend/cpu/ops/quant_requant.h"
 #include "pterun/core/error.h"
 
@@ -93,20 +94,6 @@ inline int32_t tail(const uint8_t* a, int64_t k) {
 
 /// One step: acc[r][c] += the 4 activation bytes b[r] times the 4 weight
 /// bytes of each of panel c's 16 channels.
-/// Hands every accumulator through an empty asm that takes and gives it
-/// back, after the loop that sums into them: GCC otherwise keeps them in
-/// other registers than the code after the loop reads, and copies each of
-/// them twice per step of the loop (two register moves per vpdpbusd, and
-/// stack spills, in the tile on gathered windows).
-template <int R, int P>
-[[gnu::always_inline]] inline void keep_in_place(__m512i (&acc)[R][P]) {
-#pragma GCC unroll 8
-  for (int r = 0; r < R; ++r) {
-#pragma GCC unroll 2
-    for (int q = 0; q < P; ++q) asm("" : "+v"(acc[r][q]));
-  }
-}
-
 template <int R, int P, bool Flip>
 [[gnu::always_inline]] inline void step(__m512i (&acc)[R][P], const uint8_t* panel,
                                         int64_t panel_bytes, int64_t q, const int32_t (&b)[R]) {
