@@ -217,14 +217,8 @@ void add_run(const ops::QuantizedAddArgs& a, int64_t begin, int64_t end) {
     for (; i + 16 <= end; i += 16) {
       const __m512 fx = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(widen(x + i), za)), sa);
       const __m512 fy = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(widen(y + i), zb)), sb);
-      __m512 s = _mm512_mul_ps(vinv, _mm512_add_ps(fx, fy));
-      s = _mm512_add_ps(vzp,
-                        _mm512_roundscale_ps(s, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
-      s = _mm512_min_ps(_mm512_max_ps(s, lo), hi);
-      const __m512i q = _mm512_cvtps_epi32(s);
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i), std::is_same_v<T, int8_t>
-                                                                ? _mm512_cvtsepi32_epi8(q)
-                                                                : _mm512_cvtusepi32_epi8(q));
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i),
+                       quantize16<T>(_mm512_add_ps(fx, fy), vinv, vzp, lo, hi));
     }
   }
 #endif
