@@ -360,6 +360,12 @@ def test_conv2d_own_kernel_shapes(device, n, cin, cout, hw, k, padding, dilation
     (1, 3, 16, (31, 32), (3, 3), (2, 2), (1, 1), (1, 1)),
     (1, 3, 24, (9, 16), (3, 3), (1, 1), (1, 1), (1, 1)),
     (2, 3, 32, (8, 16), (3, 3), (2, 2), (1, 1), (1, 1)),
+    # Where a 16-float multiply-add runs as two halves (AMD Zen 4), output
+    # channels in blocks of 24 (three 8-float vectors): 20 (a partial third
+    # vector), 72 (three blocks), 40 (24 + 16), besides 17, 24, 33, 48 above.
+    (1, 8, 20, (10, 12), (3, 3), (2, 2), (1, 1), (1, 1)),
+    (2, 16, 72, (7, 9), (1, 1), (1, 1), (0, 0), (1, 1)),
+    (1, 24, 40, (9, 17), (3, 3), (1, 1), (1, 1), (1, 1)),
 ])
 def test_conv2d_channels_last_kernel(device, n, cin, cout, hw, k, stride, padding, dilation):
     x = normals(n, cin, *hw)
