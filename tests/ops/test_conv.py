@@ -5,11 +5,15 @@ the CUDA direct and im2col + cuBLAS paths), every floating dtype and the
 integers (exact, wrapping), bias or none, empty batches, weights changing
 between calls, threads, dynamic outs and argument errors."""
 
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
-from harness import (BF16, CL, Out, T, bf16, cast, check, check_error, dtype_of, integers,
-                     is_float, normal, rand, reference, tensor, value)
+from harness import (BF16, CL, Out, T, bf16, cast, check, check_error, cpu_only, dtype_of,
+                     integers, is_float, normal, rand, reference, tensor, value)
 
 FLOATS = [np.float32, np.float16, BF16, np.float64]
 # Against float64 NumPy: float accumulation, then the out's rounding.
@@ -356,7 +360,8 @@ def test_conv2d_own_kernel_shapes(device, n, cin, cout, hw, k, padding, dilation
     (2, 16, 16, (8, 16), (3, 3), (1, 1), (1, 1), (1, 1)),
     (1, 24, 16, (6, 16), (3, 3), (1, 1), (1, 1), (1, 1)),
     # Three-channel stems in strips of one row (inputs 3 or 6 floats apart),
-    # one or two vectors of output channels.
+    # one or two vectors of output channels (24 channels take tiles of
+    # blocks of 24 instead where those apply, see below).
     (1, 3, 16, (31, 32), (3, 3), (2, 2), (1, 1), (1, 1)),
     (1, 3, 24, (9, 16), (3, 3), (1, 1), (1, 1), (1, 1)),
     (2, 3, 32, (8, 16), (3, 3), (2, 2), (1, 1), (1, 1)),
@@ -415,6 +420,41 @@ def test_conv2d_channels_last_epilogues_two_threads(device, kernel, groups):
         expected = np.maximum(expected, 0)
     check(device, kernel, *args, Out(np.float32, expected.shape, dim_order=CL), expect=expected,
           tol=(1e-4, 1e-4), num_threads=2)
+
+
+# Residual and ReLU in the stores of layers whose last block of output
+# channels is partial (20 channels: 20 of a block of 24, or 16 + 4; 40:
+# 24 + 16, or 32 + 8) and whose last tile has pixels past the end (35 and
+# 54 pixels: not whole tiles of 8 or 10), on one and two threads.
+@pytest.mark.parametrize("n,cin,cout,hw,k", [(1, 6, 20, (5, 7), 3), (2, 16, 40, (3, 9), 1)])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_conv2d_channels_last_residual_partial_blocks(device, n, cin, cout, hw, k, threads):
+    x = normals(n, cin, *hw)
+    w, b = normals(cout, cin, k, k), normals(cout)
+    pad = k // 2
+    expected = ref_conv2d(x, w, b, (1, 1), (pad, pad), (1, 1), 1)
+    res = normals(*expected.shape)
+    expected = np.maximum(expected + res, 0)
+    check(device, "pterun::convolution_add_relu.out", T(x, dim_order=CL), w, b, [1, 1],
+          [pad, pad], [1, 1], False, [0, 0], 1, T(res, dim_order=CL),
+          Out(np.float32, expected.shape, dim_order=CL), expect=expected, tol=(1e-4, 1e-4),
+          num_threads=threads)
+
+
+@cpu_only("the block shapes are the CPU kernel's")
+def test_conv2d_channels_last_both_block_shapes(device):
+    # Where a 16-float multiply-add runs as two halves (AMD Zen 4), layers
+    # of 17-24, 33-48, ... output channels take blocks of 24 (three 8-float
+    # vectors), elsewhere blocks of 32. PTERUN_SPLIT_FMA (read once per
+    # process) forces either, so both run here whatever the CPU.
+    for split in ("0", "1"):
+        run = subprocess.run(
+            [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", __file__, "-k",
+             "(channels_last_kernel or residual_partial_blocks or epilogues_two_threads) and cpu"],
+            env={**os.environ, "PTERUN_SPLIT_FMA": split}, capture_output=True, text=True,
+            timeout=900)
+        assert run.returncode == 0, f"PTERUN_SPLIT_FMA={split}:\n{run.stdout[-4000:]}"
+        assert " passed" in run.stdout, run.stdout[-2000:]
 
 
 # An NCHW image into a channels-last network (the stem of a plain MobileNet

@@ -1,9 +1,10 @@
 #include "pterun/backend/cpu/engine/cpu_features.h"
 
+#include <cstdlib>
+#include <cstring>
+
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
-
-#include <cstring>
 #endif
 
 namespace pterun::cpu {
@@ -32,7 +33,15 @@ bool detect_split_512_bit_fma() {
 }  // namespace
 
 bool splits_512_bit_fma() {
-  static const bool split = detect_split_512_bit_fma();
+  // PTERUN_SPLIT_FMA=0 or 1 overrides the CPUID answer (tests take the
+  // kernels that depend on it on any CPU).
+  static const bool split = [] {
+    const char* env = std::getenv("PTERUN_SPLIT_FMA");
+    if (env != nullptr && (std::strcmp(env, "0") == 0 || std::strcmp(env, "1") == 0)) {
+      return env[0] == '1';
+    }
+    return detect_split_512_bit_fma();
+  }();
   return split;
 }
 

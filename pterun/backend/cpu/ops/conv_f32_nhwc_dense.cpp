@@ -120,10 +120,18 @@ void strip_tile_impl(const Tile& t, const float* const* rows, std::index_sequenc
 
 /// Tile shapes: with 32 registers 8 pixels x 2 vectors (or 10 x 1 for
 /// layers of one vector of output channels: measured best of 6-16 pixels;
-/// each pixel's input pointer wants a general register); with 16, 6 x 2
-/// (8 x 1).
+/// each pixel's input pointer wants a general register; 8 x 3 vectors of 8
+/// floats for blocks of 24, three_vectors); with 16, 6 x 2 (8 x 1).
 template <int NV>
 constexpr int kTilePixels = kWide ? (NV == 1 ? 10 : 8) : (NV == 2 ? 6 : 8);
+
+/// AVX-512VL gives 8-float vectors the 32 registers too (without it an
+/// 8 x 3 tile would spill): blocks of 24 need it.
+#if defined(__AVX512VL__)
+constexpr bool kWideHalves = kWide;
+#else
+constexpr bool kWideHalves = false;
+#endif
 
 /// Whether output channels go in blocks of three 8-float vectors (24
 /// channels) instead of two of 16: where the CPU runs a 16-float
@@ -133,7 +141,7 @@ constexpr int kTilePixels = kWide ? (NV == 1 ? 10 : 8) : (NV == 2 ? 6 : 8);
 /// 16-float vectors, a quarter of the lanes empty). 8 pixels x 3 vectors
 /// keep 24 accumulators of the 32 registers.
 bool three_vectors(int64_t oc) {
-  if (!kWide || oc <= kLanes || !splits_512_bit_fma()) return false;
+  if (!kWideHalves || oc <= kLanes || !splits_512_bit_fma()) return false;
   return 3 * ((oc + 23) / 24) < 4 * ((oc + 31) / 32);
 }
 
