@@ -365,6 +365,12 @@ def test_conv2d_own_kernel_shapes(device, n, cin, cout, hw, k, padding, dilation
     (1, 3, 16, (31, 32), (3, 3), (2, 2), (1, 1), (1, 1)),
     (1, 3, 24, (9, 16), (3, 3), (1, 1), (1, 1), (1, 1)),
     (2, 3, 32, (8, 16), (3, 3), (2, 2), (1, 1), (1, 1)),
+    # Layers of 16 input channels in strips too (inputs 16 or 32 floats
+    # apart: stride 1 or 2), each over its padded copy of the input rows it
+    # reads; a row dilation; two blocks of output channels (or blocks of 24).
+    (2, 16, 32, (9, 32), (3, 3), (2, 2), (1, 1), (1, 1)),
+    (1, 16, 16, (12, 16), (3, 3), (2, 1), (2, 1), (2, 1)),
+    (2, 16, 48, (5, 16), (3, 3), (1, 1), (1, 1), (1, 1)),
     # Where a 16-float multiply-add runs as two halves (AMD Zen 4), output
     # channels in blocks of 24 (three 8-float vectors): 20 (a partial third
     # vector), 72 (three blocks), 40 (24 + 16), besides 17, 24, 33, 48 above.
@@ -450,7 +456,8 @@ def test_conv2d_channels_last_both_block_shapes(device):
     for split in ("0", "1"):
         run = subprocess.run(
             [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", __file__, "-k",
-             "(channels_last_kernel or residual_partial_blocks or epilogues_two_threads) and cpu"],
+             "(channels_last_kernel or residual_partial_blocks or epilogues_two_threads or copied_input) "
+             "and cpu"],
             env={**os.environ, "PTERUN_SPLIT_FMA": split}, capture_output=True, text=True,
             timeout=900)
         assert run.returncode == 0, f"PTERUN_SPLIT_FMA={split}:\n{run.stdout[-4000:]}"
@@ -475,16 +482,22 @@ def test_conv2d_nchw_image_into_channels_last(device, n, cin, cout, hw, k, strid
     conv(device, x, w, b, stride=stride, padding=padding, x_order=(0, 1, 3, 2), out_order=CL)
 
 
-def test_conv2d_channels_last_stem_residual_two_threads(device):
-    # A 3-channel stem over 2^20 multiply-adds: the padded copy of the
-    # input is made once and the tiles are split over the threads.
-    x = normals(2, 3, 64, 64)
-    w, b = normals(16, 3, 3, 3), normals(16)
-    expected = ref_conv2d(x, w, b, (1, 1), (1, 1), (1, 1), 1)
+@pytest.mark.parametrize("cin,cout,hw,stride,x_order", [
+    (3, 16, (64, 64), 1, CL), (3, 16, (64, 64), 1, None), (16, 16, (32, 32), 1, CL),
+    (16, 32, (48, 64), 2, CL)])
+def test_conv2d_channels_last_copied_input_residual_two_threads(device, cin, cout, hw, stride,
+                                                                x_order):
+    # Layers over 2^20 multiply-adds that read a padded copy of their input
+    # (a 3-channel stem, channels-last or NCHW; 16 channels at stride 1 and
+    # 2): the output rows are split over the threads, each copying the
+    # input rows its own rows read.
+    x = normals(2, cin, *hw)
+    w, b = normals(cout, cin, 3, 3), normals(cout)
+    expected = ref_conv2d(x, w, b, (stride, stride), (1, 1), (1, 1), 1)
     res = normals(*expected.shape)
     expected = np.maximum(expected + res, 0)
-    check(device, "pterun::convolution_add_relu.out", T(x, dim_order=CL), w, b, [1, 1], [1, 1],
-          [1, 1], False, [0, 0], 1, T(res, dim_order=CL),
+    check(device, "pterun::convolution_add_relu.out", T(x, dim_order=x_order), w, b,
+          [stride, stride], [1, 1], [1, 1], False, [0, 0], 1, T(res, dim_order=CL),
           Out(np.float32, expected.shape, dim_order=CL), expect=expected, tol=(1e-4, 1e-4),
           num_threads=2)
 

@@ -14,8 +14,9 @@
 //   zeros; a kernel row crossing the left or right border reads a copy of
 //   itself with zeros for the padding; layers whose kernel rows are a few
 //   floats read a copy of their input padded left and right instead (which
-//   also takes an NCHW image), and three-channel stems run in strips of one
-//   row whose pixels are displacements from one pointer per kernel row.
+//   also takes an NCHW image), and those of 3 or 16 input channels run in
+//   strips of one row whose pixels are displacements from one pointer per
+//   kernel row, each thread copying the input rows of its own output rows.
 // - Depthwise (one input channel per group, multiplier 1): a vector of
 //   channels per pixel, four pixels per step sharing each tap's weights
 //   ([tap][channel], zero-padded to whole vectors); taps over the padding

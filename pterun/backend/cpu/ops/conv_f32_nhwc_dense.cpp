@@ -1,7 +1,7 @@
 // The dense part of the channels-last f32 convolution (conv_f32_nhwc.cpp
 // describes it): tiles of pixels x vectors of output channels, strips for
-// three-channel stems, and the copied input of layers with short kernel
-// rows.
+// layers of few input channels, and the copied input of layers with short
+// kernel rows.
 
 #include <algorithm>
 #include <cmath>
@@ -15,64 +15,13 @@
 #include "pterun/backend/cpu/engine/cpu_features.h"
 #include "pterun/backend/cpu/engine/parallel.h"
 #include "pterun/backend/cpu/engine/strided_copy.h"
-#include "pterun/backend/cpu/ops/conv_f32_nhwc_shared.h"
+#include "pterun/backend/cpu/ops/conv_f32_nhwc_tiles.h"
 #include "pterun/backend/cpu/ops/plan_cache.h"
 
 namespace pterun::cpu::nhwc {
 namespace {
 
-/// The widest vector this build uses.
-using VL = std::conditional_t<kWide, V16, V8>;
-
-/// Taps (kh * kw) the dense kernel takes: each tile keeps a pointer per tap
-/// and pixel.
-constexpr int64_t kMaxTaps = 64;
-
 // ---- dense: implicit GEMM over tiles of pixels ------------------------------------------------
-
-/// One tile: R pixels x NV vectors of output channels from `co0`.
-struct Tile {
-  const float* const* src;  // src[g * R + r]: pixel r's run of inputs number g
-  int64_t groups, run;      // runs per pixel, floats per run
-  const float* w;           // the channel block's packed weights
-  int64_t block;            // floats per input channel in w (NV * lanes)
-  const float* bias;        // block's bias, NV vectors
-  float* const* dst;        // pixel r's output channels from co0
-  const float* const* res;  // pixel r's residual from co0 (or null: none)
-  int64_t lanes;            // output channels of the block that exist
-  Epilogue e;
-};
-
-/// The epilogue of a tile: residual, activation, stores (partial vectors
-/// past the last output channel lane by lane).
-template <typename V, int R, int NV, size_t... I>
-[[gnu::always_inline]] inline void tile_store(V* acc, const Tile& t, std::index_sequence<I...>) {
-  constexpr int64_t L = sizeof(V) / sizeof(float);
-  if (t.res != nullptr) {
-    auto residual = [&](size_t i) {
-      const float* r = t.res[i / NV] + (i % NV) * L;
-      const int64_t n = std::min<int64_t>(L, t.lanes - static_cast<int64_t>(i % NV) * L);
-      if (n >= L) return load<V>(r);
-      float part[L] = {};
-      for (int64_t l = 0; l < n; ++l) part[l] = r[l];
-      return load<V>(part);
-    };
-    ((acc[I] += residual(I)), ...);
-  }
-  ((acc[I] = finish(acc[I], t.e)), ...);
-  auto put = [&](size_t i, V v) {
-    float* d = t.dst[i / NV] + (i % NV) * L;
-    const int64_t n = std::min<int64_t>(L, t.lanes - static_cast<int64_t>(i % NV) * L);
-    if (n >= L) {
-      store(d, v);
-      return;
-    }
-    float part[L];
-    store(part, v);
-    for (int64_t l = 0; l < n; ++l) d[l] = part[l];
-  };
-  (put(I, acc[I]), ...);
-}
 
 template <typename V, int R, int NV, size_t... I>
 void dense_tile_impl(const Tile& t, std::index_sequence<I...>) {
@@ -88,31 +37,6 @@ void dense_tile_impl(const Tile& t, std::index_sequence<I...>) {
       // A float times a vector: one broadcast (AVX-512: folded into the
       // multiply-add); V{} + x would first add 0 to x, a real operation.
       ((acc[I] += src[I / NV][c] * w[I % NV]), ...);
-    }
-  }
-  tile_store<V, R, NV>(acc, t, std::index_sequence<I...>{});
-}
-
-/// A strip: R pixels of one output row whose inputs lie STEP floats apart
-/// (stride x ic, known at compile time), every column inside the image.
-/// Each kernel row is one pointer for the whole strip (`rows[ky]`, null
-/// over the top or bottom padding: skipped) and the pixels are its
-/// displacements, so no pointer per pixel is set up or held: strips of
-/// three-channel stems are twice as wide as tiles, and their few
-/// multiply-adds per pixel are not outweighed by the setup.
-template <typename V, int R, int NV, int STEP, size_t... I>
-void strip_tile_impl(const Tile& t, const float* const* rows, std::index_sequence<I...>) {
-  constexpr int64_t L = sizeof(V) / sizeof(float);
-  V acc[R * NV];
-  ((acc[I] = load<V>(t.bias + (I % NV) * L)), ...);
-  for (int64_t g = 0; g < t.groups; ++g) {
-    const float* b = rows[g];
-    if (b == nullptr) continue;
-    const float* wt = t.w + g * t.run * t.block;
-    for (int64_t c = 0; c < t.run; ++c, wt += t.block) {
-      V w[NV];
-      for (int v = 0; v < NV; ++v) w[v] = load<V>(wt + v * L);
-      ((acc[I] += b[c + static_cast<int64_t>(I / NV) * STEP] * w[I % NV]), ...);
     }
   }
   tile_store<V, R, NV>(acc, t, std::index_sequence<I...>{});
@@ -161,67 +85,6 @@ constexpr int64_t kMaxPadded = int64_t{1} << 20;
 /// Most channels of an input that is not channels-last which the copy
 /// takes (an image's; more are a transpose the NCHW kernel avoids).
 constexpr int64_t kMaxCopiedChannels = 4;
-
-struct DensePlan {
-  const ConvProblem* p;
-  int64_t taps;  // kh * kw
-  // A pixel reads `groups` runs of `run` consecutive floats: a kernel row
-  // each (kw * ic floats, row mode: unit dilation and pixels of exactly ic
-  // floats), or a tap each (ic floats).
-  bool rows;
-  int64_t groups, run;
-  int64_t block;   // output channels per block (NV * lanes)
-  int64_t blocks;  // channel blocks
-  int64_t pixels;  // n * oh * ow
-  int64_t tiles;
-  int64_t reach;        // input columns from a pixel's first tap to its last, less one
-  int64_t column_step;  // floats between the columns of consecutive taps
-  int64_t pixel_step;   // floats between the inputs of consecutive pixels of a row
-  const float* w;
-  const float* bias;
-  const float* zeros;
-  float* border;          // row mode: a slot of border_floats per thread
-  int64_t border_floats;  // tile pixels x kh x run
-  bool split;             // over the threads (slot parallel_thread_index())
-  Epilogue e;
-};
-
-/// The tile of channel block `block` for pixels reading `groups` runs each
-/// through `src`, writing `dst` and adding `res` (null: no residual), each
-/// from the block's first channel.
-Tile block_tile(const DensePlan& dp, int64_t block, int64_t groups, const float* const* src,
-                float* const* dst, const float* const* res) {
-  const ConvProblem& p = *dp.p;
-  const int64_t co0 = block * dp.block;
-  Tile t;
-  t.src = src;
-  t.groups = groups;
-  t.run = dp.run;
-  t.w = dp.w + block * dp.taps * p.ic * dp.block;
-  t.block = dp.block;
-  t.bias = dp.bias + co0;
-  t.dst = dst;
-  t.res = res;
-  t.lanes = std::min(dp.block, p.oc - co0);
-  t.e = dp.e;
-  return t;
-}
-
-/// A problem's data and strides as the dense kernels read them.
-struct Buffers {
-  const float* in;
-  float* out;
-  const float* residual;
-  const int64_t *is, *os, *rs;
-};
-Buffers buffers(const ConvProblem& p) {
-  return {static_cast<const float*>(p.in),
-          static_cast<float*>(p.out),
-          static_cast<const float*>(p.residual),
-          p.in_strides,
-          p.out_strides,
-          p.residual_strides};
-}
 
 template <typename V, int NV, int R = kTilePixels<NV>>
 void dense_items(const DensePlan& dp, int64_t begin, int64_t end) {
@@ -379,53 +242,6 @@ void dense_items(const DensePlan& dp, int64_t begin, int64_t end) {
   }
 }
 
-/// Tiles as strips (strip_tile_impl): rows of whole strips of R pixels
-/// whose columns are all inside the (padded) image.
-// Without predictive commoning: it sees that a pixel's input at c + STEP
-// is the next pixel's at c and keeps loaded floats in the stack across
-// iterations, where a broadcast from the image costs less.
-#if defined(__GNUC__) && !defined(__clang__)
-#define PTERUN_NO_PREDICTIVE_COMMONING [[gnu::optimize("no-predictive-commoning")]]
-#else
-#define PTERUN_NO_PREDICTIVE_COMMONING
-#endif
-template <typename V, int NV, int R, int STEP>
-PTERUN_NO_PREDICTIVE_COMMONING void strip_items(const DensePlan& dp, int64_t begin, int64_t end) {
-  const ConvProblem& p = *dp.p;
-  const auto [in, out, residual, is, os, rs] = buffers(p);
-  const float* rows[kMaxTaps];
-  float* dst[R];
-  const float* res[R];
-  for (int64_t item = begin; item < end; ++item) {
-    const int64_t tile = dp.blocks == 1 ? item : item / dp.blocks;
-    const int64_t block = dp.blocks == 1 ? 0 : item % dp.blocks;
-    const int64_t first = tile * R;
-    const int64_t x = first % p.ow, y = first / p.ow % p.oh, n = first / (p.ow * p.oh);
-    const float* image = in + n * is[0] + (x * p.stride[1] - p.pad[1]) * p.ic;
-    for (int64_t ky = 0; ky < p.kh; ++ky) {
-      const int64_t iy = y * p.stride[0] - p.pad[0] + ky * p.dilation[0];
-      rows[ky] = iy >= 0 && iy < p.ih ? image + iy * is[2] : nullptr;
-    }
-    const int64_t co0 = block * dp.block;
-    for (int r = 0; r < R; ++r) {
-      dst[r] = out + n * os[0] + y * os[2] + (x + r) * os[3] + co0;
-      res[r] =
-          residual != nullptr ? residual + n * rs[0] + y * rs[2] + (x + r) * rs[3] + co0 : nullptr;
-    }
-    const Tile t = block_tile(dp, block, p.kh, nullptr, dst, residual != nullptr ? res : nullptr);
-    strip_tile_impl<V, R, NV, STEP>(t, rows, std::make_index_sequence<R * NV>{});
-  }
-}
-
-/// Pixels per strip: 16 x 1 vector or 8 x 2 with 32 registers, 8 x 1 or
-/// 4 x 2 with 16 (a whole number of them per output row, else tiles).
-template <int NV>
-constexpr int kStripPixels = (kWide ? 16 : 8) / NV;
-
-/// Input steps (stride x input channels) strips are built for: three-channel
-/// stems at strides 1 and 2.
-constexpr int64_t kStripSteps[] = {3, 6};
-
 void pack_dense(const ConvProblem& p, const DensePlan& dp, float* w) {
   const int64_t* ws = p.w_strides;
   const float* weight = static_cast<const float*>(p.weight);
@@ -442,13 +258,6 @@ void pack_dense(const ConvProblem& p, const DensePlan& dp, float* w) {
       }
     }
   }
-}
-
-/// The input's width with copy_input's zeros: the left padding, and on the
-/// right up to the last column the last pixel's last tap reads.
-int64_t padded_width(const ConvProblem& p) {
-  const int64_t reached = (p.ow - 1) * p.stride[1] - p.pad[1] + p.kw;  // columns, from 0
-  return p.pad[1] + std::max(p.iw, reached);
 }
 
 }  // namespace
@@ -484,32 +293,34 @@ ConvProblem copied_problem(const ConvProblem& p) {
   return q;
 }
 
-/// Writes `p`'s input into `buffer` as copied_problem(p) reads it (n * ih *
-/// padded_width * ic floats): rows of channels-last pixels, the column
-/// padding as zeros. The input goes through the strided copy: whole rows
-/// when it is channels-last, the narrow transpose from NCHW.
-void copy_input(KernelContext& ctx, const ConvProblem& p, float* buffer) {
+}  // namespace
+
+// Copies through the strided copy: whole rows when the input is
+// channels-last, the narrow transpose from NCHW.
+void copy_rows(KernelContext* ctx, const ConvProblem& p, int64_t n, int64_t lo, int64_t hi,
+               float* buffer) {
   const int64_t width = padded_width(p), left = p.pad[1], ic = p.ic;
+  const int64_t images = ctx != nullptr ? p.n : 1, rows = ctx != nullptr ? p.ih : hi - lo;
   float* row = buffer;
-  for (int64_t r = 0; r < p.n * p.ih; ++r, row += width * ic) {
+  for (int64_t r = 0; r < images * rows; ++r, row += width * ic) {
     std::fill(row, row + left * ic, 0.0f);
     std::fill(row + (left + p.iw) * ic, row + width * ic, 0.0f);
   }
   // (N, C, H, W) in the copy, as copied_problem gives its strides.
   const int64_t strides[4] = {p.ih * width * ic, 1, width * ic, ic};
-  const int64_t sizes[4] = {p.n, ic, p.ih, p.iw};
-  cpu::strided_copy(ctx, buffer + left * ic, strides, p.in, p.in_strides, sizes, sizeof(float));
+  const int64_t sizes[4] = {images, ic, rows, p.iw};
+  if (ctx != nullptr) {
+    cpu::strided_copy(*ctx, buffer + left * ic, strides, p.in, p.in_strides, sizes, sizeof(float));
+    return;
+  }
+  const float* from = static_cast<const float*>(p.in) + n * p.in_strides[0] + lo * p.in_strides[2];
+  cpu::strided_copy(buffer + left * ic, strides, from, p.in_strides, sizes, sizeof(float));
 }
-
-}  // namespace
 
 bool dense(KernelContext& ctx, const ConvProblem& given, const Epilogue& e) {
   DensePlan dp;
-  // Scratch: the copied input (when made), then the border slots.
-  size_t copied_floats = 0;
   const bool copies = copies_input(given);
   ConvProblem p = copies ? copied_problem(given) : given;
-  if (copies) copied_floats = static_cast<size_t>(p.n * p.ih * p.iw * p.ic);
   dp.p = &p;
   dp.taps = p.kh * p.kw;
   if (dp.taps > kMaxTaps) return false;
@@ -554,41 +365,28 @@ bool dense(KernelContext& ctx, const ConvProblem& given, const Epilogue& e) {
   dp.bias = pk.bias.data();
   dp.zeros = pk.zeros.data();
 
-  int64_t items = dp.tiles * dp.blocks;
   const double work = static_cast<double>(dp.pixels) * p.oc * p.ic * dp.taps;
+  if (strips_fit(dp, nv)) {
+    dense_strips(ctx, given, dp, nv, work);
+    return true;
+  }
+
+  const int64_t items = dp.tiles * dp.blocks;
   dp.split = ctx.num_threads > 1 && work >= kParallelWork && items > 1;
   dp.border_floats = dp.rows ? tile_pixels * p.kh * dp.run : 0;
   const size_t slots = dp.split ? static_cast<size_t>(ctx.num_threads) : 1;
   const size_t border_floats = dp.rows ? slots * static_cast<size_t>(dp.border_floats) : 0;
+  const size_t copied_floats = copies ? static_cast<size_t>(p.n * p.ih * p.iw * p.ic) : 0;
   if (copied_floats + border_floats > 0) {
     auto* scratch =
         static_cast<float*>(ctx.scratch((copied_floats + border_floats) * sizeof(float)));
     if (copies) {
-      copy_input(ctx, given, scratch);
+      copy_rows(&ctx, given, 0, 0, 0, scratch);
       p.in = scratch;
     }
     dp.border = dp.rows ? scratch + copied_floats : nullptr;
   }
-  // Strips where every row is whole strips with all columns inside.
-  const int strip = nv == 2 ? kStripPixels<2> : kStripPixels<1>;
-  const bool strips = !blocks_of_24 && dp.rows && p.ow % strip == 0 && p.pad[1] == 0 &&
-                      (p.ow - 1) * p.stride[1] + dp.reach < p.iw &&
-                      std::find(std::begin(kStripSteps), std::end(kStripSteps), dp.pixel_step) !=
-                          std::end(kStripSteps);
-  if (strips) {
-    dp.tiles = dp.pixels / strip;
-    items = dp.tiles * dp.blocks;
-  }
   auto body = [&](int64_t b, int64_t end) {
-    if (strips) {
-      const bool three = dp.pixel_step == 3;
-      if (nv == 2) {
-        return three ? strip_items<VL, 2, kStripPixels<2>, 3>(dp, b, end)
-                     : strip_items<VL, 2, kStripPixels<2>, 6>(dp, b, end);
-      }
-      return three ? strip_items<VL, 1, kStripPixels<1>, 3>(dp, b, end)
-                   : strip_items<VL, 1, kStripPixels<1>, 6>(dp, b, end);
-    }
     if constexpr (kWide) {
       if (blocks_of_24) return dense_items<V8, 3>(dp, b, end);
       if (nv == 2) return dense_items<V16, 2>(dp, b, end);

@@ -1,0 +1,172 @@
+// Strips of the dense channels-last f32 convolution (conv_f32_nhwc.cpp
+// describes the whole): R pixels of one output row whose inputs lie a
+// compile-time step apart, for layers of few input channels (a stem's
+// three, 16), which read a padded copy of their input, made by each thread
+// for the rows it runs.
+
+#include <algorithm>
+#include <cstdint>
+#include <iterator>
+#include <utility>
+
+#include "pterun/backend/cpu/engine/parallel.h"
+#include "pterun/backend/cpu/ops/conv_f32_nhwc_tiles.h"
+
+namespace pterun::cpu::nhwc {
+namespace {
+
+/// A strip: R pixels of one output row whose inputs lie STEP floats apart
+/// (stride x ic, known at compile time), every column inside the image.
+/// Each kernel row is one pointer for the whole strip (`rows[ky]`, null
+/// over the top or bottom padding: skipped) and the pixels are its
+/// displacements, so no pointer per pixel is set up or held: strips are
+/// twice as wide as tiles, and the few multiply-adds per pixel of a stem or
+/// a 16-channel layer are not outweighed by the setup.
+template <typename V, int R, int NV, int STEP, size_t... I>
+void strip_tile_impl(const Tile& t, const float* const* rows, std::index_sequence<I...>) {
+  constexpr int64_t L = sizeof(V) / sizeof(float);
+  V acc[R * NV];
+  ((acc[I] = load<V>(t.bias + (I % NV) * L)), ...);
+  for (int64_t g = 0; g < t.groups; ++g) {
+    const float* b = rows[g];
+    if (b == nullptr) continue;
+    const float* wt = t.w + g * t.run * t.block;
+    for (int64_t c = 0; c < t.run; ++c, wt += t.block) {
+      V w[NV];
+      for (int v = 0; v < NV; ++v) w[v] = load<V>(wt + v * L);
+      ((acc[I] += b[c + static_cast<int64_t>(I / NV) * STEP] * w[I % NV]), ...);
+    }
+  }
+  tile_store<V, R, NV>(acc, t, std::index_sequence<I...>{});
+}
+
+/// Where the input rows of one image lie for strip_rows: row iy (from
+/// `first`, a multiple of `stride` floats apart) at `base`, every column
+/// inside (no padding along the width left to do).
+struct ImageRows {
+  const float* base;
+  int64_t first, stride;
+};
+
+/// Output rows [y0, y1) of image n as strips (strip_tile_impl): each row
+/// whole strips of R pixels, all of their columns inside `rows`.
+// Without predictive commoning: it sees that a pixel's input at c + STEP
+// is the next pixel's at c and keeps loaded floats in the stack across
+// iterations, where a broadcast from the image costs less.
+#if defined(__GNUC__) && !defined(__clang__)
+#define PTERUN_NO_PREDICTIVE_COMMONING [[gnu::optimize("no-predictive-commoning")]]
+#else
+#define PTERUN_NO_PREDICTIVE_COMMONING
+#endif
+template <typename V, int NV, int R, int STEP>
+PTERUN_NO_PREDICTIVE_COMMONING void strip_rows(const DensePlan& dp, const ImageRows& in, int64_t n,
+                                               int64_t y0, int64_t y1) {
+  const ConvProblem& p = *dp.p;
+  const auto [unused, out, residual, is, os, rs] = buffers(p);
+  const float* rows[kMaxTaps];
+  const float* shifted[kMaxTaps];
+  float* dst[R];
+  const float* res[R];
+  for (int64_t y = y0; y < y1; ++y) {
+    for (int64_t ky = 0; ky < p.kh; ++ky) {
+      const int64_t iy = y * p.stride[0] - p.pad[0] + ky * p.dilation[0];
+      rows[ky] = iy >= 0 && iy < p.ih ? in.base + (iy - in.first) * in.stride : nullptr;
+    }
+    for (int64_t x = 0; x < p.ow; x += R) {
+      for (int64_t ky = 0; ky < p.kh; ++ky) {
+        shifted[ky] = rows[ky] != nullptr ? rows[ky] + x * STEP : nullptr;
+      }
+      for (int64_t block = 0; block < dp.blocks; ++block) {
+        const int64_t co0 = block * dp.block;
+        for (int r = 0; r < R; ++r) {
+          dst[r] = out + n * os[0] + y * os[2] + (x + r) * os[3] + co0;
+          res[r] = residual != nullptr ? residual + n * rs[0] + y * rs[2] + (x + r) * rs[3] + co0
+                                       : nullptr;
+        }
+        const Tile t =
+            block_tile(dp, block, p.kh, nullptr, dst, residual != nullptr ? res : nullptr);
+        strip_tile_impl<V, R, NV, STEP>(t, shifted, std::make_index_sequence<R * NV>{});
+      }
+    }
+  }
+}
+
+/// Pixels per strip: 16 x 1 vector or 8 x 2 with 32 registers, 8 x 1 or
+/// 4 x 2 with 16 (a whole number of them per output row, else tiles).
+template <int NV>
+constexpr int kStripPixels = (kWide ? 16 : 8) / NV;
+
+/// Input steps (stride x input channels) strips are built for: three-channel
+/// stems and layers of 16 input channels, at strides 1 and 2 (a 16-channel
+/// 3x3 layer ran at 86% of the FMA peak in 8-pixel tiles, 95% in strips of
+/// 16 pixels).
+constexpr int64_t kStripSteps[] = {3, 6, 16, 32};
+
+/// Runs strip_rows<STEP> for the plan's vectors per block (nv).
+template <int64_t STEP>
+void strips_of_step(const DensePlan& dp, int nv, const ImageRows& in, int64_t n, int64_t y0,
+                    int64_t y1) {
+  if (nv == 2) return strip_rows<VL, 2, kStripPixels<2>, STEP>(dp, in, n, y0, y1);
+  strip_rows<VL, 1, kStripPixels<1>, STEP>(dp, in, n, y0, y1);
+}
+
+}  // namespace
+
+bool strips_fit(const DensePlan& dp, int nv) {
+  const ConvProblem& p = *dp.p;
+  const int strip = nv == 2 ? kStripPixels<2> : kStripPixels<1>;
+  return nv <= 2 && dp.rows && p.ow % strip == 0 && p.pad[1] == 0 &&
+         (p.ow - 1) * p.stride[1] + dp.reach < p.iw &&
+         std::find(std::begin(kStripSteps), std::end(kStripSteps), dp.pixel_step) !=
+             std::end(kStripSteps);
+}
+
+/// Output rows over the threads. A layer that
+/// copies its input copies, image by image, the input rows of the output
+/// rows a thread runs into that thread's slot and reads them at once: no
+/// serial copy of the whole input before the threads start, and the copy is
+/// still in the cache of the core that reads it.
+void dense_strips(KernelContext& ctx, const ConvProblem& given, DensePlan& dp, int nv,
+                  double work) {
+  const ConvProblem& p = *dp.p;
+  const bool copies = copies_input(given);
+  const int64_t items = p.n * p.oh;
+  dp.split = ctx.num_threads > 1 && work >= kParallelWork && items > 1;
+  const int64_t slot_floats = copies ? p.ih * p.iw * p.ic : 0;
+  float* slots = nullptr;
+  if (copies) {
+    const size_t count = dp.split ? static_cast<size_t>(ctx.num_threads) : 1;
+    slots =
+        static_cast<float*>(ctx.scratch(count * static_cast<size_t>(slot_floats) * sizeof(float)));
+  }
+  const float* in = static_cast<const float*>(p.in);
+  auto body = [&](int64_t b, int64_t end) {
+    float* slot = copies ? slots + (dp.split ? parallel_thread_index() : 0) * slot_floats : nullptr;
+    for (int64_t item = b; item < end;) {
+      const int64_t n = item / p.oh, y0 = item % p.oh, y1 = std::min(p.oh, y0 + (end - item));
+      ImageRows rows{in != nullptr ? in + n * p.in_strides[0] : nullptr, 0, p.in_strides[2]};
+      if (copies) {
+        // The input rows the output rows [y0, y1) read.
+        const int64_t lo = std::max<int64_t>(0, y0 * p.stride[0] - p.pad[0]);
+        const int64_t hi =
+            std::min(p.ih, (y1 - 1) * p.stride[0] - p.pad[0] + (p.kh - 1) * p.dilation[0] + 1);
+        if (hi > lo) copy_rows(nullptr, given, n, lo, hi, slot);
+        rows = {slot, lo, p.iw * p.ic};
+      }
+      switch (dp.pixel_step) {
+        case 3: strips_of_step<3>(dp, nv, rows, n, y0, y1); break;
+        case 6: strips_of_step<6>(dp, nv, rows, n, y0, y1); break;
+        case 16: strips_of_step<16>(dp, nv, rows, n, y0, y1); break;
+        default: strips_of_step<32>(dp, nv, rows, n, y0, y1); break;
+      }
+      item += y1 - y0;
+    }
+  };
+  if (dp.split) {
+    cpu::parallel_for(ctx, items, static_cast<int64_t>(work / static_cast<double>(items)), body);
+  } else {
+    body(0, items);
+  }
+}
+
+}  // namespace pterun::cpu::nhwc

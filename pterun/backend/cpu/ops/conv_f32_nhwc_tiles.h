@@ -1,0 +1,153 @@
+#pragma once
+
+// The tiles of the dense channels-last f32 convolution and what its two
+// drivers share: conv_f32_nhwc_dense.cpp (tiles of pixels, each with
+// pointers of its own) and conv_f32_nhwc_strips.cpp (strips of one output
+// row). Internal to backend/cpu/ops.
+
+#include <algorithm>
+#include <cstdint>
+#include <type_traits>
+#include <utility>
+
+#include "pterun/backend/cpu/ops/conv_f32_nhwc_shared.h"
+
+namespace pterun::cpu::nhwc {
+
+/// The widest vector this build uses.
+using VL = std::conditional_t<kWide, V16, V8>;
+
+/// Taps (kh * kw) the dense kernel takes: each tile keeps a pointer per tap
+/// and pixel.
+constexpr int64_t kMaxTaps = 64;
+
+/// One tile: R pixels x NV vectors of output channels from `co0`.
+struct Tile {
+  const float* const* src;  // src[g * R + r]: pixel r's run of inputs number g
+  int64_t groups, run;      // runs per pixel, floats per run
+  const float* w;           // the channel block's packed weights
+  int64_t block;            // floats per input channel in w (NV * lanes)
+  const float* bias;        // block's bias, NV vectors
+  float* const* dst;        // pixel r's output channels from co0
+  const float* const* res;  // pixel r's residual from co0 (or null: none)
+  int64_t lanes;            // output channels of the block that exist
+  Epilogue e;
+};
+
+/// The epilogue of a tile: residual, activation, stores (partial vectors
+/// past the last output channel lane by lane).
+template <typename V, int R, int NV, size_t... I>
+[[gnu::always_inline]] inline void tile_store(V* acc, const Tile& t, std::index_sequence<I...>) {
+  constexpr int64_t L = sizeof(V) / sizeof(float);
+  if (t.res != nullptr) {
+    auto residual = [&](size_t i) {
+      const float* r = t.res[i / NV] + (i % NV) * L;
+      const int64_t n = std::min<int64_t>(L, t.lanes - static_cast<int64_t>(i % NV) * L);
+      if (n >= L) return load<V>(r);
+      float part[L] = {};
+      for (int64_t l = 0; l < n; ++l) part[l] = r[l];
+      return load<V>(part);
+    };
+    ((acc[I] += residual(I)), ...);
+  }
+  ((acc[I] = finish(acc[I], t.e)), ...);
+  auto put = [&](size_t i, V v) {
+    float* d = t.dst[i / NV] + (i % NV) * L;
+    const int64_t n = std::min<int64_t>(L, t.lanes - static_cast<int64_t>(i % NV) * L);
+    if (n >= L) {
+      store(d, v);
+      return;
+    }
+    float part[L];
+    store(part, v);
+    for (int64_t l = 0; l < n; ++l) d[l] = part[l];
+  };
+  (put(I, acc[I]), ...);
+}
+
+struct DensePlan {
+  const ConvProblem* p;
+  int64_t taps;  // kh * kw
+  // A pixel reads `groups` runs of `run` consecutive floats: a kernel row
+  // each (kw * ic floats, row mode: unit dilation and pixels of exactly ic
+  // floats), or a tap each (ic floats).
+  bool rows;
+  int64_t groups, run;
+  int64_t block;   // output channels per block (NV * lanes)
+  int64_t blocks;  // channel blocks
+  int64_t pixels;  // n * oh * ow
+  int64_t tiles;
+  int64_t reach;        // input columns from a pixel's first tap to its last, less one
+  int64_t column_step;  // floats between the columns of consecutive taps
+  int64_t pixel_step;   // floats between the inputs of consecutive pixels of a row
+  const float* w;
+  const float* bias;
+  const float* zeros;
+  float* border;          // row mode: a slot of border_floats per thread
+  int64_t border_floats;  // tile pixels x kh x run
+  bool split;             // over the threads (slot parallel_thread_index())
+  Epilogue e;
+};
+
+/// The tile of channel block `block` for pixels reading `groups` runs each
+/// through `src`, writing `dst` and adding `res` (null: no residual), each
+/// from the block's first channel.
+inline Tile block_tile(const DensePlan& dp, int64_t block, int64_t groups, const float* const* src,
+                       float* const* dst, const float* const* res) {
+  const ConvProblem& p = *dp.p;
+  const int64_t co0 = block * dp.block;
+  Tile t;
+  t.src = src;
+  t.groups = groups;
+  t.run = dp.run;
+  t.w = dp.w + block * dp.taps * p.ic * dp.block;
+  t.block = dp.block;
+  t.bias = dp.bias + co0;
+  t.dst = dst;
+  t.res = res;
+  t.lanes = std::min(dp.block, p.oc - co0);
+  t.e = dp.e;
+  return t;
+}
+
+/// A problem's data and strides as the dense kernels read them.
+struct Buffers {
+  const float* in;
+  float* out;
+  const float* residual;
+  const int64_t *is, *os, *rs;
+};
+inline Buffers buffers(const ConvProblem& p) {
+  return {static_cast<const float*>(p.in),
+          static_cast<float*>(p.out),
+          static_cast<const float*>(p.residual),
+          p.in_strides,
+          p.out_strides,
+          p.residual_strides};
+}
+
+/// The input's width with the zeros of a padded copy (copy_rows): the left padding, and on the
+/// right up to the last column the last pixel's last tap reads.
+inline int64_t padded_width(const ConvProblem& p) {
+  const int64_t reached = (p.ow - 1) * p.stride[1] - p.pad[1] + p.kw;  // columns, from 0
+  return p.pad[1] + std::max(p.iw, reached);
+}
+
+/// Writes input rows [lo, hi) of image n of `p` into `buffer` as
+/// copied_problem(p) lays them out (rows of padded_width channels-last
+/// pixels, the column padding as zeros); with `ctx`, all of the input (n
+/// and the rows ignored), split over the threads when large.
+void copy_rows(KernelContext* ctx, const ConvProblem& p, int64_t n, int64_t lo, int64_t hi,
+               float* buffer);
+
+/// Whether the layer `dp` plans (nv vectors per block of output channels)
+/// runs as strips (conv_f32_nhwc_strips.cpp): every output row whole
+/// strips, every column inside the input, an input step strips are built
+/// for.
+bool strips_fit(const DensePlan& dp, int nv);
+
+/// Runs the layer `given` as strips (dp planned over copied_problem(given)
+/// when copies_input(given)); `work` is its multiply-adds.
+void dense_strips(KernelContext& ctx, const ConvProblem& given, DensePlan& dp, int nv, double work);
+
+}  // namespace pterun::cpu::nhwc
