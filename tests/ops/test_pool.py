@@ -192,6 +192,8 @@ def test_max_pool_nan_propagates(device):
     ((1, 3, 12, 11), (3, 2), (1, 2), (1, 1), (2, 1), False, None, None),  # dilation
     # Channels-last, dense pixels: window rows, then window columns, of a padded row.
     ((2, 16, 16, 16), (3, 3), (2, 2), (1, 1), (1, 1), False, CL, CL),
+    # Whole vectors of 16 channels along the row (32 here), dilated columns.
+    ((1, 32, 7, 11), (2, 3), (1, 2), (1, 1), (1, 2), True, CL, CL),
     ((1, 5, 9, 8), (2, 3), (2, 1), (1, 1), (1, 2), True, CL, CL),  # dilation, ceil mode
     ((3, 41, 6, 7), (3, 3), (2, 2), (1, 1), (1, 1), True, CL, CL),  # 32 + 8 + 1 channels
     ((1, 3, 5, 6), (4, 4), (1, 1), (2, 2), (1, 1), False, CL, CL),  # padding of half the window
