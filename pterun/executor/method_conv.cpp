@@ -337,10 +337,15 @@ void Method::Loader::fold_batch_norm(const ConvFusion& f) {
       w_new[offset] = static_cast<float>(at(w_old, offset) * scale);
     }
   }
+  // The folded values are constants of their own (never written, at an
+  // address of their own): they keep the method's constant id, so kernels
+  // need not compare the bytes they packed each call.
   auto own = [&](Tensor& t, const std::vector<float>& bytes) {
+    const uint64_t id = t.constant_id();
     backend::Allocation a = m.allocate(t.nbytes());
     fill(a.data(), bytes.data(), t.nbytes());
     t.set_data(a.data(), t.nbytes());
+    t.set_constant_id(id);
     m.owned_.push_back(std::move(a));
   };
   own(weight, w_new);
