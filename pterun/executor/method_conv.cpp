@@ -135,6 +135,8 @@ void Method::Loader::fuse_convolutions() {
 // copy goes too. Plain mobilenet_224 copied 7 results, 4.1 MB per call.
 void Method::Loader::skip_fused_copies() {
   const std::vector<bool> keep = kept_values();
+  size_t planned_bytes = 0, private_bytes = 0;
+  for (const backend::Allocation& b : m.buffers_) planned_bytes += b.size();
   auto span_of = [](const Tensor& t) {
     const auto* begin = static_cast<const uint8_t*>(t.data());
     return std::pair{begin, begin + std::max(t.bound_nbytes(), t.nbytes())};
@@ -197,68 +199,94 @@ void Method::Loader::skip_fused_copies() {
       }
     }
     if (!ok || last == 0) continue;
-    // Readers that are in-place fusions themselves (their own output
-    // returned, their copy after no-ops only): they will write their fused
-    // output instead, unless it overlaps what they read.
+    // Whether readers [fc.step + 1, last] may read own's bytes in place of
+    // out's, into `retarget` the readers that write their fused output
+    // directly; `alone`: as if own's bytes overlapped nothing else.
     std::vector<std::pair<size_t, const FusedCopy*>> retarget;
-    for (size_t k = fc.step + 1; k <= last; ++k) {
-      const Step& s = chain[k];
-      if (!mentions(s, out) || s.args_count == 0) continue;
-      for (const FusedCopy& next : fused_copies) {
-        if (next.chain != fc.chain || next.step <= k || !copying(next) ||
-            arg(s, s.args_count - 1) != &m.values_[next.own]) {
-          continue;
-        }
-        bool direct = true;
-        for (size_t j = k + 1; j < next.step; ++j) {
-          direct = direct && chain[j].kind == InstructionKind::FreeCall && chain[j].fn == nullptr;
-        }
-        const Tensor* written = &m.values_[next.out].to_tensor();
-        for (uint32_t a = 0; a + 1 < s.args_count && direct; ++a) {
-          const Value* v = arg(s, a) == out ? own : arg(s, a);
-          direct = !v->is_tensor() || !overlap(&v->to_tensor(), written);
-        }
-        if (direct) retarget.emplace_back(k, &next);
-      }
-    }
     auto retargeted = [&](size_t k) -> const FusedCopy* {
       for (auto [step, next] : retarget) {
         if (step == k) return next;
       }
       return nullptr;
     };
-    // From the copy to the last reader: kernel calls and no-ops only; none
-    // returns `out`, and none but the readers of `out` touches own's bytes.
-    for (size_t k = fc.step + 1; k <= last && ok; ++k) {
-      const Step& s = chain[k];
-      if (s.kind != InstructionKind::KernelCall) {
-        ok = s.kind == InstructionKind::FreeCall && s.fn == nullptr;
-        continue;
+    auto overlaps_own = [&](const Tensor* t, bool alone) { return !alone && overlap(t, &ot); };
+    auto may_skip = [&](bool alone) {
+      bool fits = true;
+      retarget.clear();
+      // Readers that are in-place fusions themselves (their own output
+      // returned, their copy after no-ops only): they will write their fused
+      // output instead, unless it overlaps what they read.
+      for (size_t k = fc.step + 1; k <= last; ++k) {
+        const Step& s = chain[k];
+        if (!mentions(s, out) || s.args_count == 0) continue;
+        for (const FusedCopy& next : fused_copies) {
+          if (next.chain != fc.chain || next.step <= k || !copying(next) ||
+              arg(s, s.args_count - 1) != &m.values_[next.own]) {
+            continue;
+          }
+          bool direct = true;
+          for (size_t j = k + 1; j < next.step; ++j) {
+            direct = direct && chain[j].kind == InstructionKind::FreeCall && chain[j].fn == nullptr;
+          }
+          const Tensor* written = &m.values_[next.out].to_tensor();
+          for (uint32_t a = 0; a + 1 < s.args_count && direct; ++a) {
+            const Value* v = arg(s, a) == out ? own : arg(s, a);
+            direct = !v->is_tensor() || (v == own ? !overlaps_own(written, alone)
+                                                  : !overlap(&v->to_tensor(), written));
+          }
+          if (direct) retarget.emplace_back(k, &next);
+        }
       }
-      const FusedCopy* next = retargeted(k);
-      for (uint32_t a = 0; a < s.args_count && ok; ++a) {
-        const Value* v = arg(s, a);
-        if (next != nullptr && a + 1 == s.args_count) v = &m.values_[next->out];
-        const auto vi = v - m.values_.data();
-        if (vi >= 0 && vi < static_cast<std::ptrdiff_t>(m.values_.size()) &&
-            aliased.count(static_cast<int32_t>(vi))) {
-          ok = false;  // re-pointed at run time
-        } else if (v == out) {
-          ok = a + 1 < s.args_count;  // read, not returned
-        } else if (v == own) {
-          ok = false;
-        } else if (v->is_tensor()) {
-          ok = !overlap(&v->to_tensor(), &ot);
-        } else if (v->kind() == ValueKind::TensorList ||
-                   v->kind() == ValueKind::OptionalTensorList) {
-          for (Tensor* t : v->kind() == ValueKind::TensorList ? v->to_tensor_list()
-                                                              : v->to_optional_tensor_list()) {
-            ok = ok && t != &ut && !overlap(t, &ot);
+      // From the copy to the last reader: kernel calls and no-ops only; none
+      // returns `out`, and none but the readers of `out` touches own's bytes.
+      for (size_t k = fc.step + 1; k <= last && fits; ++k) {
+        const Step& s = chain[k];
+        if (s.kind != InstructionKind::KernelCall) {
+          fits = s.kind == InstructionKind::FreeCall && s.fn == nullptr;
+          continue;
+        }
+        const FusedCopy* next = retargeted(k);
+        for (uint32_t a = 0; a < s.args_count && fits; ++a) {
+          const Value* v = arg(s, a);
+          if (next != nullptr && a + 1 == s.args_count) v = &m.values_[next->out];
+          const auto vi = v - m.values_.data();
+          if (vi >= 0 && vi < static_cast<std::ptrdiff_t>(m.values_.size()) &&
+              aliased.count(static_cast<int32_t>(vi))) {
+            fits = false;  // re-pointed at run time
+          } else if (v == out) {
+            fits = a + 1 < s.args_count;  // read, not returned
+          } else if (v == own) {
+            fits = false;
+          } else if (v->is_tensor()) {
+            fits = !overlaps_own(&v->to_tensor(), alone);
+          } else if (v->kind() == ValueKind::TensorList ||
+                     v->kind() == ValueKind::OptionalTensorList) {
+            for (Tensor* t : v->kind() == ValueKind::TensorList ? v->to_tensor_list()
+                                                                : v->to_optional_tensor_list()) {
+              fits = fits && t != &ut && !overlaps_own(t, alone);
+            }
           }
         }
       }
+      return fits;
+    };
+    if (!may_skip(false)) {
+      // Only because another step writes own's planned bytes (the plan
+      // gives every short-lived convolution output the same ones) before
+      // the last reader: own gets memory of its own, which the convolution
+      // alone writes, for the method's life (in all at most as much again
+      // as the planned memory), and the readers read it there.
+      const size_t bytes = std::max(ot.bound_nbytes(), ot.nbytes());
+      if (!may_skip(true) || private_bytes + bytes > planned_bytes ||
+          !followers(fc.own, -1).empty()) {
+        continue;
+      }
+      backend::Allocation a = m.allocate(bytes);
+      own->to_tensor().set_data(a.data(), bytes);
+      m.owned_.push_back(std::move(a));
+      private_bytes += bytes;
+      if (!may_skip(false)) continue;
     }
-    if (!ok) continue;
     for (size_t k = fc.step + 1; k <= last; ++k) {
       Step& s = chain[k];
       if (s.kind != InstructionKind::KernelCall) continue;
