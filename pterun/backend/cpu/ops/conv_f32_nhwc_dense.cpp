@@ -7,7 +7,6 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
-#include <iterator>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -297,24 +296,20 @@ ConvProblem copied_problem(const ConvProblem& p) {
 
 // Copies through the strided copy: whole rows when the input is
 // channels-last, the narrow transpose from NCHW.
-void copy_rows(KernelContext* ctx, const ConvProblem& p, int64_t n, int64_t lo, int64_t hi,
-               float* buffer) {
+void copy_rows(const KernelContext& ctx, const ConvProblem& p, int64_t n0, int64_t n1, int64_t lo,
+               int64_t hi, float* buffer) {
   const int64_t width = padded_width(p), left = p.pad[1], ic = p.ic;
-  const int64_t images = ctx != nullptr ? p.n : 1, rows = ctx != nullptr ? p.ih : hi - lo;
+  const int64_t images = n1 - n0, rows = hi - lo;
   float* row = buffer;
   for (int64_t r = 0; r < images * rows; ++r, row += width * ic) {
     std::fill(row, row + left * ic, 0.0f);
     std::fill(row + (left + p.iw) * ic, row + width * ic, 0.0f);
   }
   // (N, C, H, W) in the copy, as copied_problem gives its strides.
-  const int64_t strides[4] = {p.ih * width * ic, 1, width * ic, ic};
+  const int64_t strides[4] = {rows * width * ic, 1, width * ic, ic};
   const int64_t sizes[4] = {images, ic, rows, p.iw};
-  if (ctx != nullptr) {
-    cpu::strided_copy(*ctx, buffer + left * ic, strides, p.in, p.in_strides, sizes, sizeof(float));
-    return;
-  }
-  const float* from = static_cast<const float*>(p.in) + n * p.in_strides[0] + lo * p.in_strides[2];
-  cpu::strided_copy(buffer + left * ic, strides, from, p.in_strides, sizes, sizeof(float));
+  const float* from = static_cast<const float*>(p.in) + n0 * p.in_strides[0] + lo * p.in_strides[2];
+  cpu::strided_copy(ctx, buffer + left * ic, strides, from, p.in_strides, sizes, sizeof(float));
 }
 
 bool dense(KernelContext& ctx, const ConvProblem& given, const Epilogue& e) {
@@ -367,7 +362,7 @@ bool dense(KernelContext& ctx, const ConvProblem& given, const Epilogue& e) {
 
   const double work = static_cast<double>(dp.pixels) * p.oc * p.ic * dp.taps;
   if (strips_fit(dp, nv)) {
-    dense_strips(ctx, given, dp, nv, work);
+    dense_strips(ctx, given, copies, dp, nv, work);
     return true;
   }
 
@@ -381,7 +376,7 @@ bool dense(KernelContext& ctx, const ConvProblem& given, const Epilogue& e) {
     auto* scratch =
         static_cast<float*>(ctx.scratch((copied_floats + border_floats) * sizeof(float)));
     if (copies) {
-      copy_rows(&ctx, given, 0, 0, 0, scratch);
+      copy_rows(ctx, given, 0, p.n, 0, p.ih, scratch);
       p.in = scratch;
     }
     dp.border = dp.rows ? scratch + copied_floats : nullptr;

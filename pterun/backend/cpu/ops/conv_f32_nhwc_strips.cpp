@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <iterator>
 #include <utility>
 
 #include "pterun/backend/cpu/engine/parallel.h"
@@ -96,12 +95,6 @@ PTERUN_NO_PREDICTIVE_COMMONING void strip_rows(const DensePlan& dp, const ImageR
 template <int NV>
 constexpr int kStripPixels = (kWide ? 16 : 8) / NV;
 
-/// Input steps (stride x input channels) strips are built for: three-channel
-/// stems and layers of 16 input channels, at strides 1 and 2 (a 16-channel
-/// 3x3 layer ran at 86% of the FMA peak in 8-pixel tiles, 95% in strips of
-/// 16 pixels).
-constexpr int64_t kStripSteps[] = {3, 6, 16, 32};
-
 /// Runs strip_rows<STEP> for the plan's vectors per block (nv).
 template <int64_t STEP>
 void strips_of_step(const DensePlan& dp, int nv, const ImageRows& in, int64_t n, int64_t y0,
@@ -110,15 +103,30 @@ void strips_of_step(const DensePlan& dp, int nv, const ImageRows& in, int64_t n,
   strip_rows<VL, 1, kStripPixels<1>, STEP>(dp, in, n, y0, y1);
 }
 
+/// The input steps (stride x input channels) strips are built for, one
+/// list for the test and the dispatch.
+template <int64_t... STEPS>
+struct StepList {
+  static bool has(int64_t step) { return ((step == STEPS) || ...); }
+  /// strips_of_step<step>; `step` one of STEPS (has()).
+  static void run(int64_t step, const DensePlan& dp, int nv, const ImageRows& in, int64_t n,
+                  int64_t y0, int64_t y1) {
+    ((step == STEPS && (strips_of_step<STEPS>(dp, nv, in, n, y0, y1), true)) || ...);
+  }
+};
+
+/// Three-channel stems and layers of 16 input channels, at strides 1 and 2
+/// (a 16-channel 3x3 layer ran at 86% of the FMA peak in 8-pixel tiles,
+/// 95% in strips of 16 pixels).
+using StripSteps = StepList<3, 6, 16, 32>;
+
 }  // namespace
 
 bool strips_fit(const DensePlan& dp, int nv) {
   const ConvProblem& p = *dp.p;
   const int strip = nv == 2 ? kStripPixels<2> : kStripPixels<1>;
   return nv <= 2 && dp.rows && p.ow % strip == 0 && p.pad[1] == 0 &&
-         (p.ow - 1) * p.stride[1] + dp.reach < p.iw &&
-         std::find(std::begin(kStripSteps), std::end(kStripSteps), dp.pixel_step) !=
-             std::end(kStripSteps);
+         (p.ow - 1) * p.stride[1] + dp.reach < p.iw && StripSteps::has(dp.pixel_step);
 }
 
 /// Output rows over the threads. A layer that
@@ -126,10 +134,10 @@ bool strips_fit(const DensePlan& dp, int nv) {
 /// rows a thread runs into that thread's slot and reads them at once: no
 /// serial copy of the whole input before the threads start, and the copy is
 /// still in the cache of the core that reads it.
-void dense_strips(KernelContext& ctx, const ConvProblem& given, DensePlan& dp, int nv,
+void dense_strips(KernelContext& ctx, const ConvProblem& given, bool copies, DensePlan& dp, int nv,
                   double work) {
   const ConvProblem& p = *dp.p;
-  const bool copies = copies_input(given);
+  const KernelContext one_thread;  // each thread copies its own rows
   const int64_t items = p.n * p.oh;
   dp.split = ctx.num_threads > 1 && work >= kParallelWork && items > 1;
   const int64_t slot_floats = copies ? p.ih * p.iw * p.ic : 0;
@@ -150,15 +158,10 @@ void dense_strips(KernelContext& ctx, const ConvProblem& given, DensePlan& dp, i
         const int64_t lo = std::max<int64_t>(0, y0 * p.stride[0] - p.pad[0]);
         const int64_t hi =
             std::min(p.ih, (y1 - 1) * p.stride[0] - p.pad[0] + (p.kh - 1) * p.dilation[0] + 1);
-        if (hi > lo) copy_rows(nullptr, given, n, lo, hi, slot);
+        if (hi > lo) copy_rows(one_thread, given, n, n + 1, lo, hi, slot);
         rows = {slot, lo, p.iw * p.ic};
       }
-      switch (dp.pixel_step) {
-        case 3: strips_of_step<3>(dp, nv, rows, n, y0, y1); break;
-        case 6: strips_of_step<6>(dp, nv, rows, n, y0, y1); break;
-        case 16: strips_of_step<16>(dp, nv, rows, n, y0, y1); break;
-        default: strips_of_step<32>(dp, nv, rows, n, y0, y1); break;
-      }
+      StripSteps::run(dp.pixel_step, dp, nv, rows, n, y0, y1);
       item += y1 - y0;
     }
   };

@@ -133,12 +133,12 @@ inline int64_t padded_width(const ConvProblem& p) {
   return p.pad[1] + std::max(p.iw, reached);
 }
 
-/// Writes input rows [lo, hi) of image n of `p` into `buffer` as
+/// Writes input rows [lo, hi) of images [n0, n1) of `p` into `buffer` as
 /// copied_problem(p) lays them out (rows of padded_width channels-last
-/// pixels, the column padding as zeros); with `ctx`, all of the input (n
-/// and the rows ignored), split over the threads when large.
-void copy_rows(KernelContext* ctx, const ConvProblem& p, int64_t n, int64_t lo, int64_t hi,
-               float* buffer);
+/// pixels, the column padding as zeros; the images hi - lo rows apart),
+/// split over ctx's threads when large.
+void copy_rows(const KernelContext& ctx, const ConvProblem& p, int64_t n0, int64_t n1, int64_t lo,
+               int64_t hi, float* buffer);
 
 /// Whether the layer `dp` plans (nv vectors per block of output channels)
 /// runs as strips (conv_f32_nhwc_strips.cpp): every output row whole
@@ -147,7 +147,8 @@ void copy_rows(KernelContext* ctx, const ConvProblem& p, int64_t n, int64_t lo, 
 bool strips_fit(const DensePlan& dp, int nv);
 
 /// Runs the layer `given` as strips (dp planned over copied_problem(given)
-/// when copies_input(given)); `work` is its multiply-adds.
-void dense_strips(KernelContext& ctx, const ConvProblem& given, DensePlan& dp, int nv, double work);
+/// when it `copies`: copies_input(given)); `work` is its multiply-adds.
+void dense_strips(KernelContext& ctx, const ConvProblem& given, bool copies, DensePlan& dp, int nv,
+                  double work);
 
 }  // namespace pterun::cpu::nhwc
