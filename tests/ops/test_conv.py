@@ -371,6 +371,16 @@ def test_conv2d_own_kernel_shapes(device, n, cin, cout, hw, k, padding, dilation
     (2, 16, 32, (9, 32), (3, 3), (2, 2), (1, 1), (1, 1)),
     (1, 16, 16, (12, 16), (3, 3), (2, 1), (2, 1), (2, 1)),
     (2, 16, 48, (5, 16), (3, 3), (1, 1), (1, 1), (1, 1)),
+    # With one column of padding, strips read a channels-last input where
+    # it lies, leaving out the first tap of a row's first pixel and the last
+    # tap of its last where it falls right of the input (stride 2 over an
+    # odd width; a two-tap row whose only strip holds both ends; 32
+    # channels at stride 1; a stem of three channels).
+    (2, 16, 16, (7, 31), (3, 3), (2, 2), (1, 1), (1, 1)),
+    (1, 16, 16, (6, 15), (3, 2), (1, 1), (1, 1), (1, 1)),
+    (1, 32, 16, (6, 16), (3, 3), (1, 1), (1, 1), (1, 1)),
+    (2, 32, 32, (5, 16), (3, 3), (1, 1), (0, 1), (1, 1)),
+    (2, 3, 16, (8, 32), (3, 3), (1, 1), (1, 1), (1, 1)),
     # Where a 16-float multiply-add runs as two halves (AMD Zen 4), output
     # channels in blocks of 24 (three 8-float vectors): 20 (a partial third
     # vector), 72 (three blocks), 40 (24 + 16), besides 17, 24, 33, 48 above.
@@ -484,13 +494,13 @@ def test_conv2d_nchw_image_into_channels_last(device, n, cin, cout, hw, k, strid
 
 @pytest.mark.parametrize("cin,cout,hw,stride,x_order", [
     (3, 16, (64, 64), 1, CL), (3, 16, (64, 64), 1, None), (16, 16, (32, 32), 1, CL),
-    (16, 32, (48, 64), 2, CL)])
-def test_conv2d_channels_last_copied_input_residual_two_threads(device, cin, cout, hw, stride,
-                                                                x_order):
-    # Layers over 2^20 multiply-adds that read a padded copy of their input
-    # (a 3-channel stem, channels-last or NCHW; 16 channels at stride 1 and
-    # 2): the output rows are split over the threads, each copying the
-    # input rows its own rows read.
+    (16, 32, (48, 64), 2, CL), (32, 32, (32, 32), 1, CL)])
+def test_conv2d_channels_last_strips_residual_two_threads(device, cin, cout, hw, stride, x_order):
+    # Layers over 2^20 multiply-adds in strips (a 3-channel stem,
+    # channels-last or NCHW; 16 channels at stride 1 and 2; 32 at stride 1):
+    # the output rows are split over the threads, each reading the input
+    # where it lies or (the NCHW image) copying the input rows its own rows
+    # read.
     x = normals(2, cin, *hw)
     w, b = normals(cout, cin, 3, 3), normals(cout)
     expected = ref_conv2d(x, w, b, (stride, stride), (1, 1), (1, 1), 1)

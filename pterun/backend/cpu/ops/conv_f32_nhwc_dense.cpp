@@ -267,7 +267,8 @@ void pack_dense(const ConvProblem& p, const DensePlan& dp, float* w) {
 /// kernel rows crossing the border would cost more than the whole input
 /// once, and every pixel then steps its neighbour's pointers; and such
 /// layers whose input is not channels-last (an NCHW image into a
-/// channels-last network's stem), which the copy makes so.
+/// channels-last network's stem), which the copy makes so. dense() skips
+/// the copy of a channels-last input that strips read where it lies.
 bool copies_input(const ConvProblem& p) {
   const bool channels_last = p.in_strides[1] == 1 && p.in_strides[3] == p.ic;
   if (!channels_last && p.ic > kMaxCopiedChannels) return false;
@@ -314,8 +315,7 @@ void copy_rows(const KernelContext& ctx, const ConvProblem& p, int64_t n0, int64
 
 bool dense(KernelContext& ctx, const ConvProblem& given, const Epilogue& e) {
   DensePlan dp;
-  const bool copies = copies_input(given);
-  ConvProblem p = copies ? copied_problem(given) : given;
+  ConvProblem p = given;
   dp.p = &p;
   dp.taps = p.kh * p.kw;
   if (dp.taps > kMaxTaps) return false;
@@ -334,12 +334,23 @@ bool dense(KernelContext& ctx, const ConvProblem& given, const Epilogue& e) {
   dp.tiles = (dp.pixels + tile_pixels - 1) / tile_pixels;
   dp.e = e;
   dp.reach = (p.kw - 1) * p.dilation[1];
-  dp.column_step = p.dilation[1] * p.in_strides[3];
-  dp.pixel_step = p.stride[1] * p.in_strides[3];
-  dp.rows = p.kw > 1 && p.dilation[1] == 1 && p.in_strides[3] == p.ic &&
-            tile_pixels * dp.taps * p.ic <= kMaxBorderFloats;
-  dp.groups = dp.rows ? p.kh : dp.taps;
-  dp.run = dp.rows ? p.kw * p.ic : p.ic;
+  auto columns = [&] {
+    dp.column_step = p.dilation[1] * p.in_strides[3];
+    dp.pixel_step = p.stride[1] * p.in_strides[3];
+    dp.rows = p.kw > 1 && p.dilation[1] == 1 && p.in_strides[3] == p.ic &&
+              tile_pixels * dp.taps * p.ic <= kMaxBorderFloats;
+    dp.groups = dp.rows ? p.kh : dp.taps;
+    dp.run = dp.rows ? p.kw * p.ic : p.ic;
+  };
+  columns();
+  // A channels-last input that strips read where it lies (one column of
+  // padding) is not copied.
+  const bool channels_last = p.in_strides[1] == 1 && p.in_strides[3] == p.ic;
+  const bool copies = copies_input(given) && !(channels_last && strips_fit(dp, nv));
+  if (copies) {
+    p = copied_problem(given);
+    columns();
+  }
 
   PlanKey key;
   key.add({1, p.ic, p.oc, p.kh, p.kw, dp.block});

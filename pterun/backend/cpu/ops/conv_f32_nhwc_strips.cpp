@@ -14,15 +14,55 @@
 namespace pterun::cpu::nhwc {
 namespace {
 
+// Without predictive commoning: it sees that a pixel's input at c + STEP
+// is the next pixel's at c and keeps loaded floats in the stack across
+// iterations, where a broadcast from the image costs less.
+#if defined(__GNUC__) && !defined(__clang__)
+#define PTERUN_NO_PREDICTIVE_COMMONING [[gnu::optimize("no-predictive-commoning")]]
+#else
+#define PTERUN_NO_PREDICTIVE_COMMONING
+#endif
+
+/// True when pixel `i / nv` of a strip is one of pixels [first, end).
+constexpr bool in_span(size_t i, int nv, int first, int end) {
+  const int pixel = static_cast<int>(i) / nv;
+  return pixel >= first && pixel < end;
+}
+
+/// Pixels [F, E) of a strip take `n` floats of a kernel row: pixel r's from
+/// `b + (r - F) * STEP`, their weights from `wt` (`block` floats apart).
+template <typename V, int NV, int STEP, int F, int E, size_t... I>
+[[gnu::always_inline]] PTERUN_NO_PREDICTIVE_COMMONING inline void strip_span(
+    V* acc, const float* b, const float* wt, int64_t n, int64_t block, std::index_sequence<I...>) {
+  constexpr int64_t L = sizeof(V) / sizeof(float);
+  for (int64_t c = 0; c < n; ++c, wt += block) {
+    V w[NV];
+    for (int v = 0; v < NV; ++v) w[v] = load<V>(wt + v * L);
+    ((in_span(I, NV, F, E)
+          ? void(acc[I] += b[c + (static_cast<int64_t>(I / NV) - F) * STEP] * w[I % NV])
+          : void()),
+     ...);
+  }
+}
+
+/// Which ends of an output row a strip holds when the input is read where
+/// it lies with one column of padding: the first pixel's first tap is
+/// left of column 0, the last pixel's last tap right of the last column.
+/// Those taps read nothing (zeros), so no padded copy is needed.
+enum StripEdge : int { kInside = 0, kLeft = 1, kRight = 2 };
+
 /// A strip: R pixels of one output row whose inputs lie STEP floats apart
-/// (stride x ic, known at compile time), every column inside the image.
-/// Each kernel row is one pointer for the whole strip (`rows[ky]`, null
-/// over the top or bottom padding: skipped) and the pixels are its
-/// displacements, so no pointer per pixel is set up or held: strips are
-/// twice as wide as tiles, and the few multiply-adds per pixel of a stem or
-/// a 16-channel layer are not outweighed by the setup.
-template <typename V, int R, int NV, int STEP, size_t... I>
-void strip_tile_impl(const Tile& t, const float* const* rows, std::index_sequence<I...>) {
+/// (stride x ic, known at compile time). Each kernel row is one pointer
+/// for the whole strip (`rows[ky]`, null over the top or bottom padding:
+/// skipped) and the pixels are its displacements, so no pointer per pixel
+/// is set up or held: strips are twice as wide as tiles, and the few
+/// multiply-adds per pixel of a stem or a 16-channel layer are not
+/// outweighed by the setup. `rows[ky]` is the first pixel's first tap, or
+/// with kLeft column 0 (its second tap); kLeft and kRight leave out the
+/// `ic` floats of the tap over the padding.
+template <typename V, int R, int NV, int STEP, int EDGE, size_t... I>
+PTERUN_NO_PREDICTIVE_COMMONING void strip_tile_impl(const Tile& t, const float* const* rows,
+                                                    int64_t ic, std::index_sequence<I...> seq) {
   constexpr int64_t L = sizeof(V) / sizeof(float);
   V acc[R * NV];
   ((acc[I] = load<V>(t.bias + (I % NV) * L)), ...);
@@ -30,13 +70,22 @@ void strip_tile_impl(const Tile& t, const float* const* rows, std::index_sequenc
     const float* b = rows[g];
     if (b == nullptr) continue;
     const float* wt = t.w + g * t.run * t.block;
-    for (int64_t c = 0; c < t.run; ++c, wt += t.block) {
-      V w[NV];
-      for (int v = 0; v < NV; ++v) w[v] = load<V>(wt + v * L);
-      ((acc[I] += b[c + static_cast<int64_t>(I / NV) * STEP] * w[I % NV]), ...);
+    int64_t n = t.run;
+    if constexpr ((EDGE & kLeft) != 0) {
+      // The first tap of pixels 1.. (pixel 1's lies STEP - ic floats on).
+      strip_span<V, NV, STEP, 1, R>(acc, b + (STEP - ic), wt, ic, t.block, seq);
+      wt += ic * t.block;
+      n -= ic;
+    }
+    if constexpr ((EDGE & kRight) != 0) {
+      strip_span<V, NV, STEP, 0, R>(acc, b, wt, n - ic, t.block, seq);
+      strip_span<V, NV, STEP, 0, R - 1>(acc, b + (n - ic), wt + (n - ic) * t.block, ic, t.block,
+                                        seq);
+    } else {
+      strip_span<V, NV, STEP, 0, R>(acc, b, wt, n, t.block, seq);
     }
   }
-  tile_store<V, R, NV>(acc, t, std::index_sequence<I...>{});
+  tile_store<V, R, NV>(acc, t, seq);
 }
 
 /// Where the input rows of one image lie for strip_rows: row iy (from
@@ -48,20 +97,15 @@ struct ImageRows {
 };
 
 /// Output rows [y0, y1) of image n as strips (strip_tile_impl): each row
-/// whole strips of R pixels, all of their columns inside `rows`.
-// Without predictive commoning: it sees that a pixel's input at c + STEP
-// is the next pixel's at c and keeps loaded floats in the stack across
-// iterations, where a broadcast from the image costs less.
-#if defined(__GNUC__) && !defined(__clang__)
-#define PTERUN_NO_PREDICTIVE_COMMONING [[gnu::optimize("no-predictive-commoning")]]
-#else
-#define PTERUN_NO_PREDICTIVE_COMMONING
-#endif
+/// whole strips of R pixels, every column inside `rows` but, with one
+/// column of padding, the first pixel's first tap and the last one's last.
 template <typename V, int NV, int R, int STEP>
 PTERUN_NO_PREDICTIVE_COMMONING void strip_rows(const DensePlan& dp, const ImageRows& in, int64_t n,
                                                int64_t y0, int64_t y1) {
   const ConvProblem& p = *dp.p;
   const auto [unused, out, residual, is, os, rs] = buffers(p);
+  const int64_t pad = p.pad[1], ic = p.ic;
+  const bool right_edge = pad > 0 && (p.ow - 1) * p.stride[1] - pad + dp.reach >= p.iw;
   const float* rows[kMaxTaps];
   const float* shifted[kMaxTaps];
   float* dst[R];
@@ -72,8 +116,13 @@ PTERUN_NO_PREDICTIVE_COMMONING void strip_rows(const DensePlan& dp, const ImageR
       rows[ky] = iy >= 0 && iy < p.ih ? in.base + (iy - in.first) * in.stride : nullptr;
     }
     for (int64_t x = 0; x < p.ow; x += R) {
+      const int edge =
+          (pad > 0 && x == 0 ? kLeft : kInside) | (right_edge && x + R == p.ow ? kRight : kInside);
+      // The first pixel's first tap (column x * stride - pad), or column 0
+      // at the left edge.
+      const int64_t from = (edge & kLeft) != 0 ? 0 : x * STEP - pad * ic;
       for (int64_t ky = 0; ky < p.kh; ++ky) {
-        shifted[ky] = rows[ky] != nullptr ? rows[ky] + x * STEP : nullptr;
+        shifted[ky] = rows[ky] != nullptr ? rows[ky] + from : nullptr;
       }
       for (int64_t block = 0; block < dp.blocks; ++block) {
         const int64_t co0 = block * dp.block;
@@ -84,7 +133,13 @@ PTERUN_NO_PREDICTIVE_COMMONING void strip_rows(const DensePlan& dp, const ImageR
         }
         const Tile t =
             block_tile(dp, block, p.kh, nullptr, dst, residual != nullptr ? res : nullptr);
-        strip_tile_impl<V, R, NV, STEP>(t, shifted, std::make_index_sequence<R * NV>{});
+        constexpr auto seq = std::make_index_sequence<R * NV>{};
+        switch (edge) {
+          case kInside: strip_tile_impl<V, R, NV, STEP, kInside>(t, shifted, ic, seq); break;
+          case kLeft: strip_tile_impl<V, R, NV, STEP, kLeft>(t, shifted, ic, seq); break;
+          case kRight: strip_tile_impl<V, R, NV, STEP, kRight>(t, shifted, ic, seq); break;
+          default: strip_tile_impl<V, R, NV, STEP, kLeft | kRight>(t, shifted, ic, seq); break;
+        }
       }
     }
   }
@@ -125,8 +180,12 @@ using StripSteps = StepList<3, 6, 16, 32>;
 bool strips_fit(const DensePlan& dp, int nv) {
   const ConvProblem& p = *dp.p;
   const int strip = nv == 2 ? kStripPixels<2> : kStripPixels<1>;
-  return nv <= 2 && dp.rows && p.ow % strip == 0 && p.pad[1] == 0 &&
-         (p.ow - 1) * p.stride[1] + dp.reach < p.iw && StripSteps::has(dp.pixel_step);
+  // With one column of padding (an input read where it lies) only the
+  // first tap of a row's first pixel and the last tap of its last may lie
+  // outside: at least two taps, the last pixel's last at column iw or before.
+  const int64_t pad = p.pad[1];
+  return nv <= 2 && dp.rows && p.ow % strip == 0 && (pad == 0 || (pad == 1 && p.kw >= 2)) &&
+         (p.ow - 1) * p.stride[1] - pad + dp.reach < p.iw + pad && StripSteps::has(dp.pixel_step);
 }
 
 /// Output rows over the threads. A layer that

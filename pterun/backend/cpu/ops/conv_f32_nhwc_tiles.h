@@ -35,10 +35,22 @@ struct Tile {
 };
 
 /// The epilogue of a tile: residual, activation, stores (partial vectors
-/// past the last output channel lane by lane).
+/// past the last output channel lane by lane). Blocks of whole vectors, the
+/// common case, take it inline with no test per vector.
 template <typename V, int R, int NV, size_t... I>
 [[gnu::always_inline]] inline void tile_store(V* acc, const Tile& t, std::index_sequence<I...>) {
   constexpr int64_t L = sizeof(V) / sizeof(float);
+  if (t.lanes >= NV * L) {
+    if (t.res != nullptr) ((acc[I] += load<V>(t.res[I / NV] + (I % NV) * L)), ...);
+    if (t.e.hardswish) {
+      ((acc[I] = conv_blocks::hardswish(acc[I])), ...);
+    } else {
+      const V lo = V{} + t.e.lo, hi = V{} + t.e.hi;
+      ((acc[I] = conv_blocks::clamp(acc[I], lo, hi)), ...);
+    }
+    (store(t.dst[I / NV] + (I % NV) * L, acc[I]), ...);
+    return;
+  }
   if (t.res != nullptr) {
     auto residual = [&](size_t i) {
       const float* r = t.res[i / NV] + (i % NV) * L;
@@ -142,8 +154,9 @@ void copy_rows(const KernelContext& ctx, const ConvProblem& p, int64_t n0, int64
 
 /// Whether the layer `dp` plans (nv vectors per block of output channels)
 /// runs as strips (conv_f32_nhwc_strips.cpp): every output row whole
-/// strips, every column inside the input, an input step strips are built
-/// for.
+/// strips, an input step strips are built for, every column inside the
+/// input or at most one column of padding on each side (read where the
+/// input lies, the taps over it left out).
 bool strips_fit(const DensePlan& dp, int nv);
 
 /// Runs the layer `given` as strips (dp planned over copied_problem(given)
