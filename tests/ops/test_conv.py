@@ -381,6 +381,9 @@ def test_conv2d_own_kernel_shapes(device, n, cin, cout, hw, k, padding, dilation
     (1, 32, 16, (6, 16), (3, 3), (1, 1), (1, 1), (1, 1)),
     (2, 32, 32, (5, 16), (3, 3), (1, 1), (0, 1), (1, 1)),
     (2, 3, 16, (8, 32), (3, 3), (1, 1), (1, 1), (1, 1)),
+    # 1x1 layers in strips (a strided downsample; 32 channels at stride 1).
+    (2, 16, 32, (8, 32), (1, 1), (2, 2), (0, 0), (1, 1)),
+    (1, 32, 16, (3, 16), (1, 1), (1, 1), (0, 0), (1, 1)),
     # Where a 16-float multiply-add runs as two halves (AMD Zen 4), output
     # channels in blocks of 24 (three 8-float vectors): 20 (a partial third
     # vector), 72 (three blocks), 40 (24 + 16), besides 17, 24, 33, 48 above.

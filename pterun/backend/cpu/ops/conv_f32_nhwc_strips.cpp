@@ -184,7 +184,9 @@ bool strips_fit(const DensePlan& dp, int nv) {
   // first tap of a row's first pixel and the last tap of its last may lie
   // outside: at least two taps, the last pixel's last at column iw or before.
   const int64_t pad = p.pad[1];
-  return nv <= 2 && dp.rows && p.ow % strip == 0 && (pad == 0 || (pad == 1 && p.kw >= 2)) &&
+  // A one-tap row (a 1x1 layer) reads its channels as a kernel row does.
+  const bool rows = dp.rows || (p.kw == 1 && p.in_strides[3] == p.ic);
+  return nv <= 2 && rows && p.ow % strip == 0 && (pad == 0 || (pad == 1 && p.kw >= 2)) &&
          (p.ow - 1) * p.stride[1] - pad + dp.reach < p.iw + pad && StripSteps::has(dp.pixel_step);
 }
 
