@@ -478,12 +478,21 @@ def test_conv2d_channels_last_both_block_shapes(device):
 
 
 # An NCHW image into a channels-last network (the stem of a plain MobileNet
-# whose activations pterun keeps channels-last): up to 4 input channels are
-# copied channels-last (and padded) once, then the channels-last kernel runs,
-# strips included; a transposed (non-contiguous) input takes the same copy.
+# whose activations pterun keeps channels-last): up to 4 input channels run as
+# strips over the planes, or are copied channels-last (and padded) once, then
+# the channels-last kernel runs; a transposed (non-contiguous) input takes the
+# copy.
 @pytest.mark.parametrize("n,cin,cout,hw,k,stride,padding", [
     (1, 3, 16, (31, 32), (3, 3), (2, 2), (1, 1)),
     (2, 3, 24, (9, 16), (3, 3), (1, 1), (1, 1)),
+    # Strips read the planes where they lie: stride 2 over an odd width
+    # (the last tap outside), two vectors of channels, one and four planes,
+    # a two-tap row, no padding.
+    (2, 3, 16, (7, 31), (3, 3), (2, 2), (1, 1)),
+    (1, 3, 32, (5, 16), (3, 3), (1, 1), (1, 1)),
+    (1, 1, 16, (4, 16), (3, 3), (1, 1), (1, 1)),
+    (2, 4, 16, (6, 15), (2, 2), (1, 1), (1, 1)),
+    (1, 3, 16, (6, 18), (3, 3), (1, 1), (0, 0)),
     (1, 4, 8, (7, 9), (3, 3), (1, 1), (0, 0)),
     (2, 2, 5, (6, 10), (2, 3), (2, 1), (1, 2)),
     (1, 1, 16, (12, 8), (5, 5), (1, 1), (2, 2)),

@@ -251,8 +251,9 @@ void pack_dense(const ConvProblem& p, const DensePlan& dp, float* w) {
       for (int64_t kx = 0; kx < p.kw; ++kx) {
         const int64_t k = ky * p.kw + kx;
         for (int64_t c = 0; c < p.ic; ++c) {
-          w[((b * dp.taps + k) * p.ic + c) * dp.block + lane] =
-              weight[o * ws[0] + c * ws[1] + ky * ws[2] + kx * ws[3]];
+          const int64_t at =
+              dp.planar ? ((b * p.kh + ky) * p.ic + c) * p.kw + kx : (b * dp.taps + k) * p.ic + c;
+          w[at * dp.block + lane] = weight[o * ws[0] + c * ws[1] + ky * ws[2] + kx * ws[3]];
         }
       }
     }
@@ -346,14 +347,26 @@ bool dense(KernelContext& ctx, const ConvProblem& given, const Epilogue& e) {
   // A channels-last input that strips read where it lies (one column of
   // padding) is not copied.
   const bool channels_last = p.in_strides[1] == 1 && p.in_strides[3] == p.ic;
-  const bool copies = copies_input(given) && !(channels_last && strips_fit(dp, nv));
+  bool copies = copies_input(given) && !(channels_last && strips_fit(dp, nv));
+  if (copies && p.in_strides[3] == 1 && p.kh * p.ic <= kMaxTaps) {
+    // An image of a few channels as planes (NCHW): strips read a kernel row
+    // of each plane where it lies.
+    dp.planar = true;
+    dp.groups = p.kh * p.ic;
+    dp.run = p.kw;
+    copies = !strips_fit(dp, nv);
+    if (copies) {
+      dp.planar = false;
+      columns();
+    }
+  }
   if (copies) {
     p = copied_problem(given);
     columns();
   }
 
   PlanKey key;
-  key.add({1, p.ic, p.oc, p.kh, p.kw, dp.block});
+  key.add({dp.planar ? 2 : 1, p.ic, p.oc, p.kh, p.kw, dp.block});
   for (int64_t st : p.w_strides) key.add(st);
   key.add(static_cast<int64_t>(reinterpret_cast<uintptr_t>(p.weight)));
   thread_local PlanCache<Packed> cache(64);

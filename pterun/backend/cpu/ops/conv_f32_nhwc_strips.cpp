@@ -53,16 +53,16 @@ enum StripEdge : int { kInside = 0, kLeft = 1, kRight = 2 };
 
 /// A strip: R pixels of one output row whose inputs lie STEP floats apart
 /// (stride x ic, known at compile time). Each kernel row is one pointer
-/// for the whole strip (`rows[ky]`, null over the top or bottom padding:
-/// skipped) and the pixels are its displacements, so no pointer per pixel
-/// is set up or held: strips are twice as wide as tiles, and the few
+/// for the whole strip (`rows[g]`, null over the top or bottom padding:
+/// skipped; of each channel's plane in a planar plan) and the pixels are its displacements, so no
+/// pointer per pixel is set up or held: strips are twice as wide as tiles, and the few
 /// multiply-adds per pixel of a stem or a 16-channel layer are not
-/// outweighed by the setup. `rows[ky]` is the first pixel's first tap, or
+/// outweighed by the setup. `rows[g]` is the first pixel's first tap, or
 /// with kLeft column 0 (its second tap); kLeft and kRight leave out the
-/// `ic` floats of the tap over the padding.
+/// `tap` floats (ic, or 1 in a plane) of the tap over the padding.
 template <typename V, int R, int NV, int STEP, int EDGE, size_t... I>
 PTERUN_NO_PREDICTIVE_COMMONING void strip_tile_impl(const Tile& t, const float* const* rows,
-                                                    int64_t ic, std::index_sequence<I...> seq) {
+                                                    int64_t tap, std::index_sequence<I...> seq) {
   constexpr int64_t L = sizeof(V) / sizeof(float);
   V acc[R * NV];
   ((acc[I] = load<V>(t.bias + (I % NV) * L)), ...);
@@ -72,14 +72,14 @@ PTERUN_NO_PREDICTIVE_COMMONING void strip_tile_impl(const Tile& t, const float* 
     const float* wt = t.w + g * t.run * t.block;
     int64_t n = t.run;
     if constexpr ((EDGE & kLeft) != 0) {
-      // The first tap of pixels 1.. (pixel 1's lies STEP - ic floats on).
-      strip_span<V, NV, STEP, 1, R>(acc, b + (STEP - ic), wt, ic, t.block, seq);
-      wt += ic * t.block;
-      n -= ic;
+      // The first tap of pixels 1.. (pixel 1's lies STEP - tap floats on).
+      strip_span<V, NV, STEP, 1, R>(acc, b + (STEP - tap), wt, tap, t.block, seq);
+      wt += tap * t.block;
+      n -= tap;
     }
     if constexpr ((EDGE & kRight) != 0) {
-      strip_span<V, NV, STEP, 0, R>(acc, b, wt, n - ic, t.block, seq);
-      strip_span<V, NV, STEP, 0, R - 1>(acc, b + (n - ic), wt + (n - ic) * t.block, ic, t.block,
+      strip_span<V, NV, STEP, 0, R>(acc, b, wt, n - tap, t.block, seq);
+      strip_span<V, NV, STEP, 0, R - 1>(acc, b + (n - tap), wt + (n - tap) * t.block, tap, t.block,
                                         seq);
     } else {
       strip_span<V, NV, STEP, 0, R>(acc, b, wt, n, t.block, seq);
@@ -94,6 +94,7 @@ PTERUN_NO_PREDICTIVE_COMMONING void strip_tile_impl(const Tile& t, const float* 
 struct ImageRows {
   const float* base;
   int64_t first, stride;
+  int64_t plane;  // floats from one channel's plane to the next (planar plans)
 };
 
 /// Output rows [y0, y1) of image n as strips (strip_tile_impl): each row
@@ -104,7 +105,8 @@ PTERUN_NO_PREDICTIVE_COMMONING void strip_rows(const DensePlan& dp, const ImageR
                                                int64_t y0, int64_t y1) {
   const ConvProblem& p = *dp.p;
   const auto [unused, out, residual, is, os, rs] = buffers(p);
-  const int64_t pad = p.pad[1], ic = p.ic;
+  // Floats of one tap in a kernel row; kernel rows per output row.
+  const int64_t pad = p.pad[1], tap = dp.planar ? 1 : p.ic, planes = dp.planar ? p.ic : 1;
   const bool right_edge = pad > 0 && (p.ow - 1) * p.stride[1] - pad + dp.reach >= p.iw;
   const float* rows[kMaxTaps];
   const float* shifted[kMaxTaps];
@@ -113,16 +115,19 @@ PTERUN_NO_PREDICTIVE_COMMONING void strip_rows(const DensePlan& dp, const ImageR
   for (int64_t y = y0; y < y1; ++y) {
     for (int64_t ky = 0; ky < p.kh; ++ky) {
       const int64_t iy = y * p.stride[0] - p.pad[0] + ky * p.dilation[0];
-      rows[ky] = iy >= 0 && iy < p.ih ? in.base + (iy - in.first) * in.stride : nullptr;
+      for (int64_t c = 0; c < planes; ++c) {
+        rows[ky * planes + c] =
+            iy >= 0 && iy < p.ih ? in.base + c * in.plane + (iy - in.first) * in.stride : nullptr;
+      }
     }
     for (int64_t x = 0; x < p.ow; x += R) {
       const int edge =
           (pad > 0 && x == 0 ? kLeft : kInside) | (right_edge && x + R == p.ow ? kRight : kInside);
       // The first pixel's first tap (column x * stride - pad), or column 0
       // at the left edge.
-      const int64_t from = (edge & kLeft) != 0 ? 0 : x * STEP - pad * ic;
-      for (int64_t ky = 0; ky < p.kh; ++ky) {
-        shifted[ky] = rows[ky] != nullptr ? rows[ky] + from : nullptr;
+      const int64_t from = (edge & kLeft) != 0 ? 0 : x * STEP - pad * tap;
+      for (int64_t g = 0; g < p.kh * planes; ++g) {
+        shifted[g] = rows[g] != nullptr ? rows[g] + from : nullptr;
       }
       for (int64_t block = 0; block < dp.blocks; ++block) {
         const int64_t co0 = block * dp.block;
@@ -132,13 +137,13 @@ PTERUN_NO_PREDICTIVE_COMMONING void strip_rows(const DensePlan& dp, const ImageR
                                        : nullptr;
         }
         const Tile t =
-            block_tile(dp, block, p.kh, nullptr, dst, residual != nullptr ? res : nullptr);
+            block_tile(dp, block, p.kh * planes, nullptr, dst, residual != nullptr ? res : nullptr);
         constexpr auto seq = std::make_index_sequence<R * NV>{};
         switch (edge) {
-          case kInside: strip_tile_impl<V, R, NV, STEP, kInside>(t, shifted, ic, seq); break;
-          case kLeft: strip_tile_impl<V, R, NV, STEP, kLeft>(t, shifted, ic, seq); break;
-          case kRight: strip_tile_impl<V, R, NV, STEP, kRight>(t, shifted, ic, seq); break;
-          default: strip_tile_impl<V, R, NV, STEP, kLeft | kRight>(t, shifted, ic, seq); break;
+          case kInside: strip_tile_impl<V, R, NV, STEP, kInside>(t, shifted, tap, seq); break;
+          case kLeft: strip_tile_impl<V, R, NV, STEP, kLeft>(t, shifted, tap, seq); break;
+          case kRight: strip_tile_impl<V, R, NV, STEP, kRight>(t, shifted, tap, seq); break;
+          default: strip_tile_impl<V, R, NV, STEP, kLeft | kRight>(t, shifted, tap, seq); break;
         }
       }
     }
@@ -173,7 +178,7 @@ struct StepList {
 /// Three-channel stems and layers of 16 input channels, at strides 1 and 2
 /// (a 16-channel 3x3 layer ran at 86% of the FMA peak in 8-pixel tiles,
 /// 95% in strips of 16 pixels).
-using StripSteps = StepList<3, 6, 16, 32>;
+using StripSteps = StepList<1, 2, 3, 6, 16, 32>;
 
 }  // namespace
 
@@ -185,7 +190,7 @@ bool strips_fit(const DensePlan& dp, int nv) {
   // outside: at least two taps, the last pixel's last at column iw or before.
   const int64_t pad = p.pad[1];
   // A one-tap row (a 1x1 layer) reads its channels as a kernel row does.
-  const bool rows = dp.rows || (p.kw == 1 && p.in_strides[3] == p.ic);
+  const bool rows = dp.rows || dp.planar || (p.kw == 1 && p.in_strides[3] == p.ic);
   return nv <= 2 && rows && p.ow % strip == 0 && (pad == 0 || (pad == 1 && p.kw >= 2)) &&
          (p.ow - 1) * p.stride[1] - pad + dp.reach < p.iw + pad && StripSteps::has(dp.pixel_step);
 }
@@ -213,14 +218,15 @@ void dense_strips(KernelContext& ctx, const ConvProblem& given, bool copies, Den
     float* slot = copies ? slots + (dp.split ? parallel_thread_index() : 0) * slot_floats : nullptr;
     for (int64_t item = b; item < end;) {
       const int64_t n = item / p.oh, y0 = item % p.oh, y1 = std::min(p.oh, y0 + (end - item));
-      ImageRows rows{in != nullptr ? in + n * p.in_strides[0] : nullptr, 0, p.in_strides[2]};
+      ImageRows rows{in != nullptr ? in + n * p.in_strides[0] : nullptr, 0, p.in_strides[2],
+                     p.in_strides[1]};
       if (copies) {
         // The input rows the output rows [y0, y1) read.
         const int64_t lo = std::max<int64_t>(0, y0 * p.stride[0] - p.pad[0]);
         const int64_t hi =
             std::min(p.ih, (y1 - 1) * p.stride[0] - p.pad[0] + (p.kh - 1) * p.dilation[0] + 1);
         if (hi > lo) copy_rows(one_thread, given, n, n + 1, lo, hi, slot);
-        rows = {slot, lo, p.iw * p.ic};
+        rows = {slot, lo, p.iw * p.ic, 0};
       }
       StripSteps::run(dp.pixel_step, dp, nv, rows, n, y0, y1);
       item += y1 - y0;

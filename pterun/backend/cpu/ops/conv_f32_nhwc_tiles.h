@@ -82,8 +82,11 @@ struct DensePlan {
   int64_t taps;  // kh * kw
   // A pixel reads `groups` runs of `run` consecutive floats: a kernel row
   // each (kw * ic floats, row mode: unit dilation and pixels of exactly ic
-  // floats), or a tap each (ic floats).
+  // floats), or a tap each (ic floats); or, `planar` (strips over an image
+  // whose channels are planes), a kernel row of each channel (kw floats,
+  // the weights packed [block][ky][c][kx][lanes]).
   bool rows;
+  bool planar = false;
   int64_t groups, run;
   int64_t block;   // output channels per block (NV * lanes)
   int64_t blocks;  // channel blocks
