@@ -381,9 +381,17 @@ def test_conv2d_own_kernel_shapes(device, n, cin, cout, hw, k, padding, dilation
     (1, 32, 16, (6, 16), (3, 3), (1, 1), (1, 1), (1, 1)),
     (2, 32, 32, (5, 16), (3, 3), (1, 1), (0, 1), (1, 1)),
     (2, 3, 16, (8, 32), (3, 3), (1, 1), (1, 1), (1, 1)),
-    # 1x1 layers in strips (a strided downsample; 32 channels at stride 1).
+    # Rows of two or more strips with the right edge alone (stride 2, a
+    # two-tap row at stride 2); one and two channels (1 or 2 floats apart).
+    (1, 16, 16, (4, 63), (3, 3), (2, 2), (1, 1), (1, 1)),
+    (1, 16, 16, (3, 63), (3, 2), (2, 2), (1, 1), (1, 1)),
+    (2, 1, 16, (5, 32), (3, 3), (1, 1), (1, 1), (1, 1)),
+    (1, 2, 16, (4, 63), (3, 3), (2, 2), (1, 1), (1, 1)),
+    # 1x1 layers in strips (a strided downsample; 32 channels at stride 1),
+    # and a one-column kernel of three rows.
     (2, 16, 32, (8, 32), (1, 1), (2, 2), (0, 0), (1, 1)),
     (1, 32, 16, (3, 16), (1, 1), (1, 1), (0, 0), (1, 1)),
+    (1, 16, 16, (6, 16), (3, 1), (1, 1), (1, 0), (2, 1)),
     # Where a 16-float multiply-add runs as two halves (AMD Zen 4), output
     # channels in blocks of 24 (three 8-float vectors): 20 (a partial third
     # vector), 72 (three blocks), 40 (24 + 16), besides 17, 24, 33, 48 above.
@@ -469,7 +477,8 @@ def test_conv2d_channels_last_both_block_shapes(device):
     for split in ("0", "1"):
         run = subprocess.run(
             [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", __file__, "-k",
-             "(channels_last_kernel or residual_partial_blocks or epilogues_two_threads or copied_input) "
+             "(channels_last_kernel or residual_partial_blocks or epilogues_two_threads or "
+             "strips_residual) "
              "and cpu"],
             env={**os.environ, "PTERUN_SPLIT_FMA": split}, capture_output=True, text=True,
             timeout=900)
@@ -489,10 +498,13 @@ def test_conv2d_channels_last_both_block_shapes(device):
     # (the last tap outside), two vectors of channels, one and four planes,
     # a two-tap row, no padding.
     (2, 3, 16, (7, 31), (3, 3), (2, 2), (1, 1)),
+    (1, 3, 16, (4, 63), (3, 3), (2, 2), (1, 1)),
     (1, 3, 32, (5, 16), (3, 3), (1, 1), (1, 1)),
     (1, 1, 16, (4, 16), (3, 3), (1, 1), (1, 1)),
     (2, 4, 16, (6, 15), (2, 2), (1, 1), (1, 1)),
     (1, 3, 16, (6, 18), (3, 3), (1, 1), (0, 0)),
+    (1, 3, 16, (4, 16), (1, 1), (1, 1), (0, 0)),
+    (1, 4, 16, (20, 16), (17, 1), (1, 1), (8, 0)),
     (1, 4, 8, (7, 9), (3, 3), (1, 1), (0, 0)),
     (2, 2, 5, (6, 10), (2, 3), (2, 1), (1, 2)),
     (1, 1, 16, (12, 8), (5, 5), (1, 1), (2, 2)),
@@ -505,14 +517,15 @@ def test_conv2d_nchw_image_into_channels_last(device, n, cin, cout, hw, k, strid
 
 
 @pytest.mark.parametrize("cin,cout,hw,stride,x_order", [
-    (3, 16, (64, 64), 1, CL), (3, 16, (64, 64), 1, None), (16, 16, (32, 32), 1, CL),
-    (16, 32, (48, 64), 2, CL), (32, 32, (32, 32), 1, CL)])
+    (3, 16, (64, 64), 1, CL), (3, 16, (64, 64), 1, None), (3, 16, (64, 64), 1, (0, 1, 3, 2)),
+    (16, 16, (32, 32), 1, CL), (16, 32, (48, 64), 2, CL), (32, 32, (32, 32), 1, CL)])
 def test_conv2d_channels_last_strips_residual_two_threads(device, cin, cout, hw, stride, x_order):
     # Layers over 2^20 multiply-adds in strips (a 3-channel stem,
-    # channels-last or NCHW; 16 channels at stride 1 and 2; 32 at stride 1):
-    # the output rows are split over the threads, each reading the input
-    # where it lies or (the NCHW image) copying the input rows its own rows
-    # read.
+    # channels-last, NCHW or with its rows and columns swapped; 16 channels
+    # at stride 1 and 2; 32 at stride 1): the output rows are split over the
+    # threads, each reading the input where it lies (the planes of the NCHW
+    # image) or, for the swapped image, copying the input rows its own rows
+    # read into its own slot.
     x = normals(2, cin, *hw)
     w, b = normals(cout, cin, 3, 3), normals(cout)
     expected = ref_conv2d(x, w, b, (stride, stride), (1, 1), (1, 1), 1)

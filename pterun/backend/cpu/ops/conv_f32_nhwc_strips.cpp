@@ -1,8 +1,9 @@
 // Strips of the dense channels-last f32 convolution (conv_f32_nhwc.cpp
 // describes the whole): R pixels of one output row whose inputs lie a
 // compile-time step apart, for layers of few input channels (a stem's
-// three, 16), which read a padded copy of their input, made by each thread
-// for the rows it runs.
+// three, 16, 32; an NCHW image's planes). They read the input where it
+// lies (with at most one column of padding, whose taps they leave out) or
+// a padded copy of it, made by each thread for the rows it runs.
 
 #include <algorithm>
 #include <cstdint>
@@ -89,8 +90,9 @@ PTERUN_NO_PREDICTIVE_COMMONING void strip_tile_impl(const Tile& t, const float* 
 }
 
 /// Where the input rows of one image lie for strip_rows: row iy (from
-/// `first`, a multiple of `stride` floats apart) at `base`, every column
-/// inside (no padding along the width left to do).
+/// `first`, a multiple of `stride` floats apart) at `base`, channel c's
+/// plane `plane` floats on in a planar plan; the padding along the width
+/// that is left is at most one column.
 struct ImageRows {
   const float* base;
   int64_t first, stride;

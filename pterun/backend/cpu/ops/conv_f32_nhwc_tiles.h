@@ -163,7 +163,8 @@ void copy_rows(const KernelContext& ctx, const ConvProblem& p, int64_t n0, int64
 bool strips_fit(const DensePlan& dp, int nv);
 
 /// Runs the layer `given` as strips (dp planned over copied_problem(given)
-/// when it `copies`: copies_input(given)); `work` is its multiply-adds.
+/// when it `copies`, else over `given` itself, read where it lies);
+/// `work` is its multiply-adds.
 void dense_strips(KernelContext& ctx, const ConvProblem& given, bool copies, DensePlan& dp, int nv,
                   double work);
 
