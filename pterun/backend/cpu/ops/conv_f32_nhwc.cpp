@@ -14,9 +14,12 @@
 //   zeros; a kernel row crossing the left or right border reads a copy of
 //   itself with zeros for the padding; layers whose kernel rows are a few
 //   floats read a copy of their input padded left and right instead (which
-//   also takes an NCHW image), and those of 3 or 16 input channels run in
-//   strips of one row whose pixels are displacements from one pointer per
-//   kernel row, each thread copying the input rows of its own output rows.
+//   also takes an NCHW image). Layers whose pixels' inputs lie 3, 6, 16 or
+//   32 floats apart (and the planes of an NCHW image of a few channels) run
+//   in strips of one row whose pixels are displacements from one pointer
+//   per kernel row, reading the input where it lies when it has at most
+//   one column of padding, else each thread copying the input rows of its
+//   own output rows.
 // - Depthwise (one input channel per group, multiplier 1): a vector of
 //   channels per pixel, four pixels per step sharing each tap's weights
 //   ([tap][channel], zero-padded to whole vectors); taps over the padding

@@ -53,10 +53,11 @@ template <typename V, int NV, int STEP, int F, int E, size_t... I>
 enum StripEdge : int { kInside = 0, kLeft = 1, kRight = 2 };
 
 /// A strip: R pixels of one output row whose inputs lie STEP floats apart
-/// (stride x ic, known at compile time). Each kernel row is one pointer
-/// for the whole strip (`rows[g]`, null over the top or bottom padding:
-/// skipped; of each channel's plane in a planar plan) and the pixels are its displacements, so no
-/// pointer per pixel is set up or held: strips are twice as wide as tiles, and the few
+/// (stride x ic, or the stride in a plane; known at compile time). Each
+/// kernel row (of each channel's plane in a planar plan) is one pointer for
+/// the whole strip (`rows[g]`, null over the top or bottom padding:
+/// skipped) and the pixels are its displacements, so no pointer per pixel
+/// is set up or held: strips are twice as wide as tiles, and the few
 /// multiply-adds per pixel of a stem or a 16-channel layer are not
 /// outweighed by the setup. `rows[g]` is the first pixel's first tap, or
 /// with kLeft column 0 (its second tap); kLeft and kRight leave out the
@@ -177,9 +178,10 @@ struct StepList {
   }
 };
 
-/// Three-channel stems and layers of 16 input channels, at strides 1 and 2
-/// (a 16-channel 3x3 layer ran at 86% of the FMA peak in 8-pixel tiles,
-/// 95% in strips of 16 pixels).
+/// An NCHW image's planes, three-channel stems and layers of 16 input
+/// channels at strides 1 and 2, 32 channels at stride 1 (a 16-channel 3x3
+/// layer ran at 86% of the FMA peak in 8-pixel tiles, 95% in strips of 16
+/// pixels).
 using StripSteps = StepList<1, 2, 3, 6, 16, 32>;
 
 }  // namespace
