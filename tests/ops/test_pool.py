@@ -197,6 +197,13 @@ def test_max_pool_nan_propagates(device):
     ((1, 5, 9, 8), (2, 3), (2, 1), (1, 1), (1, 2), True, CL, CL),  # dilation, ceil mode
     ((3, 41, 6, 7), (3, 3), (2, 2), (1, 1), (1, 1), True, CL, CL),  # 32 + 8 + 1 channels
     ((1, 3, 5, 6), (4, 4), (1, 1), (2, 2), (1, 1), False, CL, CL),  # padding of half the window
+    # 2x2 and 3x3 windows over multiples of 16 channels: a column's maximum carried to the
+    # next window (clamped taps at the borders, ceil mode's short last windows, one row).
+    ((3, 32, 13, 11), (3, 3), (2, 2), (1, 1), (1, 1), True, CL, CL),
+    ((2, 48, 6, 9), (3, 3), (1, 1), (1, 0), (1, 1), False, CL, CL),
+    ((1, 16, 1, 7), (3, 3), (1, 1), (1, 1), (1, 1), False, CL, CL),
+    ((2, 16, 9, 9), (2, 2), (2, 2), (0, 0), (1, 1), True, CL, CL),
+    ((1, 32, 5, 8), (2, 2), (1, 1), (1, 1), (1, 1), False, CL, CL),
     # A row wider than the padded-row buffer (16,384 floats): channels at once.
     ((1, 70, 5, 240), (3, 3), (2, 2), (1, 1), (1, 1), False, CL, CL),
     ((1, 41, 4, 420), (2, 3), (1, 2), (0, 1), (1, 1), True, CL, CL),

@@ -65,8 +65,7 @@ template <typename V, int R, int NV, size_t... I>
   if (t.e.hardswish) {
     ((acc[I] = conv_blocks::hardswish(acc[I])), ...);
   } else {
-    const V lo = V{} + t.e.lo, hi = V{} + t.e.hi;
-    ((acc[I] = conv_blocks::clamp(acc[I], lo, hi)), ...);
+    conv_blocks::clamp_all(acc, t.e.lo, t.e.hi, std::index_sequence<I...>{});
   }
   if (whole) {
     (store(t.dst[I / NV] + (I % NV) * L, acc[I]), ...);

@@ -428,132 +428,6 @@ bool max_pool_rows_values(KernelContext& ctx, const ops::MaxPoolArgs& a) {
   return true;
 }
 
-/// Floats of one padded row of a channels-last input that
-/// max_pool_channels_last_rows keeps on its stack.
-constexpr int64_t kMaxChannelsLastRow = 16384;
-
-/// Most window rows or columns max_pool_channels_last_rows takes.
-constexpr int kMaxWindowSide = 64;
-
-typedef float V16f __attribute__((vector_size(64)));
-
-/// The maximum of 16 floats from each of `count` places (`at(k)`, k <
-/// count >= 1), NaN in a lane where any of them is NaN: a plain maximum
-/// per place and NaN noted beside it, one select at the end.
-template <typename At>
-[[gnu::always_inline]] inline V16f max_keeping_nan(int count, At&& at) {
-  V16f best, v;
-  std::memcpy(&best, at(0), sizeof best);
-  auto nan = best != best;
-  for (int k = 1; k < count; ++k) {
-    std::memcpy(&v, at(k), sizeof v);
-    best = v > best ? v : best;
-    nan |= v != v;
-  }
-  return nan ? V16f{} + std::numeric_limits<float>::quiet_NaN() : best;
-}
-
-/// dst[i] = the largest of srcs[0][i] .. srcs[count - 1][i] for i < n,
-/// NaN where any of them is NaN (count >= 1), sixteen floats at a time.
-inline void max_of(float* dst, const float* const* srcs, int count, int64_t n) {
-  int64_t i = 0;
-  for (; i + 16 <= n; i += 16) {
-    const V16f best = max_keeping_nan(count, [&](int k) { return srcs[k] + i; });
-    std::memcpy(dst + i, &best, sizeof best);
-  }
-  for (; i < n; ++i) {
-    float best = srcs[0][i];
-    for (int s = 1; s < count; ++s) {
-      const float v = srcs[s][i];
-      best = (v > best) | (v != v) ? v : best;
-    }
-    dst[i] = best;
-  }
-}
-
-/// The window maxima along a row of max_pool_channels_last_rows (its
-/// window rows' maxima, `row`, of pixels of c floats, c a multiple of 16):
-/// output pixel x (at o + x * o_step) of window columns row + x * step +
-/// k * gap, k < kw. Sixteen channels at a time as in max_of, without
-/// max_of's list of sources per pixel (a
-/// 4 x 16 x 128 x 128 pool took 178 µs so, 110 this way).
-inline void window_columns(float* o, const float* row, int64_t ow, int64_t c, int64_t step,
-                           int64_t gap, int kw, int64_t o_step) {
-  for (int64_t x = 0; x < ow; ++x, row += step, o += o_step) {
-    for (int64_t i = 0; i < c; i += 16) {
-      const V16f best = max_keeping_nan(kw, [&](int k) { return row + k * gap + i; });
-      std::memcpy(o + i, &best, sizeof best);
-    }
-  }
-}
-
-/// The rows of image n of a float channels-last input that output row oy's
-/// window reads inside the input, into `rows`; returns how many.
-inline int window_rows(const Window& w, const Planes& g, const float* src, int64_t n, int64_t oy,
-                       const float** rows) {
-  int count = 0;
-  for (int64_t ky = 0; ky < w.k[0]; ++ky) {
-    const int64_t y = oy * w.s[0] - w.p[0] + ky * w.d[0];
-    if (y >= 0 && y < g.ih) rows[count++] = src + n * g.in[0] + y * g.in[2];
-  }
-  return count;
-}
-
-/// Values of float max pooling of a channels-last input with dense pixels
-/// (channels contiguous, pixels c floats apart), separably: for each output
-/// row, the maximum of its window rows over every pixel and channel into a
-/// padded row (-inf outside the input), then for each output pixel the
-/// maximum of its window's columns of that row. A 3x3 window reads each
-/// value of the row 3 times instead of each input value 9 times through a
-/// list of taps. NaN anywhere in a window gives NaN. Of equal values the
-/// one kept may not be the window's first (only -0 beside +0 can tell),
-/// as in max_pool_rows_values. False (nothing done) when the layout, the
-/// width or the window does not suit.
-bool max_pool_channels_last_rows(KernelContext& ctx, const ops::MaxPoolArgs& a) {
-  const Window& w = a.w;
-  const Planes& g = a.g;
-  const int64_t c = g.c;
-  const int64_t starts = (g.ow - 1) * w.s[1] + 1;
-  const int64_t span = starts + (w.k[1] - 1) * w.d[1];  // padded pixels read
-  const int64_t width = std::max(span, w.p[1] + g.iw);  // padded pixels held
-  if (a.in.dtype() != DType::Float32 || !g.channels_inner || g.in[1] != 1 || g.out[1] != 1 ||
-      g.in[3] != c || width * c > kMaxChannelsLastRow || w.k[0] > kMaxWindowSide ||
-      w.k[1] > kMaxWindowSide) {
-    return false;
-  }
-  const float* src = a.in.data_as<const float>();
-  float* dst = a.out.data_as<float>();
-  const float lowest = -std::numeric_limits<float>::infinity();
-  const int64_t sw = w.s[1], dw = w.d[1];
-  const int kw = static_cast<int>(w.k[1]);
-  cpu::parallel_for(ctx, g.n * g.oh, (w.k[0] + w.k[1]) * c * g.iw, [&](int64_t b, int64_t e) {
-    alignas(64) float row[kMaxChannelsLastRow];
-    std::fill(row, row + width * c, lowest);  // the padding stays -inf
-    float* interior = row + w.p[1] * c;
-    const float* taps[kMaxWindowSide];
-    for (int64_t item = b; item < e; ++item) {
-      const int64_t oy = item % g.oh, n = item / g.oh;
-      const int count = window_rows(w, g, src, n, oy, taps);
-      if (count == 0) {
-        std::fill(interior, interior + g.iw * c, lowest);
-      } else {
-        max_of(interior, taps, count, g.iw * c);
-      }
-      float* o = dst + n * g.out[0] + oy * g.out[2];
-      if (c % 16 == 0) {
-        window_columns(o, row, g.ow, c, sw * c, dw * c, kw, g.out[3]);
-        continue;
-      }
-      for (int64_t ox = 0; ox < g.ow; ++ox, o += g.out[3]) {
-        const float* p = row + ox * sw * c;
-        for (int kx = 0; kx < kw; ++kx) taps[kx] = p + kx * dw * c;
-        max_of(o, taps, kw, c);
-      }
-    }
-  });
-  return true;
-}
-
 /// Values of float max pooling of a channels-last input: for each output
 /// pixel, the maximum over its window's pixels of all channels at once.
 bool max_pool_channels_last_values(KernelContext& ctx, const ops::MaxPoolArgs& a) {
@@ -672,7 +546,7 @@ void max_pool2d(KernelContext& ctx, const ops::MaxPoolArgs& a) {
 // indices tensor has no data of its own (an XNNPACK node has no indices output).
 void max_pool2d_values(KernelContext& ctx, const ops::MaxPoolArgs& a) {
   if (max_pool_2x2_values(ctx, a) || max_pool_rows_values(ctx, a) ||
-      max_pool_channels_last_rows(ctx, a) || max_pool_channels_last_values(ctx, a) ||
+      max_pool_channels_last_float_values(ctx, a) || max_pool_channels_last_values(ctx, a) ||
       max_pool_channels_last_integer_values(ctx, a)) {
     return;
   }

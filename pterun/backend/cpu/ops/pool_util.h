@@ -22,6 +22,12 @@ using ops::Window;
 /// layout.
 bool max_pool_channels_last_integer_values(KernelContext& ctx, const ops::MaxPoolArgs& a);
 
+/// Values of float max pooling of a channels-last input with dense pixels
+/// (pool_max_channels_last.cpp): small square windows, or any window whose
+/// rows fit a stack buffer; false (nothing done) for any other dtype,
+/// layout or window.
+bool max_pool_channels_last_float_values(KernelContext& ctx, const ops::MaxPoolArgs& a);
+
 /// Offset of (n, c, y, x) under (N, C, H, W) strides `s`.
 inline int64_t offset(const std::array<int64_t, 4>& s, int64_t n, int64_t c, int64_t y, int64_t x) {
   return n * s[0] + c * s[1] + y * s[2] + x * s[3];
@@ -50,6 +56,18 @@ void for_each_output(const KernelContext& ctx, const Planes& g, int64_t cost, F&
       }
     }
   });
+}
+
+/// The rows of image n of a float channels-last input that output row oy's
+/// window reads inside the input, into `rows`; returns how many.
+inline int window_rows(const Window& w, const Planes& g, const float* src, int64_t n, int64_t oy,
+                       const float** rows) {
+  int count = 0;
+  for (int64_t ky = 0; ky < w.k[0]; ++ky) {
+    const int64_t y = oy * w.s[0] - w.p[0] + ky * w.d[0];
+    if (y >= 0 && y < g.ih) rows[count++] = src + n * g.in[0] + y * g.in[2];
+  }
+  return count;
 }
 
 // Compute functions of the pool table (pool.cpp), defined in pool_max.cpp
