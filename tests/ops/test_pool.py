@@ -387,6 +387,15 @@ def test_adaptive_avg_pool(device, size, order):
           Out(np.float32, expected.shape, dim_order=order), expect=expected, tol=(1e-5, 1e-6))
 
 
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("size", [(1, 1), (4, 3), (9, 10)])
+def test_adaptive_avg_pool_channels_last_blocks(device, dtype, size):
+    # Channels-last pixels of 37 channels: two blocks of 16 summed side by side, then 5 alone.
+    x = rand((2, 37, 9, 10))
+    check(device, "aten::_adaptive_avg_pool2d.out", tensor(x, dtype, CL), list(size),
+          Out(dtype, [2, 37] + list(size), dim_order=CL), tol=AVG_TOL, num_threads=2)
+
+
 def test_adaptive_avg_pool_rejects_integers(device):
     check_error(device, "aten::_adaptive_avg_pool2d.out", np.ones((1, 1, 4, 4), np.int64), [2, 2],
                 Out(np.int64, (1, 1, 2, 2)), exc=ValueError)

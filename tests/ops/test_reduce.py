@@ -347,7 +347,7 @@ def test_sum_rejects_bad_dims(device):
 
 
 @pytest.mark.parametrize("order", [None, CL])
-@pytest.mark.parametrize("shape", [(2, 8, 7, 7), (1, 64, 3, 5), (1, 3, 1, 1)])
+@pytest.mark.parametrize("shape", [(2, 8, 7, 7), (1, 64, 3, 5), (1, 3, 1, 1), (2, 45, 6, 5)])
 def test_mean_global_pool_fixture_case(device, order, shape):
     x = normal(shape)
     out_shape = [shape[0], shape[1], 1, 1]
@@ -520,6 +520,22 @@ def test_amax_nan_propagates_and_channels_last(device):
           expect=np.max(x, axis=1))
     check(device, "aten::amin.out", x, [-1, -2], False, Out(np.float32, [2, 3]),
           expect=np.min(x, axis=(-1, -2)))
+
+
+def test_channels_last_pixels_fold_side_by_side(device):
+    # Channels-last pixels reduced over H and W: 32 channels at a time in registers, the rest
+    # (7 here) in the general loop; NaN still wins in amax, integers sum exactly.
+    x = normal((2, 39, 5, 6))
+    x[1, 33, 2, 4] = np.nan
+    x[0, 3, 0, 0] = np.nan
+    check(device, "aten::amax.out", T(x, dim_order=CL), [2, 3], True,
+          Out(np.float32, [2, 39, 1, 1], dim_order=CL), expect=np.max(x, axis=(2, 3), keepdims=True))
+    y = normal((2, 70, 4, 3))
+    check(device, "aten::sum.IntList_out", T(y, dim_order=CL), [2, 3], False, None,
+          Out(np.float32, [2, 70]), expect=y.sum((2, 3)), tol=(1e-5, 1e-5))
+    i = integers(-1000, 1000, (2, 40, 3, 3), np.int32)
+    check(device, "aten::sum.IntList_out", T(i, dim_order=CL), [2, 3], False, None,
+          Out(np.int64, [2, 40]), expect=i.astype(np.int64).sum((2, 3)))
 
 
 def test_amax_errors(device):

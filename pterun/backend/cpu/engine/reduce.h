@@ -208,6 +208,24 @@ constexpr int64_t kReduceChunk = 1024;
 constexpr int64_t kReduceBlock = 256;
 constexpr int64_t kSideBySideBlock = 1024;  // 4-8 KB of accumulators: stays in L1
 
+/// acc[k] = the fold of x[k] over the reduced positions of `red` (from its
+/// start, `count` of them, in order), k < K: the accumulators stay in
+/// registers, where a run of outputs of any length kept them in memory, a
+/// load and a store per input vector waiting on the last one (a mean over
+/// the 32 x 32 pixels of 4 x 32 channels took 17 µs so). The same order of
+/// steps, so the same results.
+template <int K, typename Op, typename A>
+void fold_columns(const Op& op, A* acc, const A* x, kernels::Odometer<1> red, int64_t count) {
+  A a[K];
+  for (int k = 0; k < K; ++k) a[k] = acc[k];
+  for (int64_t r = 0; r < count; ++r) {
+    const A* at = x + red.offset[0];
+    for (int k = 0; k < K; ++k) a[k] = op.step(a[k], at[k]);
+    red.next();
+  }
+  for (int k = 0; k < K; ++k) acc[k] = a[k];
+}
+
 /// Folds x[0..n) into acc. Floating types use four Simd accumulators
 /// (reassociating, which a compiler may not do by itself); other types
 /// independent lanes that the compiler vectorises.
@@ -357,6 +375,7 @@ void reduce(kernels::KernelContext& ctx, const Tensor& in, Tensor& out,
   }
   const int64_t blocks = (vec + block - 1) / block;
   const bool direct = in.dtype() == kernels::dtype_of<A>() && vec_in == 1;
+  constexpr int kColumns = static_cast<int>(128 / sizeof(A));
   const A* in_typed = in.data_as<const A>();
   parallel_for(
       ctx, others.count() * blocks, p.count * std::min(vec, block), [&](int64_t b, int64_t e) {
@@ -372,7 +391,14 @@ void reduce(kernels::KernelContext& ctx, const Tensor& in, Tensor& out,
           for (int64_t j = 0; j < nb; ++j) acc[j] = op.identity();
           kernels::Odometer<1> red = p.reduced;
           red.seek(0);
-          for (int64_t r = 0; r < p.count; ++r) {
+          // Whole runs of kColumns outputs in registers; the rest below.
+          int64_t done = 0;
+          if (direct) {
+            for (; done + kColumns <= nb; done += kColumns) {
+              detail::fold_columns<kColumns>(op, acc + done, in_typed + base + done, red, p.count);
+            }
+          }
+          for (int64_t r = 0; r < p.count && done < nb; ++r) {
             const A* x;
             if (direct) {
               x = in_typed + base + red.offset[0];
@@ -380,7 +406,7 @@ void reduce(kernels::KernelContext& ctx, const Tensor& in, Tensor& out,
               detail::load<A>(in.data(), in.dtype(), base + red.offset[0], vec_in, nb, buf);
               x = buf;
             }
-            for (int64_t j = 0; j < nb; ++j) acc[j] = op.step(acc[j], x[j]);
+            for (int64_t j = done; j < nb; ++j) acc[j] = op.step(acc[j], x[j]);
             red.next();
           }
           for (int64_t j = 0; j < nb; ++j) res[j] = op.finish(acc[j]);

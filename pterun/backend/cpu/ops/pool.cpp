@@ -67,6 +67,47 @@ void avg_pool(KernelContext& ctx, const ops::AvgPoolArgs& a) {
   });
 }
 
+/// Channels summed side by side in adaptive_avg_pool's channels-last loop.
+constexpr int64_t kSumLanes = 16;
+
+/// adaptive_avg_pool over channels-last pixels with contiguous channels:
+/// per output pixel, kSumLanes channels at a time with their sums in
+/// registers over the window's pixels, in the order of the loop over
+/// channels (rows, then columns), so the same sums; one pass over each
+/// pixel instead of one per channel (4 x 32 x 32 x 32 to 1 x 1: 103 µs
+/// channel by channel).
+template <typename T, typename C>
+void channels_last_adaptive(KernelContext& ctx, const Planes& g, const T* src, T* dst) {
+  const int64_t windows = g.n * g.oh * g.ow;
+  const int64_t cost = (g.ih / g.oh + 2) * (g.iw / g.ow + 2) * g.c;
+  cpu::parallel_for(ctx, windows, cost, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) {
+      const int64_t ox = i % g.ow, oy = i / g.ow % g.oh, n = i / (g.ow * g.oh);
+      const int64_t y0 = oy * g.ih / g.oh, y1 = ((oy + 1) * g.ih + g.oh - 1) / g.oh;
+      const int64_t x0 = ox * g.iw / g.ow, x1 = ((ox + 1) * g.iw + g.ow - 1) / g.ow;
+      const C count = static_cast<C>((y1 - y0) * (x1 - x0));
+      const T* image = src + n * g.in[0];
+      auto sums = [&]<int64_t K>(int64_t c) {
+        C sum[K] = {};
+        for (int64_t y = y0; y < y1; ++y) {
+          for (int64_t x = x0; x < x1; ++x) {
+            const T* p = image + y * g.in[2] + x * g.in[3] + c;
+            for (int64_t k = 0; k < K; ++k) sum[k] += static_cast<C>(p[k]);
+          }
+        }
+        for (int64_t k = 0; k < K; ++k) {
+          dst[offset(g.out, n, c + k, oy, ox)] = kernels::convert<T>(sum[k] / count);
+        }
+      };
+      int64_t c = 0;
+      for (; c + kSumLanes <= g.c; c += kSumLanes) sums.template operator()<kSumLanes>(c);
+      for (; c < g.c; ++c) sums.template operator()<1>(c);
+    }
+  });
+}
+
+// Window o covers [floor(o * in / out), ceil((o + 1) * in / out)).
+
 // Window o covers [floor(o * in / out), ceil((o + 1) * in / out)).
 void adaptive_avg_pool(KernelContext& ctx, const ops::AdaptiveAvgPoolArgs& a) {
   const char* op = "aten::_adaptive_avg_pool2d.out";
@@ -79,6 +120,10 @@ void adaptive_avg_pool(KernelContext& ctx, const ops::AdaptiveAvgPoolArgs& a) {
       const T* src = in.data_as<T>();
       T* dst = out.data_as<T>();
       const int64_t cost = (g.ih / g.oh + 2) * (g.iw / g.ow + 2);
+      if (g.channels_inner && g.in[1] == 1 && g.c >= kSumLanes) {
+        channels_last_adaptive<T, C>(ctx, g, src, dst);
+        return;
+      }
       for_each_output(
           ctx, g, cost, [&](int64_t in_plane, int64_t n, int64_t c, int64_t oy, int64_t ox) {
             const int64_t y0 = oy * g.ih / g.oh, y1 = ((oy + 1) * g.ih + g.oh - 1) / g.oh;
