@@ -87,7 +87,7 @@ PTERUN_NO_PREDICTIVE_COMMONING void strip_tile_impl(const Tile& t, const float* 
       strip_span<V, NV, STEP, 0, R>(acc, b, wt, n, t.block, seq);
     }
   }
-  tile_store<V, R, NV>(acc, t, seq);
+  tile_store<V, R, NV, true>(acc, t, seq);
 }
 
 /// Where the input rows of one image lie for strip_rows: row iy (from
@@ -134,13 +134,21 @@ PTERUN_NO_PREDICTIVE_COMMONING void strip_rows(const DensePlan& dp, const ImageR
       }
       for (int64_t block = 0; block < dp.blocks; ++block) {
         const int64_t co0 = block * dp.block;
-        for (int r = 0; r < R; ++r) {
-          dst[r] = out + n * os[0] + y * os[2] + (x + r) * os[3] + co0;
-          res[r] = residual != nullptr ? residual + n * rs[0] + y * rs[2] + (x + r) * rs[3] + co0
-                                       : nullptr;
-        }
-        const Tile t =
+        Tile t =
             block_tile(dp, block, p.kh * planes, nullptr, dst, residual != nullptr ? res : nullptr);
+        t.dst0 = out + n * os[0] + y * os[2] + x * os[3] + co0;
+        t.dst_step = os[3];
+        if (residual != nullptr) {
+          t.res0 = residual + n * rs[0] + y * rs[2] + x * rs[3] + co0;
+          t.res_step = rs[3];
+        }
+        if (t.lanes < dp.block) {
+          // A partial block goes pixel by pixel through the lists.
+          for (int r = 0; r < R; ++r) {
+            dst[r] = t.dst0 + r * os[3];
+            res[r] = residual != nullptr ? t.res0 + r * rs[3] : nullptr;
+          }
+        }
         constexpr auto seq = std::make_index_sequence<R * NV>{};
         switch (edge) {
           case kInside: strip_tile_impl<V, R, NV, STEP, kInside>(t, shifted, tap, seq); break;

@@ -32,12 +32,19 @@ struct Tile {
   const float* const* res;  // pixel r's residual from co0 (or null: none)
   int64_t lanes;            // output channels of the block that exist
   Epilogue e;
+  // Strips (tile_store's kStrided): pixel r's output from co0 at dst0 + r *
+  // dst_step (its residual at res0 + r * res_step), which blocks of whole
+  // vectors store through instead of dst and res (GCC reloaded dst[r]
+  // before every store, since a store might change it).
+  float* dst0 = nullptr;
+  const float* res0 = nullptr;
+  int64_t dst_step = 0, res_step = 0;
 };
 
 /// The epilogue of a tile: residual, activation, stores (partial vectors
 /// past the last output channel lane by lane). Blocks of whole vectors, the
 /// common case, load and store with no test per vector.
-template <typename V, int R, int NV, size_t... I>
+template <typename V, int R, int NV, bool kStrided = false, size_t... I>
 [[gnu::always_inline]] inline void tile_store(V* acc, const Tile& t, std::index_sequence<I...>) {
   constexpr int64_t L = sizeof(V) / sizeof(float);
   const bool whole = t.lanes >= NV * L;
@@ -54,7 +61,11 @@ template <typename V, int R, int NV, size_t... I>
       for (int64_t l = 0; l < n; ++l) part[l] = r[l];
       return load<V>(part);
     };
-    if (whole) {
+    if (kStrided && whole) {
+      const float* const r0 = t.res0;
+      const int64_t step = t.res_step;
+      ((acc[I] += load<V>(r0 + static_cast<int64_t>(I / NV) * step + (I % NV) * L)), ...);
+    } else if (whole) {
       ((acc[I] += load<V>(t.res[I / NV] + (I % NV) * L)), ...);
     } else {
       ((acc[I] += residual(I)), ...);
@@ -66,6 +77,12 @@ template <typename V, int R, int NV, size_t... I>
     ((acc[I] = conv_blocks::hardswish(acc[I])), ...);
   } else {
     conv_blocks::clamp_all(acc, t.e.lo, t.e.hi, std::index_sequence<I...>{});
+  }
+  if (kStrided && whole) {
+    float* const d0 = t.dst0;
+    const int64_t step = t.dst_step;
+    (store(d0 + static_cast<int64_t>(I / NV) * step + (I % NV) * L, acc[I]), ...);
+    return;
   }
   if (whole) {
     (store(t.dst[I / NV] + (I % NV) * L, acc[I]), ...);
