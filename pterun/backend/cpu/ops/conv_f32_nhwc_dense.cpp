@@ -241,6 +241,12 @@ void dense_items(const DensePlan& dp, int64_t begin, int64_t end) {
   }
 }
 
+/// Whether p's input is channels-last: channels contiguous, pixels ic
+/// floats apart.
+bool channels_last_input(const ConvProblem& p) {
+  return p.in_strides[1] == 1 && p.in_strides[3] == p.ic;
+}
+
 void pack_dense(const ConvProblem& p, const DensePlan& dp, float* w) {
   const int64_t* ws = p.w_strides;
   const float* weight = static_cast<const float*>(p.weight);
@@ -271,7 +277,7 @@ void pack_dense(const ConvProblem& p, const DensePlan& dp, float* w) {
 /// channels-last network's stem), which the copy makes so. dense() skips
 /// the copy of a channels-last input that strips read where it lies.
 bool copies_input(const ConvProblem& p) {
-  const bool channels_last = p.in_strides[1] == 1 && p.in_strides[3] == p.ic;
+  const bool channels_last = channels_last_input(p);
   if (!channels_last && p.ic > kMaxCopiedChannels) return false;
   return (p.pad[1] > 0 || !channels_last) && p.groups == 1 && p.dilation[1] == 1 &&
          p.kw * p.ic <= kMaxPaddedRun && p.n * p.ih * padded_width(p) * p.ic <= kMaxPadded;
@@ -346,8 +352,7 @@ bool dense(KernelContext& ctx, const ConvProblem& given, const Epilogue& e) {
   columns();
   // A channels-last input that strips read where it lies (one column of
   // padding) is not copied.
-  const bool channels_last = p.in_strides[1] == 1 && p.in_strides[3] == p.ic;
-  bool copies = copies_input(given) && !(channels_last && strips_fit(dp, nv));
+  bool copies = copies_input(given) && !(channels_last_input(p) && strips_fit(dp, nv));
   if (copies && p.in_strides[3] == 1 && p.kh * p.ic <= kMaxTaps) {
     // An image of a few channels as planes (NCHW): strips read a kernel row
     // of each plane where it lies.

@@ -67,6 +67,15 @@ void avg_pool(KernelContext& ctx, const ops::AvgPoolArgs& a) {
   });
 }
 
+/// Adaptive window o of `out` over `in` positions: [floor(o * in / out),
+/// ceil((o + 1) * in / out)).
+struct Span {
+  int64_t lo, hi;
+};
+inline Span adaptive_span(int64_t o, int64_t in, int64_t out) {
+  return {o * in / out, ((o + 1) * in + out - 1) / out};
+}
+
 /// Channels summed side by side in adaptive_avg_pool's channels-last loop.
 constexpr int64_t kSumLanes = 16;
 
@@ -83,14 +92,13 @@ void channels_last_adaptive(KernelContext& ctx, const Planes& g, const T* src, T
   cpu::parallel_for(ctx, windows, cost, [&](int64_t b, int64_t e) {
     for (int64_t i = b; i < e; ++i) {
       const int64_t ox = i % g.ow, oy = i / g.ow % g.oh, n = i / (g.ow * g.oh);
-      const int64_t y0 = oy * g.ih / g.oh, y1 = ((oy + 1) * g.ih + g.oh - 1) / g.oh;
-      const int64_t x0 = ox * g.iw / g.ow, x1 = ((ox + 1) * g.iw + g.ow - 1) / g.ow;
-      const C count = static_cast<C>((y1 - y0) * (x1 - x0));
+      const Span ys = adaptive_span(oy, g.ih, g.oh), xs = adaptive_span(ox, g.iw, g.ow);
+      const C count = static_cast<C>((ys.hi - ys.lo) * (xs.hi - xs.lo));
       const T* image = src + n * g.in[0];
       auto sums = [&]<int64_t K>(int64_t c) {
         C sum[K] = {};
-        for (int64_t y = y0; y < y1; ++y) {
-          for (int64_t x = x0; x < x1; ++x) {
+        for (int64_t y = ys.lo; y < ys.hi; ++y) {
+          for (int64_t x = xs.lo; x < xs.hi; ++x) {
             const T* p = image + y * g.in[2] + x * g.in[3] + c;
             for (int64_t k = 0; k < K; ++k) sum[k] += static_cast<C>(p[k]);
           }
@@ -106,9 +114,7 @@ void channels_last_adaptive(KernelContext& ctx, const Planes& g, const T* src, T
   });
 }
 
-// Window o covers [floor(o * in / out), ceil((o + 1) * in / out)).
-
-// Window o covers [floor(o * in / out), ceil((o + 1) * in / out)).
+// Each output's window is adaptive_span's along each dim.
 void adaptive_avg_pool(KernelContext& ctx, const ops::AdaptiveAvgPoolArgs& a) {
   const char* op = "aten::_adaptive_avg_pool2d.out";
   const Tensor& in = a.in;
@@ -126,15 +132,14 @@ void adaptive_avg_pool(KernelContext& ctx, const ops::AdaptiveAvgPoolArgs& a) {
       }
       for_each_output(
           ctx, g, cost, [&](int64_t in_plane, int64_t n, int64_t c, int64_t oy, int64_t ox) {
-            const int64_t y0 = oy * g.ih / g.oh, y1 = ((oy + 1) * g.ih + g.oh - 1) / g.oh;
-            const int64_t x0 = ox * g.iw / g.ow, x1 = ((ox + 1) * g.iw + g.ow - 1) / g.ow;
+            const Span ys = adaptive_span(oy, g.ih, g.oh), xs = adaptive_span(ox, g.iw, g.ow);
             C sum = 0;
-            for (int64_t y = y0; y < y1; ++y) {
-              for (int64_t x = x0; x < x1; ++x)
+            for (int64_t y = ys.lo; y < ys.hi; ++y) {
+              for (int64_t x = xs.lo; x < xs.hi; ++x)
                 sum += static_cast<C>(src[in_plane + y * g.in[2] + x * g.in[3]]);
             }
             dst[offset(g.out, n, c, oy, ox)] =
-                kernels::convert<T>(sum / static_cast<C>((y1 - y0) * (x1 - x0)));
+                kernels::convert<T>(sum / static_cast<C>((ys.hi - ys.lo) * (xs.hi - xs.lo)));
           });
     }
   });

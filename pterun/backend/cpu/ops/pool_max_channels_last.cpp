@@ -195,8 +195,9 @@ inline void window_columns(float* o, const float* row, int64_t ow, int64_t c, in
 /// value of the row 3 times instead of each input value 9 times through a
 /// list of taps. NaN anywhere in a window gives NaN. Of equal values the
 /// one kept may not be the window's first (only -0 beside +0 can tell),
-/// as in max_pool_rows_values. False (nothing done) when the layout, the
-/// width or the window does not suit.
+/// as in max_pool_rows_values. Takes what max_pool_channels_last_float_values
+/// lets through; false (nothing done) when the width or the window does not
+/// suit.
 bool max_pool_channels_last_rows(KernelContext& ctx, const ops::MaxPoolArgs& a) {
   const Window& w = a.w;
   const Planes& g = a.g;
@@ -204,9 +205,7 @@ bool max_pool_channels_last_rows(KernelContext& ctx, const ops::MaxPoolArgs& a) 
   const int64_t starts = (g.ow - 1) * w.s[1] + 1;
   const int64_t span = starts + (w.k[1] - 1) * w.d[1];  // padded pixels read
   const int64_t width = std::max(span, w.p[1] + g.iw);  // padded pixels held
-  if (a.in.dtype() != DType::Float32 || !g.channels_inner || g.in[1] != 1 || g.out[1] != 1 ||
-      g.in[3] != c || width * c > kMaxChannelsLastRow || w.k[0] > kMaxWindowSide ||
-      w.k[1] > kMaxWindowSide) {
+  if (width * c > kMaxChannelsLastRow || w.k[0] > kMaxWindowSide || w.k[1] > kMaxWindowSide) {
     return false;
   }
   const float* src = a.in.data_as<const float>();
