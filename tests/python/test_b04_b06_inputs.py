@@ -132,6 +132,27 @@ def test_b04_planned_input_is_copied_at_set_inputs():
     np.testing.assert_array_equal(m.get_outputs()[0].numpy(), expected)
 
 
+def test_b04_large_planned_input_is_copied_at_set_inputs_over_threads():
+    # A 16 MiB planned input: its copy is split over the method's threads,
+    # and is still a copy (the caller's later changes do not reach the run;
+    # its array is never written).
+    p = program("scale_2048")
+    assert p.method_meta("forward").input_tensor_meta(0).is_memory_planned
+    before = pterun.get_num_threads()
+    pterun.set_num_threads(2)
+    try:
+        m = p.load_method("forward")
+        x = rng(7).standard_normal((2048, 2048)).astype(np.float32)
+        base = x.copy()
+        m.set_inputs([x])
+        x[...] = 1000
+        m.execute()
+        np.testing.assert_allclose(m.get_outputs()[0].numpy(), base * 2 + 1, rtol=1e-6)
+        np.testing.assert_array_equal(x, np.full_like(x, 1000))
+    finally:
+        pterun.set_num_threads(before)
+
+
 def test_b04_inputs_may_be_dropped_after_set_inputs():
     m = method("add")
     x, y = _add_inputs(4)
