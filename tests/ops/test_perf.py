@@ -315,3 +315,13 @@ def test_perf_dynamically_quantized_linear():
     b = tensor(rand((k, n)), BF16)
     perf(f"mm bfloat16 1x{k}x{n}", "aten::mm.out", tensor(rand((1, k)), BF16), b,
          Out(BF16, (1, n)), nbytes=n * k * 2, ref="linear bf16")
+    # A small LLM's decode linears (dim 512, hidden 1536), where a launch's
+    # latency, not its bytes, sets the time.
+    for k, n in ((512, 1536), (1536, 512)):
+        w4 = RNG.integers(0, 256, (n, k // 2), dtype=np.uint8)
+        s4 = (RNG.random((n, k // 32), dtype=np.float32) * 0.01 + 1e-3).astype(np.float32)
+        perf(f"fully_connected_dq 4-bit/32 1x{k}x{n}", "xnnpack::fully_connected_dq",
+             rand((1, k)), w4, s4, np.zeros(n, np.float32), None, 4, 1, -np.inf, np.inf,
+             Out(np.float32, (1, n)), nbytes=w4.nbytes + s4.nbytes)
+        perf(f"mm bfloat16 1x{k}x{n}", "aten::mm.out", tensor(rand((1, k)), BF16),
+             tensor(rand((k, n)), BF16), Out(BF16, (1, n)), nbytes=n * k * 2)

@@ -96,6 +96,7 @@ def case(device, shape, n, bits, blocks=1, bias=True, nnb=1, lo=-np.inf, hi=np.i
 
 @pytest.mark.parametrize("m,k,n", [(1, 1, 1), (1, 32, 8), (3, 7, 5), (17, 100, 70), (40, 64, 64),
                                    (5, 256, 33), (1, 16400, 3),
+                                   (1, 4096, 5), (4, 4096, 9),  # decode rows past 4 chunks a lane
                                    (20, 1040, 1024)])  # many rows, weights over 1 MiB
 def test_8bit_weights(device, m, k, n):
     case(device, (m, k), n, 8)
@@ -103,6 +104,7 @@ def test_8bit_weights(device, m, k, n):
 
 @pytest.mark.parametrize("m,k,n", [(1, 32, 8), (4, 64, 3), (6, 96, 17), (1, 7, 5), (3, 33, 9),
                                    (9, 128, 64), (5, 192, 7), (2, 512, 13), (1, 1024, 9),
+                                   (1, 8192, 9), (3, 5120, 6), (4, 4096, 11),
                                    (1, 16416, 3)])
 def test_4bit_weights_per_channel(device, m, k, n):
     case(device, (m, k), n, 4)
@@ -110,12 +112,15 @@ def test_4bit_weights_per_channel(device, m, k, n):
 
 @pytest.mark.parametrize("m,k,n,blocks", [(1, 64, 8, 2), (5, 128, 16, 4), (7, 256, 40, 2),
                                           (6, 256, 9, 4), (2, 96, 6, 2), (3, 64, 5, 4),
-                                          (4, 192, 3, 6), (1, 256, 11, 8), (1, 512, 6, 4)])
+                                          (4, 192, 3, 6), (1, 256, 11, 8), (1, 512, 6, 4),
+                                          (1, 128, 5, 16), (2, 256, 7, 16), (3, 8192, 4, 128)])
 def test_4bit_weights_in_blocks(device, m, k, n, blocks):
     """Blocks of 32, 64 or 128 in rows of whole vector chunks (64 inputs
     with AVX2, 128 with AVX-512) take the vector path, one row or tiles of
     four, columns in pairs and one by one; blocks of 48 or 16, or rows of
-    96, the scalar one."""
+    96, the scalar one. On CUDA blocks of 8, 16 and 48 start inside a
+    lane's 32 weights, and 3 x 8192 is a decode step past the chunks a
+    lane holds."""
     case(device, (m, k), n, 4, blocks=blocks)
 
 
@@ -212,13 +217,15 @@ def test_errors(device):
 
 @pytest.mark.parametrize("rows", [3, 6])
 @pytest.mark.parametrize("bad", [np.nan, np.inf])
-def test_nonfinite_input_raises(device, bad, rows):
+@pytest.mark.parametrize("bits", [8, 4])
+def test_nonfinite_input_raises(device, bad, rows, bits):
     """No int8 scale represents NaN or an infinity: ValueError naming the
     slice (the CPU checks before it writes; CUDA records it in the method's
-    device-check word and raises at the wait)."""
+    device-check word and raises at the wait). Three rows are a decode step
+    on CUDA."""
     x = normal((rows, 32))
     x[1, 5] = bad
-    w, s, z = weights(4, 32, 8)
-    check_error(device, FCDQ, x, w, s, z, None, 8, 1, -np.inf, np.inf,
+    w, s, z = weights(4, 32, bits)
+    check_error(device, FCDQ, x, w, s, z, None, bits, 1, -np.inf, np.inf,
                 Out("float32", (rows, 4)), exc=ValueError,
                 match=f"input slice 1 of {rows} holds NaN or an infinity")

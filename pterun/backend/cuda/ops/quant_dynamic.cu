@@ -1,5 +1,6 @@
 // XNNPACK's dynamically quantized fully connected layer on CUDA
-// (ops::QDynLinearArgs), in two kernels:
+// (ops::QDynLinearArgs). Decode steps (at most 4 rows of one slice each)
+// run quant_decode.cu's one launch; other shapes two kernels here:
 //
 //  1. quantize_slices: one block per slice of rows finds the slice's range
 //     and quantizes it to int8 with XNNPACK's rule, the same functions as
@@ -11,20 +12,15 @@
 //  2. A warp per output column and a few rows: each lane streams 16 bytes
 //     of the weight row at a time (32 4-bit or 16 8-bit weights) and
 //     multiplies them with __dp4a against the int8 activations; the lanes'
-//     sums meet by shuffles. 4-bit weights (stored w + 8, element 2i in the
-//     low nibble) are turned into signed bytes in registers, the low
-//     nibbles of a 32-bit word holding elements 0, 2, 4, 6 of a group of 8,
-//     the high ones 1, 3, 5, 7: the activations are stored in that order
-//     (each group of 8: its even elements, then its odd ones). A block's
-//     int32 sum is scaled once; the activations' zero point comes back per
-//     output through the weights' sums, as on the CPU.
+//     sums meet by shuffles (quant_dynamic.cuh). 4-bit weights (stored
+//     w + 8, element 2i in the low nibble) are turned into signed bytes in
+//     registers, the low nibbles of a 32-bit word holding elements 0, 2, 4,
+//     6 of a group of 8, the high ones 1, 3, 5, 7: the activations are
+//     stored in that order (each group of 8: its even elements, then its
+//     odd ones). A block's int32 sum is scaled once; the activations' zero
+//     point comes back per output through the weights' sums, as on the CPU.
 //
-// A decode step (up to 4 rows of one slice each, 16 KiB of activations)
-// runs one launch: each block of the vector kernel quantizes the rows
-// itself into shared memory (the rows are read from L2 once per block of
-// 8 columns, the weights once in all).
-//
-// Shapes the vector kernel does not take (depths not a multiple of 32 for
+// Shapes the vector kernels do not take (depths not a multiple of 32 for
 // 4-bit or 16 for 8-bit weights, blocks not a multiple of 8, unaligned
 // weights) run a plain kernel of one thread per output.
 
@@ -34,6 +30,7 @@
 
 #include "pterun/backend/cuda/cuda_context.h"
 #include "pterun/backend/cuda/ops/ops.h"
+#include "pterun/backend/cuda/ops/quant_dynamic.cuh"
 #include "pterun/backend/cuda/ops/quant_launch.h"
 #include "pterun/core/error.h"
 #include "pterun/kernels/common/device_check.h"
@@ -44,28 +41,6 @@ namespace pterun::cuda::quant {
 
 constexpr int kQuantThreads = 256;
 constexpr int kWarps = 8;  // output columns per block of the vector kernel
-
-/// One row's quantization (x ~ (q - zero_point) * scale), and whether the
-/// row's slice held NaN or an infinity (its values then stored as zeros).
-struct RowParams : kernels::Qd8Params {
-  int32_t zeros;
-};
-
-struct DqLaunch {
-  const float* in;
-  const uint8_t* weight;  // n rows of row_bytes
-  const float* scales;    // [n, blocks]
-  const void* sums;       // int32 (8-bit) or float32 (4-bit) [n]
-  const float* bias;      // or nullptr
-  int8_t* q;              // [m, k] scratch
-  RowParams* params;      // [m] scratch
-  kernels::DeviceCheck* check;
-  int bits;
-  bool interleave;  // groups of 8 stored evens then odds (the 4-bit vector kernel)
-  int64_t m, n, k, blocks, block_size, slice_rows, row_bytes;
-  float out_min, out_max;
-  float* out;
-};
 
 /// Where element e of a row goes in the stored activations.
 __device__ inline int64_t stored_at(int64_t e, bool interleave) {
@@ -109,14 +84,8 @@ __device__ RowParams block_params(const DqLaunch& l, const float* x, int64_t cou
       bad |= s_bad[w];
     }
     if (bad != 0) {
-      s_p = {{0.0f, 1.0f, 0}, 1};  // zeros, an output of the bias alone
-      if (atomicCAS(reinterpret_cast<int*>(&l.check->failed), 0, 1) == 0) {
-        l.check->kind = static_cast<int32_t>(kernels::DeviceCheckKind::NonFiniteSlice);
-        l.check->op = static_cast<int32_t>(kernels::DeviceCheckOp::FullyConnectedDq);
-        l.check->value = slice;
-        l.check->limit = l.m / l.slice_rows;
-        l.check->extra = 0;
-      }
+      s_p = zero_row();
+      record_nonfinite(l, slice);
     } else {
       s_p = {kernels::choose_qd8(lo, hi), 0};
     }
@@ -150,45 +119,16 @@ __global__ void __launch_bounds__(kQuantThreads) quantize_slices(DqLaunch l) {
   quantize_into(l, x, l.slice_rows, p, l.q + slice * count);
 }
 
-/// Four stored nibbles (w + 8, each in the low half of a byte) as signed
-/// bytes w: 0x80 + w per byte (no borrow), then the top bit flipped back.
-__device__ inline int signed_nibbles(unsigned x) {
-  return static_cast<int>(((x | 0x80808080u) - 0x08080808u) ^ 0x80808080u);
-}
-
-__device__ inline float finish(const DqLaunch& l, float total, const RowParams& p, int64_t j) {
-  float y = __fmul_rn(total, p.scale);
-  if (l.bias != nullptr) y = __fadd_rn(y, l.bias[j]);
-  return fminf(fmaxf(y, l.out_min), l.out_max);
-}
-
 /// The vector kernel: warp w of block (x, y) computes column x * kWarps + w
 /// for rows y * R .. y * R + R - 1.
-template <int R, int Bits, bool Fused>
+template <int R, int Bits>
 __global__ void __launch_bounds__(kWarps * 32) dq_gemv(DqLaunch l) {
-  extern __shared__ int4 s_rows[];  // Fused: the block's rows, quantized
-  __shared__ RowParams s_params[R];
   const int lane = threadIdx.x % 32;
   const int64_t j = int64_t{blockIdx.x} * kWarps + threadIdx.x / 32;
+  if (j >= l.n) return;
   const int64_t i0 = int64_t{blockIdx.y} * R;
   const int rows = static_cast<int>(l.m - i0 < R ? l.m - i0 : R);
   const int8_t* q = l.q + i0 * l.k;
-  const RowParams* params = l.params + i0;
-  if constexpr (Fused) {  // rows of one slice each, quantized by every block
-    for (int r = 0; r < rows; ++r) {
-      const float* x = l.in + (i0 + r) * l.k;
-      const RowParams p = block_params(l, x, l.k, i0 + r);
-      if (threadIdx.x == 0) s_params[r] = p;
-      quantize_into(l, x, 1, p, reinterpret_cast<int8_t*>(s_rows) + r * l.k);
-    }
-    __syncthreads();
-    q = reinterpret_cast<const int8_t*>(s_rows);
-    params = s_params;
-  }
-  if (j >= l.n) return;
-  const uint8_t* wrow = l.weight + j * l.row_bytes;
-  const int64_t chunks = l.row_bytes / 16;
-  constexpr int kElems = Bits == 4 ? 32 : 16;  // weights per 16 bytes
   float facc[R];
   int iacc[R];
 #pragma unroll
@@ -196,67 +136,19 @@ __global__ void __launch_bounds__(kWarps * 32) dq_gemv(DqLaunch l) {
     facc[r] = 0.0f;
     iacc[r] = 0;
   }
-  for (int64_t c = lane; c < chunks; c += 32) {
-    const uint4 wv = __ldg(reinterpret_cast<const uint4*>(wrow) + c);
-    const unsigned words[4] = {wv.x, wv.y, wv.z, wv.w};
-    const int64_t e0 = c * kElems;
-#pragma unroll
-    for (int r = 0; r < R; ++r) {
-      if (r >= rows) break;
-      const int4* qp = reinterpret_cast<const int4*>(q + r * l.k + e0);
-      if constexpr (Bits == 8) {
-        const int4 qv = qp[0];
-        int d = __dp4a(qv.x, static_cast<int>(words[0]), iacc[r]);
-        d = __dp4a(qv.y, static_cast<int>(words[1]), d);
-        d = __dp4a(qv.z, static_cast<int>(words[2]), d);
-        iacc[r] = __dp4a(qv.w, static_cast<int>(words[3]), d);
-      } else {
-        const int4 qa = qp[0], qb = qp[1];
-        const int qw[8] = {qa.x, qa.y, qa.z, qa.w, qb.x, qb.y, qb.z, qb.w};
-        int block_sum = 0;
-        int64_t block = e0 / l.block_size;
-#pragma unroll
-        for (int t = 0; t < 4; ++t) {
-          const int64_t b = (e0 + 8 * t) / l.block_size;
-          if (b != block) {
-            facc[r] = fmaf(l.scales[j * l.blocks + block], static_cast<float>(block_sum), facc[r]);
-            block_sum = 0;
-            block = b;
-          }
-          const int even = signed_nibbles(words[t] & 0x0F0F0F0Fu);
-          const int odd = signed_nibbles((words[t] >> 4) & 0x0F0F0F0Fu);
-          block_sum = __dp4a(even, qw[2 * t], __dp4a(odd, qw[2 * t + 1], block_sum));
-        }
-        facc[r] = fmaf(l.scales[j * l.blocks + block], static_cast<float>(block_sum), facc[r]);
-      }
-    }
+  for (int64_t c = lane; c < l.row_bytes / 16; c += 32) {
+    add_chunk<R, Bits>(load_chunk<Bits>(l, j, c), c, q, l.k, rows, facc, iacc);
   }
-#pragma unroll
-  for (int r = 0; r < R; ++r) {
-    for (int o = 16; o > 0; o >>= 1) {
-      if constexpr (Bits == 8) {
-        iacc[r] += __shfl_xor_sync(0xffffffffu, iacc[r], o);
-      } else {
-        facc[r] += __shfl_xor_sync(0xffffffffu, facc[r], o);
-      }
-    }
-  }
+  warp_sums<R, Bits>(facc, iacc);
   if (lane >= rows) return;
-  float total = 0.0f;
-  const RowParams p = params[lane];
+  const ColumnConsts consts = column_consts<Bits>(l, j);
+  const RowParams p = l.params[i0 + lane];
 #pragma unroll
   for (int r = 0; r < R; ++r) {
     if (r != lane) continue;
-    if constexpr (Bits == 8) {
-      const int64_t exact =
-          int64_t{iacc[r]} - int64_t{p.zero_point} * static_cast<const int32_t*>(l.sums)[j];
-      total = __fmul_rn(static_cast<float>(exact), l.scales[j]);
-    } else {
-      total = __fsub_rn(facc[r], __fmul_rn(static_cast<float>(p.zero_point),
-                                           static_cast<const float*>(l.sums)[j]));
-    }
+    l.out[(i0 + r) * l.n + j] =
+        finish(l, column_total<Bits>(iacc[r], facc[r], p, consts), p, consts.bias);
   }
-  l.out[(i0 + lane) * l.n + j] = finish(l, total, p, j);
 }
 
 /// Any shape: one thread per output, plain int8 activation rows, a block's
@@ -280,7 +172,7 @@ __global__ void dq_plain(DqLaunch l) {
       }
       acc = fmaf(static_cast<float>(s), l.scales[j * l.blocks + b], acc);
     }
-    l.out[o] = finish(l, acc, p, j);
+    l.out[o] = finish(l, acc, p, l.bias != nullptr ? l.bias[j] : 0.0f);
   }
 }
 
@@ -292,19 +184,14 @@ namespace {
 using namespace pterun::cuda;         // NOLINT: stream, scratch, check_launch
 using namespace pterun::cuda::quant;  // NOLINT: this file's kernels
 
-/// Rows up to this many bytes in all are quantized by each block of the
-/// vector kernel itself, in shared memory (one launch: the decode steps).
-constexpr int64_t kFusedBytes = 16 * 1024;
-
-template <int R, bool Fused>
+template <int R>
 void launch_vector(const DqLaunch& l, cudaStream_t s) {
   const dim3 grid(static_cast<unsigned>((l.n + kWarps - 1) / kWarps),
                   static_cast<unsigned>((l.m + R - 1) / R));
-  const size_t smem = Fused ? static_cast<size_t>(l.m * l.k) : 0;
   if (l.bits == 4) {
-    dq_gemv<R, 4, Fused><<<grid, kWarps * 32, smem, s>>>(l);
+    dq_gemv<R, 4><<<grid, kWarps * 32, 0, s>>>(l);
   } else {
-    dq_gemv<R, 8, Fused><<<grid, kWarps * 32, smem, s>>>(l);
+    dq_gemv<R, 8><<<grid, kWarps * 32, 0, s>>>(l);
   }
 }
 
@@ -330,17 +217,13 @@ void dynamic_linear(KernelContext& ctx, const ops::QDynLinearArgs& a) {
   l.out_max = a.out_max;
   l.out = a.out.data_as<float>();
   const bool aligned = reinterpret_cast<uintptr_t>(l.weight) % 16 == 0;
-  const bool vector =
-      aligned && (a.bits == 8 ? a.k % 16 == 0 : a.k % 32 == 0 && l.block_size % 8 == 0);
+  const bool vector = aligned && a.k <= 0x7fffffff &&
+                      (a.bits == 8 ? a.k % 16 == 0 : a.k % 32 == 0 && l.block_size % 8 == 0);
   l.interleave = vector && a.bits == 4;
   l.check = device_check(ctx);
   cudaStream_t s = stream(ctx);
-  if (vector && a.slice_rows == 1 && a.m <= 4 && a.m * a.k <= kFusedBytes) {
-    if (a.m == 1) {
-      launch_vector<1, true>(l, s);
-    } else {
-      launch_vector<4, true>(l, s);
-    }
+  if (decode_fits(l, vector)) {
+    launch_decode(l, s);
     check_launch(op);
     return;
   }
@@ -361,9 +244,9 @@ void dynamic_linear(KernelContext& ctx, const ops::QDynLinearArgs& a) {
     PTERUN_CHECK((a.m + rows - 1) / rows <= 65535, ErrorCode::NotSupported, op, ": ", a.m,
                  " input rows exceed one launch");
     if (rows == 4) {
-      launch_vector<4, false>(l, s);
+      launch_vector<4>(l, s);
     } else {
-      launch_vector<8, false>(l, s);
+      launch_vector<8>(l, s);
     }
   }
   check_launch(op);
