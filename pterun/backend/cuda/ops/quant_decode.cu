@@ -156,27 +156,21 @@ __global__ void __launch_bounds__(kDecodeWarps * 32) dq_decode(DqLaunch l, bool 
   quantize_rows<R>(l, rows, aligned, q, p);
   __syncthreads();
   if (!live) return;
-  float facc[R];
-  int iacc[R];
-#pragma unroll
-  for (int r = 0; r < R; ++r) {
-    facc[r] = 0.0f;
-    iacc[r] = 0;
-  }
+  ColumnSums<R> sums;
 #pragma unroll
   for (int h = 0; h < kHeld; ++h) {
     const int64_t c = lane + 32 * h;
-    if (c < chunks) add_chunk<R, Bits>(held[h], c, q, l.k, rows, facc, iacc);
+    if (c < chunks) add_chunk<R, Bits>(held[h], c, q, l.k, rows, sums);
   }
   for (int64_t c = lane + 32 * kHeld; c < chunks; c += 32) {
-    add_chunk<R, Bits>(load_chunk<Bits>(l, j, c), c, q, l.k, rows, facc, iacc);
+    add_chunk<R, Bits>(load_chunk<Bits>(l, j, c), c, q, l.k, rows, sums);
   }
-  warp_sums<R, Bits>(facc, iacc);
+  warp_sums<R, Bits>(sums);
 #pragma unroll
   for (int r = 0; r < R; ++r) {
     if (r != lane || r >= rows) continue;
     l.out[r * l.n + j] =
-        finish(l, column_total<Bits>(iacc[r], facc[r], p[r], consts), p[r], consts.bias);
+        finish(l, column_total<Bits>(sums.i[r], sums.f[r], p[r], consts), p[r], consts.bias);
   }
 }
 

@@ -129,17 +129,11 @@ __global__ void __launch_bounds__(kWarps * 32) dq_gemv(DqLaunch l) {
   const int64_t i0 = int64_t{blockIdx.y} * R;
   const int rows = static_cast<int>(l.m - i0 < R ? l.m - i0 : R);
   const int8_t* q = l.q + i0 * l.k;
-  float facc[R];
-  int iacc[R];
-#pragma unroll
-  for (int r = 0; r < R; ++r) {
-    facc[r] = 0.0f;
-    iacc[r] = 0;
-  }
+  ColumnSums<R> sums;
   for (int64_t c = lane; c < l.row_bytes / 16; c += 32) {
-    add_chunk<R, Bits>(load_chunk<Bits>(l, j, c), c, q, l.k, rows, facc, iacc);
+    add_chunk<R, Bits>(load_chunk<Bits>(l, j, c), c, q, l.k, rows, sums);
   }
-  warp_sums<R, Bits>(facc, iacc);
+  warp_sums<R, Bits>(sums);
   if (lane >= rows) return;
   const ColumnConsts consts = column_consts<Bits>(l, j);
   const RowParams p = l.params[i0 + lane];
@@ -147,7 +141,7 @@ __global__ void __launch_bounds__(kWarps * 32) dq_gemv(DqLaunch l) {
   for (int r = 0; r < R; ++r) {
     if (r != lane) continue;
     l.out[(i0 + r) * l.n + j] =
-        finish(l, column_total<Bits>(iacc[r], facc[r], p, consts), p, consts.bias);
+        finish(l, column_total<Bits>(sums.i[r], sums.f[r], p, consts), p, consts.bias);
   }
 }
 

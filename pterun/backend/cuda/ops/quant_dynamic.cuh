@@ -134,13 +134,30 @@ __device__ inline WeightChunk load_chunk(const DqLaunch& l, int64_t j, int64_t c
   return ch;
 }
 
+/// A column's running sums for up to R rows: float (4-bit weights, scaled
+/// per block) or int32 (8-bit weights, exact).
+template <int R>
+struct ColumnSums {
+  float f[R];
+  int i[R];
+  __device__ ColumnSums() {
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+      f[r] = 0.0f;
+      i[r] = 0;
+    }
+  }
+};
+
 /// Adds chunk c of a column times `rows` (at most R) rows of stored int8
 /// activations at q (row stride k, stored_at's order for 4-bit weights):
 /// 8-bit weights into iacc exactly, 4-bit ones into facc, each block's
 /// int32 sum scaled once.
 template <int R, int Bits>
 __device__ inline void add_chunk(const WeightChunk& ch, int64_t c, const int8_t* q, int64_t k,
-                                 int rows, float (&facc)[R], int (&iacc)[R]) {
+                                 int rows, ColumnSums<R>& sums) {
+  float(&facc)[R] = sums.f;
+  int(&iacc)[R] = sums.i;
   const unsigned words[4] = {ch.w.x, ch.w.y, ch.w.z, ch.w.w};
   constexpr int kElems = Bits == 4 ? 32 : 16;  // weights per 16 bytes
   const int64_t e0 = c * kElems;
@@ -177,7 +194,9 @@ __device__ inline void add_chunk(const WeightChunk& ch, int64_t c, const int8_t*
 
 /// Sums each row's accumulator over the warp's lanes (every lane gets it).
 template <int R, int Bits>
-__device__ inline void warp_sums(float (&facc)[R], int (&iacc)[R]) {
+__device__ inline void warp_sums(ColumnSums<R>& sums) {
+  float(&facc)[R] = sums.f;
+  int(&iacc)[R] = sums.i;
 #pragma unroll
   for (int r = 0; r < R; ++r) {
     for (int o = 16; o > 0; o >>= 1) {
