@@ -30,7 +30,7 @@ namespace pterun::cuda::quant {
 namespace {
 
 constexpr int kDecodeWarps = 8;  // output columns per block
-constexpr int kHeld = 4;         // weight chunks a lane loads before the wait
+constexpr int kHeld = 4;         // weight chunks a lane loads before quantizing
 constexpr int64_t kDecodeBytes = 16 * 1024;
 
 /// Elements 8g .. 8g + 7 of a row (vector loads when the rows are 16-byte
@@ -53,58 +53,38 @@ __device__ inline void load8(const float* x, int64_t g, bool aligned, float (&v)
 template <int R>
 __device__ void quantize_rows(const DqLaunch& l, int rows, bool aligned, int8_t* q,
                               RowParams (&p)[R]) {
-  __shared__ float s_lo[kDecodeWarps][R], s_hi[kDecodeWarps][R];
-  __shared__ int s_bad[kDecodeWarps][R];
+  __shared__ Range s_range[kDecodeWarps][R];
   const int64_t groups = l.k / 8;
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-  float lo[R], hi[R];
-  int bad[R];
+  Range range[R];
 #pragma unroll
   for (int r = 0; r < R; ++r) {
-    lo[r] = INFINITY;
-    hi[r] = -INFINITY;
-    bad[r] = 0;
+    range[r] = Range::empty();
     if (r >= rows) continue;
     const float* x = l.in + r * l.k;
     for (int64_t g = threadIdx.x; g < groups; g += blockDim.x) {
       float v[8];
       load8(x, g, aligned, v);
 #pragma unroll
-      for (int i = 0; i < 8; ++i) {
-        lo[r] = fminf(lo[r], v[i]);
-        hi[r] = fmaxf(hi[r], v[i]);
-        bad[r] |= isfinite(v[i]) ? 0 : 1;
-      }
+      for (int i = 0; i < 8; ++i) range[r].add(v[i]);
     }
-    for (int o = 16; o > 0; o >>= 1) {
-      lo[r] = fminf(lo[r], __shfl_xor_sync(0xffffffffu, lo[r], o));
-      hi[r] = fmaxf(hi[r], __shfl_xor_sync(0xffffffffu, hi[r], o));
-      bad[r] |= __shfl_xor_sync(0xffffffffu, bad[r], o);
-    }
-    if (lane == 0) {
-      s_lo[warp][r] = lo[r];
-      s_hi[warp][r] = hi[r];
-      s_bad[warp][r] = bad[r];
-    }
+    range[r].warp_combine();
+    if (lane == 0) s_range[warp][r] = range[r];
   }
   __syncthreads();
 #pragma unroll
   for (int r = 0; r < R; ++r) {
     if (r >= rows) break;
-    for (int w = 0; w < kDecodeWarps; ++w) {
-      lo[r] = fminf(lo[r], s_lo[w][r]);
-      hi[r] = fmaxf(hi[r], s_hi[w][r]);
-      bad[r] |= s_bad[w][r];
-    }
-    p[r] = bad[r] != 0 ? zero_row() : RowParams{kernels::choose_qd8(lo[r], hi[r]), 0};
+    for (int w = 0; w < kDecodeWarps; ++w) range[r].add(s_range[w][r]);
+    p[r] = range[r].params();
   }
-  if (threadIdx.x == 0) {
-    for (int r = 0; r < rows; ++r) {
-      if (bad[r] != 0) {
-        record_nonfinite(l, r);
-        break;
-      }
+  if (threadIdx.x == 0) {  // the first bad row, if any (unrolled: the ranges stay in registers)
+    int first = -1;
+#pragma unroll
+    for (int r = R - 1; r >= 0; --r) {
+      if (r < rows && range[r].bad != 0) first = r;
     }
+    if (first >= 0) record_nonfinite(l, first);
   }
 #pragma unroll
   for (int r = 0; r < R; ++r) {

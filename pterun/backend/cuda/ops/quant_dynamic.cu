@@ -54,41 +54,17 @@ __device__ inline int64_t stored_at(int64_t e, bool interleave) {
 /// slice holding NaN or an infinity is recorded in the device-check word as
 /// slice `slice` and gets parameters that store zeros.
 __device__ RowParams block_params(const DqLaunch& l, const float* x, int64_t count, int64_t slice) {
-  __shared__ float s_lo[32], s_hi[32];
-  __shared__ int s_bad[32];
+  __shared__ Range s_range[32];
   __shared__ RowParams s_p;
-  float lo = INFINITY, hi = -INFINITY;
-  int bad = 0;
-  for (int64_t e = threadIdx.x; e < count; e += blockDim.x) {
-    const float v = x[e];
-    lo = fminf(lo, v);
-    hi = fmaxf(hi, v);
-    bad |= isfinite(v) ? 0 : 1;
-  }
-  for (int o = 16; o > 0; o >>= 1) {
-    lo = fminf(lo, __shfl_xor_sync(0xffffffffu, lo, o));
-    hi = fmaxf(hi, __shfl_xor_sync(0xffffffffu, hi, o));
-    bad |= __shfl_xor_sync(0xffffffffu, bad, o);
-  }
-  const int warp = threadIdx.x / 32;
-  if (threadIdx.x % 32 == 0) {
-    s_lo[warp] = lo;
-    s_hi[warp] = hi;
-    s_bad[warp] = bad;
-  }
+  Range range = Range::empty();
+  for (int64_t e = threadIdx.x; e < count; e += blockDim.x) range.add(x[e]);
+  range.warp_combine();
+  if (threadIdx.x % 32 == 0) s_range[threadIdx.x / 32] = range;
   __syncthreads();
   if (threadIdx.x == 0) {
-    for (int w = 1; w < static_cast<int>(blockDim.x / 32); ++w) {
-      lo = fminf(lo, s_lo[w]);
-      hi = fmaxf(hi, s_hi[w]);
-      bad |= s_bad[w];
-    }
-    if (bad != 0) {
-      s_p = zero_row();
-      record_nonfinite(l, slice);
-    } else {
-      s_p = {kernels::choose_qd8(lo, hi), 0};
-    }
+    for (int w = 1; w < static_cast<int>(blockDim.x / 32); ++w) range.add(s_range[w]);
+    s_p = range.params();
+    if (range.bad != 0) record_nonfinite(l, slice);
   }
   __syncthreads();
   const RowParams p = s_p;

@@ -27,6 +27,37 @@ __device__ constexpr RowParams zero_row() {
   return {{0.0f, 1.0f, 0}, 1};
 }
 
+/// What a slice's quantization needs of its values: the least and greatest
+/// (NaN left out, as fminf and fmaxf do) and whether one was NaN or an
+/// infinity. An aggregate, so that it can live in shared memory.
+struct Range {
+  float lo, hi;
+  int bad;
+
+  __device__ static Range empty() { return {INFINITY, -INFINITY, 0}; }
+  __device__ void add(float v) {
+    lo = fminf(lo, v);
+    hi = fmaxf(hi, v);
+    bad |= isfinite(v) ? 0 : 1;
+  }
+  __device__ void add(const Range& o) {
+    lo = fminf(lo, o.lo);
+    hi = fmaxf(hi, o.hi);
+    bad |= o.bad;
+  }
+  /// Every lane of the warp gets the warp's range.
+  __device__ void warp_combine() {
+    for (int o = 16; o > 0; o >>= 1) {
+      add(Range{__shfl_xor_sync(0xffffffffu, lo, o), __shfl_xor_sync(0xffffffffu, hi, o),
+                __shfl_xor_sync(0xffffffffu, bad, o)});
+    }
+  }
+  /// XNNPACK's parameters for the range, or zero_row() for a bad one.
+  __device__ RowParams params() const {
+    return bad != 0 ? zero_row() : RowParams{kernels::choose_qd8(lo, hi), 0};
+  }
+};
+
 struct DqLaunch {
   const float* in;
   const uint8_t* weight;  // n rows of row_bytes
