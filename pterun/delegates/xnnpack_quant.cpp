@@ -199,14 +199,26 @@ QuantFilter quant_filter(MethodBuilder& b, const XnnValueDesc& f, const std::str
   if (!f.data.empty()) std::memcpy(filter.data(), f.data.data(), f.data.size());
   out.weight = b.add_constant(out.bits == 8 ? DType::Int8 : DType::UInt8, {n, row_bytes}, filter);
 
-  std::span<uint8_t> scales = b.own(static_cast<size_t>(n * blocks) * sizeof(float));
+  // Block scales stay bfloat16, as XNNPACK keeps them (inline float32 ones
+  // rounded to it, as its runtime does): half the bytes a decode step
+  // streams besides the weights. Per-channel scales stay float32.
+  const size_t scale_size = blockwise ? sizeof(BFloat16) : sizeof(float);
+  std::span<uint8_t> scales = b.own(static_cast<size_t>(n * blocks) * scale_size);
   std::span<uint8_t> sums = b.own(static_cast<size_t>(n) * 4);
-  auto* s = reinterpret_cast<float*>(scales.data());
+  std::vector<float> s(static_cast<size_t>(n * blocks));
   for (int64_t i = 0; i < n * blocks; ++i) {
-    s[i] = xnn_scale(f.quant, static_cast<size_t>(i));
-    PTERUN_CHECK(std::isnormal(s[i]) && s[i] > 0, ErrorCode::InvalidProgram, what, ": scale ", i,
-                 " of filter value ", f.id, " is ", s[i],
+    float v = xnn_scale(f.quant, static_cast<size_t>(i));
+    if (blockwise) {
+      const uint16_t bits = BFloat16::float_to_bits(v);
+      v = BFloat16::bits_to_float(bits);
+      std::memcpy(scales.data() + 2 * i, &bits, 2);
+    } else {
+      std::memcpy(scales.data() + 4 * i, &v, 4);
+    }
+    PTERUN_CHECK(std::isnormal(v) && v > 0, ErrorCode::InvalidProgram, what, ": scale ", i,
+                 " of filter value ", f.id, " is ", v,
                  " (a quantization scale must be a positive normal float)");
+    s[static_cast<size_t>(i)] = v;
   }
   // What the zero points take back (ops::QDynLinearArgs): per output, the
   // sum of its weights (8-bit), or of each block's (w - 8) times the
@@ -236,7 +248,7 @@ QuantFilter quant_filter(MethodBuilder& b, const XnnValueDesc& f, const std::str
       std::memcpy(sums.data() + 4 * j, &v, 4);
     }
   }
-  out.scales = b.add_constant(DType::Float32, {n, blocks}, scales);
+  out.scales = b.add_constant(blockwise ? DType::BFloat16 : DType::Float32, {n, blocks}, scales);
   out.sums = b.add_constant(out.bits == 8 ? DType::Int32 : DType::Float32, {n}, sums);
   return out;
 }

@@ -43,7 +43,7 @@ float xnn_scale(const format::XnnQuantParams& q, size_t i);
 /// A quantized filter's tensors as xnnpack::fully_connected_dq takes them.
 struct QuantFilter {
   int32_t weight;  // int8 [N, K] or uint8 [N, ceil(K / 2)]
-  int32_t scales;  // float32 [N, B]
+  int32_t scales;  // [N, B]: bfloat16 (blockwise) or float32 (per channel)
   int32_t sums;    // [N]: int32 row sums (8-bit), float32 scaled block sums (4-bit)
   int64_t bits;    // 8 or 4
 };

@@ -230,7 +230,9 @@ struct QMeanArgs {
 /// [n, k] (bits 8, w_zp 0) or bytes [n, ceil(k / 2)] of two 4-bit values
 /// each, element 2i in the low nibble, stored as w + 8 (bits 4, w_zp 8);
 /// `blocks` blocks of k / blocks inputs per output (1: per channel; 8-bit
-/// weights have 1). weight_scales float32 [n, blocks]. weight_sums [n]:
+/// weights have 1). weight_scales float32 [n, blocks], or bfloat16 with
+/// 4-bit weights (XNNPACK's blockwise scales, kept as stored: half the
+/// bytes a decode step streams besides the weights). weight_sums [n]:
 /// int32 sum_k w[j, k] for 8-bit weights; float32 sum_b weight_scales[j, b] *
 /// sum_{k in block b} (w[j, k] - 8) for 4-bit ones (what the zero points
 /// take back). bias float32 [n] or nullptr. All contiguous (checked).

@@ -194,8 +194,8 @@ void xnn_convert(KernelContext& ctx, const Tensor& in, Tensor& out);
 //   arithmetic in QDynLinearArgs). in float32 [..., K], quantized per slice of its
 //   last num_nonbatch_dims dims; weight int8 [N, K] (weight_bits 8) or uint8
 //   [N, ceil(K / 2)] (weight_bits 4); weight_scales float32 [N, B] for B blocks
-//   of K / B inputs; weight_sums [N] (int32 for 8-bit weights, float32 for
-//   4-bit ones: QDynLinearArgs); bias float32 [N]; out float32 [..., N].
+//   of K / B inputs (bfloat16 allowed with 4-bit weights); weight_sums [N] (int32 for 8-bit
+//   weights, float32 for 4-bit ones: QDynLinearArgs); bias float32 [N]; out float32 [..., N].
 void xnn_fully_connected_dq(KernelContext& ctx, const Tensor& in, const Tensor& weight,
                             const Tensor& weight_scales, const Tensor& weight_sums,
                             const Tensor* bias, int64_t weight_bits, int64_t num_nonbatch_dims,

@@ -61,7 +61,11 @@ void xnn_fully_connected_dq(KernelContext& ctx, const Tensor& in, const Tensor& 
                " features");
   PTERUN_CHECK(k >= 1 && k <= kMaxDepth, ErrorCode::NotSupported, op, ": ", k,
                " input features (1 to ", kMaxDepth, ", where the int32 sums are exact)");
-  check_dense(weight_scales, DType::Float32, "weight_scales", op);
+  // Blockwise 4-bit scales may stay bfloat16, as XNNPACK stores them.
+  check_dense(weight_scales,
+              weight_bits == 4 && weight_scales.dtype() == DType::BFloat16 ? DType::BFloat16
+                                                                           : DType::Float32,
+              "weight_scales", op);
   check_dense(weight_sums, weight_bits == 8 ? DType::Int32 : DType::Float32, "weight_sums", op);
   // No divisions on this path: a tiny layer's call is mostly its checks.
   const int64_t blocks = n > 0 && weight_scales.dim() == 2 ? weight_scales.size(1) : 1;

@@ -13,7 +13,7 @@ and block sizes)."""
 import numpy as np
 import pytest
 
-from harness import Out, check, check_error, integers, normal, reference, value
+from harness import BF16, Out, bf16, check, check_error, integers, normal, reference, tensor, value
 
 FCDQ = "xnnpack::fully_connected_dq"
 F32 = np.float32
@@ -67,8 +67,9 @@ def fcdq_model(x, w, scales, sums, bias, bits, nnb, lo, hi, out):
     return y.reshape(*x.shape[:-1], n)
 
 
-def weights(n, k, bits, blocks=1):
-    """Random quantized weights with their scales and block sums."""
+def weights(n, k, bits, blocks=1, scales_dtype=F32):
+    """Random quantized weights with their scales (float32, or bfloat16 as
+    XNNPACK keeps blockwise ones) and block sums."""
     if bits == 8:
         w = integers(-128, 128, (n, k)).astype(np.int8)
         vals = w.astype(np.int64)
@@ -78,17 +79,20 @@ def weights(n, k, bits, blocks=1):
         nib[:, :k] = vals + 8
         w = (nib[:, 0::2] | (nib[:, 1::2] << 4)).astype(np.uint8)
     scales = np.abs(normal((n, blocks), scale=0.02)).astype(F32) + F32(1e-3)
+    if scales_dtype == BF16:
+        scales = bf16(scales)
     block_sums = vals.reshape(n, blocks, k // blocks).sum(axis=2)
     if bits == 8:
         return w, scales, block_sums.sum(axis=1).astype(np.int32)
-    return w, scales, (block_sums * scales.astype(np.float64)).sum(axis=1).astype(F32)
+    sums = (block_sums * scales.astype(np.float64)).sum(axis=1).astype(F32)
+    return w, tensor(scales, BF16) if scales_dtype == BF16 else scales, sums
 
 
 def case(device, shape, n, bits, blocks=1, bias=True, nnb=1, lo=-np.inf, hi=np.inf, threads=1,
-         loc=0.0):
+         loc=0.0, scales_dtype=F32):
     k = shape[-1]
     x = normal(shape, loc=loc)
-    w, scales, sums = weights(n, k, bits, blocks)
+    w, scales, sums = weights(n, k, bits, blocks, scales_dtype)
     b = normal((n,)) if bias else None
     check(device, FCDQ, x, w, scales, sums, b, bits, nnb, lo, hi,
           Out("float32", (*shape[:-1], n)), tol=TOL, num_threads=threads)
@@ -145,6 +149,23 @@ def test_4bit_one_row_clamp_threads(device):
     threads; and one row after a tile of four."""
     case(device, (1, 512), 600, 4, blocks=16, bias=False, lo=-0.2, hi=0.3, threads=2)
     case(device, (5, 256), 21, 4, blocks=8, lo=-0.5, hi=0.5)
+
+
+@pytest.mark.parametrize("m,k,n,blocks,threads", [
+    (1, 96, 5, 2, 1),       # blocks of 48: the scalar path
+    (1, 256, 19, 8, 2),     # a decode row, blocks of 32, two threads
+    (3, 512, 9, 4, 1),      # blocks of 128 (AVX-512: one a chunk; AVX2: one per two)
+    (5, 256, 11, 2, 1),     # a tile of four rows and a last one, blocks of 64
+    (1, 8192, 4, 256, 1),   # CUDA: a decode step past the chunks a lane holds
+    (20, 256, 40, 8, 2),    # prefill: the packed kernel
+    (40, 64, 24, 8, 1),     # CUDA: tiles of eight rows, blocks of 8
+])
+def test_4bit_bfloat16_scales(device, m, k, n, blocks, threads):
+    """Block scales kept in bfloat16 (as the lowering keeps XNNPACK's) on
+    every path: each kernel widens them exactly, so the results are those
+    of the same scales in float32."""
+    case(device, (m, k), n, 4, blocks=blocks, threads=threads, scales_dtype=BF16)
+    case(device, (m, k), n, 4, blocks=blocks, bias=False, lo=-0.3, hi=0.4, scales_dtype=BF16)
 
 
 @pytest.mark.parametrize("nibble", [0, 15])
@@ -207,6 +228,10 @@ def test_errors(device):
                 exc=ValueError, match="weight_sums must be contiguous float32")
     check_error(device, FCDQ, x, w8, np.repeat(s8, 2, axis=1), z8, None, 8, 1, -inf, inf, out,
                 exc=ValueError, match="one scale per output channel")
+    check_error(device, FCDQ, x, w8, tensor(s8, BF16), z8, None, 8, 1, -inf, inf, out,
+                exc=ValueError, match="weight_scales must be contiguous float32")
+    check_error(device, FCDQ, x, w4, s4.astype(np.float16), z4, None, 4, 1, -inf, inf, out,
+                exc=ValueError, match="weight_scales must be contiguous float32")
     check_error(device, FCDQ, x, w8, s8, z8, None, 8, 0, -inf, inf, out, exc=ValueError,
                 match="num_nonbatch_dims 0")
     check_error(device, FCDQ, x, w8, s8, z8, np.zeros(3, F32), 8, 1, -inf, inf, out,

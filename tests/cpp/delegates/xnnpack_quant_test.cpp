@@ -67,6 +67,45 @@ std::vector<uint8_t> payload(bool second_reader = false) {
   return xnn_test::with_header(b);
 }
 
+// y[2, 3] = FullyConnected(Convert(x[2, 3]) as qdint8, w qbint4 [3, 3] in
+// blocks of one input): the 9 block scales bf16 from named key "s", or,
+// with `inline_scales`, float32 in the flatbuffer.
+std::vector<uint8_t> blockwise_payload(const std::vector<float>* inline_scales) {
+  flatbuffers::FlatBufferBuilder b;
+  std::vector<uint32_t> dims = {2, 3}, wdims = {3, 3};
+  auto plain = [&](uint32_t external, uint32_t flags, uint32_t id) {
+    auto t = fb::CreateTensorValueDirect(b, fb::DataType_fp32, 2, &dims, 0, external, flags, id);
+    return fb::CreateValue(b, fb::ValueUnion_TensorValue, t.Union());
+  };
+  auto quantized = [&](flatbuffers::Offset<fb::TensorValue> t, fb::QuantParams kind,
+                       flatbuffers::Offset<void> params) {
+    auto qt = fb::CreateQuantizedTensorValue(b, t, kind, params);
+    return fb::CreateValue(b, fb::ValueUnion_QuantizedTensorValue, qt.Union());
+  };
+  auto t = fb::CreateTensorValueDirect(b, fb::DataType_qdint8, 2, &dims, 0, kXnnInvalidId, 0, 1);
+  auto w = fb::CreateTensorValueDirect(b, fb::DataType_qbint4, 2, &wdims, 1, kXnnInvalidId, 0, 2);
+  auto groups = inline_scales != nullptr
+                    ? fb::CreatePerChannelGroupQuantDirect(b, inline_scales, 0, 1)
+                    : fb::CreatePerChannelGroupQuantDirect(b, nullptr, 0, 1, 2, 9);
+  std::vector<flatbuffers::Offset<fb::Value>> values = {
+      plain(0, 1, 0),
+      quantized(t, fb::QuantParams_PerTokenDynamicQuant,
+                fb::CreatePerTokenDynamicQuant(b, 1).Union()),
+      quantized(w, fb::QuantParams_PerChannelGroupQuant, groups.Union()), plain(1, 2, 3)};
+  std::vector<flatbuffers::Offset<fb::Node>> nodes = {
+      fb::CreateNode(b, fb::NodeUnion_Convert, fb::CreateUnaryNode(b, 0, 1, 0).Union(), 1),
+      fb::CreateNode(b, fb::NodeUnion_FullyConnected,
+                     fb::CreateFullyConnected(b, 1, 2, kXnnInvalidId, 3, 0).Union(), 2)};
+  std::vector<flatbuffers::Offset<fb::ConstantDataOffset>> constants = {
+      fb::CreateConstantDataOffsetDirect(b, 0, 0, nullptr),
+      fb::CreateConstantDataOffsetDirect(b, ~uint64_t{0}, 6, "w"),
+      fb::CreateConstantDataOffsetDirect(b, ~uint64_t{0}, 18, "s")};
+  b.Finish(fb::CreateGraphDirect(b, "0", &nodes, &values, 2, nullptr, nullptr, nullptr, nullptr,
+                                 &constants),
+           "XN01");
+  return xnn_test::with_header(b);
+}
+
 // y[2, 3] = Convert(Convert(x[2, 3]) as qint8 with `scale` and `zero_point`).
 std::vector<uint8_t> round_trip_payload(float scale, int32_t zero_point) {
   flatbuffers::FlatBufferBuilder b;
@@ -230,6 +269,98 @@ TEST(XnnpackQuant, ScalesThatAreNotPositiveNormalFloatsAreInvalidPrograms) {
           << err.what();
     }
   }
+}
+
+// The 4-bit filter's bytes (low nibble first; 3 inputs a row, so the high
+// half of each row's second byte is unused) and what each value means
+// (stored - 8).
+constexpr uint8_t kNibbles[6] = {0x1F, 0x08, 0x70, 0x0A, 0xF3, 0x04};
+constexpr int kBlockValues[9] = {7, -7, 0, -8, -1, 2, -5, 7, -4};
+
+/// The nearest bfloat16 of `v` (ties to even), as bits.
+uint16_t bf16_bits(float v) {
+  uint32_t u;
+  std::memcpy(&u, &v, 4);
+  return static_cast<uint16_t>((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+}
+
+ExpandedMethod expand_blockwise(Fixture& f, const std::vector<float>* inline_scales,
+                                const uint16_t* named_scales) {
+  f.bytes = blockwise_payload(inline_scales);
+  f.method.delegates[0].payload = f.bytes;
+  f.program.named_data = {{"w", {kNibbles, 6}},
+                          {"s", {reinterpret_cast<const uint8_t*>(named_scales), 18}}};
+  format::NamedDataMap named(f.program);
+  return expand_delegates(f.method, named);
+}
+
+/// Checks the call's scales (bfloat16 bits `want`) and block sums.
+void expect_blockwise(const ExpandedMethod& e, const uint16_t* want) {
+  ASSERT_TRUE(e.unsupported.empty()) << e.unsupported[0];
+  const auto& args = e.desc.chains[0].instructions[0].args;
+  const auto& s = *e.desc.values[args[2]].tensor;
+  EXPECT_EQ(s.dtype, DType::BFloat16) << "blockwise scales stay bfloat16, as XNNPACK keeps them";
+  EXPECT_EQ(s.sizes, (std::vector<int64_t>{3, 3}));
+  EXPECT_EQ(values_of<uint16_t>(s), std::vector<uint16_t>(want, want + 9));
+  const auto& sums = *e.desc.values[args[3]].tensor;
+  EXPECT_EQ(sums.dtype, DType::Float32);
+  const std::vector<float> got = values_of<float>(sums);
+  for (int j = 0; j < 3; ++j) {
+    double expect = 0;
+    for (int b = 0; b < 3; ++b) {
+      const uint32_t u = uint32_t{want[3 * j + b]} << 16;
+      float scale;
+      std::memcpy(&scale, &u, 4);
+      expect += double{scale} * kBlockValues[3 * j + b];
+    }
+    EXPECT_EQ(got[j], static_cast<float>(expect)) << "column " << j;
+  }
+  EXPECT_EQ(e.desc.values[args[5]].int_value, 4);
+}
+
+TEST(XnnpackQuant, BlockwiseScalesFromNamedDataStayBfloat16) {
+  Fixture f;
+  // 1, 0.25, 2, about 0.01, and others.
+  const uint16_t named[9] = {0x3F80, 0x3E80, 0x4000, 0x3C23, 0x3F01,
+                             0x4120, 0x3A83, 0x3DCD, 0x3F40};
+  expect_blockwise(expand_blockwise(f, nullptr, named), named);
+}
+
+TEST(XnnpackQuant, InlineFloat32BlockScalesRoundToBfloat16) {
+  // As XNNPACK's runtime takes them: the nearest bfloat16, ties to even
+  // (1 + 2^-8 is a tie that stays 1; 1 + 3 * 2^-8 one that goes up).
+  const std::vector<float> scales = {1.0f + 0x1p-8f, 1.0f + 0x3p-8f, 0.1f, 3.14159f, 1e-3f,
+                                     2.0f,           65504.0f,       0.3f, 7.0f};
+  uint16_t want[9];
+  for (int i = 0; i < 9; ++i) want[i] = bf16_bits(scales[i]);
+  EXPECT_EQ(want[0], 0x3F80);
+  EXPECT_EQ(want[1], 0x3F82);
+  Fixture f;
+  const uint16_t unused[9] = {};
+  expect_blockwise(expand_blockwise(f, &scales, unused), want);
+}
+
+TEST(XnnpackQuant, InlineBlockScalesPastBfloat16AreInvalidPrograms) {
+  // The largest float32 rounds to infinity in bfloat16.
+  for (float bad : {std::numeric_limits<float>::max(), -2.0f, 0.0f}) {
+    std::vector<float> scales(9, 0.5f);
+    scales[4] = bad;
+    Fixture f;
+    const uint16_t unused[9] = {};
+    try {
+      expand_blockwise(f, &scales, unused);
+      ADD_FAILURE() << "scale " << bad << " was accepted";
+    } catch (const Error& err) {
+      EXPECT_EQ(err.code(), ErrorCode::InvalidProgram);
+      EXPECT_NE(std::string(err.what()).find("scale 4 of filter value 2"), std::string::npos)
+          << err.what();
+    }
+  }
+  // 1.2e-38, normal in float32, stays normal in bfloat16: taken.
+  const std::vector<float> tiny(9, 1.2e-38f);
+  Fixture f;
+  const uint16_t unused[9] = {};
+  EXPECT_TRUE(expand_blockwise(f, &tiny, unused).unsupported.empty());
 }
 
 TEST(XnnpackQuant, QdInt8ReadByAnotherNodeKeepsTheDelegate) {

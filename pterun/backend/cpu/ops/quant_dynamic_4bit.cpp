@@ -32,6 +32,7 @@
 #include "pterun/backend/cpu/ops/quant_gemm.h"
 #include "pterun/backend/cpu/ops/quant_util.h"
 #include "pterun/core/error.h"
+#include "pterun/core/half.h"
 #include "pterun/core/str_cat.h"
 #include "pterun/kernels/common/device_check.h"
 #include "pterun/kernels/common/quant_math.h"
@@ -50,11 +51,13 @@ using qdyn::finish;
 using qdyn::quantize_rows;
 
 /// Any k and block size: one output at a time (w_zp 8, plain int8 rows).
+/// S: the block scales' type, float or BFloat16.
+template <typename S>
 void linear_4bit_scalar(KernelContext& ctx, const ops::QDynLinearArgs& a, const int8_t* q,
                         const RowQuant* params) {
   const int64_t n = a.n, k = a.k, bs = k / a.blocks, row_bytes = (k + 1) / 2;
   const uint8_t* w = a.weight.data_as<const uint8_t>();
-  const float* scales = a.weight_scales.data_as<const float>();
+  const S* scales = a.weight_scales.data_as<const S>();
   float* out = a.out.data_as<float>();
   parallel_for(ctx, n, a.m * k, [&](int64_t begin, int64_t end) {
     for (int64_t j = begin; j < end; ++j) {
@@ -69,7 +72,7 @@ void linear_4bit_scalar(KernelContext& ctx, const ops::QDynLinearArgs& a, const 
             const int32_t v = (e % 2 == 0 ? wj[e / 2] & 0x0F : wj[e / 2] >> 4) - 8;
             s += (qi[e] - zp) * v;
           }
-          acc += static_cast<float>(s) * scales[j * a.blocks + b];
+          acc += static_cast<float>(s) * static_cast<float>(scales[j * a.blocks + b]);
         }
         out[i * n + j] = finish(acc, a, params[i], j);
       }
@@ -135,12 +138,25 @@ struct Isa {
     acc = _mm512_dpbusd_epi32(acc, _mm512_load_si512(q), lo);
     return _mm512_dpbusd_epi32(acc, _mm512_load_si512(q + kChunk / 2), hi);
   }
-  /// Scales of lanes: `per_chunk` blocks from `s` (one each lane_block), or
-  /// s[0] everywhere.
-  static F scales(const float* s, int64_t per_chunk, const int32_t* lane_block) {
-    if (per_chunk == 0) return _mm512_set1_ps(*s);
-    const auto first = static_cast<__mmask16>((1u << per_chunk) - 1);
-    return _mm512_permutexvar_ps(_mm512_load_si512(lane_block), _mm512_maskz_loadu_ps(first, s));
+  /// Which of a step's scales each lane takes: the first `per_chunk`
+  /// loaded (at least one), lane L taking lane_block[L] of them.
+  struct Lanes {
+    I index;
+    __mmask16 first;
+  };
+  static Lanes lanes(int64_t per_chunk, const int32_t* lane_block) {
+    return {_mm512_load_si512(lane_block),
+            static_cast<__mmask16>((1u << std::max<int64_t>(per_chunk, 1)) - 1)};
+  }
+  /// The lanes' scales from `s`.
+  static F scales(const float* s, const Lanes& l) {
+    return _mm512_permutexvar_ps(l.index, _mm512_maskz_loadu_ps(l.first, s));
+  }
+  /// The same from bfloat16 scales: each widened to the top of a float.
+  static F scales(const BFloat16* s, const Lanes& l) {
+    const __m256i bits = _mm256_maskz_loadu_epi16(l.first, s);
+    const F wide = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(bits), 16));
+    return _mm512_permutexvar_ps(l.index, wide);
   }
   static F fma(I acc, F scale, F facc) {
     return _mm512_fmadd_ps(_mm512_cvtepi32_ps(acc), scale, facc);
@@ -172,11 +188,30 @@ struct Isa {
     const I p16 = _mm256_add_epi16(_mm256_maddubs_epi16(even, lo), _mm256_maddubs_epi16(odd, hi));
     return _mm256_add_epi32(acc, _mm256_madd_epi16(p16, _mm256_set1_epi16(1)));
   }
-  static F scales(const float* s, int64_t per_chunk, const int32_t* lane_block) {
-    if (per_chunk == 0) return _mm256_set1_ps(*s);
-    // per_chunk is 2 (blocks of 32): two floats, each to four lanes.
+  /// per_chunk is 2 (blocks of 32: two scales, each to four lanes) or 0
+  /// (one for the whole chunk).
+  struct Lanes {
+    I index;
+    bool two;
+  };
+  static Lanes lanes(int64_t per_chunk, const int32_t* lane_block) {
+    return {_mm256_load_si256(reinterpret_cast<const I*>(lane_block)), per_chunk == 2};
+  }
+  static F scales(const float* s, const Lanes& l) {
+    if (!l.two) return _mm256_set1_ps(*s);
     const F two = _mm256_castpd_ps(_mm256_broadcast_sd(reinterpret_cast<const double*>(s)));
-    return _mm256_permutevar8x32_ps(two, _mm256_load_si256(reinterpret_cast<const I*>(lane_block)));
+    return _mm256_permutevar8x32_ps(two, l.index);
+  }
+  static F scales(const BFloat16* s, const Lanes& l) {
+    if (!l.two) return _mm256_set1_ps(static_cast<float>(*s));
+    // Two bfloat16 in every 32-bit lane: the first widened into the even
+    // lanes, the second (already on top) kept in the odd ones.
+    int32_t pair;
+    std::memcpy(&pair, s, 4);
+    const I both = _mm256_set1_epi32(pair);
+    const I two = _mm256_blend_epi32(_mm256_slli_epi32(both, 16),
+                                     _mm256_and_si256(both, _mm256_set1_epi32(-65536)), 0xAA);
+    return _mm256_permutevar8x32_ps(_mm256_castsi256_ps(two), l.index);
   }
   static F fma(I acc, F scale, F facc) {
     return _mm256_fmadd_ps(_mm256_cvtepi32_ps(acc), scale, facc);
@@ -236,12 +271,13 @@ void lane_offsets(KernelContext& ctx, const ops::QDynLinearArgs& a, const Plan4&
 /// Outputs of rows [i0, i0 + R) x columns [j0, j0 + C): each chunk of
 /// weights is unpacked once for the R rows, each chunk of activations
 /// loaded once for the C columns.
-template <int R, int C>
+template <typename S, int R, int C>
 void tile_4bit(const ops::QDynLinearArgs& a, const Plan4& plan, const uint8_t* q,
                const Isa::I* init, const RowQuant* params, int64_t i0, int64_t j0) {
   const int64_t k = a.k;
   const uint8_t* w = a.weight.data_as<const uint8_t>() + j0 * (k / 2);
-  const float* scales = a.weight_scales.data_as<const float>() + j0 * a.blocks;
+  const S* scales = a.weight_scales.data_as<const S>() + j0 * a.blocks;
+  const Isa::Lanes lanes = Isa::lanes(plan.per_chunk, plan.lane_block);
   Isa::F facc[R][C];
   for (int r = 0; r < R; ++r) {
     for (int c = 0; c < C; ++c) facc[r][c] = Isa::fzero();
@@ -271,8 +307,7 @@ void tile_4bit(const ops::QDynLinearArgs& a, const Plan4& plan, const uint8_t* q
     }
     const int64_t first = plan.per_chunk > 0 ? st * plan.per_chunk : st;
     for (int c = 0; c < C; ++c) {
-      const Isa::F scale =
-          Isa::scales(scales + c * a.blocks + first, plan.per_chunk, plan.lane_block);
+      const Isa::F scale = Isa::scales(scales + c * a.blocks + first, lanes);
       for (int r = 0; r < R; ++r) facc[r][c] = Isa::fma(iacc[r][c], scale, facc[r][c]);
     }
   }
@@ -285,33 +320,52 @@ void tile_4bit(const ops::QDynLinearArgs& a, const Plan4& plan, const uint8_t* q
 
 constexpr int64_t kPanel = 8;  // columns per task
 
-/// Row i (a decode step's one) against columns [j0, j1), at most kPanel:
-/// one column after the other, so that the panel's weights (and its
-/// scales) are read from memory as sequential streams, which the
-/// hardware's prefetchers follow; the ends of the columns are finished
-/// together.
+/// Row `qi` (its lane offsets `init_i`) against the column whose weight
+/// row starts at `w` and scales at `s`: its float total. The weights are
+/// read start to end, each line fetched well ahead (fetch_ahead_deep).
+/// Reading two or four columns side by side was no faster from memory.
+template <typename S>
+float column_4bit(const Plan4& plan, const Isa::Lanes& lanes, const uint8_t* qi,
+                  const Isa::I* init_i, const uint8_t* w, const S* s) {
+  const int64_t cps = plan.chunks_per_step, steps = plan.steps;
+  const int64_t scale_step = plan.per_chunk > 0 ? plan.per_chunk : 1;
+  Isa::F facc = Isa::fzero();
+  auto step = [&](int64_t st, int64_t ch0, int64_t ch1) {
+    Isa::I acc = Isa::load(init_i + st);
+    for (int64_t ch = ch0; ch < ch1; ++ch) {
+      const uint8_t* wc = w + ch * (kChunk / 2);
+      Isa::I lo, hi;
+      fetch_ahead_deep(wc);
+      Isa::unpack(wc, lo, hi);
+      acc = Isa::dot(acc, qi + ch * kChunk, lo, hi);
+    }
+    facc = Isa::fma(acc, Isa::scales(s + st * scale_step, lanes), facc);
+  };
+  // One chunk a scale step (blocks of a chunk or less: group sizes 32 to
+  // 128) as a loop of its own, which the compiler keeps in registers.
+  if (cps == 1) {
+    for (int64_t st = 0; st < steps; ++st) step(st, st, st + 1);
+  } else {
+    for (int64_t st = 0; st < steps; ++st) step(st, st * cps, (st + 1) * cps);
+  }
+  return Isa::sum(facc);
+}
+
+/// Row i (a decode step's one) against columns [j0, j1), at most kPanel,
+/// one column after the other: the panel's weights (and its scales) are
+/// read from memory as sequential streams; the ends of the columns are
+/// finished together.
+template <typename S>
 void row_4bit(const ops::QDynLinearArgs& a, const Plan4& plan, const uint8_t* q, const Isa::I* init,
               const RowQuant& p, int64_t i, int64_t j0, int64_t j1) {
-  const int64_t k = a.k, row_bytes = k / 2, cps = plan.chunks_per_step;
-  const int64_t scale_step = plan.per_chunk > 0 ? plan.per_chunk : 1;
-  const uint8_t* w = a.weight.data_as<const uint8_t>() + j0 * row_bytes;
-  const float* s = a.weight_scales.data_as<const float>() + j0 * a.blocks;
-  const uint8_t* qi = q + i * k;
-  const Isa::I* init_i = init + i * plan.steps;
+  const int64_t row_bytes = a.k / 2;
+  const uint8_t* w = a.weight.data_as<const uint8_t>();
+  const S* s = a.weight_scales.data_as<const S>();
+  const Isa::Lanes lanes = Isa::lanes(plan.per_chunk, plan.lane_block);
   float totals[kPanel];
-  for (int64_t c = 0; c < j1 - j0; ++c, w += row_bytes, s += a.blocks) {
-    Isa::F facc = Isa::fzero();
-    for (int64_t st = 0; st < plan.steps; ++st) {
-      Isa::I acc = Isa::load(init_i + st);
-      for (int64_t ch = st * cps; ch < (st + 1) * cps; ++ch) {
-        Isa::I lo, hi;
-        fetch_ahead(w + ch * (kChunk / 2));
-        Isa::unpack(w + ch * (kChunk / 2), lo, hi);
-        acc = Isa::dot(acc, qi + ch * kChunk, lo, hi);
-      }
-      facc = Isa::fma(acc, Isa::scales(s + st * scale_step, plan.per_chunk, plan.lane_block), facc);
-    }
-    totals[c] = Isa::sum(facc);
+  for (int64_t j = j0; j < j1; ++j) {
+    totals[j - j0] = column_4bit<S>(plan, lanes, q + i * a.k, init + i * plan.steps,
+                                    w + j * row_bytes, s + j * a.blocks);
   }
   finish_4bit_run(a, p, i, j0, j1 - j0, totals);
 }
@@ -319,15 +373,16 @@ void row_4bit(const ops::QDynLinearArgs& a, const Plan4& plan, const uint8_t* q,
 /// Columns [j0, j1) of every row: 4-row tiles two columns wide (the
 /// panel's weights stay in cache across the row tiles), then the last
 /// rows one at a time.
+template <typename S>
 void panel_4bit(const ops::QDynLinearArgs& a, const Plan4& plan, const uint8_t* q,
                 const Isa::I* init, const RowQuant* params, int64_t j0, int64_t j1) {
   int64_t i = 0;
   for (; i + 4 <= a.m; i += 4) {
     int64_t j = j0;
-    for (; j + 2 <= j1; j += 2) tile_4bit<4, 2>(a, plan, q, init, params, i, j);
-    for (; j < j1; ++j) tile_4bit<4, 1>(a, plan, q, init, params, i, j);
+    for (; j + 2 <= j1; j += 2) tile_4bit<S, 4, 2>(a, plan, q, init, params, i, j);
+    for (; j < j1; ++j) tile_4bit<S, 4, 1>(a, plan, q, init, params, i, j);
   }
-  for (; i < a.m; ++i) row_4bit(a, plan, q, init, params[i], i, j0, j1);
+  for (; i < a.m; ++i) row_4bit<S>(a, plan, q, init, params[i], i, j0, j1);
 }
 
 #endif
@@ -365,6 +420,7 @@ void expand_4bit(const uint8_t* row, int64_t k, int8_t* out) {
 /// the weights expanded to int8 (w - 8) and packed once, then every row
 /// against them on the packed kernel (qgemm_blocks) with the activations
 /// as q + 128; finish_4bit_run takes the shift and zero point back.
+template <typename S>
 void linear_4bit_rows(KernelContext& ctx, const ops::QDynLinearArgs& a) {
   constexpr int64_t kCols = 32;
   const int64_t m = a.m, n = a.n, k = a.k, blocks = a.blocks, row_bytes = k / 2;
@@ -384,7 +440,7 @@ void linear_4bit_rows(KernelContext& ctx, const ops::QDynLinearArgs& a) {
   auto* params = reinterpret_cast<RowQuant*>(scratch + q_bytes);
   quantize_rows(ctx, a, q, k, RowBytes::Shifted, params);
   const uint8_t* w = a.weight.data_as<const uint8_t>();
-  const float* ws = a.weight_scales.data_as<const float>();
+  const S* ws = a.weight_scales.data_as<const S>();
   const int64_t tasks = (n + kCols - 1) / kCols;
   parallel_for(ctx, tasks, m * kCols * k / 4, [&](int64_t begin, int64_t end) {
     char* mine = scratch + q_bytes + p_bytes + slot * parallel_thread_index();
@@ -397,7 +453,9 @@ void linear_4bit_rows(KernelContext& ctx, const ops::QDynLinearArgs& a) {
       for (int64_t c = 0; c < cols; ++c) expand_4bit(w + (j0 + c) * row_bytes, k, expanded + c * k);
       qgemm_pack(expanded, k, cols, k, false, 0, (cols + 15) / 16, panels);
       for (int64_t b = 0; b < blocks; ++b) {
-        for (int64_t c = 0; c < cols; ++c) scales[b * kCols + c] = ws[(j0 + c) * blocks + b];
+        for (int64_t c = 0; c < cols; ++c) {
+          scales[b * kCols + c] = static_cast<float>(ws[(j0 + c) * blocks + b]);
+        }
       }
       qgemm_blocks({q, k, m, k, k / blocks, panels, cols, scales, kCols, totals, kCols});
       for (int64_t i = 0; i < m; ++i)
@@ -406,11 +464,11 @@ void linear_4bit_rows(KernelContext& ctx, const ops::QDynLinearArgs& a) {
   });
 }
 
-}  // namespace
-
-void qdyn::linear_4bit(KernelContext& ctx, const ops::QDynLinearArgs& a) {
+/// The layer, its block scales of type S.
+template <typename S>
+void linear_4bit_as(KernelContext& ctx, const ops::QDynLinearArgs& a) {
   if (packed_4bit(a)) {
-    linear_4bit_rows(ctx, a);
+    linear_4bit_rows<S>(ctx, a);
     return;
   }
   const int64_t m = a.m, k = a.k;
@@ -426,7 +484,7 @@ void qdyn::linear_4bit(KernelContext& ctx, const ops::QDynLinearArgs& a) {
   // Rows of a multiple of 64 bytes stay 64-byte aligned for the loads.
   quantize_rows(ctx, a, q, k, fast ? RowBytes::Interleaved : RowBytes::Int8, params);
   if (!fast) {
-    linear_4bit_scalar(ctx, a, reinterpret_cast<const int8_t*>(q), params);
+    linear_4bit_scalar<S>(ctx, a, reinterpret_cast<const int8_t*>(q), params);
     return;
   }
 #if (defined(__AVX2__) && defined(__FMA__)) || (defined(__AVX512VNNI__) && defined(__AVX512BW__))
@@ -448,10 +506,20 @@ void qdyn::linear_4bit(KernelContext& ctx, const ops::QDynLinearArgs& a) {
     // the caller's frame did not help; the cause was not pinned down.
     const Plan4 mine = plan;
     for (int64_t t = begin * per_task; t < std::min(panels, end * per_task); ++t) {
-      panel_4bit(a, mine, q, init, params, t * kPanel, std::min(a.n, (t + 1) * kPanel));
+      panel_4bit<S>(a, mine, q, init, params, t * kPanel, std::min(a.n, (t + 1) * kPanel));
     }
   });
 #endif
+}
+
+}  // namespace
+
+void qdyn::linear_4bit(KernelContext& ctx, const ops::QDynLinearArgs& a) {
+  if (a.weight_scales.dtype() == DType::BFloat16) {
+    linear_4bit_as<BFloat16>(ctx, a);
+  } else {
+    linear_4bit_as<float>(ctx, a);
+  }
 }
 
 }  // namespace pterun::cpu

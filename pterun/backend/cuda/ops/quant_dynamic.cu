@@ -140,7 +140,7 @@ __global__ void dq_plain(DqLaunch l) {
                                       : ((e % 2 == 0 ? wj[e / 2] & 0x0F : wj[e / 2] >> 4) - 8);
         s += (qi[e] - p.zero_point) * w;
       }
-      acc = fmaf(static_cast<float>(s), l.scales[j * l.blocks + b], acc);
+      acc = fmaf(static_cast<float>(s), block_scale(l, j * l.blocks + b), acc);
     }
     l.out[o] = finish(l, acc, p, l.bias != nullptr ? l.bias[j] : 0.0f);
   }
@@ -172,7 +172,11 @@ void dynamic_linear(KernelContext& ctx, const ops::QDynLinearArgs& a) {
   DqLaunch l{};
   l.in = a.in.data_as<const float>();
   l.weight = static_cast<const uint8_t*>(a.weight.data());
-  l.scales = a.weight_scales.data_as<const float>();
+  if (a.weight_scales.dtype() == DType::BFloat16) {
+    l.bf16_scales = a.weight_scales.data_as<const uint16_t>();
+  } else {
+    l.scales = a.weight_scales.data_as<const float>();
+  }
   l.sums = a.weight_sums.data();
   l.bias = a.bias != nullptr ? a.bias->data_as<const float>() : nullptr;
   l.bits = a.bits;

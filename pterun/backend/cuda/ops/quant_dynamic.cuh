@@ -60,12 +60,13 @@ struct Range {
 
 struct DqLaunch {
   const float* in;
-  const uint8_t* weight;  // n rows of row_bytes
-  const float* scales;    // [n, blocks]
-  const void* sums;       // int32 (8-bit) or float32 (4-bit) [n]
-  const float* bias;      // or nullptr
-  int8_t* q;              // [m, k] scratch
-  RowParams* params;      // [m] scratch
+  const uint8_t* weight;        // n rows of row_bytes
+  const float* scales;          // [n, blocks] float32, or nullptr when bf16_scales holds them
+  const uint16_t* bf16_scales;  // [n, blocks] bfloat16 (4-bit weights), or nullptr
+  const void* sums;             // int32 (8-bit) or float32 (4-bit) [n]
+  const float* bias;            // or nullptr
+  int8_t* q;                    // [m, k] scratch
+  RowParams* params;            // [m] scratch
   kernels::DeviceCheck* check;
   int bits;
   bool interleave;  // groups of 8 stored evens then odds (the 4-bit vector kernels)
@@ -73,6 +74,12 @@ struct DqLaunch {
   float out_min, out_max;
   float* out;
 };
+
+/// Scale i of the [n, blocks] block scales, as stored (bfloat16 or float).
+__device__ inline float block_scale(const DqLaunch& l, int64_t i) {
+  if (l.bf16_scales != nullptr) return __uint_as_float(unsigned{__ldg(l.bf16_scales + i)} << 16);
+  return __ldg(l.scales + i);
+}
 
 /// Records slice `slice` as non-finite in the method's device-check word
 /// (the first record wins; raised as ValueError at the next wait).
@@ -154,11 +161,11 @@ __device__ inline WeightChunk load_chunk(const DqLaunch& l, int64_t j, int64_t c
   if constexpr (Bits == 4) {
     // 32-bit: the vector kernels take rows of fewer than 2^31 weights.
     const unsigned e0 = static_cast<unsigned>(c) * 32u, size = static_cast<unsigned>(l.block_size);
-    const float* scales = l.scales + j * l.blocks;
+    const int64_t row = j * l.blocks;
 #pragma unroll
     for (unsigned t = 0; t < 4; ++t) {
       const unsigned e = e0 + 8u * t;
-      ch.scale[t] = __ldg(scales + e / size);
+      ch.scale[t] = block_scale(l, row + e / size);
       if (t > 0 && e % size == 0) ch.starts |= 1u << t;
     }
   }
