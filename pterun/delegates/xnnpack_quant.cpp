@@ -183,6 +183,24 @@ DynamicSource dynamic_source(const XnnGraphDesc& g, int32_t v) {
   throw_error(ErrorCode::Internal, "a qdint8 value without its Convert");
 }
 
+namespace {
+
+/// The top half of float `v`'s bits (exact for a value read as bfloat16).
+uint16_t bf16_bits(float v) {
+  uint32_t u;
+  std::memcpy(&u, &v, 4);
+  return static_cast<uint16_t>(u >> 16);
+}
+
+/// The bfloat16 bits ExecuTorch's XNNPACK runtime makes of an inline
+/// float32 block scale (older files): `v` times 1.00389105 in float32, then
+/// the top 16 bits (close to rounding to nearest; 1 + 2^-8 goes up).
+uint16_t xnn_bf16_of_inline(float v) {
+  return bf16_bits(v * 1.00389105f);
+}
+
+}  // namespace
+
 QuantFilter quant_filter(MethodBuilder& b, const XnnValueDesc& f, const std::string& what) {
   const int64_t n = f.dims[0], k = f.dims[1];
   const bool blockwise = f.quant.kind == XnnQuantKind::PerChannelGroup;
@@ -199,9 +217,9 @@ QuantFilter quant_filter(MethodBuilder& b, const XnnValueDesc& f, const std::str
   if (!f.data.empty()) std::memcpy(filter.data(), f.data.data(), f.data.size());
   out.weight = b.add_constant(out.bits == 8 ? DType::Int8 : DType::UInt8, {n, row_bytes}, filter);
 
-  // Block scales stay bfloat16, as XNNPACK keeps them (inline float32 ones
-  // rounded to it, as its runtime does): half the bytes a decode step
-  // streams besides the weights. Per-channel scales stay float32.
+  // Block scales stay bfloat16, as XNNPACK keeps them: half the bytes a
+  // decode step streams besides the weights. Per-channel scales stay
+  // float32.
   const size_t scale_size = blockwise ? sizeof(BFloat16) : sizeof(float);
   std::span<uint8_t> scales = b.own(static_cast<size_t>(n * blocks) * scale_size);
   std::span<uint8_t> sums = b.own(static_cast<size_t>(n) * 4);
@@ -209,7 +227,7 @@ QuantFilter quant_filter(MethodBuilder& b, const XnnValueDesc& f, const std::str
   for (int64_t i = 0; i < n * blocks; ++i) {
     float v = xnn_scale(f.quant, static_cast<size_t>(i));
     if (blockwise) {
-      const uint16_t bits = BFloat16::float_to_bits(v);
+      const uint16_t bits = f.quant.scale_data.empty() ? xnn_bf16_of_inline(v) : bf16_bits(v);
       v = BFloat16::bits_to_float(bits);
       std::memcpy(scales.data() + 2 * i, &bits, 2);
     } else {

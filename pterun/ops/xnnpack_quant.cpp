@@ -62,10 +62,16 @@ void xnn_fully_connected_dq(KernelContext& ctx, const Tensor& in, const Tensor& 
   PTERUN_CHECK(k >= 1 && k <= kMaxDepth, ErrorCode::NotSupported, op, ": ", k,
                " input features (1 to ", kMaxDepth, ", where the int32 sums are exact)");
   // Blockwise 4-bit scales may stay bfloat16, as XNNPACK stores them.
-  check_dense(weight_scales,
-              weight_bits == 4 && weight_scales.dtype() == DType::BFloat16 ? DType::BFloat16
-                                                                           : DType::Float32,
-              "weight_scales", op);
+  if (weight_bits == 4) {
+    PTERUN_CHECK(
+        (weight_scales.dtype() == DType::Float32 || weight_scales.dtype() == DType::BFloat16) &&
+            weight_scales.is_contiguous_order(),
+        ErrorCode::InvalidArgument, op,
+        ": weight_scales of 4-bit weights must be contiguous float32 or bfloat16, got ",
+        describe(weight_scales));
+  } else {
+    check_dense(weight_scales, DType::Float32, "weight_scales", op);
+  }
   check_dense(weight_sums, weight_bits == 8 ? DType::Int32 : DType::Float32, "weight_sums", op);
   // No divisions on this path: a tiny layer's call is mostly its checks.
   const int64_t blocks = n > 0 && weight_scales.dim() == 2 ? weight_scales.size(1) : 1;

@@ -155,7 +155,8 @@ def test_4bit_one_row_clamp_threads(device):
     (1, 96, 5, 2, 1),       # blocks of 48: the scalar path
     (1, 256, 19, 8, 2),     # a decode row, blocks of 32, two threads
     (3, 512, 9, 4, 1),      # blocks of 128 (AVX-512: one a chunk; AVX2: one per two)
-    (5, 256, 11, 2, 1),     # a tile of four rows and a last one, blocks of 64
+    (5, 256, 11, 4, 1),     # a tile of four rows and a last one, blocks of 64
+    (2, 512, 7, 2, 1),      # blocks of 256: several chunks a scale step
     (1, 8192, 4, 256, 1),   # CUDA: a decode step past the chunks a lane holds
     (20, 256, 40, 8, 2),    # prefill: the packed kernel
     (40, 64, 24, 8, 1),     # CUDA: tiles of eight rows, blocks of 8
@@ -231,7 +232,8 @@ def test_errors(device):
     check_error(device, FCDQ, x, w8, tensor(s8, BF16), z8, None, 8, 1, -inf, inf, out,
                 exc=ValueError, match="weight_scales must be contiguous float32")
     check_error(device, FCDQ, x, w4, s4.astype(np.float16), z4, None, 4, 1, -inf, inf, out,
-                exc=ValueError, match="weight_scales must be contiguous float32")
+                exc=ValueError, match="weight_scales of 4-bit weights must be contiguous float32 "
+                "or bfloat16")
     check_error(device, FCDQ, x, w8, s8, z8, None, 8, 0, -inf, inf, out, exc=ValueError,
                 match="num_nonbatch_dims 0")
     check_error(device, FCDQ, x, w8, s8, z8, np.zeros(3, F32), 8, 1, -inf, inf, out,

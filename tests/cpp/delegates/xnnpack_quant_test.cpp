@@ -277,11 +277,13 @@ TEST(XnnpackQuant, ScalesThatAreNotPositiveNormalFloatsAreInvalidPrograms) {
 constexpr uint8_t kNibbles[6] = {0x1F, 0x08, 0x70, 0x0A, 0xF3, 0x04};
 constexpr int kBlockValues[9] = {7, -7, 0, -8, -1, 2, -5, 7, -4};
 
-/// The nearest bfloat16 of `v` (ties to even), as bits.
-uint16_t bf16_bits(float v) {
+/// ExecuTorch's XNNPACK runtime's bfloat16 of an inline float32 scale
+/// (XNNCompiler.cpp, convertF32TensorToBF16): v * 1.00389105f, truncated.
+uint16_t executorch_bf16(float v) {
+  const float adjusted = v * 1.00389105f;
   uint32_t u;
-  std::memcpy(&u, &v, 4);
-  return static_cast<uint16_t>((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+  std::memcpy(&u, &adjusted, 4);
+  return static_cast<uint16_t>(u >> 16);
 }
 
 ExpandedMethod expand_blockwise(Fixture& f, const std::vector<float>* inline_scales,
@@ -326,22 +328,25 @@ TEST(XnnpackQuant, BlockwiseScalesFromNamedDataStayBfloat16) {
   expect_blockwise(expand_blockwise(f, nullptr, named), named);
 }
 
-TEST(XnnpackQuant, InlineFloat32BlockScalesRoundToBfloat16) {
-  // As XNNPACK's runtime takes them: the nearest bfloat16, ties to even
-  // (1 + 2^-8 is a tie that stays 1; 1 + 3 * 2^-8 one that goes up).
+TEST(XnnpackQuant, InlineFloat32BlockScalesBecomeBfloat16AsExecuTorchMakesThem) {
+  // Not rounded to nearest even: 1 + 2^-8, a tie that would stay 1, goes
+  // up; 0.1 (0x3DCCCCCD) goes up; 1 and 2 stay.
   const std::vector<float> scales = {1.0f + 0x1p-8f, 1.0f + 0x3p-8f, 0.1f, 3.14159f, 1e-3f,
-                                     2.0f,           65504.0f,       0.3f, 7.0f};
+                                     2.0f,           65504.0f,       1.0f, 7.0f};
   uint16_t want[9];
-  for (int i = 0; i < 9; ++i) want[i] = bf16_bits(scales[i]);
-  EXPECT_EQ(want[0], 0x3F80);
+  for (int i = 0; i < 9; ++i) want[i] = executorch_bf16(scales[i]);
+  EXPECT_EQ(want[0], 0x3F81);
   EXPECT_EQ(want[1], 0x3F82);
+  EXPECT_EQ(want[2], 0x3DCD);
+  EXPECT_EQ(want[5], 0x4000);
+  EXPECT_EQ(want[7], 0x3F80);
   Fixture f;
   const uint16_t unused[9] = {};
   expect_blockwise(expand_blockwise(f, &scales, unused), want);
 }
 
 TEST(XnnpackQuant, InlineBlockScalesPastBfloat16AreInvalidPrograms) {
-  // The largest float32 rounds to infinity in bfloat16.
+  // The largest float32 becomes infinity (its product overflows).
   for (float bad : {std::numeric_limits<float>::max(), -2.0f, 0.0f}) {
     std::vector<float> scales(9, 0.5f);
     scales[4] = bad;
@@ -356,7 +361,7 @@ TEST(XnnpackQuant, InlineBlockScalesPastBfloat16AreInvalidPrograms) {
           << err.what();
     }
   }
-  // 1.2e-38, normal in float32, stays normal in bfloat16: taken.
+  // 1.2e-38, normal in float32, stays normal: taken.
   const std::vector<float> tiny(9, 1.2e-38f);
   Fixture f;
   const uint16_t unused[9] = {};

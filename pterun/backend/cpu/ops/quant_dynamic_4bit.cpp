@@ -341,8 +341,9 @@ float column_4bit(const Plan4& plan, const Isa::Lanes& lanes, const uint8_t* qi,
     }
     facc = Isa::fma(acc, Isa::scales(s + st * scale_step, lanes), facc);
   };
-  // One chunk a scale step (blocks of a chunk or less: group sizes 32 to
-  // 128) as a loop of its own, which the compiler keeps in registers.
+  // One chunk a scale step (blocks no larger than a chunk: 32 to 128
+  // inputs with AVX-512, 32 or 64 with AVX2) as a loop of its own, which
+  // the compiler keeps in registers.
   if (cps == 1) {
     for (int64_t st = 0; st < steps; ++st) step(st, st, st + 1);
   } else {
