@@ -28,29 +28,34 @@ using format::kXnnInvalidId;
 
 constexpr int8_t kWeights[9] = {1, -2, 3, 4, 5, -6, -7, 8, 9};
 
-// y[2, 3] = FullyConnected(Convert(x[2, 3]) as qdint8, w qcint8 [3, 3]);
-// with `second_reader`, t is also read by an Add writing y.
-std::vector<uint8_t> payload(bool second_reader = false) {
+// y[2, 3] = FullyConnected(Convert(x[2, 3]) as qdint8, w [3, 3] of
+// `filter_type` quantized as `params` makes it (its bytes from named key
+// "w", `filter_bytes` of them; scales in named data from key "s",
+// `scale_bytes` of them, at constant 2); with `second_reader`, t is also
+// read by an Add writing y.
+using QuantParamsFn = flatbuffers::Offset<void> (*)(flatbuffers::FlatBufferBuilder&, const void*);
+
+std::vector<uint8_t> dq_payload(fb::DataType filter_type, fb::QuantParams kind,
+                                QuantParamsFn params, const void* params_arg, uint64_t filter_bytes,
+                                uint64_t scale_bytes, bool second_reader = false) {
   flatbuffers::FlatBufferBuilder b;
   std::vector<uint32_t> dims = {2, 3}, wdims = {3, 3};
   auto plain = [&](uint32_t external, uint32_t flags, uint32_t id) {
     auto t = fb::CreateTensorValueDirect(b, fb::DataType_fp32, 2, &dims, 0, external, flags, id);
     return fb::CreateValue(b, fb::ValueUnion_TensorValue, t.Union());
   };
-  auto quantized = [&](flatbuffers::Offset<fb::TensorValue> t, fb::QuantParams kind,
-                       flatbuffers::Offset<void> params) {
-    auto qt = fb::CreateQuantizedTensorValue(b, t, kind, params);
+  auto quantized = [&](flatbuffers::Offset<fb::TensorValue> t, fb::QuantParams k,
+                       flatbuffers::Offset<void> p) {
+    auto qt = fb::CreateQuantizedTensorValue(b, t, k, p);
     return fb::CreateValue(b, fb::ValueUnion_QuantizedTensorValue, qt.Union());
   };
   auto t = fb::CreateTensorValueDirect(b, fb::DataType_qdint8, 2, &dims, 0, kXnnInvalidId, 0, 1);
-  auto w = fb::CreateTensorValueDirect(b, fb::DataType_qcint8, 2, &wdims, 1, kXnnInvalidId, 0, 2);
+  auto w = fb::CreateTensorValueDirect(b, filter_type, 2, &wdims, 1, kXnnInvalidId, 0, 2);
   std::vector<flatbuffers::Offset<fb::Value>> values = {
       plain(0, 1, 0),
       quantized(t, fb::QuantParams_PerTokenDynamicQuant,
                 fb::CreatePerTokenDynamicQuant(b, 1).Union()),
-      quantized(w, fb::QuantParams_PerChannelQuant,
-                fb::CreatePerChannelQuant(b, 0, 0, 2, 3).Union()),
-      plain(1, 2, 3)};
+      quantized(w, kind, params(b, params_arg)), plain(1, 2, 3)};
   std::vector<flatbuffers::Offset<fb::Node>> nodes = {
       fb::CreateNode(b, fb::NodeUnion_Convert, fb::CreateUnaryNode(b, 0, 1, 0).Union(), 1),
       second_reader
@@ -59,51 +64,34 @@ std::vector<uint8_t> payload(bool second_reader = false) {
                            fb::CreateFullyConnected(b, 1, 2, kXnnInvalidId, 3, 0).Union(), 2)};
   std::vector<flatbuffers::Offset<fb::ConstantDataOffset>> constants = {
       fb::CreateConstantDataOffsetDirect(b, 0, 0, nullptr),
-      fb::CreateConstantDataOffsetDirect(b, ~uint64_t{0}, 9, "w"),
-      fb::CreateConstantDataOffsetDirect(b, ~uint64_t{0}, 12, "s")};
+      fb::CreateConstantDataOffsetDirect(b, ~uint64_t{0}, filter_bytes, "w"),
+      fb::CreateConstantDataOffsetDirect(b, ~uint64_t{0}, scale_bytes, "s")};
   b.Finish(fb::CreateGraphDirect(b, "0", &nodes, &values, 2, nullptr, nullptr, nullptr, nullptr,
                                  &constants),
            "XN01");
   return xnn_test::with_header(b);
 }
 
-// y[2, 3] = FullyConnected(Convert(x[2, 3]) as qdint8, w qbint4 [3, 3] in
-// blocks of one input): the 9 block scales bf16 from named key "s", or,
-// with `inline_scales`, float32 in the flatbuffer.
+// The filter qcint8, one float32 scale per output channel.
+std::vector<uint8_t> payload(bool second_reader = false) {
+  auto per_channel = [](flatbuffers::FlatBufferBuilder& b, const void*) {
+    return fb::CreatePerChannelQuant(b, 0, 0, 2, 3).Union();
+  };
+  return dq_payload(fb::DataType_qcint8, fb::QuantParams_PerChannelQuant, per_channel, nullptr, 9,
+                    12, second_reader);
+}
+
+// The filter qbint4 in blocks of one input: its 9 block scales bf16 from
+// named data, or, with `inline_scales`, float32 in the flatbuffer.
 std::vector<uint8_t> blockwise_payload(const std::vector<float>* inline_scales) {
-  flatbuffers::FlatBufferBuilder b;
-  std::vector<uint32_t> dims = {2, 3}, wdims = {3, 3};
-  auto plain = [&](uint32_t external, uint32_t flags, uint32_t id) {
-    auto t = fb::CreateTensorValueDirect(b, fb::DataType_fp32, 2, &dims, 0, external, flags, id);
-    return fb::CreateValue(b, fb::ValueUnion_TensorValue, t.Union());
+  auto groups = [](flatbuffers::FlatBufferBuilder& b, const void* arg) {
+    const auto* scales = static_cast<const std::vector<float>*>(arg);
+    return (scales != nullptr ? fb::CreatePerChannelGroupQuantDirect(b, scales, 0, 1)
+                              : fb::CreatePerChannelGroupQuantDirect(b, nullptr, 0, 1, 2, 9))
+        .Union();
   };
-  auto quantized = [&](flatbuffers::Offset<fb::TensorValue> t, fb::QuantParams kind,
-                       flatbuffers::Offset<void> params) {
-    auto qt = fb::CreateQuantizedTensorValue(b, t, kind, params);
-    return fb::CreateValue(b, fb::ValueUnion_QuantizedTensorValue, qt.Union());
-  };
-  auto t = fb::CreateTensorValueDirect(b, fb::DataType_qdint8, 2, &dims, 0, kXnnInvalidId, 0, 1);
-  auto w = fb::CreateTensorValueDirect(b, fb::DataType_qbint4, 2, &wdims, 1, kXnnInvalidId, 0, 2);
-  auto groups = inline_scales != nullptr
-                    ? fb::CreatePerChannelGroupQuantDirect(b, inline_scales, 0, 1)
-                    : fb::CreatePerChannelGroupQuantDirect(b, nullptr, 0, 1, 2, 9);
-  std::vector<flatbuffers::Offset<fb::Value>> values = {
-      plain(0, 1, 0),
-      quantized(t, fb::QuantParams_PerTokenDynamicQuant,
-                fb::CreatePerTokenDynamicQuant(b, 1).Union()),
-      quantized(w, fb::QuantParams_PerChannelGroupQuant, groups.Union()), plain(1, 2, 3)};
-  std::vector<flatbuffers::Offset<fb::Node>> nodes = {
-      fb::CreateNode(b, fb::NodeUnion_Convert, fb::CreateUnaryNode(b, 0, 1, 0).Union(), 1),
-      fb::CreateNode(b, fb::NodeUnion_FullyConnected,
-                     fb::CreateFullyConnected(b, 1, 2, kXnnInvalidId, 3, 0).Union(), 2)};
-  std::vector<flatbuffers::Offset<fb::ConstantDataOffset>> constants = {
-      fb::CreateConstantDataOffsetDirect(b, 0, 0, nullptr),
-      fb::CreateConstantDataOffsetDirect(b, ~uint64_t{0}, 6, "w"),
-      fb::CreateConstantDataOffsetDirect(b, ~uint64_t{0}, 18, "s")};
-  b.Finish(fb::CreateGraphDirect(b, "0", &nodes, &values, 2, nullptr, nullptr, nullptr, nullptr,
-                                 &constants),
-           "XN01");
-  return xnn_test::with_header(b);
+  return dq_payload(fb::DataType_qbint4, fb::QuantParams_PerChannelGroupQuant, groups,
+                    inline_scales, 6, 18);
 }
 
 // y[2, 3] = Convert(Convert(x[2, 3]) as qint8 with `scale` and `zero_point`).
