@@ -45,6 +45,16 @@ struct ConvGeometry : ops::QConvShape {
   int64_t pixel_stride;
 };
 
+/// Output pixel p (row-major over the output's height and width) as (oh,
+/// ow), stepped to the next pixel without a division per pixel.
+struct OutPixel {
+  int64_t oh, ow, width;
+  OutPixel(int64_t p, int64_t out_width) : oh(p / out_width), ow(p % out_width), width(out_width) {}
+  void next() {
+    if (++ow == width) ow = 0, ++oh;
+  }
+};
+
 /// The im2col rows of output pixels [p0, p0 + rows) of image b, group g, in
 /// the weight's order along K, `pitch` bytes apart, from the padded image
 /// (its border holds the input's zero point, a real 0); with Flip every
@@ -56,11 +66,12 @@ void im2col(const ConvGeometry& c, int64_t b, int64_t g, int64_t p0, int64_t row
   const int64_t taps = c.kh * c.kw;
   const int64_t run = c.kw * c.cg;  // one kernel row, when its taps are adjacent
   const bool adjacent = c.weight_channels_last && c.dw == 1 && c.cg == c.pixel_stride;
-  int64_t oh = p0 / c.out_width, ow = p0 % c.out_width;  // pixel p0 + r, stepped
-  for (int64_t r = 0; r < rows; ++r, ow = ow + 1 == c.out_width ? (++oh, 0) : ow + 1) {
+  OutPixel px(p0, c.out_width);
+  for (int64_t r = 0; r < rows; ++r, px.next()) {
     uint8_t* row = dst + r * pitch;
     for (int64_t i = 0; i < c.kh; ++i) {
-      const uint8_t* src = image + ((oh * c.sh + i * c.dh) * c.width + ow * c.sw) * c.pixel_stride;
+      const uint8_t* src =
+          image + ((px.oh * c.sh + i * c.dh) * c.width + px.ow * c.sw) * c.pixel_stride;
       if (adjacent) {
         copy_run<Flip>(row + i * run, src, run);
         continue;
@@ -87,16 +98,9 @@ void window_corners(const ConvGeometry& c, int64_t b, int64_t g, int64_t p0, int
                     const uint8_t** windows) {
   const uint8_t* image = c.image + b * c.image_stride + g * c.cg;
   const int64_t col_step = c.sw * c.pixel_stride, row_step = c.sh * c.width * c.pixel_stride;
-  int64_t oh = p0 / c.out_width, ow = p0 % c.out_width;
-  const uint8_t* window = image + oh * row_step + ow * col_step;
-  for (int64_t r = 0; r < rows; ++r) {
-    windows[r] = window;
-    if (++ow == c.out_width) {
-      ow = 0;
-      window = image + ++oh * row_step;
-    } else {
-      window += col_step;
-    }
+  OutPixel px(p0, c.out_width);
+  for (int64_t r = 0; r < rows; ++r, px.next()) {
+    windows[r] = image + px.oh * row_step + px.ow * col_step;
   }
 }
 
@@ -105,10 +109,10 @@ void window_corners(const ConvGeometry& c, int64_t b, int64_t g, int64_t p0, int
 /// group: qgemm_pixel_sums).
 void window_sums_of(const ConvGeometry& c, const int32_t* sums, int64_t b, int64_t g, int64_t p0,
                     int64_t rows, int32_t* out) {
-  int64_t oh = p0 / c.out_width, ow = p0 % c.out_width;  // pixel p0 + r, stepped
-  for (int64_t r = 0; r < rows; ++r, ow = ow + 1 == c.out_width ? (++oh, 0) : ow + 1) {
+  OutPixel px(p0, c.out_width);
+  for (int64_t r = 0; r < rows; ++r, px.next()) {
     const int32_t* at =
-        sums + (b * c.height * c.width + oh * c.sh * c.width + ow * c.sw) * c.groups + g;
+        sums + (b * c.height * c.width + px.oh * c.sh * c.width + px.ow * c.sw) * c.groups + g;
     int32_t sum = 0;
     for (int64_t i = 0; i < c.kh; ++i) {
       for (int64_t j = 0; j < c.kw; ++j) sum += at[(i * c.dh * c.width + j * c.dw) * c.groups];
@@ -145,11 +149,8 @@ void depthwise_rows(const ConvGeometry& c, int64_t b, int64_t p0, int64_t rows,
   const int64_t channels = c.out_channels, lanes = depthwise_lanes(channels);
   const uint8_t* image = c.image + b * c.image_stride;
   const int64_t row_step = c.dh * c.width * c.pixel_stride, tap_step = c.dw * c.pixel_stride;
-  auto corner_of = [&](int64_t oh, int64_t ow) {
-    return image + (oh * c.sh * c.width + ow * c.sw) * c.pixel_stride;
-  };
-  int64_t oh = p0 / c.out_width, ow = p0 % c.out_width;  // pixel p0 + r, stepped
-  auto step = [&] { ow = ow + 1 == c.out_width ? (++oh, 0) : ow + 1; };
+  OutPixel px(p0, c.out_width);
+  auto corner = [&] { return image + (px.oh * c.sh * c.width + px.ow * c.sw) * c.pixel_stride; };
   int64_t r = 0;
 #if defined(__AVX512F__) && defined(__AVX512BW__)
   auto widen = [](__m128i bytes) {
@@ -166,12 +167,12 @@ void depthwise_rows(const ConvGeometry& c, int64_t b, int64_t p0, int64_t rows,
   // channels a vector, the last few masked.
   for (; r < rows; r += 2) {
     const bool pair = r + 1 < rows;
-    const uint8_t* first = corner_of(oh, ow);
-    step();
+    const uint8_t* first = corner();
+    px.next();
     const uint8_t* second = first;
     if (pair) {
-      second = corner_of(oh, ow);
-      step();
+      second = corner();
+      px.next();
     }
     for (int64_t ch = 0; ch < channels; ch += 16) {
       const __mmask16 m = channels - ch >= 16 ? __mmask16{0xFFFF}
@@ -191,13 +192,13 @@ void depthwise_rows(const ConvGeometry& c, int64_t b, int64_t p0, int64_t rows,
     }
   }
 #endif
-  for (; r < rows; ++r, step()) {
-    const uint8_t* corner = corner_of(oh, ow);
+  for (; r < rows; ++r, px.next()) {
+    const uint8_t* window = corner();
     int32_t* a = acc + r * channels;
     std::copy(offsets, offsets + channels, a);
     for (int64_t i = 0; i < c.kh; ++i) {
       for (int64_t j = 0; j < c.kw; ++j) {
-        const auto* x = reinterpret_cast<const In*>(corner + i * row_step + j * tap_step);
+        const auto* x = reinterpret_cast<const In*>(window + i * row_step + j * tap_step);
         const int32_t* w = tap_weights + (i * c.kw + j) * lanes;
         for (int64_t k = 0; k < channels; ++k) {
           a[k] += int32_t{x[k]} * int32_t{static_cast<int16_t>(static_cast<uint16_t>(w[k]))};
@@ -482,13 +483,11 @@ void quantized_conv2d(KernelContext& ctx, const ops::QConv2dArgs& a) {
                        } else if (packed && o1 == 1) {
                          // Channels innermost: each pixel's outputs requantized
                          // in the product's stores, in place.
-                         // Pixel p0 + r at (oh, ow), stepped (a division per
-                         // pixel was 1% of cnn64's call).
                          Out* image = out + b * o0 + g * width;
-                         int64_t oh = p0 / c.out_width, ow = p0 % c.out_width;
-                         for (int64_t r = 0; r < rows; ++r) {
-                           out_rows[r] = reinterpret_cast<uint8_t*>(image + oh * o2 + ow * o3);
-                           if (++ow == c.out_width) ow = 0, ++oh;
+                         OutPixel px(p0, c.out_width);
+                         for (int64_t r = 0; r < rows; ++r, px.next()) {
+                           out_rows[r] =
+                               reinterpret_cast<uint8_t*>(image + px.oh * o2 + px.ow * o3);
                          }
                          qgemm_packed_requant(gemm, panels,
                                               {out_rows,
@@ -508,10 +507,10 @@ void quantized_conv2d(KernelContext& ctx, const ops::QConv2dArgs& a) {
                        requantize_pixels(acc, rows, width, terms, g * width,
                                          image + (p0 / c.out_width) * o2 + (p0 % c.out_width) * o3);
                      } else if (o1 == 1) {  // channels innermost: each pixel's run in place
-                       for (int64_t r = 0; r < rows; ++r) {
-                         const int64_t p = p0 + r;
+                       OutPixel px(p0, c.out_width);
+                       for (int64_t r = 0; r < rows; ++r, px.next()) {
                          requantize_run(acc + r * width, width, terms, g * width,
-                                        image + (p / c.out_width) * o2 + (p % c.out_width) * o3);
+                                        image + px.oh * o2 + px.ow * o3);
                        }
                      } else {
                        for (int64_t r = 0; r < rows; ++r) {
@@ -523,9 +522,9 @@ void quantized_conv2d(KernelContext& ctx, const ops::QConv2dArgs& a) {
                            for (int64_t r = 0; r < rows; ++r) o[r] = tile[r * width + j];
                          }
                        } else {
-                         for (int64_t r = 0; r < rows; ++r) {
-                           const int64_t p = p0 + r;
-                           Out* o = image + (p / c.out_width) * o2 + (p % c.out_width) * o3;
+                         OutPixel px(p0, c.out_width);
+                         for (int64_t r = 0; r < rows; ++r, px.next()) {
+                           Out* o = image + px.oh * o2 + px.ow * o3;
                            for (int64_t j = 0; j < width; ++j) o[j * o1] = tile[r * width + j];
                          }
                        }
