@@ -45,13 +45,26 @@ struct ConvGeometry : ops::QConvShape {
   int64_t pixel_stride;
 };
 
-/// Output pixel p (row-major over the output's height and width) as (oh,
-/// ow), stepped to the next pixel without a division per pixel.
-struct OutPixel {
-  int64_t oh, ow, width;
-  OutPixel(int64_t p, int64_t out_width) : oh(p / out_width), ow(p % out_width), width(out_width) {}
+/// Output pixel p (row-major over the output's height and width) as its
+/// offset in a layout of `col` elements a pixel and `row` an output row
+/// (its window's corner in the image, its place in the output, its
+/// window sums), stepped to the next pixel's without a multiply or a
+/// division.
+struct PixelOffset {
+  int64_t at, ow, width, col, wrap;
+  PixelOffset(int64_t p, int64_t out_width, int64_t col, int64_t row)
+      : at(p / out_width * row + p % out_width * col),
+        ow(p % out_width),
+        width(out_width),
+        col(col),
+        wrap(row - (out_width - 1) * col) {}
   void next() {
-    if (++ow == width) ow = 0, ++oh;
+    if (++ow == width) {
+      ow = 0;
+      at += wrap;
+    } else {
+      at += col;
+    }
   }
 };
 
@@ -66,12 +79,11 @@ void im2col(const ConvGeometry& c, int64_t b, int64_t g, int64_t p0, int64_t row
   const int64_t taps = c.kh * c.kw;
   const int64_t run = c.kw * c.cg;  // one kernel row, when its taps are adjacent
   const bool adjacent = c.weight_channels_last && c.dw == 1 && c.cg == c.pixel_stride;
-  OutPixel px(p0, c.out_width);
+  PixelOffset px(p0, c.out_width, c.sw * c.pixel_stride, c.sh * c.width * c.pixel_stride);
   for (int64_t r = 0; r < rows; ++r, px.next()) {
     uint8_t* row = dst + r * pitch;
     for (int64_t i = 0; i < c.kh; ++i) {
-      const uint8_t* src =
-          image + ((px.oh * c.sh + i * c.dh) * c.width + px.ow * c.sw) * c.pixel_stride;
+      const uint8_t* src = image + px.at + i * c.dh * c.width * c.pixel_stride;
       if (adjacent) {
         copy_run<Flip>(row + i * run, src, run);
         continue;
@@ -97,11 +109,8 @@ void im2col(const ConvGeometry& c, int64_t b, int64_t g, int64_t p0, int64_t row
 void window_corners(const ConvGeometry& c, int64_t b, int64_t g, int64_t p0, int64_t rows,
                     const uint8_t** windows) {
   const uint8_t* image = c.image + b * c.image_stride + g * c.cg;
-  const int64_t col_step = c.sw * c.pixel_stride, row_step = c.sh * c.width * c.pixel_stride;
-  OutPixel px(p0, c.out_width);
-  for (int64_t r = 0; r < rows; ++r, px.next()) {
-    windows[r] = image + px.oh * row_step + px.ow * col_step;
-  }
+  PixelOffset px(p0, c.out_width, c.sw * c.pixel_stride, c.sh * c.width * c.pixel_stride);
+  for (int64_t r = 0; r < rows; ++r, px.next()) windows[r] = image + px.at;
 }
 
 /// out[r] = the sum of the bytes (as int8) of the window of output pixel
@@ -109,10 +118,9 @@ void window_corners(const ConvGeometry& c, int64_t b, int64_t g, int64_t p0, int
 /// group: qgemm_pixel_sums).
 void window_sums_of(const ConvGeometry& c, const int32_t* sums, int64_t b, int64_t g, int64_t p0,
                     int64_t rows, int32_t* out) {
-  OutPixel px(p0, c.out_width);
+  PixelOffset px(p0, c.out_width, c.sw * c.groups, c.sh * c.width * c.groups);
   for (int64_t r = 0; r < rows; ++r, px.next()) {
-    const int32_t* at =
-        sums + (b * c.height * c.width + px.oh * c.sh * c.width + px.ow * c.sw) * c.groups + g;
+    const int32_t* at = sums + b * c.height * c.width * c.groups + g + px.at;
     int32_t sum = 0;
     for (int64_t i = 0; i < c.kh; ++i) {
       for (int64_t j = 0; j < c.kw; ++j) sum += at[(i * c.dh * c.width + j * c.dw) * c.groups];
@@ -149,8 +157,8 @@ void depthwise_rows(const ConvGeometry& c, int64_t b, int64_t p0, int64_t rows,
   const int64_t channels = c.out_channels, lanes = depthwise_lanes(channels);
   const uint8_t* image = c.image + b * c.image_stride;
   const int64_t row_step = c.dh * c.width * c.pixel_stride, tap_step = c.dw * c.pixel_stride;
-  OutPixel px(p0, c.out_width);
-  auto corner = [&] { return image + (px.oh * c.sh * c.width + px.ow * c.sw) * c.pixel_stride; };
+  PixelOffset px(p0, c.out_width, c.sw * c.pixel_stride, c.sh * c.width * c.pixel_stride);
+  auto corner = [&] { return image + px.at; };
   int64_t r = 0;
 #if defined(__AVX512F__) && defined(__AVX512BW__)
   auto widen = [](__m128i bytes) {
@@ -484,10 +492,9 @@ void quantized_conv2d(KernelContext& ctx, const ops::QConv2dArgs& a) {
                          // Channels innermost: each pixel's outputs requantized
                          // in the product's stores, in place.
                          Out* image = out + b * o0 + g * width;
-                         OutPixel px(p0, c.out_width);
+                         PixelOffset px(p0, c.out_width, o3, o2);
                          for (int64_t r = 0; r < rows; ++r, px.next()) {
-                           out_rows[r] =
-                               reinterpret_cast<uint8_t*>(image + px.oh * o2 + px.ow * o3);
+                           out_rows[r] = reinterpret_cast<uint8_t*>(image + px.at);
                          }
                          qgemm_packed_requant(gemm, panels,
                                               {out_rows,
@@ -507,10 +514,9 @@ void quantized_conv2d(KernelContext& ctx, const ops::QConv2dArgs& a) {
                        requantize_pixels(acc, rows, width, terms, g * width,
                                          image + (p0 / c.out_width) * o2 + (p0 % c.out_width) * o3);
                      } else if (o1 == 1) {  // channels innermost: each pixel's run in place
-                       OutPixel px(p0, c.out_width);
+                       PixelOffset px(p0, c.out_width, o3, o2);
                        for (int64_t r = 0; r < rows; ++r, px.next()) {
-                         requantize_run(acc + r * width, width, terms, g * width,
-                                        image + px.oh * o2 + px.ow * o3);
+                         requantize_run(acc + r * width, width, terms, g * width, image + px.at);
                        }
                      } else {
                        for (int64_t r = 0; r < rows; ++r) {
@@ -522,9 +528,9 @@ void quantized_conv2d(KernelContext& ctx, const ops::QConv2dArgs& a) {
                            for (int64_t r = 0; r < rows; ++r) o[r] = tile[r * width + j];
                          }
                        } else {
-                         OutPixel px(p0, c.out_width);
+                         PixelOffset px(p0, c.out_width, o3, o2);
                          for (int64_t r = 0; r < rows; ++r, px.next()) {
-                           Out* o = image + px.oh * o2 + px.ow * o3;
+                           Out* o = image + px.at;
                            for (int64_t j = 0; j < width; ++j) o[j * o1] = tile[r * width + j];
                          }
                        }

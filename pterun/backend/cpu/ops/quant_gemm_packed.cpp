@@ -138,23 +138,27 @@ struct Tile {
 };
 
 /// The requantized stores (QGemmOut): RequantLanes::bytes, as
-/// requantize_run (this file is built with -ffp-contract=off).
-template <int R, int P>
+/// requantize_run (this file is built with -ffp-contract=off), into Out
+/// bytes. The rows' addresses are read before the first store (a byte
+/// store may alias them, and would make each one read again).
+template <int R, int P, typename Out>
 [[gnu::always_inline]] inline void requant_stores(const Tile& t, const __m512i (&acc)[R][P],
                                                   const __mmask16 (&masks)[P]) {
   const QGemmOut& o = *t.requant;
   const Requant& rq = o.terms;
   const RequantLanes lanes(rq);
+  uint8_t* rows[R];
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r) rows[r] = o.rows[t.row0 + r] + t.col0;
+  const float* mults = rq.mult + t.col0;
+  const float* biases = rq.bias + t.col0;
 #pragma GCC unroll 2
   for (int q = 0; q < P; ++q) {
-    const int64_t j = t.col0 + 16 * q;
-    const __m512 mult = _mm512_maskz_loadu_ps(masks[q], rq.mult + j);
-    const __m512 bias = _mm512_maskz_loadu_ps(masks[q], rq.bias + j);
+    const __m512 mult = _mm512_maskz_loadu_ps(masks[q], mults + 16 * q);
+    const __m512 bias = _mm512_maskz_loadu_ps(masks[q], biases + 16 * q);
 #pragma GCC unroll 8
     for (int r = 0; r < R; ++r) {
-      const __m128i b = o.is_unsigned ? lanes.bytes<uint8_t>(acc[r][q], mult, bias)
-                                      : lanes.bytes<int8_t>(acc[r][q], mult, bias);
-      _mm_mask_storeu_epi8(o.rows[t.row0 + r] + j, masks[q], b);
+      _mm_mask_storeu_epi8(rows[r] + 16 * q, masks[q], lanes.bytes<Out>(acc[r][q], mult, bias));
     }
   }
 }
@@ -221,7 +225,11 @@ void tile(const Tile& t) {
   // accumulators through the loop).
   if constexpr (!Transposed) {
     if (t.requant != nullptr) {
-      requant_stores<R, P>(t, acc, masks);
+      if (t.requant->is_unsigned) {
+        requant_stores<R, P, uint8_t>(t, acc, masks);
+      } else {
+        requant_stores<R, P, int8_t>(t, acc, masks);
+      }
       return;
     }
 #pragma GCC unroll 8
@@ -422,17 +430,22 @@ void packed_tiles(const QGemm& p, const uint8_t* panels, int32_t* c, int64_t ldc
   // the signed operand (flip), the shift they owe 128 * sum_k a per row.
   const bool flip = !p.a_unsigned, gather = p.a_rows != nullptr;
   const int64_t panel_bytes = qgemm_panel_bytes(p.k);
-  int32_t base[kRows], owed[32];
+  // The channels' terms once for all row blocks when there are few
+  // channels (a convolution's), else again for each block of 32.
+  constexpr int64_t kTermsOnce = 256;
+  int32_t base[kRows], owed[kTermsOnce];
+  const bool once = p.n <= kTermsOnce;
+  if (once) qgemm_channel_terms(p, 0, static_cast<int>(p.n), owed);
   for (int64_t i0 = 0; i0 < p.m; i0 += kRows) {
     const int rows = static_cast<int>(std::min<int64_t>(kRows, p.m - i0));
     qgemm_row_terms(p, i0, rows, base);
     for (int64_t j0 = 0; j0 < p.n; j0 += 32) {
       const int cols = static_cast<int>(std::min<int64_t>(32, p.n - j0));
-      qgemm_channel_terms(p, j0, cols, owed);
-      tile_fn(flip, false, gather, rows,
-              cols)({gather ? nullptr : p.a + i0 * p.lda, p.lda, gather ? p.a_rows + i0 : nullptr,
-                     p.a_groups, p.k, panels + j0 / 16 * panel_bytes, panel_bytes, cols, base, owed,
-                     requant != nullptr ? nullptr : c + i0 * ldc + j0, ldc, 1, requant, i0, j0});
+      if (!once) qgemm_channel_terms(p, j0, cols, owed);
+      tile_fn(flip, false, gather, rows, cols)(
+          {gather ? nullptr : p.a + i0 * p.lda, p.lda, gather ? p.a_rows + i0 : nullptr, p.a_groups,
+           p.k, panels + j0 / 16 * panel_bytes, panel_bytes, cols, base, once ? owed + j0 : owed,
+           requant != nullptr ? nullptr : c + i0 * ldc + j0, ldc, 1, requant, i0, j0});
     }
   }
 }

@@ -35,15 +35,21 @@ Out quantize_one(In v, float inv, float zp, int64_t quant_min, int64_t quant_max
 }
 
 #if defined(__AVX512F__)
-/// quantize_one of 16 float32 lanes into int8 or uint8 bytes: the same
-/// operations (multiply, round to nearest even, add the zero point, clamp
-/// to [lo, hi]; max(NaN, lo) is lo), so the same bytes.
+/// quantize_one of 16 float32 lanes into int8 or uint8 bytes, with the
+/// same results in one step fewer: the product is clamped to [lo - zp,
+/// hi - zp] before it is rounded (rounding keeps those integer bounds and
+/// the order of values, so clamping first changes nothing; max(NaN, lo -
+/// zp) is lo - zp, as max(NaN, lo) was lo), then rounded half to even as
+/// it becomes an integer, which the zero point is added to. lo, hi and zp
+/// are integers; callers hold them in vectors, so the differences are
+/// made once per loop.
 template <typename Out>
 inline __m128i quantize16(__m512 x, __m512 inv, __m512 zp, __m512 lo, __m512 hi) {
-  __m512 p =
-      _mm512_roundscale_ps(_mm512_mul_ps(x, inv), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  p = _mm512_min_ps(_mm512_max_ps(_mm512_add_ps(zp, p), lo), hi);
-  const __m512i q = _mm512_cvtps_epi32(p);
+  __m512 p = _mm512_mul_ps(x, inv);
+  p = _mm512_min_ps(_mm512_max_ps(p, _mm512_sub_ps(lo, zp)), _mm512_sub_ps(hi, zp));
+  const __m512i q =
+      _mm512_add_epi32(_mm512_cvt_roundps_epi32(p, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC),
+                       _mm512_cvtps_epi32(zp));
   return std::is_same_v<Out, int8_t> ? _mm512_cvtsepi32_epi8(q) : _mm512_cvtusepi32_epi8(q);
 }
 #endif
