@@ -66,4 +66,11 @@ inline constexpr const char* kSliceAtKernel = "pterun::slice_at.out";
 /// scalar_tensor.out of the number that _local_scalar_dense read from src.
 inline constexpr const char* kItemCopyKernel = "pterun::item_copy.out";
 
+/// torch's decomposed attention (bmm, scale, additive mask, softmax or
+/// safe softmax, bmm) as one kernel (ops/attention.h, attention_out):
+/// (q [B, S, H, D], k, v [B, Sk, H_kv, D], mask [S, Sk] or None, scale,
+/// empty_rows_zero, *, out): every query attends over all Sk >= S keys; a
+/// row masked entirely gives zeros when empty_rows_zero, else NaN.
+inline constexpr const char* kAttentionKernel = "pterun::attention.out";
+
 }  // namespace pterun::kernels

@@ -9,6 +9,7 @@
 #include "pterun/kernels/common/device_check.h"
 #include "pterun/kernels/common/dtype_util.h"
 #include "pterun/kernels/common/shape_util.h"
+#include "pterun/kernels/internal_ops.h"
 #include "pterun/ops/backend.h"
 #include "pterun/ops/checks.h"
 #include "pterun/ops/kv_cache.h"
@@ -169,6 +170,28 @@ void custom_sdpa_at_out(KernelContext& ctx, const Tensor& q, const Tensor& k, co
   if (out.numel() == 0) return;
   attention(ctx).sdpa(ctx, {q, k, v, nullptr, &start_pos, 0, is_causal, s,
                             static_cast<int32_t>(DeviceCheckOp::CustomSdpa), out});
+}
+
+// The last S of the Sk keys line up with the queries (start_pos = Sk - S),
+// so the kernels' geometry is custom_sdpa's without a causal limit.
+void attention_out(KernelContext& ctx, const Tensor& q, const Tensor& k, const Tensor& v,
+                   const Tensor* mask, double scale, bool empty_rows_zero, Tensor& out) {
+  const char* op = kernels::kAttentionKernel;
+  const float s = check_sdpa(q, k, v, scale, out, op);
+  const int64_t tokens = q.size(1), keys = k.size(1);
+  PTERUN_CHECK(tokens <= keys, ErrorCode::InvalidArgument, op, ": query ", describe(q), " has ",
+               tokens, " tokens, more than the ", keys, " keys of key ", describe(k));
+  if (mask != nullptr) {
+    PTERUN_CHECK(mask->dim() == 2 && mask->size(0) == tokens && mask->size(1) == keys,
+                 ErrorCode::InvalidArgument, op, ": mask ", describe(*mask), " must be [", tokens,
+                 ", ", keys, "] (queries, keys)");
+    PTERUN_CHECK(mask->dtype() == q.dtype() || mask->dtype() == DType::Float32,
+                 ErrorCode::InvalidArgument, op, ": mask dtype ", dtype_name(mask->dtype()),
+                 " must be the query's (", dtype_name(q.dtype()), ") or float32");
+  }
+  if (out.numel() == 0) return;
+  attention(ctx).sdpa(ctx, {q, k, v, mask, nullptr, keys - tokens, false, s,
+                            static_cast<int32_t>(DeviceCheckOp::Attention), out, empty_rows_zero});
 }
 
 void slice_at_out(KernelContext& ctx, const Tensor& self, int64_t dim, const Tensor& start,

@@ -5,8 +5,9 @@
 // (llama::custom_sdpa, sdpa_with_kv_cache, update_cache_with_indices), and
 // the internal kernels the executor puts in place of a decode step's
 // position arithmetic so that the position is read where the cache lives
-// (executor/rewrite.h, "positions on the device"). Layout everywhere is
-// ExecuTorch's [batch, sequence, heads, head_dim].
+// (executor/rewrite.h, "positions on the device") or of torch's decomposed
+// attention (pterun::attention.out). Layout everywhere is ExecuTorch's
+// [batch, sequence, heads, head_dim].
 //
 // Checks of shapes and dtypes are the front-ends' (attention.cpp); checks of
 // values only a kernel can read (positions and indices held in tensors) are
@@ -31,6 +32,10 @@ namespace pterun::ops {
 /// the single element of that int64/int32 tensor (on the method's device),
 /// which the backend reads and checks (DeviceCheckKind::CachePositions,
 /// naming `check_op`); `mask` is then null.
+///
+/// A query row whose every key used scores -inf (after the mask) comes out
+/// NaN, as softmax of nothing but -inf does, or zeros with
+/// `empty_rows_zero` (torch's _safe_softmax).
 struct SdpaArgs {
   const Tensor& q;  // [B, S, H, D]
   const Tensor& k;  // [B, capacity, H_kv, D]
@@ -42,6 +47,7 @@ struct SdpaArgs {
   float scale;
   int32_t check_op;  // kernels::DeviceCheckOp
   Tensor& out;       // [B, S, H, D]
+  bool empty_rows_zero = false;
 };
 
 /// Copies the strides a kernel walks into `p`: p.qs, p.ks, p.vs and p.os
@@ -111,7 +117,7 @@ void sdpa_with_kv_cache_out(KernelContext& ctx, const Tensor& q, const Tensor& k
 void update_cache_with_indices_out(KernelContext& ctx, const Tensor& value, Tensor& cache,
                                    int64_t start_pos, const Tensor& indices, Tensor& out);
 
-// ---- internal kernels: a position read from a tensor (kernels/internal_ops.h) ----
+// ---- internal kernels (kernels/internal_ops.h) ----
 
 // pterun::update_cache_at.out(Tensor value, Tensor(a!) cache, Tensor start_pos, *,
 //   Tensor(b!) out): llama::update_cache.out with start_pos the element of a tensor.
@@ -124,6 +130,14 @@ void update_cache_at_out(KernelContext& ctx, const Tensor& value, Tensor& cache,
 void custom_sdpa_at_out(KernelContext& ctx, const Tensor& q, const Tensor& k, const Tensor& v,
                         const Tensor& start_pos, bool is_causal, std::optional<double> scale,
                         Tensor& out);
+
+// pterun::attention.out(Tensor q, Tensor k, Tensor v, Tensor? mask, float scale,
+//   bool empty_rows_zero, *, Tensor(a!) out) -> Tensor(a!): torch's decomposed attention
+//   (bmm, scale, additive mask, softmax or safe softmax, bmm) as one kernel. q and out
+//   [B, S, H, D], k and v [B, Sk, H_kv, D] with Sk >= S; every query uses all Sk keys; mask
+//   [S, Sk] or None.
+void attention_out(KernelContext& ctx, const Tensor& q, const Tensor& k, const Tensor& v,
+                   const Tensor* mask, double scale, bool empty_rows_zero, Tensor& out);
 
 // pterun::slice_at.out(Tensor self, int dim, Tensor start, SymInt length, *, Tensor(a!) out):
 // slice_copy.Tensor_out(self, dim, start, start + length, 1) with start the element of a

@@ -269,13 +269,14 @@ constexpr OpDef kOps[] = {
     def<&embedding_2bit_out>("quantized_decomposed::embedding_2bit.out", F::Index),
     def<&embedding_2bit_dtype_out>("quantized_decomposed::embedding_2bit.dtype_out", F::Index),
 
-    // ---- attention: KV-cache attention, cache writes at positions in tensors ----
+    // ---- attention: KV-cache and fused attention, cache writes at positions in tensors ----
     def<&custom_sdpa_out>("llama::custom_sdpa.out", F::Attention),
     def<&sdpa_with_kv_cache_out>("llama::sdpa_with_kv_cache.out", F::Attention),
     def<&update_cache_with_indices_out>("llama::update_cache_with_indices.out", F::Attention),
     def<&update_cache_at_out>(kernels::kUpdateCacheAtKernel, F::Attention),
     def<&custom_sdpa_at_out>(kernels::kCustomSdpaAtKernel, F::Attention),
     def<&slice_at_out>(kernels::kSliceAtKernel, F::Attention),
+    def<&attention_out>(kernels::kAttentionKernel, F::Attention),
 
     // ---- nonzero ----------------------------------------------------------------
     def<&nonzero_out>("aten::nonzero.out", F::Nonzero),

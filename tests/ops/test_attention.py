@@ -5,7 +5,9 @@ heads, an optional scale or 2-D float mask), llama::sdpa_with_kv_cache.out
 (tokens to per-token positions, every index checked before anything is
 written), and the internal kernels that read a position from a tensor
 (executor/rewrite.h, "positions on the device"): update_cache_at,
-custom_sdpa_at, slice_at and item_copy. Layout [batch, seq, heads, head_dim].
+custom_sdpa_at, slice_at and item_copy; and pterun::attention.out, torch's
+decomposed attention as one kernel (every query over all keys, a mask, rows
+masked entirely giving zeros or NaN). Layout [batch, seq, heads, head_dim].
 Every error raises on every device with the same message."""
 
 import numpy as np
@@ -21,6 +23,7 @@ UPDATE_AT = "pterun::update_cache_at.out"
 SDPA_AT = "pterun::custom_sdpa_at.out"
 SLICE_AT = "pterun::slice_at.out"
 ITEM_COPY = "pterun::item_copy.out"
+ATTENTION = "pterun::attention.out"
 
 DTYPES = [np.float32, np.float64, np.float16, BF16]
 # CUDA computes float64 attention in float (a float64 LLM is not a target).
@@ -51,10 +54,12 @@ def attention(q, k, v, start, causal, scale=None, mask=None):
             if causal:
                 allowed = np.arange(keys)[None, :] <= (start + np.arange(s))[:, None]
                 scores = np.where(allowed, scores, -np.inf)
-            scores = scores - scores.max(axis=1, keepdims=True)
-            p = np.exp(scores)
-            p /= p.sum(axis=1, keepdims=True)
-            out[bi, :, hi] = p @ vv
+            # A row of nothing but -inf comes out NaN, as softmax gives.
+            with np.errstate(invalid="ignore"):
+                scores = scores - scores.max(axis=1, keepdims=True)
+                p = np.exp(scores)
+                p /= p.sum(axis=1, keepdims=True)
+                out[bi, :, hi] = p @ vv
     return out
 
 
@@ -124,6 +129,32 @@ def test_custom_sdpa_float_mask(device, dtype, mask_dtype):
     m[1, 2] = -np.inf
     mask = tensor(m, dtype if mask_dtype == "same" else mask_dtype)
     check(device, SDPA, q, k, v, 4, mask, 0.0, False, 0.5, out_like(q, dtype), tol=TOL,
+          gpu_tol=gpu_tol(dtype))
+
+
+def leading_masked(tokens, keys):
+    """A float32 [tokens, keys] mask whose row i has its first 70, 40, 64 or
+    all keys at -inf (i % 4), random values after: a first key block (64 on
+    the CPU) or tiles (32 on CUDA) of nothing but -inf, then keys that count;
+    a row of every key masked."""
+    m = rand((tokens, keys), np.float32, -3, 1)
+    for i in range(tokens):
+        m[i, :[70, 40, 64, keys][i % 4]] = -np.inf
+    return m
+
+
+@pytest.mark.parametrize("mask_dtype", [np.float32, "same"])
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("tokens,start,capacity,dim", [(5, 95, 128, 16), (1, 129, 130, 64),
+                                                       (20, 80, 100, 64)])
+def test_custom_sdpa_leading_keys_masked(device, dtype, mask_dtype, tokens, start, capacity,
+                                         dim):
+    # Keys after a block of nothing but -inf still count (no NaN from
+    # exp(-inf - -inf)); the row with every key masked is NaN.
+    q, k, v = qkv(2, tokens, capacity, 4, 2, dim, dtype)
+    mask = tensor(leading_masked(tokens, start + tokens),
+                  dtype if mask_dtype == "same" else mask_dtype)
+    check(device, SDPA, q, k, v, start, mask, 0.0, False, 0.5, out_like(q, dtype), tol=TOL,
           gpu_tol=gpu_tol(dtype))
 
 
@@ -295,6 +326,119 @@ def test_custom_sdpa_at_errors(device):
     check_error(device, SDPA_AT, q, k, v, np.array([7]), True, None,
                 Out(np.float32, (1, 2, 4, 8)), exc=IndexError,
                 match="llama::custom_sdpa.out: start_pos 7 with 2 tokens runs past the cache")
+
+
+# ---- attention.out: torch's decomposed attention as one kernel ------------------------------
+
+
+@reference(ATTENTION)
+def attention_out_model(q, k, v, mask, scale, empty_rows_zero, out):
+    qv, kv, m = value(q), value(k), value(mask)
+    got = attention(qv, kv, value(v), kv.shape[1] - qv.shape[1], False, scale, m)
+    if empty_rows_zero and m is not None:
+        got[:, np.all(np.isneginf(np.asarray(m, np.float64)), axis=1)] = 0.0
+    return got
+
+
+def attention_args(batch, tokens, keys, heads, kv_heads, dim, dtype, order=None):
+    q = tensor(rand((batch, tokens, heads, dim)), dtype, order)
+    k = tensor(rand((batch, keys, kv_heads, dim)), dtype, order)
+    v = tensor(rand((batch, keys, kv_heads, dim)), dtype, order)
+    return q, k, v
+
+
+@pytest.mark.parametrize("mask_dtype", [None, np.float32, "same"])
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("tokens,keys", [(1, 1), (4, 4), (3, 11), (6, 100)])
+def test_attention(device, dtype, mask_dtype, tokens, keys):
+    q, k, v = attention_args(2, tokens, keys, 4, 2, 16, dtype)
+    mask = None
+    if mask_dtype is not None:
+        m = rand((tokens, keys), np.float32, -3, 1)
+        m[0, 0] = -np.inf
+        mask = tensor(m, dtype if mask_dtype == "same" else mask_dtype)
+    check(device, ATTENTION, q, k, v, mask, 0.375, False, out_like(q, dtype), tol=TOL,
+          gpu_tol=gpu_tol(dtype))
+
+
+@pytest.mark.parametrize("heads,kv_heads", [(4, 4), (8, 2), (6, 3), (3, 1)])
+@pytest.mark.parametrize("dim", [8, 64])
+def test_attention_grouped_heads(device, heads, kv_heads, dim):
+    q, k, v = attention_args(1, 5, 9, heads, kv_heads, dim, np.float32)
+    check(device, ATTENTION, q, k, v, None, 0.125, True, out_like(q, np.float32), tol=TOL)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_attention_strided_views(device, dtype):
+    # The views the loader makes of [B, H, S, D] arrays (heads outside the
+    # sequence), value heads outermost, a column-major mask and an out
+    # stored as [B, H, S, D].
+    q = tensor(rand((2, 5, 4, 16)), dtype, (0, 2, 1, 3))
+    k = tensor(rand((2, 12, 2, 16)), dtype, (0, 2, 1, 3))
+    v = tensor(rand((2, 12, 2, 16)), dtype, (2, 0, 1, 3))
+    mask = T(rand((5, 12), np.float32, -3, 1), dim_order=(1, 0))
+    out = Out(dtype, (2, 5, 4, 16), dim_order=(0, 2, 1, 3))
+    check(device, ATTENTION, q, k, v, mask, 0.25, False, out, tol=TOL, gpu_tol=gpu_tol(dtype))
+
+
+@pytest.mark.parametrize("empty_rows_zero", [True, False])
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("tokens,keys", [(4, 100), (9, 80)])
+def test_attention_masked_rows(device, dtype, empty_rows_zero, tokens, keys):
+    # Rows 3 and 7 have every key masked: zeros (safe softmax) or NaN; the
+    # others have leading -inf blocks and still attend to what follows.
+    q, k, v = attention_args(1, tokens, keys, 4, 2, 16, dtype)
+    mask = tensor(leading_masked(tokens, keys), dtype)
+    got = check(device, ATTENTION, q, k, v, mask, 0.25, empty_rows_zero, out_like(q, dtype),
+                tol=TOL, gpu_tol=gpu_tol(dtype))
+    empty = got[0][:, 3::4]
+    assert np.all(empty == 0.0) if empty_rows_zero else np.all(np.isnan(empty))
+    assert np.all(np.isfinite(np.delete(got[0], np.s_[3::4], axis=1)))
+
+
+def test_attention_empty(device):
+    q, k, v = attention_args(1, 0, 5, 4, 2, 8, np.float32)
+    check(device, ATTENTION, q, k, v, None, 0.375, False, Out(np.float32, (1, 0, 4, 8)))
+
+
+def test_attention_errors(device):
+    q, k, v = attention_args(1, 3, 8, 4, 2, 8, np.float32)
+    out = Out(np.float32, (1, 3, 4, 8))
+
+    def error(q, k, v, mask, out, exc, match):
+        check_error(device, ATTENTION, q, k, v, mask, 0.375, False, out, exc=exc,
+                    match="pterun::attention.out: .*" + match)
+
+    error(T(rand((3, 4, 8))), k, v, None, out, ValueError, "expected a query .* of rank 4")
+    error(q, T(rand((8, 2, 8))), v, None, out, ValueError, "expected a key .* of rank 4")
+    error(q, k, T(rand((1, 8, 16))), None, out, ValueError, "expected a value .* of rank 4")
+    q3, k3, v3 = attention_args(1, 3, 8, 3, 2, 8, np.float32)
+    error(q3, k3, v3, None, Out(np.float32, (1, 3, 3, 8)), ValueError,
+          "3 query heads are not a multiple of 2 key/value heads")
+    _, k2, v2 = attention_args(1, 3, 2, 4, 2, 8, np.float32)
+    error(q, k2, v2, None, out, ValueError, "has 3 tokens, more than the 2 keys")
+    qi = T(np.zeros((1, 3, 4, 8), np.int32))
+    error(qi, qi, qi, None, Out(np.int32, (1, 3, 4, 8)), ValueError,
+          "dtype int32 is not supported")
+    _, k16, _ = attention_args(1, 3, 8, 4, 2, 8, np.float16)
+    error(q, k16, v, None, out, ValueError, "key dtype float16 differs")
+    # head_dim must be unit-stride in every tensor.
+    swapped = (0, 1, 3, 2)
+    error(T(value(q), dim_order=swapped), k, v, None, out, NotImplementedError,
+          "query .* must have a unit-stride last dim")
+    error(q, T(value(k), dim_order=swapped), v, None, out, NotImplementedError,
+          "key .* must have a unit-stride last dim")
+    error(q, k, T(value(v), dim_order=swapped), None, out, NotImplementedError,
+          "value .* must have a unit-stride last dim")
+    error(q, k, v, None, Out(np.float32, (1, 3, 4, 8), dim_order=swapped), NotImplementedError,
+          "out .* must have a unit-stride last dim")
+    # The mask: [S, Sk], the query's dtype or float32.
+    error(q, k, v, T(np.zeros((3, 7), np.float32)), out, ValueError, r"must be \[3, 8\]")
+    error(q, k, v, T(np.zeros((8, 3), np.float32)), out, ValueError, r"must be \[3, 8\]")
+    error(q, k, v, T(np.zeros((1, 3, 8), np.float32)), out, ValueError, r"must be \[3, 8\]")
+    error(q, k, v, T(np.zeros((3, 8), np.float16)), out, ValueError,
+          r"mask dtype float16 must be the query's \(float32\) or float32")
+    error(q, k, v, T(np.zeros((3, 8), np.int64)), out, ValueError, "mask dtype int64")
 
 
 @reference(SLICE_AT)

@@ -2,6 +2,7 @@
 
 #include "pterun/core/error.h"
 #include "pterun/core/str_cat.h"
+#include "pterun/kernels/internal_ops.h"
 
 namespace pterun::kernels {
 
@@ -16,6 +17,7 @@ const char* device_check_op_name(DeviceCheckOp op) {
     case DeviceCheckOp::Embedding4Bit: return "quantized_decomposed::embedding_4bit";
     case DeviceCheckOp::Slice: return "aten::slice_copy.Tensor_out";
     case DeviceCheckOp::FullyConnectedDq: return "xnnpack::fully_connected_dq";
+    case DeviceCheckOp::Attention: return kAttentionKernel;
   }
   return "a kernel";
 }

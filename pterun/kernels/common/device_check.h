@@ -40,6 +40,7 @@ enum class DeviceCheckOp : int32_t {
   Embedding4Bit = 6,
   Slice = 7,
   FullyConnectedDq = 8,
+  Attention = 9,  // pterun::attention.out (names it in the backends' messages)
 };
 
 /// The word a GPU kernel fills when a check fails. `failed` goes from 0 to

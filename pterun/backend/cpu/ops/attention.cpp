@@ -263,8 +263,11 @@ void sdpa_item(const ops::SdpaArgs& a, const Geometry& g, int64_t item, int64_t 
         block_max = std::max(block_max, s.score[j]);
       }
       const C m_new = std::max(s.max[row], block_max);
-      const C correction = std::exp(s.max[row] - m_new);
-      const C block_sum = exp_sum(s.score, m_new, n);
+      // While the row has seen nothing above -inf, exponentials are taken
+      // against 0: exp(-inf - 0) = 0 where exp(-inf - -inf) would be NaN.
+      const C ref = m_new == neg_inf ? C(0) : m_new;
+      const C correction = std::exp(s.max[row] - ref);
+      const C block_sum = exp_sum(s.score, ref, n);
       s.sum[row] = s.sum[row] * correction + block_sum;
       s.max[row] = m_new;
       C* acc = s.acc + row * d;
@@ -283,7 +286,10 @@ void sdpa_item(const ops::SdpaArgs& a, const Geometry& g, int64_t item, int64_t 
     for (int64_t r = 0; r < g.reps; ++r) {
       const int64_t row = (i - i0) * g.reps + r, h = hk * g.reps + r;
       C* acc = s.acc + row * d;
-      const C inv = C(1) / s.sum[row];
+      // acc is 0 in a row whose every key scored -inf: zeros or NaN.
+      const C inv = s.max[row] != neg_inf ? C(1) / s.sum[row]
+                    : a.empty_rows_zero   ? C(0)
+                                          : std::numeric_limits<C>::quiet_NaN();
       for (int64_t e = 0; e < d; ++e) acc[e] *= inv;
       store_row(acc, out + b * g.os[0] + i * g.os[1] + h * g.os[2], d);
     }
@@ -332,9 +338,9 @@ void sdpa(KernelContext& ctx, const ops::SdpaArgs& a) {
     case DType::Float16: sdpa_typed<Half, float>(ctx, a, g); break;
     case DType::BFloat16: sdpa_typed<BFloat16, float>(ctx, a, g); break;
     default:
-      throw_error(
-          ErrorCode::InvalidArgument,
-          str_cat("llama::custom_sdpa.out: dtype ", dtype_name(a.q.dtype()), " is not supported"));
+      throw_error(ErrorCode::InvalidArgument,
+                  str_cat(kernels::device_check_op_name(static_cast<DeviceCheckOp>(a.check_op)),
+                          ": dtype ", dtype_name(a.q.dtype()), " is not supported"));
   }
 }
 

@@ -91,6 +91,7 @@ struct SdpaParams {
   int64_t tokens, kv_heads, dim, reps, capacity;
   int64_t qs[3], ks[3], vs[3], os[3], ms[2];  // batch, sequence, head strides; mask rows, cols
   bool causal;
+  bool empty_rows_zero;  // a row whose every key scored -inf: zeros, not NaN
   float scale;
   int64_t row_blocks;  // blocks of kRows rows per (batch row, kv head)
   int64_t chunk;       // keys per split
@@ -229,7 +230,8 @@ __global__ void __launch_bounds__(kWarps * 32) sdpa_kernel(SdpaParams p) {
     const int64_t row = r0 + local;
     if (row >= rows) break;
     if (p.splits == 1) {
-      const float inv = 1.0f / l[t];
+      // acc is 0 in a row whose every key scored -inf: zeros or NaN.
+      const float inv = m[t] != -INFINITY ? 1.0f / l[t] : p.empty_rows_zero ? 0.0f : NAN;
       for (int c = 0; c < kPerLane; ++c) {
         const int64_t e = lane + 32 * c;
         if (e < dim) store_row_value<T>(p, b, row, static_cast<int>(e), acc[t][c] * inv);
@@ -275,6 +277,10 @@ __global__ void sdpa_combine_kernel(SdpaParams p, int64_t blocks) {
     float big = -INFINITY;
     for (int s = 0; s < p.splits; ++s) {
       big = fmaxf(big, p.partial[((block * p.splits + s) * kRows + local) * (dim + 2)]);
+    }
+    if (big == -INFINITY) {  // every key of the row scored -inf
+      *out = cuda::convert<T>(p.empty_rows_zero ? 0.0f : NAN);
+      continue;
     }
     float num = 0.0f, den = 0.0f;
     for (int s = 0; s < p.splits; ++s) {
@@ -329,6 +335,7 @@ void sdpa(KernelContext& ctx, const ops::SdpaArgs& a) {
   p.capacity = a.k.size(1);
   ops::copy_sdpa_strides(a, p);
   p.causal = a.causal;
+  p.empty_rows_zero = a.empty_rows_zero;
   p.scale = a.scale;
   p.check_op = a.check_op;
   PTERUN_CHECK(p.dim <= kMaxDim, ErrorCode::NotSupported, op, ": head_dim ", p.dim,
