@@ -392,7 +392,7 @@ std::unique_ptr<Method> Method::load(std::shared_ptr<const Program> program,
   m->context_.device = options.device;
   m->context_.device_index = m->options_.device_index;
   m->context_.allow_tf32 = options.allow_tf32;
-  Loader loader{*m, *m->desc_, {}, {}, {}};
+  Loader loader{*m, *m->desc_, {}, {}, {}, {}, {}};
   loader.analyse_instructions();
   loader.check_support();
   try {
@@ -414,6 +414,7 @@ std::unique_ptr<Method> Method::load(std::shared_ptr<const Program> program,
     loader.fold_constants();
     loader.fuse_convolutions();
     loader.fuse_hardswish();
+    if (!switched_off("PTERUN_FUSE_ATTENTION")) loader.fuse_attention();
     loader.fuse_safe_softmax();
     if (!switched_off("PTERUN_FUSE_QUANT_IO")) loader.fuse_quant_io();
     loader.fuse_elementwise();
@@ -421,6 +422,7 @@ std::unique_ptr<Method> Method::load(std::shared_ptr<const Program> program,
     loader.skip_fused_copies();
     loader.plan_inputs();
     loader.plan_outputs();
+    loader.follow_views();
   } catch (const Error& e) {
     // Memory that does not fit: say whose it was (the message has the
     // size and the device). Whatever was allocated goes with `m`.

@@ -45,6 +45,10 @@ struct Method::Loader {
   std::vector<int> tensor_of_value;  // value index -> index in m.tensors_, or -1
   std::set<int32_t> written;         // tensor values a kernel writes (its return entry)
   std::set<int32_t> aliased;         // values whose data a kernel re-points (et_view) or moves
+  std::set<int32_t> pinned;          // values fused kernels read or write through views
+  // Those views, each with the tensor whose bytes it reads: made to follow
+  // it after the passes that move memory (follow_views).
+  std::vector<std::pair<Tensor*, const Tensor*>> views;
 
   void analyse_instructions();
   void check_support();
@@ -125,6 +129,13 @@ struct Method::Loader {
   // Hardswish fusion (rewrite.h): torch's decomposed hardswish that no
   // convolution took runs as one hardswish.out step.
   void fuse_hardswish();
+  // Attention fusion (rewrite.h, find_attention_fusions): torch's
+  // decomposed scaled-dot-product attention runs as one kernel
+  // (kAttentionKernel) reading and writing views of the values' bytes.
+  void fuse_attention();
+  // Points each fused kernel's view at the bytes of the tensor it reads,
+  // after the passes that give tensors memory of their own.
+  void follow_views();
   // Safe-softmax fusion (rewrite.h, find_safe_softmax_fusions): torch's
   // decomposed attention's softmax and the five steps that zero its dead
   // lines run as one kernel.

@@ -129,6 +129,7 @@ std::vector<bool> Method::Loader::kept_values() const {
   for (int32_t v : d.inputs) keep[v] = true;
   for (int32_t v : d.outputs) keep[v] = true;
   for (int32_t v : aliased) keep[v] = true;
+  for (int32_t v : pinned) keep[v] = true;
   for (size_t i = 0; i < d.values.size(); ++i) {
     const auto& v = d.values[i];
     keep[i] = keep[i] || (v.kind == ValueKind::Tensor && is_state(*v.tensor));

@@ -3,6 +3,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -195,6 +196,59 @@ std::vector<PatternFusion> find_hardswish_fusions(const format::MethodDesc& d,
 std::vector<PatternFusion> find_safe_softmax_fusions(const format::MethodDesc& d,
                                                      const std::vector<bool>& keep,
                                                      const std::vector<std::vector<bool>>& idle);
+
+/// torch's decomposed scaled-dot-product attention, as torch.export writes
+/// F.scaled_dot_product_attention out (and attention written by hand):
+///   bmm.out(A, B) -> scores, then any of mul.Scalar_out / div.Scalar_out
+///   by a number and one add.out(scores, mask, alpha 1) (either order);
+///   _softmax.out(., last dim, false), or the safe softmax of
+///   find_safe_softmax_fusions; expand_copy.out to its own shape, if any;
+///   bmm.out(probabilities, V) -> O; then layout copies of O
+///   (permute_copy.out, clone.out, _clone_dim_order.out to the default
+///   order), each read by the next alone, to F,
+/// where A [B * H, S, D], B [B * H, D, Sk] and V [B * H, Sk, D] are views
+/// of [B, H, ...] tensors reached, through layout copies (permute_copy.out,
+/// expand_copy.out to the same shape, clone.out, _clone_dim_order.out) and
+/// multiplications or divisions by a number, from tensors q, kt and v of
+/// four dimensions in the default dim order, such that q seen as
+/// [B, S, H, D], k as [B, Sk, H, D] and v as [B, Sk, H, D] keep head_dim
+/// innermost (`q`, `k`, `v`: views of those values' bytes). The mask is
+/// [..., S, Sk] with ones before, float32 or the queries' dtype; Sk >= S;
+/// float32, float16 or bfloat16, head_dim at most 256 (what CUDA's kernel
+/// takes).
+/// F (or O, read as [B, H, S, D]) is written as the view `out`
+/// ([B, S, H, D]). Every value the run writes but F (`dropped`) is read by
+/// the run alone, views included, and not in `keep`; a view of a kept
+/// value other than an input or an output must be `whole` (the value
+/// itself). Nothing outside the run writes over what the kernel reads from
+/// planned memory (`reads`) between the run's instruction that read it and
+/// `at`, the last, which runs kAttentionKernel with the
+/// product of the numbers as the scale (`empty_rows_zero` for the safe
+/// softmax); the others (`idle`) run nothing. The caller checks that F does
+/// not overlap what the kernel reads (else F gets memory of its own) and
+/// that each instruction still runs its own operator. None in methods with
+/// jumps or moves.
+struct AttentionFusion {
+  struct View {
+    int32_t value = -1;
+    std::vector<int64_t> sizes;
+    std::vector<uint8_t> dim_order;
+    bool whole = true;
+  };
+  size_t chain = 0;
+  size_t at = 0;
+  size_t first = 0;
+  std::vector<size_t> idle;
+  View q, k, v, out;
+  std::optional<View> mask;
+  double scale = 1;
+  bool empty_rows_zero = false;
+  std::vector<int32_t> dropped;
+  std::vector<std::pair<int32_t, size_t>> reads;  // planned values read, each with its reader
+};
+std::vector<AttentionFusion> find_attention_fusions(const format::MethodDesc& d,
+                                                    const std::vector<bool>& keep,
+                                                    const std::vector<std::vector<bool>>& idle);
 
 /// A quantized linear layer (kQuantizedLinearKernel) with the steps that
 /// make and consume its int8 activations around it:

@@ -1,0 +1,616 @@
+// torch's decomposed scaled-dot-product attention found from a method's
+// instructions alone (rewrite.h, find_attention_fusions), to run as one
+// kernel (kernels/internal_ops.h, kAttentionKernel).
+//
+// The finder walks back from each bmm.out that multiplies a softmax by
+// values: the softmax's input to the bmm.out of queries and keys (through
+// a multiplication of the scores by a number and the addition of a mask),
+// each operand of the two products to the tensor it was copied from
+// (through layout copies and multiplications by a number), and forward
+// from the result through its layout copies to the tensor the rest of the
+// method reads. Layout is tracked as a permutation of dimensions: a tensor
+// T reached from a base tensor X is X.permute(p), T's dimension k being
+// X's dimension p[k].
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <optional>
+
+#include "pterun/executor/chain_view.h"
+#include "pterun/executor/desc_util.h"
+#include "pterun/executor/rewrite.h"
+
+namespace pterun {
+namespace {
+
+using detail::ChainView;
+using Perm = std::array<int, 4>;
+
+constexpr Perm kIdentity = {0, 1, 2, 3};
+constexpr int64_t kMaxHeadDim = 256;
+constexpr Perm kSwapMiddle = {0, 2, 1, 3};  // [B, H, S, D] <-> [B, S, H, D]
+
+/// T.permute(r) for T = X.permute(p): X.permute(p o r).
+Perm then(const Perm& p, const Perm& r) {
+  return {p[r[0]], p[r[1]], p[r[2]], p[r[3]]};
+}
+
+Perm inverse(const Perm& p) {
+  Perm inv{};
+  for (int k = 0; k < 4; ++k) inv[p[k]] = k;
+  return inv;
+}
+
+/// A value that reads or writes a tensor's bytes as X.permute(p), X being
+/// the tensor (default dim order, static): the view's sizes, and its dim
+/// order over those bytes (outermost first: dimension k of the view steps
+/// through X's dimension p[k]).
+AttentionFusion::View view_of(int32_t value, const std::vector<int64_t>& sizes, const Perm& p) {
+  AttentionFusion::View v;
+  v.value = value;
+  const Perm order = inverse(p);
+  for (int k = 0; k < 4; ++k) {
+    v.sizes.push_back(sizes[p[k]]);
+    v.dim_order.push_back(static_cast<uint8_t>(order[k]));
+  }
+  v.whole = p == kIdentity;
+  return v;
+}
+
+class Finder {
+ public:
+  Finder(const format::MethodDesc& d, const ChainView& v, const std::vector<bool>& keep,
+         const std::vector<PatternFusion>& safe)
+      : d_(d), v_(v), keep_(keep), instrs_(v.instrs()) {
+    for (size_t k = 0; k < instrs_.size(); ++k) {
+      if (instrs_[k].kind != format::InstructionKind::KernelCall || instrs_[k].args.empty()) {
+        continue;
+      }
+      (running(k) ? writer_ : folded_)[instrs_[k].args.back()] = k;
+    }
+    for (const PatternFusion& f : safe) {
+      if (f.chain == v.c) safe_[f.out] = &f;
+    }
+  }
+
+  std::optional<AttentionFusion> at(size_t k) {
+    if (!running(k) || !v_.is_kernel(k, "aten::bmm.out", 4)) return std::nullopt;
+    steps_.clear();
+    written_.clear();
+    scale_ = 1;
+    AttentionFusion f;
+    f.chain = v_.c;
+    const auto& pv = instrs_[k].args;  // (probabilities, values, out)
+    steps_.push_back(k);
+    // The probabilities: a softmax over the last dimension, plain or safe.
+    int32_t probs = source(pv[0], k);
+    if (probs < 0) return std::nullopt;
+    probs = through_same_expand(probs);
+    int32_t scores = -1;
+    size_t reader = kNone;  // the instruction that reads `scores`
+    if (auto s = safe_.find(probs); s != safe_.end()) {
+      const PatternFusion& sf = *s->second;
+      f.empty_rows_zero = true;
+      steps_.push_back(sf.replacement.index);
+      steps_.insert(steps_.end(), sf.idle.begin(), sf.idle.end());
+      for (const auto& dropped : sf.dropped) written_.push_back(dropped.first);
+      written_.push_back(probs);
+      scores = sf.input;
+      reader = sf.replacement.index;
+      if (!last_dim(sf.replacement.args[1], scores)) return std::nullopt;
+    } else {
+      const size_t w = writer(probs);
+      if (w == kNone || !v_.is_kernel(w, "aten::_softmax.out", 5)) return std::nullopt;
+      const auto& a = instrs_[w].args;
+      if (d_.values[a[2]].kind != ValueKind::Bool || d_.values[a[2]].bool_value ||
+          !last_dim(a[1], a[0])) {
+        return std::nullopt;
+      }
+      steps_.push_back(w);
+      written_.push_back(probs);
+      scores = a[0];
+      reader = w;
+    }
+    // The scores: q.k^T, times numbers, plus an additive mask.
+    std::optional<int32_t> mask;
+    size_t mask_at = kNone, qk = kNone;
+    for (int32_t x = scores; qk == kNone;) {
+      const size_t w = writer(x);
+      if (w == kNone) {
+        const int32_t s = source(x, reader);
+        if (s < 0 || s == x || writer(s) == kNone || !v_.is_kernel(writer(s), "aten::bmm.out", 4)) {
+          return std::nullopt;
+        }
+        qk = writer(s);
+        written_.push_back(s);
+        break;
+      }
+      written_.push_back(x);
+      steps_.push_back(w);
+      reader = w;
+      const auto& a = instrs_[w].args;
+      if (v_.is_kernel(w, "aten::bmm.out", 4)) {
+        qk = w;
+      } else if (const int32_t in = number(w, x); in >= 0) {
+        x = in;
+      } else if (v_.is_kernel(w, "aten::add.out", 5) && !mask && v_.number_is(a[2], 1)) {
+        // The scores come from the product; the other addend is the mask.
+        const bool first = from_product(a[0], w);
+        if (!first && !from_product(a[1], w)) return std::nullopt;
+        mask = first ? a[1] : a[0];
+        mask_at = w;
+        x = first ? a[0] : a[1];
+      } else {
+        return std::nullopt;
+      }
+    }
+    if (std::find(steps_.begin(), steps_.end(), qk) == steps_.end()) steps_.push_back(qk);
+    const auto& qa = instrs_[qk].args;
+    const auto q = operand(qa[0], qk);
+    const auto kt = operand(qa[1], qk);
+    const auto values = operand(pv[1], k);
+    if (!q || !kt || !values) return std::nullopt;
+    const std::vector<int64_t>& qs = tensor(q->base)->sizes;
+    const auto qv = then(q->perm, kSwapMiddle);
+    const auto kv = then(kt->perm, Perm{0, 3, 1, 2});  // [B, H, D, Sk] -> [B, Sk, H, D]
+    const auto vv = then(values->perm, kSwapMiddle);
+    if (qv[3] != 3 || kv[3] != 3 || vv[3] != 3) return std::nullopt;  // head_dim innermost
+    f.q = view_of(q->base, qs, qv);
+    f.k = view_of(kt->base, tensor(kt->base)->sizes, kv);
+    f.v = view_of(values->base, tensor(values->base)->sizes, vv);
+    // [B, S, H, D] each; keys and values alike; as many heads as the queries.
+    const auto& qz = f.q.sizes;
+    const auto& kz = f.k.sizes;
+    if (kz != f.v.sizes || qz[0] != kz[0] || qz[2] != kz[2] || qz[3] != kz[3] || kz[1] < qz[1]) {
+      return std::nullopt;
+    }
+    const DType dtype = tensor(q->base)->dtype;
+    // The kernels' dtypes and head sizes on every device (CUDA's takes
+    // head_dim up to 256).
+    if ((dtype != DType::Float32 && dtype != DType::Float16 && dtype != DType::BFloat16) ||
+        qz[3] > kMaxHeadDim || tensor(kt->base)->dtype != dtype ||
+        tensor(values->base)->dtype != dtype || tensor(pv[2])->dtype != dtype) {
+      return std::nullopt;
+    }
+    f.scale = scale_;
+    // The result, [B * H, S, D], through its layout copies.
+    const auto out = result(pv[2], k, qz);
+    if (!out) return std::nullopt;
+    f.out = *out;
+    if (mask && !mask_view(*mask, qz[1], kz[1], dtype, f)) return std::nullopt;
+    f.at = *std::max_element(steps_.begin(), steps_.end());
+    f.first = *std::min_element(steps_.begin(), steps_.end());
+    for (size_t s : steps_) {
+      if (s != f.at) f.idle.push_back(s);
+    }
+    std::sort(f.idle.begin(), f.idle.end());
+    f.idle.erase(std::unique(f.idle.begin(), f.idle.end()), f.idle.end());
+    f.dropped = written_;
+    // What the kernel reads from planned memory, with the instruction of the
+    // run that read it (a folded value has memory of its own).
+    for (auto [t, r] :
+         {std::pair{f.q.value, q->reader}, std::pair{f.k.value, kt->reader},
+          std::pair{f.v.value, values->reader}, std::pair{mask.value_or(-1), mask_at}}) {
+      if (t >= 0 && folded_.find(t) == folded_.end()) f.reads.emplace_back(t, r);
+    }
+    if (!consistent(f)) return std::nullopt;
+    return f;
+  }
+
+ private:
+  static constexpr size_t kNone = static_cast<size_t>(-1);
+
+  struct Traced {
+    int32_t base;
+    Perm perm;      // the operand is base.permute(perm)
+    size_t reader;  // the run's instruction that read base
+  };
+
+  bool running(size_t k) const { return k >= v_.idle.size() || !v_.idle[k]; }
+  const format::TensorDesc* tensor(int32_t t) const { return desc::tensor_of(d_, t); }
+
+  size_t writer(int32_t t) const {
+    const auto it = writer_.find(t);
+    return it == writer_.end() ? kNone : it->second;
+  }
+
+  bool plain(const format::TensorDesc* t) const {
+    return t != nullptr && desc::default_order(*t) && t->dynamism == ShapeDynamism::Static;
+  }
+
+  // A kept value other than an input or an output: state, or a value a
+  // kernel re-points. A view of it cannot follow it (the loader makes the
+  // views of inputs and outputs follow them when a call re-points them).
+  bool fixed(int32_t t) const {
+    return keep_[t] && std::find(d_.inputs.begin(), d_.inputs.end(), t) == d_.inputs.end() &&
+           std::find(d_.outputs.begin(), d_.outputs.end(), t) == d_.outputs.end();
+  }
+
+  // Not kept, static, default order: a value the fusion may drop.
+  bool internal(int32_t t) const { return !keep_[t] && plain(tensor(t)); }
+
+  bool same_bytes(const format::TensorDesc& a, const format::TensorDesc& b) const {
+    return desc::planned(a) && desc::planned(b) && a.memory_id == b.memory_id &&
+           a.memory_offset == b.memory_offset && a.nbytes == b.nbytes && a.dtype == b.dtype &&
+           desc::default_order(a) && desc::default_order(b);
+  }
+
+  // The value an instruction wrote whose bytes `t` reads, as instruction
+  // `before` sees them: t itself when an instruction writes it, else the
+  // last one before `before` that wrote exactly t's bytes (a view the
+  // exporter made by memory planning alone). -1 when there is none.
+  int32_t source(int32_t t, size_t before) const {
+    if (writer(t) != kNone) return t;
+    const format::TensorDesc* tt = tensor(t);
+    if (tt == nullptr || keep_[t]) return -1;
+    for (size_t w = std::min(before, instrs_.size()); w-- > 0;) {
+      if (!running(w) || instrs_[w].kind != format::InstructionKind::KernelCall ||
+          instrs_[w].args.empty()) {
+        continue;
+      }
+      const int32_t r = instrs_[w].args.back();
+      const format::TensorDesc* rt = tensor(r);
+      if (rt == nullptr || !desc::planned(*rt) || !desc::overlaps(*rt, *tt)) continue;
+      return same_bytes(*rt, *tt) ? r : -1;
+    }
+    return -1;
+  }
+
+  // expand_copy.out of a tensor to its own shape (a copy) is passed over.
+  int32_t through_same_expand(int32_t t) {
+    for (size_t w = writer(t); w != kNone && v_.is_kernel(w, "aten::expand_copy.out", 5);
+         w = writer(t)) {
+      const auto& a = instrs_[w].args;
+      const format::TensorDesc* in = tensor(a[0]);
+      if (in == nullptr || in->sizes != tensor(t)->sizes || !internal(t)) break;
+      steps_.push_back(w);
+      written_.push_back(t);
+      t = a[0];
+    }
+    return t;
+  }
+
+  // `dim` names the last dimension of x.
+  bool last_dim(int32_t dim, int32_t x) const {
+    const format::TensorDesc* t = tensor(x);
+    if (t == nullptr || d_.values[dim].kind != ValueKind::Int) return false;
+    const auto rank = static_cast<int64_t>(t->sizes.size());
+    const int64_t k = d_.values[dim].int_value;
+    return k == -1 || k == rank - 1;
+  }
+
+  // x = t times or divided by a number (mul.Scalar_out, div.Scalar_out,
+  // or mul.out / div.out by a one-element float32 constant): t, its
+  // factor joining the scale; -1 otherwise.
+  int32_t number(size_t w, int32_t x) {
+    const bool scalar_mul = v_.is_kernel(w, "aten::mul.Scalar_out", 4);
+    const bool tensor_mul = v_.is_kernel(w, "aten::mul.out", 4);
+    const bool divide =
+        v_.is_kernel(w, "aten::div.Scalar_out", 4) || v_.is_kernel(w, "aten::div.out", 4);
+    if (!scalar_mul && !tensor_mul && !divide) return -1;
+    const auto& a = instrs_[w].args;
+    const format::TensorDesc* xt = tensor(x);
+    double factor = 0;
+    int32_t t = a[0];
+    auto constant = [&](int32_t c) {
+      const format::TensorDesc* ct = tensor(c);
+      if (ct == nullptr || !ct->is_constant() || ct->dtype != DType::Float32 || ct->numel != 1 ||
+          ct->data.size() != sizeof(float)) {
+        return false;
+      }
+      float f = 0;
+      std::memcpy(&f, ct->data.data(), sizeof f);
+      factor = f;
+      return true;
+    };
+    const format::ValueDesc& c = d_.values[a[1]];
+    if (c.kind == ValueKind::Double) {
+      factor = c.double_value;
+    } else if (c.kind == ValueKind::Int) {
+      factor = static_cast<double>(c.int_value);
+    } else if (!constant(a[1])) {
+      if (!tensor_mul || !constant(a[0])) return -1;
+      t = a[1];  // the number first
+    }
+    const format::TensorDesc* in = tensor(t);
+    if (!std::isfinite(factor) || factor == 0 || in == nullptr || xt == nullptr ||
+        in->sizes != xt->sizes || in->dtype != xt->dtype) {
+      return -1;
+    }
+    scale_ *= divide ? 1 / factor : factor;
+    return t;
+  }
+
+  // x is the product of queries and keys, seen through a view.
+  bool from_product(int32_t x, size_t reader) const {
+    const int32_t s = source(x, reader);
+    return s >= 0 && writer(s) != kNone && v_.is_kernel(writer(s), "aten::bmm.out", 4);
+  }
+
+  // One operand of a product, [N, rows, cols], from a [B, H, rows, cols]
+  // tensor through layout copies and numbers.
+  std::optional<Traced> operand(int32_t x, size_t reader) {
+    const int32_t s = source(x, reader);
+    const format::TensorDesc* xt = tensor(x);
+    if (s < 0 || xt == nullptr || xt->sizes.size() != 3 || !plain(xt)) return std::nullopt;
+    const format::TensorDesc* st = tensor(s);
+    if (st->sizes.size() != 4 || !plain(st) || st->sizes[0] * st->sizes[1] != xt->sizes[0] ||
+        st->sizes[2] != xt->sizes[1] || st->sizes[3] != xt->sizes[2]) {
+      return std::nullopt;
+    }
+    if (s != x) {
+      if (!internal(x)) return std::nullopt;
+      written_.push_back(x);
+    }
+    Perm perm = kIdentity;
+    int32_t t = s;
+    size_t read_at = reader;
+    for (size_t w = writer(t); w != kNone; w = writer(t)) {
+      const auto& a = instrs_[w].args;
+      const format::TensorDesc* in = tensor(a[0]);
+      if (!internal(t) || v_.uses[t] > 2) break;
+      int32_t next = a[0];
+      if (v_.is_kernel(w, "aten::permute_copy.out", 4)) {
+        const format::ValueDesc& dims = d_.values[a[1]];
+        if (in == nullptr || in->sizes.size() != 4 || dims.kind != ValueKind::IntList ||
+            dims.items.size() != 4) {
+          break;
+        }
+        Perm p{};
+        std::array<bool, 4> seen{};
+        bool ok = true;
+        for (int k = 0; k < 4 && ok; ++k) {
+          const auto& item = d_.values[dims.items[k]];
+          const int64_t dim = item.kind == ValueKind::Int ? item.int_value : -5;
+          const int64_t wrapped = dim < 0 ? dim + 4 : dim;
+          ok = wrapped >= 0 && wrapped < 4 && !seen[wrapped];
+          if (ok) seen[wrapped] = true, p[k] = static_cast<int>(wrapped);
+        }
+        if (!ok) break;
+        perm = then(p, perm);
+      } else if (v_.is_kernel(w, "aten::expand_copy.out", 5) ||
+                 v_.is_kernel(w, "dim_order_ops::_clone_dim_order.out", 5) ||
+                 v_.is_kernel(w, "aten::clone.out", 4)) {
+        if (in == nullptr || in->sizes != tensor(t)->sizes) break;  // a copy
+      } else if ((next = number(w, t)) < 0) {
+        break;
+      }
+      steps_.push_back(w);
+      written_.push_back(t);
+      t = next;
+      read_at = w;
+    }
+    const format::TensorDesc* base = tensor(t);
+    if (base == nullptr || base->sizes.size() != 4 || !plain(base)) return std::nullopt;
+    return Traced{t, perm, read_at};
+  }
+
+  // The product's result [N, S, D] followed through its layout copies to
+  // the tensor the method reads, as a view [B, S, H, D] of that tensor's
+  // bytes (q: the queries' [B, S, H, D]).
+  std::optional<AttentionFusion::View> result(int32_t o, size_t w, const std::vector<int64_t>& q) {
+    const format::TensorDesc* ot = tensor(o);
+    if (!plain(ot) || ot->sizes.size() != 3 || ot->sizes[0] != q[0] * q[2] ||
+        ot->sizes[1] != q[1] || ot->sizes[2] != q[3]) {
+      return std::nullopt;
+    }
+    // The result as [B, H, S, D], then T = that.permute(perm) for each copy.
+    const std::vector<int64_t> bhsd = {q[0], q[2], q[1], q[3]};
+    int32_t t = o;
+    std::vector<int64_t> sizes = bhsd;
+    Perm perm = kIdentity;
+    for (;;) {
+      std::vector<size_t> readers;
+      if (!readers_of(t, w, readers) || readers.size() != 1) break;
+      const size_t r = readers.front();
+      const auto& a = instrs_[r].args;
+      const format::TensorDesc* in = tensor(a[0]);
+      const int32_t next = a.back();
+      const format::TensorDesc* nt = tensor(next);
+      if (in == nullptr || nt == nullptr || !plain(in) || !plain(nt) || in->sizes.size() != 4 ||
+          nt->sizes.size() != 4 || in->sizes != (t == o ? bhsd : sizes) || !internal(t) ||
+          (a[0] != t && !internal(a[0]))) {
+        break;
+      }
+      Perm p = kIdentity;
+      if (v_.is_kernel(r, "aten::permute_copy.out", 4)) {
+        const format::ValueDesc& dims = d_.values[a[1]];
+        if (dims.kind != ValueKind::IntList || dims.items.size() != 4) break;
+        bool ok = true;
+        std::array<bool, 4> seen{};
+        for (int k = 0; k < 4 && ok; ++k) {
+          const auto& item = d_.values[dims.items[k]];
+          const int64_t dim = item.kind == ValueKind::Int ? item.int_value : -5;
+          const int64_t wrapped = dim < 0 ? dim + 4 : dim;
+          ok = wrapped >= 0 && wrapped < 4 && !seen[wrapped];
+          if (ok) seen[wrapped] = true, p[k] = static_cast<int>(wrapped);
+        }
+        if (!ok) break;
+      } else if (!(v_.is_kernel(r, "dim_order_ops::_clone_dim_order.out", 5) ||
+                   v_.is_kernel(r, "aten::clone.out", 4))) {
+        break;
+      }
+      perm = then(perm, p);
+      for (int k = 0; k < 4; ++k) {
+        if (nt->sizes[k] != bhsd[perm[k]]) return std::nullopt;
+      }
+      written_.push_back(t);  // o and each copy but the last: dropped
+      if (a[0] != t) written_.push_back(a[0]);
+      steps_.push_back(r);
+      t = next;
+      sizes = nt->sizes;
+      w = r;
+    }
+    // out[b, s, h, d] = result[b, h, s, d]; result = T.permute(inverse(perm)).
+    const Perm p = then(inverse(perm), kSwapMiddle);
+    if (p[3] != 3) return std::nullopt;
+    AttentionFusion::View v = view_of(t, t == o ? bhsd : sizes, p);
+    v.whole = v.whole && t != o;  // o is [B * H, S, D]
+    if (fixed(t) && !v.whole) return std::nullopt;
+    return v;
+  }
+
+  // The running instructions after `w` that read t's bytes before an
+  // instruction writes over them. False when a list argument names them
+  // (not followed).
+  bool readers_of(int32_t t, size_t w, std::vector<size_t>& out) const {
+    const format::TensorDesc* tt = tensor(t);
+    if (tt == nullptr || !desc::planned(*tt)) return false;
+    // A value whose writer no longer runs (folded at load into memory of
+    // its own, or dropped by an earlier fusion) reads nothing planned.
+    auto touches = [&](int32_t a) {
+      const format::TensorDesc* at = tensor(a);
+      return at != nullptr && desc::planned(*at) && desc::overlaps(*at, *tt) &&
+             folded_.find(a) == folded_.end();
+    };
+    for (size_t k = w + 1; k < instrs_.size(); ++k) {
+      const auto& instr = instrs_[k];
+      if (!running(k)) continue;
+      if (instr.kind != format::InstructionKind::KernelCall) return false;
+      // The out arguments (the return entry, or its items) are written.
+      const int32_t ret = instr.args.empty() ? -1 : instr.args.back();
+      auto written = [&](int32_t a) {
+        if (a == ret) return true;
+        const auto& rv = d_.values[ret];
+        if (rv.kind != ValueKind::TensorList) return false;
+        auto in_ret = [&](int64_t x) {
+          return std::find(rv.items.begin(), rv.items.end(), x) != rv.items.end();
+        };
+        const auto& av = d_.values[a];
+        return av.kind == ValueKind::TensorList
+                   ? std::all_of(av.items.begin(), av.items.end(), in_ret)
+                   : in_ret(a);
+      };
+      for (size_t i = 0; i + 1 < instr.args.size(); ++i) {
+        const int32_t a = instr.args[i];
+        if (written(a)) continue;
+        const auto& value = d_.values[a];
+        if (value.kind == ValueKind::TensorList || value.kind == ValueKind::OptionalTensorList) {
+          for (int64_t item : value.items) {
+            if (item >= 0 && touches(static_cast<int32_t>(item))) return false;
+          }
+        } else if (touches(a) && (out.empty() || out.back() != k)) {
+          out.push_back(k);
+        }
+      }
+      if (!instr.args.empty()) {
+        const int32_t r = instr.args.back();
+        const auto& rv = d_.values[r];
+        if (touches(r)) return true;
+        if (rv.kind == ValueKind::TensorList) {
+          for (int64_t item : rv.items) {
+            if (item >= 0 && touches(static_cast<int32_t>(item))) return true;
+          }
+        }
+      }
+    }
+    return true;
+  }
+
+  // An additive mask [..., S, Sk] with ones before (broadcast over batch
+  // and heads), read as [S, Sk].
+  bool mask_view(int32_t m, int64_t s, int64_t sk, DType dtype, AttentionFusion& f) const {
+    const format::TensorDesc* t = tensor(m);
+    if (t == nullptr || t->sizes.size() < 2 || !desc::default_order(*t) ||
+        t->dynamism != ShapeDynamism::Static || (t->dtype != dtype && t->dtype != DType::Float32)) {
+      return false;
+    }
+    const size_t rank = t->sizes.size();
+    for (size_t k = 0; k + 2 < rank; ++k) {
+      if (t->sizes[k] != 1) return false;
+    }
+    if (t->sizes[rank - 2] != s || t->sizes[rank - 1] != sk) return false;
+    AttentionFusion::View v;
+    v.value = m;
+    v.sizes = {s, sk};
+    v.dim_order = {0, 1};
+    v.whole = rank == 2;
+    if (fixed(m) && !v.whole) return false;
+    f.mask = v;
+    return true;
+  }
+
+  // Every value the run drops is read by the run alone (its views too),
+  // and none is kept; each view a kept value would need is whole.
+  bool consistent(const AttentionFusion& f) const {
+    auto in_run = [&](size_t k) {
+      return k == f.at || std::binary_search(f.idle.begin(), f.idle.end(), k);
+    };
+    for (int32_t t : f.dropped) {
+      if (keep_[t]) return false;
+      const size_t w = writer(t);
+      if (w == kNone) continue;  // a view: its writer's value is checked
+      std::vector<size_t> readers;
+      if (!readers_of(t, w, readers)) return false;
+      for (size_t r : readers) {
+        if (!in_run(r)) return false;
+      }
+    }
+    for (const AttentionFusion::View* v : {&f.q, &f.k, &f.v}) {
+      if (fixed(v->value) && !v->whole) return false;
+    }
+    // What the kernel reads is still there when it runs, later than the
+    // run's instruction that read it: nothing else writes over it between.
+    for (auto [t, read_at] : f.reads) {
+      const format::TensorDesc* tt = tensor(t);
+      if (tt == nullptr || !desc::planned(*tt)) continue;
+      auto over = [&](int64_t r) {
+        const format::TensorDesc* rt = r >= 0 ? tensor(static_cast<int32_t>(r)) : nullptr;
+        return rt != nullptr && desc::planned(*rt) && desc::overlaps(*rt, *tt);
+      };
+      for (size_t k = read_at + 1; k < f.at; ++k) {
+        const auto& instr = instrs_[k];
+        if (!running(k) || in_run(k)) continue;
+        if (instr.kind != format::InstructionKind::KernelCall) return false;
+        if (instr.args.empty()) continue;
+        const auto& rv = d_.values[instr.args.back()];
+        if (over(instr.args.back())) return false;
+        if (rv.kind == ValueKind::TensorList &&
+            std::any_of(rv.items.begin(), rv.items.end(), over)) {
+          return false;
+        }
+      }
+    }
+    return true;
+  }
+
+  const format::MethodDesc& d_;
+  const ChainView& v_;
+  const std::vector<bool>& keep_;
+  const std::vector<format::InstructionDesc>& instrs_;
+  std::map<int32_t, size_t> writer_;  // running instructions' results
+  std::map<int32_t, size_t> folded_;  // results of instructions that no longer run
+  std::map<int32_t, const PatternFusion*> safe_;
+  std::vector<size_t> steps_;
+  std::vector<int32_t> written_;
+  double scale_ = 1;
+};
+
+}  // namespace
+
+std::vector<AttentionFusion> find_attention_fusions(const format::MethodDesc& d,
+                                                    const std::vector<bool>& keep,
+                                                    const std::vector<std::vector<bool>>& idle) {
+  std::vector<AttentionFusion> found;
+  const std::vector<PatternFusion> safe = find_safe_softmax_fusions(d, keep, idle);
+  detail::for_each_chain(d, keep, idle, [&](const ChainView& v) {
+    Finder finder(d, v, keep, safe);
+    std::vector<bool> taken(v.instrs().size(), false);
+    for (size_t k = 0; k < v.instrs().size(); ++k) {
+      auto f = finder.at(k);
+      if (!f || taken[f->at] ||
+          std::any_of(f->idle.begin(), f->idle.end(), [&](size_t i) { return taken[i]; })) {
+        continue;
+      }
+      taken[f->at] = true;
+      for (size_t i : f->idle) taken[i] = true;
+      found.push_back(std::move(*f));
+    }
+  });
+  return found;
+}
+
+}  // namespace pterun
