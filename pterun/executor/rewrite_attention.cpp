@@ -18,6 +18,7 @@
 #include <cstring>
 #include <map>
 #include <optional>
+#include <string>
 
 #include "pterun/executor/chain_view.h"
 #include "pterun/executor/desc_util.h"
@@ -115,8 +116,12 @@ class Finder {
       reader = w;
     }
     // The scores: q.k^T, times numbers, plus an additive mask.
+    // The kernel adds the mask to the scaled scores: a number applied
+    // after the mask (met first, walking back) would scale the mask too.
     std::optional<int32_t> mask;
     size_t mask_at = kNone, qk = kNone;
+    bool scaled_after = false;
+    std::vector<int32_t> score_values = {scores, probs};
     for (int32_t x = scores; qk == kNone;) {
       const size_t w = writer(x);
       if (w == kNone) {
@@ -126,17 +131,22 @@ class Finder {
         }
         qk = writer(s);
         written_.push_back(s);
+        score_values.push_back(x);
+        score_values.push_back(s);
         break;
       }
       written_.push_back(x);
       steps_.push_back(w);
       reader = w;
+      score_values.push_back(x);
       const auto& a = instrs_[w].args;
       if (v_.is_kernel(w, "aten::bmm.out", 4)) {
         qk = w;
       } else if (const int32_t in = number(w, x); in >= 0) {
         x = in;
-      } else if (v_.is_kernel(w, "aten::add.out", 5) && !mask && v_.number_is(a[2], 1)) {
+        scaled_after = !mask;
+      } else if (v_.is_kernel(w, "aten::add.out", 5) && !mask && !scaled_after &&
+                 v_.number_is(a[2], 1)) {
         // The scores come from the product; the other addend is the mask.
         const bool first = from_product(a[0], w);
         if (!first && !from_product(a[1], w)) return std::nullopt;
@@ -151,7 +161,7 @@ class Finder {
     const auto& qa = instrs_[qk].args;
     const auto q = operand(qa[0], qk);
     const auto kt = operand(qa[1], qk);
-    const auto values = operand(pv[1], k);
+    const auto values = operand(pv[1], k, false);  // a number here would scale the result
     if (!q || !kt || !values) return std::nullopt;
     const std::vector<int64_t>& qs = tensor(q->base)->sizes;
     const auto qv = then(q->perm, kSwapMiddle);
@@ -174,6 +184,25 @@ class Finder {
         qz[3] > kMaxHeadDim || tensor(kt->base)->dtype != dtype ||
         tensor(values->base)->dtype != dtype || tensor(pv[2])->dtype != dtype) {
       return std::nullopt;
+    }
+    // Every tensor between the two products holds the rows of scores
+    // [..., S, Sk] (a view that reshapes them changes what the softmax
+    // normalises).
+    const int64_t n = qz[0] * qz[2];
+    for (int32_t t : score_values) {
+      const format::TensorDesc* st = tensor(t);
+      if (st == nullptr || st->sizes.size() < 2 ||
+          st->numel != static_cast<uint64_t>(n * qz[1] * kz[1]) ||
+          st->sizes[st->sizes.size() - 2] != qz[1] || st->sizes.back() != kz[1]) {
+        return std::nullopt;
+      }
+    }
+    for (int32_t t : {pv[0], probs}) {
+      const format::TensorDesc* pt = tensor(t);
+      if (pt == nullptr || pt->sizes.size() < 2 || pt->sizes[pt->sizes.size() - 2] != qz[1] ||
+          pt->sizes.back() != kz[1]) {
+        return std::nullopt;
+      }
     }
     f.scale = scale_;
     // The result, [B * H, S, D], through its layout copies.
@@ -253,7 +282,11 @@ class Finder {
       }
       const int32_t r = instrs_[w].args.back();
       const format::TensorDesc* rt = tensor(r);
-      if (rt == nullptr || !desc::planned(*rt) || !desc::overlaps(*rt, *tt)) continue;
+      if (rt == nullptr) {
+        if (may_write(w, *tt)) return -1;  // an item of a list, say
+        continue;
+      }
+      if (!desc::planned(*rt) || !desc::overlaps(*rt, *tt)) continue;
       return same_bytes(*rt, *tt) ? r : -1;
     }
     return -1;
@@ -332,7 +365,7 @@ class Finder {
 
   // One operand of a product, [N, rows, cols], from a [B, H, rows, cols]
   // tensor through layout copies and numbers.
-  std::optional<Traced> operand(int32_t x, size_t reader) {
+  std::optional<Traced> operand(int32_t x, size_t reader, bool numbers = true) {
     const int32_t s = source(x, reader);
     const format::TensorDesc* xt = tensor(x);
     if (s < 0 || xt == nullptr || xt->sizes.size() != 3 || !plain(xt)) return std::nullopt;
@@ -375,7 +408,7 @@ class Finder {
                  v_.is_kernel(w, "dim_order_ops::_clone_dim_order.out", 5) ||
                  v_.is_kernel(w, "aten::clone.out", 4)) {
         if (in == nullptr || in->sizes != tensor(t)->sizes) break;  // a copy
-      } else if ((next = number(w, t)) < 0) {
+      } else if (!numbers || (next = number(w, t)) < 0) {
         break;
       }
       steps_.push_back(w);
@@ -451,6 +484,36 @@ class Finder {
     v.whole = v.whole && t != o;  // o is [B * H, S, D]
     if (fixed(t) && !v.whole) return std::nullopt;
     return v;
+  }
+
+  // Whether running instruction k may write over bytes of t: its result
+  // (or an item of it) overlaps them, or it names a tensor that does and
+  // writes what it names (an operator that is no out variant, or one of
+  // the out variants that update a cache in place).
+  bool may_write(size_t k, const format::TensorDesc& t) const {
+    const auto& instr = instrs_[k];
+    if (instr.kind != format::InstructionKind::KernelCall) return true;
+    if (instr.args.empty()) return false;
+    auto over = [&](int64_t v) {
+      if (v < 0) return false;
+      const format::ValueDesc& x = d_.values[v];
+      if (x.kind == ValueKind::TensorList || x.kind == ValueKind::OptionalTensorList) {
+        return std::any_of(x.items.begin(), x.items.end(), [&](int64_t i) {
+          const format::TensorDesc* it = i >= 0 ? tensor(static_cast<int32_t>(i)) : nullptr;
+          return it != nullptr && desc::planned(*it) && desc::overlaps(*it, t);
+        });
+      }
+      const format::TensorDesc* vt = tensor(static_cast<int32_t>(v));
+      return vt != nullptr && desc::planned(*vt) && desc::overlaps(*vt, t);
+    };
+    if (over(instr.args.back())) return true;
+    const format::OperatorDesc& op = d_.operators[instr.index];
+    static constexpr const char* kInPlace[] = {
+        "llama::update_cache", "llama::update_cache_with_indices", "llama::sdpa_with_kv_cache"};
+    const bool writes_operands = op.overload.find("out") == std::string::npos ||
+                                 std::any_of(std::begin(kInPlace), std::end(kInPlace),
+                                             [&](const char* name) { return op.name == name; });
+    return writes_operands && std::any_of(instr.args.begin(), instr.args.end(), over);
   }
 
   // The running instructions after `w` that read t's bytes before an
@@ -557,21 +620,8 @@ class Finder {
     for (auto [t, read_at] : f.reads) {
       const format::TensorDesc* tt = tensor(t);
       if (tt == nullptr || !desc::planned(*tt)) continue;
-      auto over = [&](int64_t r) {
-        const format::TensorDesc* rt = r >= 0 ? tensor(static_cast<int32_t>(r)) : nullptr;
-        return rt != nullptr && desc::planned(*rt) && desc::overlaps(*rt, *tt);
-      };
       for (size_t k = read_at + 1; k < f.at; ++k) {
-        const auto& instr = instrs_[k];
-        if (!running(k) || in_run(k)) continue;
-        if (instr.kind != format::InstructionKind::KernelCall) return false;
-        if (instr.args.empty()) continue;
-        const auto& rv = d_.values[instr.args.back()];
-        if (over(instr.args.back())) return false;
-        if (rv.kind == ValueKind::TensorList &&
-            std::any_of(rv.items.begin(), rv.items.end(), over)) {
-          return false;
-        }
+        if (running(k) && !in_run(k) && may_write(k, *tt)) return false;
       }
     }
     return true;

@@ -8,7 +8,9 @@ PTERUN_FUSE_ATTENTION=0 turns the pass off.
 attention_forms holds the forms the pass takes (an additive mask with rows
 masked whole, more keys than queries, causal, an explicit scale, grouped
 keys and values, the result laid out as [B, S, H * D]) and one it must leave
-alone: attention written by hand whose probabilities are an output too."""
+alone: attention written by hand whose probabilities are an output too.
+attention_traps holds forms close to those that compute something else
+(the mask before the scale, scaled values, reshaped scores)."""
 
 import numpy as np
 import pytest
@@ -76,6 +78,17 @@ def test_rows_masked_whole_are_zeros(monkeypatch):
         assert np.all(want[0][:, :, 2] == 0)
         assert np.all(got[0][:, :, 2] == 0)
         assert np.abs(got[0]).sum() > 0
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_forms_that_compute_something_else_keep_their_results(device, monkeypatch):
+    # attention_traps: the mask added before the scale, the values scaled,
+    # the scores reshaped between the products.
+    fused, expected, _ = run_calls("attention_traps", device, monkeypatch, fuse=True)
+    for k, (got, want) in enumerate(zip(fused, expected)):
+        for i, (x, y) in enumerate(zip(got, want)):
+            np.testing.assert_allclose(x, y, rtol=1e-5, atol=2e-6,
+                                       err_msg=f"attention_traps on {device}, call {k}, output {i}")
 
 
 @pytest.mark.parametrize("name", ["mlp", "cnn", "resnet_like", "mobilenet_like"])
