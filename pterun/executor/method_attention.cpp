@@ -17,8 +17,15 @@ namespace pterun {
 
 using namespace loader_detail;  // NOLINT: the loader's own helpers
 
-// Most scores a head may have (queries x keys) for the fusion on the CPU.
-constexpr int64_t kCpuMaxScores = 32 * 32;
+// Where the fused kernel is ahead of the steps it replaces. On the CPU it
+// takes a row of queries at a time and is ahead while a head's scores are
+// few (gpt, 16 tokens: 78 against 85 µs a call; 128 tokens: 1.00 against
+// 0.88 ms). On CUDA its launches beat the steps' while the whole attention
+// is small, and cuBLAS's products win past that (H100, bfloat16 gpt at
+// batch 8 and 128 tokens: 268 against 166 µs; float32 at batch 1: 165
+// against 179).
+constexpr int64_t kCpuMaxHeadScores = 32 * 32;
+constexpr int64_t kCudaMaxScores = 64 * 1024;
 
 void Method::Loader::fuse_attention() {
   const kernels::KernelInfo* info =
@@ -28,11 +35,9 @@ void Method::Loader::fuse_attention() {
   const std::vector<bool> keep = kept_values();
   const bool cpu = m.options_.device == Device::CPU;
   for (const AttentionFusion& f : find_attention_fusions(d, keep, layout.idle)) {
-    // On the CPU the fused kernel (a row of queries at a time) is ahead
-    // only while a head's scores are few; past that the products run
-    // faster as matrix products (gpt at 128 tokens: 1.00 ms fused, 0.88
-    // unfused; 16 tokens: 78 against 85 µs).
-    if (cpu && f.q.sizes[1] * f.k.sizes[1] > kCpuMaxScores) continue;
+    const int64_t head_scores = f.q.sizes[1] * f.k.sizes[1];
+    const int64_t scores = head_scores * f.q.sizes[0] * f.q.sizes[2];
+    if (cpu ? head_scores > kCpuMaxHeadScores : scores > kCudaMaxScores) continue;
     if (!runs_own_operator(f.chain, f.at) ||
         std::any_of(f.idle.begin(), f.idle.end(),
                     [&](size_t k) { return !runs_own_operator(f.chain, k); })) {
