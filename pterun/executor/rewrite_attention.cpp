@@ -306,6 +306,24 @@ class Finder {
     return t;
   }
 
+  // permute_copy.out's dims, a permutation of 4 dimensions (negative ones
+  // counted from the end).
+  std::optional<Perm> permutation(int32_t v) const {
+    const format::ValueDesc& dims = d_.values[v];
+    if (dims.kind != ValueKind::IntList || dims.items.size() != 4) return std::nullopt;
+    Perm p{};
+    std::array<bool, 4> seen{};
+    for (int k = 0; k < 4; ++k) {
+      const auto& item = d_.values[dims.items[k]];
+      if (item.kind != ValueKind::Int) return std::nullopt;
+      const int64_t dim = item.int_value < 0 ? item.int_value + 4 : item.int_value;
+      if (dim < 0 || dim >= 4 || seen[dim]) return std::nullopt;
+      seen[dim] = true;
+      p[k] = static_cast<int>(dim);
+    }
+    return p;
+  }
+
   // `dim` names the last dimension of x.
   bool last_dim(int32_t dim, int32_t x) const {
     const format::TensorDesc* t = tensor(x);
@@ -387,23 +405,9 @@ class Finder {
       if (!internal(t) || v_.uses[t] > 2) break;
       int32_t next = a[0];
       if (v_.is_kernel(w, "aten::permute_copy.out", 4)) {
-        const format::ValueDesc& dims = d_.values[a[1]];
-        if (in == nullptr || in->sizes.size() != 4 || dims.kind != ValueKind::IntList ||
-            dims.items.size() != 4) {
-          break;
-        }
-        Perm p{};
-        std::array<bool, 4> seen{};
-        bool ok = true;
-        for (int k = 0; k < 4 && ok; ++k) {
-          const auto& item = d_.values[dims.items[k]];
-          const int64_t dim = item.kind == ValueKind::Int ? item.int_value : -5;
-          const int64_t wrapped = dim < 0 ? dim + 4 : dim;
-          ok = wrapped >= 0 && wrapped < 4 && !seen[wrapped];
-          if (ok) seen[wrapped] = true, p[k] = static_cast<int>(wrapped);
-        }
-        if (!ok) break;
-        perm = then(p, perm);
+        const std::optional<Perm> p = permutation(a[1]);
+        if (in == nullptr || in->sizes.size() != 4 || !p) break;
+        perm = then(*p, perm);
       } else if (v_.is_kernel(w, "aten::expand_copy.out", 5) ||
                  v_.is_kernel(w, "dim_order_ops::_clone_dim_order.out", 5) ||
                  v_.is_kernel(w, "aten::clone.out", 4)) {
@@ -450,18 +454,9 @@ class Finder {
       }
       Perm p = kIdentity;
       if (v_.is_kernel(r, "aten::permute_copy.out", 4)) {
-        const format::ValueDesc& dims = d_.values[a[1]];
-        if (dims.kind != ValueKind::IntList || dims.items.size() != 4) break;
-        bool ok = true;
-        std::array<bool, 4> seen{};
-        for (int k = 0; k < 4 && ok; ++k) {
-          const auto& item = d_.values[dims.items[k]];
-          const int64_t dim = item.kind == ValueKind::Int ? item.int_value : -5;
-          const int64_t wrapped = dim < 0 ? dim + 4 : dim;
-          ok = wrapped >= 0 && wrapped < 4 && !seen[wrapped];
-          if (ok) seen[wrapped] = true, p[k] = static_cast<int>(wrapped);
-        }
-        if (!ok) break;
+        const std::optional<Perm> dims = permutation(a[1]);
+        if (!dims) break;
+        p = *dims;
       } else if (!(v_.is_kernel(r, "dim_order_ops::_clone_dim_order.out", 5) ||
                    v_.is_kernel(r, "aten::clone.out", 4))) {
         break;
