@@ -1,5 +1,9 @@
 #include "pterun/executor/desc_util.h"
 
+#include <algorithm>
+#include <iterator>
+#include <string>
+
 namespace pterun::desc {
 
 using format::InstructionKind;
@@ -44,6 +48,15 @@ bool is_call(const format::MethodDesc& d, const format::InstructionDesc& instr, 
              size_t args) {
   return instr.kind == InstructionKind::KernelCall && instr.args.size() == args &&
          d.operators[instr.index].full_name() == name;
+}
+
+bool writes_operands(const format::MethodDesc& d, const format::InstructionDesc& instr) {
+  static constexpr const char* kCacheUpdates[] = {
+      "llama::update_cache", "llama::update_cache_with_indices", "llama::sdpa_with_kv_cache"};
+  const format::OperatorDesc& op = d.operators[instr.index];
+  return op.overload.find("out") == std::string::npos ||
+         std::any_of(std::begin(kCacheUpdates), std::end(kCacheUpdates),
+                     [&](const char* name) { return op.name == name; });
 }
 
 const format::TensorDesc* tensor_of(const format::MethodDesc& d, int32_t v) {

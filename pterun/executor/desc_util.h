@@ -32,6 +32,12 @@ std::vector<std::vector<size_t>> mentions(const format::MethodDesc& d,
 bool is_call(const format::MethodDesc& d, const format::InstructionDesc& instr, const char* name,
              size_t args);
 
+/// True when `instr` writes every tensor it names, not only its result:
+/// an operator that is no out variant (copy_, index_put_ ...), or one of
+/// the out variants that update a KV cache in place (llama::update_cache
+/// and the like).
+bool writes_operands(const format::MethodDesc& d, const format::InstructionDesc& instr);
+
 /// Value `v`'s tensor, or null when it is not a tensor.
 const format::TensorDesc* tensor_of(const format::MethodDesc& d, int32_t v);
 

@@ -199,30 +199,33 @@ std::vector<PatternFusion> find_safe_softmax_fusions(const format::MethodDesc& d
 
 /// torch's decomposed scaled-dot-product attention, as torch.export writes
 /// F.scaled_dot_product_attention out (and attention written by hand):
-///   bmm.out(A, B) -> scores, then any of mul.Scalar_out / div.Scalar_out
-///   by a number and one add.out(scores, mask, alpha 1) (either order);
+///   bmm.out(A, B) -> scores; multiplications or divisions of the scores
+///   by a number (mul.Scalar_out, div.Scalar_out, or mul.out / div.out by
+///   a one-element float32 constant); at most one add.out(scores, mask,
+///   alpha 1) in either order of its operands, with no number after it;
 ///   _softmax.out(., last dim, false), or the safe softmax of
 ///   find_safe_softmax_fusions; expand_copy.out to its own shape, if any;
 ///   bmm.out(probabilities, V) -> O; then layout copies of O
 ///   (permute_copy.out, clone.out, _clone_dim_order.out to the default
 ///   order), each read by the next alone, to F,
+/// every tensor between the two products holding rows [..., S, Sk], and
 /// where A [B * H, S, D], B [B * H, D, Sk] and V [B * H, Sk, D] are views
 /// of [B, H, ...] tensors reached, through layout copies (permute_copy.out,
-/// expand_copy.out to the same shape, clone.out, _clone_dim_order.out) and
-/// multiplications or divisions by a number, from tensors q, kt and v of
-/// four dimensions in the default dim order, such that q seen as
-/// [B, S, H, D], k as [B, Sk, H, D] and v as [B, Sk, H, D] keep head_dim
-/// innermost (`q`, `k`, `v`: views of those values' bytes). The mask is
-/// [..., S, Sk] with ones before, float32 or the queries' dtype; Sk >= S;
-/// float32, float16 or bfloat16, head_dim at most 256 (what CUDA's kernel
-/// takes).
+/// expand_copy.out to the same shape, clone.out, _clone_dim_order.out) and,
+/// for A and B alone, numbers, from tensors q, kt and v of four
+/// dimensions in the default dim order, such that q seen as [B, S, H, D],
+/// k as [B, Sk, H, D] and v as [B, Sk, H, D] keep head_dim innermost (`q`,
+/// `k`, `v`: views of those values' bytes). The mask is [..., S, Sk] with
+/// ones before, float32 or the queries' dtype; Sk >= S; float32, float16
+/// or bfloat16, head_dim at most 256 (what CUDA's kernel takes).
 /// F (or O, read as [B, H, S, D]) is written as the view `out`
 /// ([B, S, H, D]). Every value the run writes but F (`dropped`) is read by
 /// the run alone, views included, and not in `keep`; a view of a kept
 /// value other than an input or an output must be `whole` (the value
 /// itself). Nothing outside the run writes over what the kernel reads from
-/// planned memory (`reads`) between the run's instruction that read it and
-/// `at`, the last, which runs kAttentionKernel with the
+/// planned memory (`reads`; results, and operands of instructions that
+/// write theirs, desc::writes_operands) between the run's instruction that
+/// read it and `at`, the last, which runs kAttentionKernel with the
 /// product of the numbers as the scale (`empty_rows_zero` for the safe
 /// softmax); the others (`idle`) run nothing. The caller checks that F does
 /// not overlap what the kernel reads (else F gets memory of its own) and
@@ -237,7 +240,6 @@ struct AttentionFusion {
   };
   size_t chain = 0;
   size_t at = 0;
-  size_t first = 0;
   std::vector<size_t> idle;
   View q, k, v, out;
   std::optional<View> mask;

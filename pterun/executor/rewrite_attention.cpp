@@ -211,7 +211,6 @@ class Finder {
     f.out = *out;
     if (mask && !mask_view(*mask, qz[1], kz[1], dtype, f)) return std::nullopt;
     f.at = *std::max_element(steps_.begin(), steps_.end());
-    f.first = *std::min_element(steps_.begin(), steps_.end());
     for (size_t s : steps_) {
       if (s != f.at) f.idle.push_back(s);
     }
@@ -483,8 +482,7 @@ class Finder {
 
   // Whether running instruction k may write over bytes of t: its result
   // (or an item of it) overlaps them, or it names a tensor that does and
-  // writes what it names (an operator that is no out variant, or one of
-  // the out variants that update a cache in place).
+  // writes what it names (desc::writes_operands).
   bool may_write(size_t k, const format::TensorDesc& t) const {
     const auto& instr = instrs_[k];
     if (instr.kind != format::InstructionKind::KernelCall) return true;
@@ -502,13 +500,8 @@ class Finder {
       return vt != nullptr && desc::planned(*vt) && desc::overlaps(*vt, t);
     };
     if (over(instr.args.back())) return true;
-    const format::OperatorDesc& op = d_.operators[instr.index];
-    static constexpr const char* kInPlace[] = {
-        "llama::update_cache", "llama::update_cache_with_indices", "llama::sdpa_with_kv_cache"};
-    const bool writes_operands = op.overload.find("out") == std::string::npos ||
-                                 std::any_of(std::begin(kInPlace), std::end(kInPlace),
-                                             [&](const char* name) { return op.name == name; });
-    return writes_operands && std::any_of(instr.args.begin(), instr.args.end(), over);
+    return desc::writes_operands(d_, instr) &&
+           std::any_of(instr.args.begin(), instr.args.end(), over);
   }
 
   // The running instructions after `w` that read t's bytes before an

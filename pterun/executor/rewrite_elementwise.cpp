@@ -36,8 +36,8 @@ bool row_major(const std::vector<int64_t>& sizes, const std::vector<uint8_t>& or
 /// How instruction `instr` may write over value `v`: not at all, the value
 /// itself (it is an argument of an operator that writes its operands, or
 /// returned), or only bytes of a later tenant of v's planned memory. Its
-/// returned tensors are written, and every tensor it names when its
-/// operator is not an out variant (copy_, index_put_, update_cache ...).
+/// returned tensors are written, and every tensor it names when it writes
+/// its operands (desc::writes_operands).
 enum class Write : uint8_t { None, Value, Overlap };
 
 Write write_kind(const format::MethodDesc& d, const format::InstructionDesc& instr, int32_t v) {
@@ -67,8 +67,7 @@ Write write_kind(const format::MethodDesc& d, const format::InstructionDesc& ins
   };
   if (instr.args.empty()) return Write::None;
   value(instr.args.back());
-  const std::string& overload = d.operators[instr.index].overload;
-  if (overload.find("out") == std::string::npos) {
+  if (desc::writes_operands(d, instr)) {
     for (int32_t a : instr.args) value(a);
   }
   return worst;
