@@ -537,6 +537,34 @@ def test_conv2d_channels_last_strips_residual_two_threads(device, cin, cout, hw,
           num_threads=2)
 
 
+# 3x3 layers of stride 1 whose channels are whole vectors: the CPU runs them
+# as Winograd F(2x2, 3x3) (conv_f32_nhwc_winograd.cpp), whose transforms
+# round differently from the direct sum; its error stays within the float
+# tolerance of the direct kernels. Odd output sizes (tiles past the edge),
+# no, one and two pixels of padding, 16 to 64 input channels (64 and 48:
+# the compile-time and general channel loops), blocks of one and two
+# vectors of output channels, residual and ReLU, one and two threads.
+@pytest.mark.parametrize("n,cin,cout,hw,padding", [
+    (1, 16, 16, (8, 8), (1, 1)),
+    (2, 32, 48, (9, 11), (1, 1)),
+    (1, 16, 64, (5, 7), (0, 0)),
+    (1, 48, 32, (6, 5), (2, 2)),
+    (3, 64, 32, (13, 4), (1, 0)),
+])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_conv2d_channels_last_3x3_stride1(device, n, cin, cout, hw, padding, threads):
+    x = normals(n, cin, *hw)
+    w, b = normals(cout, cin, 3, 3), normals(cout)
+    conv(device, x, w, b, padding=padding, x_order=CL, out_order=CL, num_threads=threads)
+    expected = ref_conv2d(x, w, b, (1, 1), padding, (1, 1), 1)
+    res = normals(*expected.shape)
+    expected = np.maximum(expected + res, 0)
+    check(device, "pterun::convolution_add_relu.out", T(x, dim_order=CL), w, b, [1, 1],
+          list(padding), [1, 1], False, [0, 0], 1, T(res, dim_order=CL),
+          Out(np.float32, expected.shape, dim_order=CL), expect=expected, tol=(1e-4, 1e-4),
+          num_threads=threads)
+
+
 def test_conv1d_stride1_own_kernel(device):
     x, w, b = normals(3, 5, 40), normals(8, 5, 3), normals(8)
     expected = ref_conv2d(x[:, :, None], w[:, :, None], b, (1, 1), (0, 1), (1, 1), 1)[:, :, 0]

@@ -20,6 +20,9 @@
 //   per kernel row, reading the input where it lies when it has at most
 //   one column of padding, else each thread copying the input rows of its
 //   own output rows.
+// - Winograd (3x3, stride 1, dilation 1, one group, channels in whole
+//   vectors): F(2x2, 3x3), 16 products of channel vectors per 2x2 output
+//   pixels instead of 36 (conv_f32_nhwc_winograd.cpp).
 // - Depthwise (one input channel per group, multiplier 1): a vector of
 //   channels per pixel, four pixels per step sharing each tap's weights
 //   ([tap][channel], zero-padded to whole vectors); taps over the padding
@@ -27,7 +30,8 @@
 //
 // Both take bias, residual and activation in their stores, and split rows
 // or tiles over the threads from 2^18 multiply-adds (depthwise 2^16). This file is the entry;
-// the parts are conv_f32_nhwc_dense.cpp and conv_f32_nhwc_depthwise.cpp.
+// the parts are conv_f32_nhwc_dense.cpp, conv_f32_nhwc_winograd.cpp and
+// conv_f32_nhwc_depthwise.cpp.
 
 #include "pterun/backend/cpu/ops/conv.h"
 #include "pterun/backend/cpu/ops/conv_f32_nhwc_shared.h"
@@ -51,7 +55,7 @@ bool conv_f32_nhwc(kernels::KernelContext& ctx, const ConvProblem& p) {
     e.lo = static_cast<float>(p.clamp_min);
     e.hi = static_cast<float>(p.clamp_max);
   }
-  if (p.groups == 1) return nhwc::dense(ctx, p, e);
+  if (p.groups == 1) return nhwc::winograd(ctx, p, e) || nhwc::dense(ctx, p, e);
   if (p.groups == p.ic && p.oc == p.ic) return nhwc::depthwise(ctx, p, e);
   return false;
 }

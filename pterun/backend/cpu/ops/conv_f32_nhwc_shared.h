@@ -84,6 +84,11 @@ inline void copy_bias(const ConvProblem& p, Packed& pk, int64_t padded) {
 /// The dense part (one group): false when the layer does not suit it.
 bool dense(KernelContext& ctx, const ConvProblem& p, const Epilogue& e);
 
+/// The Winograd part (conv_f32_nhwc_winograd.cpp): 3x3, stride 1, dilation
+/// 1, one group, input and output channels whole vectors; false when the
+/// layer does not suit it.
+bool winograd(KernelContext& ctx, const ConvProblem& p, const Epilogue& e);
+
 /// The depthwise part (one input channel per group, multiplier 1): false
 /// when the layer does not suit it.
 bool depthwise(KernelContext& ctx, const ConvProblem& p, const Epilogue& e);
