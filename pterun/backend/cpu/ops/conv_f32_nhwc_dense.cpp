@@ -372,15 +372,8 @@ bool dense(KernelContext& ctx, const ConvProblem& given, const Epilogue& e) {
 
   PlanKey key;
   key.add({dp.planar ? 2 : 1, p.ic, p.oc, p.kh, p.kw, dp.block});
-  for (int64_t st : p.w_strides) key.add(st);
-  key.add(static_cast<int64_t>(reinterpret_cast<uintptr_t>(p.weight)));
   thread_local PlanCache<Packed> cache(64);
-  Packed& pk = cache.get(key, [&] {
-    Packed made;
-    made.w.resize(static_cast<size_t>(packed));
-    return made;
-  });
-  refresh(p, pk, [&](float* w) { pack_dense(p, dp, w); });
+  Packed& pk = packed_weights(cache, key, p, packed, [&](float* w) { pack_dense(p, dp, w); });
   copy_bias(p, pk, dp.blocks * dp.block);
   if (static_cast<int64_t>(pk.zeros.size()) < std::max(dp.run, dp.block)) {
     pk.zeros.assign(static_cast<size_t>(std::max(dp.run, dp.block)), 0.0f);

@@ -172,15 +172,8 @@ bool depthwise(KernelContext& ctx, const ConvProblem& p, const Epilogue& e) {
   if (taps * dp.padded > kMaxPackedWeights) return false;
   PlanKey key;
   key.add({2, p.oc, p.kh, p.kw});
-  for (int64_t st : p.w_strides) key.add(st);
-  key.add(static_cast<int64_t>(reinterpret_cast<uintptr_t>(p.weight)));
   thread_local PlanCache<Packed> cache(64);
-  Packed& pk = cache.get(key, [&] {
-    Packed made;
-    made.w.resize(static_cast<size_t>(taps * dp.padded));
-    return made;
-  });
-  refresh(p, pk, [&](float* w) {
+  Packed& pk = packed_weights(cache, key, p, taps * dp.padded, [&](float* w) {
     const float* weight = static_cast<const float*>(p.weight);
     const int64_t* ws = p.w_strides;
     std::fill(w, w + taps * dp.padded, 0.0f);

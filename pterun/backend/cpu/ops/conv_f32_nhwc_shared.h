@@ -14,6 +14,7 @@
 #include "pterun/backend/cpu/ops/conv.h"
 #include "pterun/backend/cpu/ops/conv_f32_block.h"
 #include "pterun/backend/cpu/ops/conv_weights.h"
+#include "pterun/backend/cpu/ops/plan_cache.h"
 
 // Vectors never cross a translation unit by value, so GCC's ABI note on
 // passing them does not apply.
@@ -71,6 +72,23 @@ void refresh(const ConvProblem& p, Packed& pk, Pack&& pack) {
   if (pk.from.same(p)) return;
   pack(pk.w.data());
   pk.from.take(p);
+}
+
+/// The packed weights of `p` in `cache` under `key` (the part's geometry;
+/// the weight's strides and address are added here), `floats` of them,
+/// made by pack(w) unless they are the bytes packed last time.
+template <typename Pack>
+Packed& packed_weights(PlanCache<Packed>& cache, PlanKey key, const ConvProblem& p, int64_t floats,
+                       Pack&& pack) {
+  for (int64_t st : p.w_strides) key.add(st);
+  key.add(static_cast<int64_t>(reinterpret_cast<uintptr_t>(p.weight)));
+  Packed& pk = cache.get(key, [&] {
+    Packed made;
+    made.w.resize(static_cast<size_t>(floats));
+    return made;
+  });
+  refresh(p, pk, pack);
+  return pk;
 }
 
 /// The bias (or zeros) into pk.bias, padded with zeros to `padded`.

@@ -29,7 +29,6 @@
 
 #include "pterun/backend/cpu/engine/parallel.h"
 #include "pterun/backend/cpu/ops/conv_f32_nhwc_shared.h"
-#include "pterun/backend/cpu/ops/plan_cache.h"
 
 namespace pterun::cpu::nhwc {
 namespace {
@@ -284,16 +283,9 @@ bool winograd(KernelContext& ctx, const ConvProblem& p, const Epilogue& e) {
   wp.e = e;
 
   PlanKey key;
-  key.add({3, p.ic, p.oc, wp.block});
-  for (int64_t st : p.w_strides) key.add(st);
-  key.add(static_cast<int64_t>(reinterpret_cast<uintptr_t>(p.weight)));
+  key.add({p.ic, p.oc, wp.block});
   thread_local PlanCache<Packed> cache(64);
-  Packed& pk = cache.get(key, [&] {
-    Packed made;
-    made.w.resize(static_cast<size_t>(packed));
-    return made;
-  });
-  refresh(p, pk, [&](float* w) { pack_winograd(p, wp, w); });
+  Packed& pk = packed_weights(cache, key, p, packed, [&](float* w) { pack_winograd(p, wp, w); });
   copy_bias(p, pk, p.oc);
   wp.u = pk.w.data();
   wp.bias = pk.bias.data();
