@@ -166,7 +166,7 @@ def conv(device, x, w, b, stride=(1, 1), padding=(0, 0), dilation=(1, 1), groups
     if not is_float(out_dtype):
         # Exact in int64, then wrapped to the dtype as same-dtype arithmetic does.
         expected = np.round(expected).astype(np.int64).astype(dtype)
-    check(device, "aten::convolution.out", T(x, dim_order=x_order, bf16=as_bf16),
+    return check(device, "aten::convolution.out", T(x, dim_order=x_order, bf16=as_bf16),
           T(w, dim_order=w_order, bf16=as_bf16), bias, list(stride), list(padding),
           list(dilation), transposed, list(output_padding), groups,
           Out(out_dtype, expected.shape, dim_order=out_order), expect=expected, tol=tol,
@@ -563,6 +563,20 @@ def test_conv2d_channels_last_3x3_stride1(device, n, cin, cout, hw, padding, thr
           list(padding), [1, 1], False, [0, 0], 1, T(res, dim_order=CL),
           Out(np.float32, expected.shape, dim_order=CL), expect=expected, tol=(1e-4, 1e-4),
           num_threads=threads)
+
+
+def test_conv2d_channels_last_3x3_stride1_infinities(device):
+    # An infinite input gives +-inf in the outputs that read it, as the
+    # direct sum does (the Winograd transforms' sums of opposite signs
+    # would make NaN of it: such tiles are computed directly); a NaN input
+    # gives NaN in the outputs that read it and nowhere else.
+    x = normals(1, 16, 6, 7)
+    x[0, 3, 2, 2] = np.inf
+    x[0, 5, 4, 5] = -np.inf
+    x[0, 7, 0, 6] = np.nan
+    w, b = normals(32, 16, 3, 3), normals(32)
+    got = conv(device, x, w, b, padding=(1, 1), x_order=CL, out_order=CL)
+    assert np.isinf(got).any() and np.isnan(got).any()
 
 
 def test_conv1d_stride1_own_kernel(device):

@@ -18,9 +18,14 @@
 // Against the direct kernels it rounds differently (the transforms add and
 // subtract inputs and partial sums of products): F(2x2, 3x3)'s constants
 // are 0, +-1 and +-1/2, and its error stays within a few units of float
-// rounding of the largest terms. PTERUN_WINOGRAD=0 turns it off.
+// rounding of the largest terms. A tile whose transformed outputs are not
+// all finite (an infinite or NaN input or weight, which the transforms'
+// sums of opposite signs would turn into NaN where the direct sum gives an
+// infinity) is computed as the direct sum instead. PTERUN_WINOGRAD=0 turns
+// it off.
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -170,6 +175,45 @@ void multiply_impl(const float* vt, const float* u, int64_t ic_, int64_t block, 
   (store(m + (I / NV) * block + (I % NV) * L, acc[I]), ...);
 }
 
+/// Whether every lane of `v` is finite: v - v is +0 there, NaN elsewhere.
+template <typename V>
+bool finite(V v) {
+  const V z = v - v;
+  uint64_t words[sizeof(V) / 8];
+  std::memcpy(words, &z, sizeof z);
+  uint64_t any = 0;
+  for (uint64_t w : words) any |= w;
+  return any == 0;
+}
+
+/// Output pixel (y, x) of image n, channels [k, k + lanes), as the direct
+/// sum over the taps (no bias): where the transforms met an infinity or a
+/// NaN, whose sums with opposite signs would give NaN where the direct sum
+/// gives an infinity.
+template <typename V>
+V direct_sum(const WinoPlan& wp, int64_t n, int64_t y, int64_t x, int64_t k) {
+  constexpr int64_t L = sizeof(V) / sizeof(float);
+  const ConvProblem& p = *wp.p;
+  const float* w = static_cast<const float*>(p.weight);
+  const int64_t* ws = p.w_strides;
+  float acc[L] = {};
+  for (int64_t ky = 0; ky < 3; ++ky) {
+    const int64_t iy = y + ky - p.pad[0];
+    if (iy < 0 || iy >= p.ih) continue;
+    for (int64_t kx = 0; kx < 3; ++kx) {
+      const int64_t ix = x + kx - p.pad[1];
+      if (ix < 0 || ix >= p.iw) continue;
+      const float* src = static_cast<const float*>(p.in) + n * p.in_strides[0] +
+                         iy * p.in_strides[2] + ix * p.in_strides[3];
+      for (int64_t c = 0; c < p.ic; ++c) {
+        const float* wk = w + k * ws[0] + c * ws[1] + ky * ws[2] + kx * ws[3];
+        for (int64_t l = 0; l < L; ++l) acc[l] += src[c] * wk[l * ws[0]];
+      }
+    }
+  }
+  return load<V>(acc);
+}
+
 /// The output transform of row `t` of `m` ([position][kTiles][block]) for
 /// block `b` into the tile at `at`, with bias, residual and activation:
 /// Y = A^T M A, A^T = [[1, 1, 1, 0], [0, 1, -1, -1]].
@@ -198,10 +242,16 @@ void transform_output(const WinoPlan& wp, const TileAt& at, int t, int64_t b, co
       s[1][j] = m1 - m2 - m3;
     }
     const V bias = load<V>(wp.bias + k0 + v);
+    V y[2][2];
+    for (int i = 0; i < 2; ++i) {
+      y[i][0] = s[i][0] + s[i][1] + s[i][2];
+      y[i][1] = s[i][1] - s[i][2] - s[i][3];
+    }
+    const bool exact = finite(y[0][0] + y[0][1] + y[1][0] + y[1][1]);
     for (int i = 0; i < rows; ++i) {
-      const V y[2] = {s[i][0] + s[i][1] + s[i][2], s[i][1] - s[i][2] - s[i][3]};
       for (int j = 0; j < cols; ++j) {
-        V o = y[j] + bias;
+        V o = exact ? y[i][j] : direct_sum<V>(wp, at.n, y0 + i, x0 + j, k0 + v);
+        o += bias;
         if (res != nullptr) o += load<V>(res + i * rs[2] + j * rs[3] + v);
         store(out + i * os[2] + j * os[3] + v, finish(o, wp.e));
       }
