@@ -20,12 +20,28 @@ using namespace loader_detail;  // NOLINT: the loader's own helpers
 // Where the fused kernel is ahead of the steps it replaces. On the CPU it
 // takes a row of queries at a time and is ahead while a head's scores are
 // few (gpt, 16 tokens: 78 against 85 µs a call; 128 tokens: 1.00 against
-// 0.88 ms). On CUDA its launches beat the steps' while the whole attention
-// is small, and cuBLAS's products win past that (H100, bfloat16 gpt at
-// batch 8 and 128 tokens: 268 against 166 µs; float32 at batch 1: 165
-// against 179).
+// 0.88 ms). On CUDA, attentions of 16 queries or more whose head_dim is 16,
+// 32, 64 or 128 run tiled (float16 and bfloat16 on the tensor cores,
+// backend/cuda/ops/attention_mma.cu; float32 on CUDA cores,
+// attention_tiled.cu) and are fused whatever their size; the others run a
+// query at a time, whose launches beat the steps' while the whole
+// attention is small, and cuBLAS's products win past that (H100, before
+// the tiled kernels: float32 gpt at batch 1, 165 against 179 µs; bfloat16
+// at batch 8 and 128 tokens, 268 against 166).
 constexpr int64_t kCpuMaxHeadScores = 32 * 32;
 constexpr int64_t kCudaMaxScores = 64 * 1024;
+
+namespace {
+
+/// Whether CUDA's tiled attention takes queries `q` ([B, S, H, D]) of
+/// `dtype` (attention_mma.h and attention_tiled.h say when).
+bool cuda_tiled_attention(DType dtype, const std::vector<int64_t>& q) {
+  const int64_t dim = q[3];
+  return (dtype == DType::Float16 || dtype == DType::BFloat16 || dtype == DType::Float32) &&
+         q[1] >= 16 && (dim == 16 || dim == 32 || dim == 64 || dim == 128);
+}
+
+}  // namespace
 
 void Method::Loader::fuse_attention() {
   const kernels::KernelInfo* info =
@@ -37,7 +53,10 @@ void Method::Loader::fuse_attention() {
   for (const AttentionFusion& f : find_attention_fusions(d, keep, layout.idle)) {
     const int64_t head_scores = f.q.sizes[1] * f.k.sizes[1];
     const int64_t scores = head_scores * f.q.sizes[0] * f.q.sizes[2];
-    if (cpu ? head_scores > kCpuMaxHeadScores : scores > kCudaMaxScores) continue;
+    const bool tiled = !cpu && cuda_tiled_attention(d.values[f.q.value].tensor->dtype, f.q.sizes);
+    if (cpu ? head_scores > kCpuMaxHeadScores : scores > kCudaMaxScores && !tiled) {
+      continue;
+    }
     if (!runs_own_operator(f.chain, f.at) ||
         std::any_of(f.idle.begin(), f.idle.end(),
                     [&](size_t k) { return !runs_own_operator(f.chain, k); })) {

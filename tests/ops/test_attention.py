@@ -396,6 +396,67 @@ def test_attention_masked_rows(device, dtype, empty_rows_zero, tokens, keys):
     assert np.all(np.isfinite(np.delete(got[0], np.s_[3::4], axis=1)))
 
 
+# ---- attentions of 16 queries or more, head_dim 16, 32, 64 or 128: CUDA runs them in tiles
+# of 64 queries and 64 keys (float16 and bfloat16 on the tensor cores, float32 on CUDA
+# cores) ------------------------------------------------------------------------------------
+
+LONG_DTYPES = [np.float32, np.float16, BF16]
+
+
+@pytest.mark.parametrize("dtype", LONG_DTYPES)
+@pytest.mark.parametrize("dim", [16, 32, 64, 128])
+@pytest.mark.parametrize("tokens,keys", [(16, 16), (70, 70), (33, 150)])
+def test_attention_long(device, dtype, dim, tokens, keys):
+    q, k, v = attention_args(2, tokens, keys, 4, 2, dim, dtype)
+    m = rand((tokens, keys), np.float32, -3, 1)
+    m[5, :keys - 1] = -np.inf  # one key left
+    check(device, ATTENTION, q, k, v, tensor(m, np.float32), 0.3, False, out_like(q, dtype),
+          tol=TOL)
+
+
+@pytest.mark.parametrize("empty_rows_zero", [True, False])
+@pytest.mark.parametrize("dtype", LONG_DTYPES)
+@pytest.mark.parametrize("tokens,keys", [(20, 100), (67, 130)])
+def test_attention_long_masked_rows(device, dtype, empty_rows_zero, tokens, keys):
+    # Whole tiles of -inf before the keys that count; rows 3, 7, ... masked entirely.
+    q, k, v = attention_args(1, tokens, keys, 2, 1, 32, dtype)
+    got = check(device, ATTENTION, q, k, v, tensor(leading_masked(tokens, keys), dtype), 0.25,
+                empty_rows_zero, out_like(q, dtype), tol=TOL)
+    empty = got[0][:, 3::4]
+    assert np.all(empty == 0.0) if empty_rows_zero else np.all(np.isnan(empty))
+    assert np.all(np.isfinite(np.delete(got[0], np.s_[3::4], axis=1)))
+
+
+@pytest.mark.parametrize("dtype", LONG_DTYPES)
+def test_attention_long_strided_views(device, dtype):
+    # Heads outside the sequence, values heads-outermost, a column-major
+    # mask, an out stored as [B, H, S, D].
+    q = tensor(rand((2, 40, 4, 32)), dtype, (0, 2, 1, 3))
+    k = tensor(rand((2, 90, 2, 32)), dtype, (0, 2, 1, 3))
+    v = tensor(rand((2, 90, 2, 32)), dtype, (2, 0, 1, 3))
+    mask = T(rand((40, 90), np.float32, -3, 1), dim_order=(1, 0))
+    out = Out(dtype, (2, 40, 4, 32), dim_order=(0, 2, 1, 3))
+    check(device, ATTENTION, q, k, v, mask, 0.25, False, out, tol=TOL)
+
+
+@pytest.mark.parametrize("dtype", LONG_DTYPES)
+@pytest.mark.parametrize("heads,kv_heads,dim", [(4, 2, 16), (8, 1, 64), (3, 3, 128)])
+@pytest.mark.parametrize("tokens,start,capacity", [(70, 0, 96), (40, 60, 128), (129, 3, 140)])
+@pytest.mark.parametrize("causal", [True, False])
+def test_custom_sdpa_long(device, dtype, heads, kv_heads, dim, tokens, start, capacity, causal):
+    q, k, v = qkv(2, tokens, capacity, heads, kv_heads, dim, dtype)
+    check(device, SDPA, q, k, v, start, None, 0.0, causal, None, out_like(q, dtype), tol=TOL)
+
+
+@pytest.mark.parametrize("dtype", LONG_DTYPES)
+def test_custom_sdpa_at_long(device, dtype):
+    q, k, v = qkv(1, 20, 64, 4, 2, 64, dtype)
+    check(device, SDPA_AT, q, k, v, np.array([37]), True, None, out_like(q, dtype), tol=TOL)
+    check_error(device, SDPA_AT, q, k, v, np.array([45]), True, None, out_like(q, dtype),
+                exc=IndexError,
+                match="llama::custom_sdpa.out: start_pos 45 with 20 tokens runs past the cache")
+
+
 def test_attention_empty(device):
     q, k, v = attention_args(1, 0, 5, 4, 2, 8, np.float32)
     check(device, ATTENTION, q, k, v, None, 0.375, False, Out(np.float32, (1, 0, 4, 8)))

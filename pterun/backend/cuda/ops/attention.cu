@@ -5,7 +5,9 @@
 // word (raised at the next wait, kernels/common/device_check.h) and nothing
 // is written from it.
 //
-// Attention (one kernel for prefill and decode, flash-decoding style):
+// Attention (flash-decoding style; of 16 queries or more, attention_mma.cu
+// takes float16 and bfloat16 attentions on the tensor cores and
+// attention_tiled.cu float32 ones):
 //  - a block takes one batch row and key/value head and kRows "rows", a row
 //    being one query position of one of the query heads that share the
 //    key/value head (grouped-query attention), so each key and value row is
@@ -30,6 +32,9 @@
 #include <cstdint>
 
 #include "pterun/backend/cuda/cuda_context.h"
+#include "pterun/backend/cuda/ops/attention_mma.h"
+#include "pterun/backend/cuda/ops/attention_tiled.h"
+#include "pterun/backend/cuda/ops/device_report.cuh"
 #include "pterun/backend/cuda/ops/launch_util.cuh"
 #include "pterun/backend/cuda/ops/ops.h"
 #include "pterun/core/error.h"
@@ -46,22 +51,6 @@ constexpr int kKeyTile = 32;                  // one key per lane
 constexpr int kMaxDim = 256;
 constexpr int kPerLane = kMaxDim / 32;
 constexpr unsigned kFull = 0xffffffffu;
-
-__device__ inline void report(DeviceCheck* check, DeviceCheckKind kind, int32_t op, int64_t value,
-                              int64_t limit, int64_t extra) {
-  if (atomicCAS(reinterpret_cast<int*>(&check->failed), 0, 1) == 0) {
-    check->kind = static_cast<int32_t>(kind);
-    check->op = op;
-    check->value = value;
-    check->limit = limit;
-    check->extra = extra;
-  }
-}
-
-__device__ inline int64_t read_position(const void* p, bool is64) {
-  return is64 ? *static_cast<const int64_t*>(p)
-              : static_cast<int64_t>(*static_cast<const int32_t*>(p));
-}
 
 __device__ inline int64_t lmin(int64_t a, int64_t b) {
   return a < b ? a : b;
@@ -317,6 +306,7 @@ void launch_sdpa(KernelContext& ctx, SdpaParams& p, int64_t blocks, const char* 
 
 void sdpa(KernelContext& ctx, const ops::SdpaArgs& a) {
   const char* op = kernels::device_check_op_name(static_cast<DeviceCheckOp>(a.check_op));
+  if (sdpa_tensor_cores(ctx, a, op) || sdpa_tiled_f32(ctx, a, op)) return;
   SdpaParams p{};
   p.q = a.q.data();
   p.k = a.k.data();
