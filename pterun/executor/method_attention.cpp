@@ -20,9 +20,9 @@ using namespace loader_detail;  // NOLINT: the loader's own helpers
 // Where the fused kernel is ahead of the steps it replaces. On the CPU it
 // takes a row of queries at a time and is ahead while a head's scores are
 // few (gpt, 16 tokens: 78 against 85 µs a call; 128 tokens: 1.00 against
-// 0.88 ms). On CUDA, attentions of 16 queries or more whose head_dim is 16,
-// 32, 64 or 128 run tiled (float16 and bfloat16 on the tensor cores,
-// backend/cuda/ops/attention_mma.cu; float32 on CUDA cores,
+// 0.88 ms). On CUDA, attentions whose head_dim is 16, 32, 64 or 128 run
+// tiled (float16 and bfloat16 of 16 queries or more on the tensor cores,
+// backend/cuda/ops/attention_mma.cu; float32 of 64 or more on CUDA cores,
 // attention_tiled.cu) and are fused whatever their size; the others run a
 // query at a time, whose launches beat the steps' while the whole
 // attention is small, and cuBLAS's products win past that (H100, before
@@ -37,8 +37,9 @@ namespace {
 /// `dtype` (attention_mma.h and attention_tiled.h say when).
 bool cuda_tiled_attention(DType dtype, const std::vector<int64_t>& q) {
   const int64_t dim = q[3];
-  return (dtype == DType::Float16 || dtype == DType::BFloat16 || dtype == DType::Float32) &&
-         q[1] >= 16 && (dim == 16 || dim == 32 || dim == 64 || dim == 128);
+  const bool half = dtype == DType::Float16 || dtype == DType::BFloat16;
+  return (half ? q[1] >= 16 : dtype == DType::Float32 && q[1] >= 64) &&
+         (dim == 16 || dim == 32 || dim == 64 || dim == 128);
 }
 
 }  // namespace

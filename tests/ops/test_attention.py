@@ -396,9 +396,9 @@ def test_attention_masked_rows(device, dtype, empty_rows_zero, tokens, keys):
     assert np.all(np.isfinite(np.delete(got[0], np.s_[3::4], axis=1)))
 
 
-# ---- attentions of 16 queries or more, head_dim 16, 32, 64 or 128: CUDA runs them in tiles
-# of 64 queries and 64 keys (float16 and bfloat16 on the tensor cores, float32 on CUDA
-# cores) ------------------------------------------------------------------------------------
+# ---- long attentions, head_dim 16, 32, 64 or 128: CUDA runs them in tiles of 64 queries and
+# 64 keys (float16 and bfloat16 of 16 queries or more on the tensor cores, float32 of 64 or
+# more on CUDA cores) -------------------------------------------------------------------------
 
 LONG_DTYPES = [np.float32, np.float16, BF16]
 
@@ -431,11 +431,11 @@ def test_attention_long_masked_rows(device, dtype, empty_rows_zero, tokens, keys
 def test_attention_long_strided_views(device, dtype):
     # Heads outside the sequence, values heads-outermost, a column-major
     # mask, an out stored as [B, H, S, D].
-    q = tensor(rand((2, 40, 4, 32)), dtype, (0, 2, 1, 3))
+    q = tensor(rand((2, 72, 4, 32)), dtype, (0, 2, 1, 3))
     k = tensor(rand((2, 90, 2, 32)), dtype, (0, 2, 1, 3))
     v = tensor(rand((2, 90, 2, 32)), dtype, (2, 0, 1, 3))
-    mask = T(rand((40, 90), np.float32, -3, 1), dim_order=(1, 0))
-    out = Out(dtype, (2, 40, 4, 32), dim_order=(0, 2, 1, 3))
+    mask = T(rand((72, 90), np.float32, -3, 1), dim_order=(1, 0))
+    out = Out(dtype, (2, 72, 4, 32), dim_order=(0, 2, 1, 3))
     check(device, ATTENTION, q, k, v, mask, 0.25, False, out, tol=TOL)
 
 
@@ -450,11 +450,11 @@ def test_custom_sdpa_long(device, dtype, heads, kv_heads, dim, tokens, start, ca
 
 @pytest.mark.parametrize("dtype", LONG_DTYPES)
 def test_custom_sdpa_at_long(device, dtype):
-    q, k, v = qkv(1, 20, 64, 4, 2, 64, dtype)
+    q, k, v = qkv(1, 70, 160, 4, 2, 64, dtype)
     check(device, SDPA_AT, q, k, v, np.array([37]), True, None, out_like(q, dtype), tol=TOL)
-    check_error(device, SDPA_AT, q, k, v, np.array([45]), True, None, out_like(q, dtype),
+    check_error(device, SDPA_AT, q, k, v, np.array([100]), True, None, out_like(q, dtype),
                 exc=IndexError,
-                match="llama::custom_sdpa.out: start_pos 45 with 20 tokens runs past the cache")
+                match="llama::custom_sdpa.out: start_pos 100 with 70 tokens runs past the cache")
 
 
 def test_attention_empty(device):

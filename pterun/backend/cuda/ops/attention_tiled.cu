@@ -35,7 +35,7 @@ constexpr int kQueries = 64;           // per block
 constexpr int kKeys = 64;              // per tile
 constexpr int kRowPad = kQueries + 4;  // floats per row of the transposed tiles
 constexpr int kProbPad = kKeys + 1;    // floats per row of the probabilities
-constexpr int64_t kMinTokens = 16;     // fewer queries: attention.cu's kernel
+constexpr int64_t kMinTokens = 64;     // fewer queries: attention.cu's kernel
 constexpr unsigned kFull = 0xffffffffu;
 
 struct TiledParams {
