@@ -1,7 +1,9 @@
 #include "pterun/backend/cuda/cuda_context.h"
 
 #include <cstring>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <utility>
 
 #include "pterun/backend/cuda/cuda_state.h"
@@ -95,6 +97,29 @@ MethodState::~MethodState() {
   if (cublas != nullptr) cublasDestroy(cublas);
   if (producer_done != nullptr) cudaEventDestroy(producer_done);
   if (stream != nullptr) cudaStreamDestroy(stream);
+}
+
+bool allow_dynamic_shared(const void* kernel, int device, size_t bytes) {
+  if (bytes <= 48 * 1024) return true;
+  static std::mutex mutex;
+  static std::map<std::pair<const void*, int>, size_t> allowed;  // kernel, device -> bytes
+  static std::map<int, size_t> limits;                           // device -> opt-in limit
+  const std::lock_guard<std::mutex> lock(mutex);
+  auto limit = limits.find(device);
+  if (limit == limits.end()) {
+    int value = 0;
+    PTERUN_CUDA_CHECK(
+        cudaDeviceGetAttribute(&value, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+    limit = limits.emplace(device, static_cast<size_t>(value)).first;
+  }
+  if (bytes > limit->second) return false;
+  size_t& done = allowed[{kernel, device}];
+  if (bytes > done) {
+    PTERUN_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                           static_cast<int>(bytes)));
+    done = bytes;
+  }
+  return true;
 }
 
 kernels::DeviceCheck* device_check(kernels::KernelContext& context) {

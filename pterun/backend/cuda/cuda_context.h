@@ -64,6 +64,12 @@ CublasLt cublas_lt(kernels::KernelContext& context);
 /// stream). Grows only when a larger size is asked for than ever before.
 void* scratch(kernels::KernelContext& context, size_t bytes);
 
+/// Lets `kernel` launch with `bytes` of dynamic shared memory per block on
+/// `device` (the current device): cudaFuncSetAttribute once per kernel,
+/// device and larger size, as the attribute is the device's. False,
+/// changing nothing, when the device cannot give a block that much.
+bool allow_dynamic_shared(const void* kernel, int device, size_t bytes);
+
 /// The method's device-check word (kernels/common/device_check.h), zeroed,
 /// in device memory: a kernel that finds a bad position or index records it
 /// there, and the method's next wait (backend::synchronize) raises it.

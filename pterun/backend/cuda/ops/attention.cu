@@ -287,12 +287,10 @@ template <typename T>
 void launch_sdpa(KernelContext& ctx, SdpaParams& p, int64_t blocks, const char* op) {
   const size_t smem = sizeof(float) * static_cast<size_t>(kRows * p.dim + kKeyTile * (p.dim + 1) +
                                                           kKeyTile * p.dim);
-  static int opted_in = 48 * 1024;  // per instantiation: the shared memory allowed so far
-  if (static_cast<int>(smem) > opted_in) {
-    PTERUN_CUDA_CHECK(cudaFuncSetAttribute(
-        sdpa_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
-    opted_in = static_cast<int>(smem);
-  }
+  PTERUN_CHECK(cuda::allow_dynamic_shared(reinterpret_cast<const void*>(sdpa_kernel<T>),
+                                          cuda::device(ctx), smem),
+               ErrorCode::NotSupported, op, ": head_dim ", p.dim,
+               " needs more shared memory than this GPU gives a block");
   cudaStream_t stream = cuda::stream(ctx);
   const dim3 grid(static_cast<unsigned>(blocks), static_cast<unsigned>(p.splits));
   sdpa_kernel<T><<<grid, kWarps * 32, smem, stream>>>(p);

@@ -287,7 +287,10 @@ __global__ void __launch_bounds__(kWarps * 32) attention_mma_kernel(MmaParams p)
 #endif
 }
 
-/// Whether `device` runs mma.sync on bfloat16 (compute capability 8.0 on).
+/// Whether `device` (the current device) runs the kernel's mma.sync: a
+/// device of compute capability 8.0 or later, and code built for one (a
+/// build for older targets only, JIT-compiled for a newer device, has an
+/// empty kernel).
 bool has_bf16_mma(int device) {
   constexpr int kDevices = 64;
   static std::atomic<int8_t> known[kDevices];  // 0 unknown, 1 no, 2 yes
@@ -296,7 +299,9 @@ bool has_bf16_mma(int device) {
   if (k == 0) {
     int major = 0;
     PTERUN_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
-    k = major >= 8 ? 2 : 1;
+    cudaFuncAttributes attr{};
+    PTERUN_CUDA_CHECK(cudaFuncGetAttributes(&attr, attention_mma_kernel<__nv_bfloat16, 16>));
+    k = major >= 8 && attr.ptxVersion >= 80 ? 2 : 1;
     known[device].store(k, std::memory_order_relaxed);
   }
   return k == 2;

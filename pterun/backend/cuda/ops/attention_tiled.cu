@@ -210,15 +210,14 @@ __global__ void __launch_bounds__(kThreads) attention_tiled_kernel(TiledParams p
 }
 
 template <int D>
-void launch(cudaStream_t stream, const TiledParams& p, dim3 grid) {
-  const auto bytes = static_cast<int>(shared_floats(D) * sizeof(float));
-  static bool opted_in = false;  // per head_dim: the shared memory above 48 KiB allowed
-  if (bytes > 48 * 1024 && !opted_in) {
-    PTERUN_CUDA_CHECK(cudaFuncSetAttribute(attention_tiled_kernel<D>,
-                                           cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
-    opted_in = true;
+bool launch(int device, cudaStream_t stream, const TiledParams& p, dim3 grid) {
+  const auto bytes = static_cast<size_t>(shared_floats(D)) * sizeof(float);
+  if (!cuda::allow_dynamic_shared(reinterpret_cast<const void*>(attention_tiled_kernel<D>), device,
+                                  bytes)) {
+    return false;
   }
   attention_tiled_kernel<D><<<grid, kThreads, bytes, stream>>>(p);
+  return true;
 }
 
 }  // namespace
@@ -253,14 +252,16 @@ bool sdpa_tiled_f32(KernelContext& ctx, const ops::SdpaArgs& a, const char* op) 
   const dim3 grid(static_cast<unsigned>(q_blocks), static_cast<unsigned>(heads),
                   static_cast<unsigned>(batch));
   cudaStream_t stream = cuda::stream(ctx);
+  const int device = cuda::device(ctx);
+  bool launched = false;
   switch (dim) {
-    case 16: launch<16>(stream, p, grid); break;
-    case 32: launch<32>(stream, p, grid); break;
-    case 64: launch<64>(stream, p, grid); break;
-    default: launch<128>(stream, p, grid); break;
+    case 16: launched = launch<16>(device, stream, p, grid); break;
+    case 32: launched = launch<32>(device, stream, p, grid); break;
+    case 64: launched = launch<64>(device, stream, p, grid); break;
+    default: launched = launch<128>(device, stream, p, grid); break;
   }
-  cuda::check_launch(op);
-  return true;
+  if (launched) cuda::check_launch(op);
+  return launched;
 }
 
 }  // namespace pterun::kernels::cuda_ops
