@@ -33,6 +33,7 @@
 
 #include "pterun/backend/cuda/cuda_context.h"
 #include "pterun/backend/cuda/ops/attention_mma.h"
+#include "pterun/backend/cuda/ops/attention_params.h"
 #include "pterun/backend/cuda/ops/attention_tiled.h"
 #include "pterun/backend/cuda/ops/device_report.cuh"
 #include "pterun/backend/cuda/ops/launch_util.cuh"
@@ -306,26 +307,14 @@ void sdpa(KernelContext& ctx, const ops::SdpaArgs& a) {
   const char* op = kernels::device_check_op_name(static_cast<DeviceCheckOp>(a.check_op));
   if (sdpa_tensor_cores(ctx, a, op) || sdpa_tiled_f32(ctx, a, op)) return;
   SdpaParams p{};
-  p.q = a.q.data();
-  p.k = a.k.data();
-  p.v = a.v.data();
-  p.out = a.out.data();
-  p.mask = a.mask != nullptr ? a.mask->data() : nullptr;
+  fill_sdpa_params(ctx, a, p);
   p.mask_f32 = a.mask != nullptr && a.mask->dtype() == DType::Float32;
-  p.start_at = a.start_pos_at != nullptr ? a.start_pos_at->data() : nullptr;
-  p.start64 = a.start_pos_at != nullptr && a.start_pos_at->dtype() == DType::Int64;
-  p.start = a.start_pos;
   const int64_t batch = a.q.size(0);
   p.tokens = a.q.size(1);
   p.kv_heads = a.k.size(2);
   p.dim = a.q.size(3);
   p.reps = a.q.size(2) / p.kv_heads;
   p.capacity = a.k.size(1);
-  ops::copy_sdpa_strides(a, p);
-  p.causal = a.causal;
-  p.empty_rows_zero = a.empty_rows_zero;
-  p.scale = a.scale;
-  p.check_op = a.check_op;
   PTERUN_CHECK(p.dim <= kMaxDim, ErrorCode::NotSupported, op, ": head_dim ", p.dim,
                " is above the CUDA kernel's ", kMaxDim);
   p.row_blocks = (p.tokens * p.reps + kRows - 1) / kRows;
@@ -345,7 +334,6 @@ void sdpa(KernelContext& ctx, const ops::SdpaArgs& a) {
     const size_t floats = static_cast<size_t>(blocks * p.splits * kRows * (p.dim + 2));
     p.partial = static_cast<float*>(cuda::scratch(ctx, floats * sizeof(float)));
   }
-  if (p.start_at != nullptr) p.check = cuda::device_check(ctx);
   switch (a.q.dtype()) {
     case DType::Float32: launch_sdpa<float>(ctx, p, blocks, op); break;
     case DType::Float16: launch_sdpa<__half>(ctx, p, blocks, op); break;

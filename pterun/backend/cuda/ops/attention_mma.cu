@@ -29,6 +29,7 @@
 
 #include "pterun/backend/cuda/cuda_context.h"
 #include "pterun/backend/cuda/ops/attention_mma.h"
+#include "pterun/backend/cuda/ops/attention_params.h"
 #include "pterun/backend/cuda/ops/device_report.cuh"
 #include "pterun/backend/cuda/ops/launch_util.cuh"
 
@@ -344,25 +345,12 @@ bool sdpa_tensor_cores(KernelContext& ctx, const ops::SdpaArgs& a, const char* o
   if (!has_bf16_mma(cuda::device(ctx))) return false;
 
   MmaParams p{};
-  p.q = a.q.data();
-  p.k = a.k.data();
-  p.v = a.v.data();
-  p.out = a.out.data();
-  p.mask = a.mask != nullptr ? a.mask->data() : nullptr;
+  fill_sdpa_params(ctx, a, p);
   p.mask_f32 = a.mask != nullptr && a.mask->dtype() == DType::Float32;
-  p.start_at = a.start_pos_at != nullptr ? a.start_pos_at->data() : nullptr;
-  p.start64 = a.start_pos_at != nullptr && a.start_pos_at->dtype() == DType::Int64;
-  p.start = a.start_pos;
   p.tokens = tokens;
   p.reps = heads / a.k.size(2);
   p.capacity = a.k.size(1);
-  ops::copy_sdpa_strides(a, p);
-  p.causal = a.causal;
-  p.empty_rows_zero = a.empty_rows_zero;
   p.vec8 = walks_in(a.k, 8) && walks_in(a.v, 8);
-  p.scale = a.scale;
-  if (p.start_at != nullptr) p.check = cuda::device_check(ctx);
-  p.check_op = a.check_op;
   const dim3 grid(static_cast<unsigned>(q_blocks), static_cast<unsigned>(heads),
                   static_cast<unsigned>(batch));
   if (dtype == DType::Float16) {

@@ -23,6 +23,7 @@
 #include <cstdint>
 
 #include "pterun/backend/cuda/cuda_context.h"
+#include "pterun/backend/cuda/ops/attention_params.h"
 #include "pterun/backend/cuda/ops/attention_tiled.h"
 #include "pterun/backend/cuda/ops/device_report.cuh"
 #include "pterun/backend/cuda/ops/launch_util.cuh"
@@ -232,23 +233,10 @@ bool sdpa_tiled_f32(KernelContext& ctx, const ops::SdpaArgs& a, const char* op) 
   if (tokens < kMinTokens || batch > 65535 || heads > 65535 || q_blocks > INT32_MAX) return false;
 
   TiledParams p{};
-  p.q = static_cast<const float*>(a.q.data());
-  p.k = static_cast<const float*>(a.k.data());
-  p.v = static_cast<const float*>(a.v.data());
-  p.out = static_cast<float*>(a.out.data());
-  p.mask = a.mask != nullptr ? static_cast<const float*>(a.mask->data()) : nullptr;
-  p.start_at = a.start_pos_at != nullptr ? a.start_pos_at->data() : nullptr;
-  p.start64 = a.start_pos_at != nullptr && a.start_pos_at->dtype() == DType::Int64;
-  p.start = a.start_pos;
+  fill_sdpa_params(ctx, a, p);
   p.tokens = tokens;
   p.reps = heads / a.k.size(2);
   p.capacity = a.k.size(1);
-  ops::copy_sdpa_strides(a, p);
-  p.causal = a.causal;
-  p.empty_rows_zero = a.empty_rows_zero;
-  p.scale = a.scale;
-  if (p.start_at != nullptr) p.check = cuda::device_check(ctx);
-  p.check_op = a.check_op;
   const dim3 grid(static_cast<unsigned>(q_blocks), static_cast<unsigned>(heads),
                   static_cast<unsigned>(batch));
   cudaStream_t stream = cuda::stream(ctx);
