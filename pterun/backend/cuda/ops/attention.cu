@@ -32,8 +32,8 @@
 #include <cstdint>
 
 #include "pterun/backend/cuda/cuda_context.h"
+#include "pterun/backend/cuda/ops/attention_common.cuh"
 #include "pterun/backend/cuda/ops/attention_mma.h"
-#include "pterun/backend/cuda/ops/attention_params.h"
 #include "pterun/backend/cuda/ops/attention_tiled.h"
 #include "pterun/backend/cuda/ops/device_report.cuh"
 #include "pterun/backend/cuda/ops/launch_util.cuh"
@@ -52,10 +52,6 @@ constexpr int kKeyTile = 32;                  // one key per lane
 constexpr int kMaxDim = 256;
 constexpr int kPerLane = kMaxDim / 32;
 constexpr unsigned kFull = 0xffffffffu;
-
-__device__ inline int64_t lmin(int64_t a, int64_t b) {
-  return a < b ? a : b;
-}
 
 __device__ inline float warp_max(float v) {
   for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(kFull, v, o));
@@ -90,16 +86,6 @@ struct SdpaParams {
   DeviceCheck* check;
   int32_t check_op;
 };
-
-/// start_pos for this call; false (and reported once) when it does not fit.
-__device__ inline bool resolve_start(const SdpaParams& p, int64_t& start) {
-  start = p.start_at != nullptr ? read_position(p.start_at, p.start64) : p.start;
-  if (start >= 0 && start <= p.capacity && p.tokens <= p.capacity - start) return true;
-  if (p.start_at != nullptr && blockIdx.x == 0 && blockIdx.y == 0 && threadIdx.x == 0) {
-    report(p.check, DeviceCheckKind::CachePositions, p.check_op, start, p.capacity, p.tokens);
-  }
-  return false;
-}
 
 template <typename T>
 __device__ inline void store_row_value(const SdpaParams& p, int64_t b, int64_t row, int e,
@@ -310,11 +296,8 @@ void sdpa(KernelContext& ctx, const ops::SdpaArgs& a) {
   fill_sdpa_params(ctx, a, p);
   p.mask_f32 = a.mask != nullptr && a.mask->dtype() == DType::Float32;
   const int64_t batch = a.q.size(0);
-  p.tokens = a.q.size(1);
   p.kv_heads = a.k.size(2);
   p.dim = a.q.size(3);
-  p.reps = a.q.size(2) / p.kv_heads;
-  p.capacity = a.k.size(1);
   PTERUN_CHECK(p.dim <= kMaxDim, ErrorCode::NotSupported, op, ": head_dim ", p.dim,
                " is above the CUDA kernel's ", kMaxDim);
   p.row_blocks = (p.tokens * p.reps + kRows - 1) / kRows;

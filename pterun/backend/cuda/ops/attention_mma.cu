@@ -28,8 +28,8 @@
 #include <cstdint>
 
 #include "pterun/backend/cuda/cuda_context.h"
+#include "pterun/backend/cuda/ops/attention_common.cuh"
 #include "pterun/backend/cuda/ops/attention_mma.h"
-#include "pterun/backend/cuda/ops/attention_params.h"
 #include "pterun/backend/cuda/ops/device_report.cuh"
 #include "pterun/backend/cuda/ops/launch_util.cuh"
 
@@ -109,10 +109,6 @@ __device__ inline uint32_t load_pair(const void* p) {
   return *static_cast<const uint32_t*>(p);
 }
 
-__device__ inline int64_t lmin(int64_t a, int64_t b) {
-  return a < b ? a : b;
-}
-
 /// Keys [t0, t0 + kKeys) of k and v into the shared tiles; keys from `end`
 /// on are zeros (a value read past the keys could be NaN, and 0 * NaN is
 /// NaN).
@@ -165,20 +161,14 @@ __global__ void __launch_bounds__(kWarps * 32) attention_mma_kernel(MmaParams p)
   const T* v = static_cast<const T*>(p.v) + b * p.vs[0] + hk * p.vs[2];
   T* out = static_cast<T*>(p.out) + b * p.os[0] + h * p.os[2];
 
-  int64_t start = p.start;
-  if (p.start_at != nullptr) {
-    start = read_position(p.start_at, p.start64);
-    if (start < 0 || start > p.capacity || p.tokens > p.capacity - start) {
-      if (blockIdx.x == 0 && blockIdx.y == 0 && blockIdx.z == 0 && threadIdx.x == 0) {
-        report(p.check, DeviceCheckKind::CachePositions, p.check_op, start, p.capacity, p.tokens);
-      }
-      // Nothing to attend to: zeros (the call raises at its wait).
-      for (int x = threadIdx.x; x < kQueries * D; x += blockDim.x) {
-        const int64_t i = q0 + x / D;
-        if (i < p.tokens) out[i * p.os[1] + x % D] = cuda::convert<T>(0.0f);
-      }
-      return;
+  int64_t start = 0;
+  if (!resolve_start(p, start)) {
+    // Nothing to attend to: zeros (the call raises at its wait).
+    for (int x = threadIdx.x; x < kQueries * D; x += blockDim.x) {
+      const int64_t i = q0 + x / D;
+      if (i < p.tokens) out[i * p.os[1] + x % D] = cuda::convert<T>(0.0f);
     }
+    return;
   }
   const int64_t keys = start + p.tokens;
   const int64_t block_last = lmin(p.tokens, q0 + kQueries) - 1;
@@ -334,11 +324,8 @@ void launch(cudaStream_t stream, const MmaParams& p, int64_t dim, dim3 grid) {
 bool sdpa_tensor_cores(KernelContext& ctx, const ops::SdpaArgs& a, const char* op) {
   const DType dtype = a.q.dtype();
   if (dtype != DType::Float16 && dtype != DType::BFloat16) return false;
-  const int64_t batch = a.q.size(0), tokens = a.q.size(1), heads = a.q.size(2);
-  const int64_t dim = a.q.size(3);
-  if (dim != 16 && dim != 32 && dim != 64 && dim != 128) return false;
-  const int64_t q_blocks = (tokens + kQueries - 1) / kQueries;
-  if (tokens < kMinTokens || batch > 65535 || heads > 65535 || q_blocks > INT32_MAX) return false;
+  dim3 grid;
+  if (!tiled_grid(a, kMinTokens, kQueries, grid)) return false;
   for (const Tensor* x : std::array<const Tensor*, 4>{&a.q, &a.k, &a.v, &a.out}) {
     if (!walks_in(*x, 2)) return false;
   }
@@ -347,16 +334,11 @@ bool sdpa_tensor_cores(KernelContext& ctx, const ops::SdpaArgs& a, const char* o
   MmaParams p{};
   fill_sdpa_params(ctx, a, p);
   p.mask_f32 = a.mask != nullptr && a.mask->dtype() == DType::Float32;
-  p.tokens = tokens;
-  p.reps = heads / a.k.size(2);
-  p.capacity = a.k.size(1);
   p.vec8 = walks_in(a.k, 8) && walks_in(a.v, 8);
-  const dim3 grid(static_cast<unsigned>(q_blocks), static_cast<unsigned>(heads),
-                  static_cast<unsigned>(batch));
   if (dtype == DType::Float16) {
-    launch<__half>(cuda::stream(ctx), p, dim, grid);
+    launch<__half>(cuda::stream(ctx), p, a.q.size(3), grid);
   } else {
-    launch<__nv_bfloat16>(cuda::stream(ctx), p, dim, grid);
+    launch<__nv_bfloat16>(cuda::stream(ctx), p, a.q.size(3), grid);
   }
   cuda::check_launch(op);
   return true;

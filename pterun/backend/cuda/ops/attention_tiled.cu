@@ -23,7 +23,7 @@
 #include <cstdint>
 
 #include "pterun/backend/cuda/cuda_context.h"
-#include "pterun/backend/cuda/ops/attention_params.h"
+#include "pterun/backend/cuda/ops/attention_common.cuh"
 #include "pterun/backend/cuda/ops/attention_tiled.h"
 #include "pterun/backend/cuda/ops/device_report.cuh"
 #include "pterun/backend/cuda/ops/launch_util.cuh"
@@ -57,10 +57,6 @@ struct TiledParams {
   int32_t check_op;
 };
 
-__device__ inline int64_t lmin(int64_t a, int64_t b) {
-  return a < b ? a : b;
-}
-
 /// Shared memory of the kernel for head_dim D, in floats.
 constexpr int64_t shared_floats(int d) {
   return int64_t{2} * d * kRowPad + int64_t{kKeys} * d + int64_t{kQueries} * kProbPad;
@@ -82,19 +78,14 @@ __global__ void __launch_bounds__(kThreads) attention_tiled_kernel(TiledParams p
   const float* v = p.v + b * p.vs[0] + hk * p.vs[2];
   float* out = p.out + b * p.os[0] + h * p.os[2];
 
-  int64_t start = p.start;
-  if (p.start_at != nullptr) {
-    start = read_position(p.start_at, p.start64);
-    if (start < 0 || start > p.capacity || p.tokens > p.capacity - start) {
-      if (blockIdx.x == 0 && blockIdx.y == 0 && blockIdx.z == 0 && tid == 0) {
-        report(p.check, DeviceCheckKind::CachePositions, p.check_op, start, p.capacity, p.tokens);
-      }
-      for (int x = tid; x < kQueries * D; x += kThreads) {
-        const int64_t i = q0 + x / D;
-        if (i < p.tokens) out[i * p.os[1] + x % D] = 0.0f;
-      }
-      return;
+  int64_t start = 0;
+  if (!resolve_start(p, start)) {
+    // Nothing to attend to: zeros (the call raises at its wait).
+    for (int x = tid; x < kQueries * D; x += kThreads) {
+      const int64_t i = q0 + x / D;
+      if (i < p.tokens) out[i * p.os[1] + x % D] = 0.0f;
     }
+    return;
   }
   const int64_t keys = start + p.tokens;
   const int64_t block_last = lmin(p.tokens, q0 + kQueries) - 1;
@@ -226,23 +217,15 @@ bool launch(int device, cudaStream_t stream, const TiledParams& p, dim3 grid) {
 bool sdpa_tiled_f32(KernelContext& ctx, const ops::SdpaArgs& a, const char* op) {
   if (a.q.dtype() != DType::Float32) return false;
   if (a.mask != nullptr && a.mask->dtype() != DType::Float32) return false;
-  const int64_t batch = a.q.size(0), tokens = a.q.size(1), heads = a.q.size(2);
-  const int64_t dim = a.q.size(3);
-  if (dim != 16 && dim != 32 && dim != 64 && dim != 128) return false;
-  const int64_t q_blocks = (tokens + kQueries - 1) / kQueries;
-  if (tokens < kMinTokens || batch > 65535 || heads > 65535 || q_blocks > INT32_MAX) return false;
+  dim3 grid;
+  if (!tiled_grid(a, kMinTokens, kQueries, grid)) return false;
 
   TiledParams p{};
   fill_sdpa_params(ctx, a, p);
-  p.tokens = tokens;
-  p.reps = heads / a.k.size(2);
-  p.capacity = a.k.size(1);
-  const dim3 grid(static_cast<unsigned>(q_blocks), static_cast<unsigned>(heads),
-                  static_cast<unsigned>(batch));
   cudaStream_t stream = cuda::stream(ctx);
   const int device = cuda::device(ctx);
   bool launched = false;
-  switch (dim) {
+  switch (a.q.size(3)) {
     case 16: launched = launch<16>(device, stream, p, grid); break;
     case 32: launched = launch<32>(device, stream, p, grid); break;
     case 64: launched = launch<64>(device, stream, p, grid); break;
