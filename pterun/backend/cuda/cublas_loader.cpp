@@ -186,6 +186,12 @@ cublasStatus_t CUBLASWINAPI cublasLtMatmulAlgoGetHeuristic(
                           results, returned);
 }
 
+cublasStatus_t CUBLASWINAPI cublasLtMatmulAlgoConfigGetAttribute(
+    const cublasLtMatmulAlgo_t* algo, cublasLtMatmulAlgoConfigAttributes_t attr, void* buf,
+    size_t size, size_t* written) {
+  PTERUN_CUBLASLT_FORWARD(cublasLtMatmulAlgoConfigGetAttribute, algo, attr, buf, size, written);
+}
+
 cublasStatus_t CUBLASWINAPI cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDesc_t desc,
                                            const void* alpha, const void* A,
                                            cublasLtMatrixLayout_t a, const void* B,

@@ -7,6 +7,7 @@
 
 #include <cublasLt.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <unordered_map>
@@ -32,6 +33,43 @@ struct Choice {
   bool found = false;
   cublasLtMatmulAlgo_t algo{};
 };
+
+/// Heuristic answers asked for per problem.
+constexpr int kCandidates = 8;
+
+/// Outputs up to this many elements take an algorithm without a split of
+/// k when the heuristic offers one: a split adds a reduction kernel, and a
+/// small product is a kernel's latency, not its arithmetic (gpt at batch
+/// 1, H200: 2 of its 9 products came with one). PTERUN_LT_SPLIT_K=1 keeps
+/// the heuristic's first answer everywhere.
+constexpr int64_t kNoSplitElements = 64 * 1024;
+
+bool allow_split_k() {
+  static const bool allow = [] {
+    const char* v = std::getenv("PTERUN_LT_SPLIT_K");
+    return v != nullptr && std::strcmp(v, "1") == 0;
+  }();
+  return allow;
+}
+
+/// Index of the answer to use among the heuristic's `found`, or -1.
+int preferred(const cublasLtMatmulHeuristicResult_t* results, int found, int64_t elements) {
+  int first = -1;
+  for (int i = 0; i < found; ++i) {
+    if (results[i].state != CUBLAS_STATUS_SUCCESS) continue;
+    if (first < 0) first = i;
+    if (elements > kNoSplitElements || allow_split_k()) return first;
+    uint32_t splits = 1;
+    size_t written = 0;
+    if (cublasLtMatmulAlgoConfigGetAttribute(&results[i].algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM,
+                                             &splits, sizeof splits,
+                                             &written) == CUBLAS_STATUS_SUCCESS &&
+        splits <= 1) {
+      return i;
+    }
+  }
+  return first;
+}
 
 void set(cublasLtMatmulDesc_t desc, cublasLtMatmulDescAttributes_t attr, const void* value,
          size_t size) {
@@ -104,14 +142,15 @@ bool lt_gemm_bias(kernels::KernelContext& ctx, cudaDataType_t type, cublasComput
         PTERUN_CUBLAS_CHECK(
             cublasLtMatmulPreferenceSetAttribute(&pref, aligns[i], &values[i], sizeof values[i]));
       }
-      cublasLtMatmulHeuristicResult_t result{};
+      cublasLtMatmulHeuristicResult_t results[kCandidates]{};
       int found = 0;
-      const cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(lt.handle, &desc, &la, &lb, &ld,
-                                                                   &ld, &pref, 1, &result, &found);
+      const cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(
+          lt.handle, &desc, &la, &lb, &ld, &ld, &pref, kCandidates, results, &found);
       Choice c;
-      c.found =
-          status == CUBLAS_STATUS_SUCCESS && found > 0 && result.state == CUBLAS_STATUS_SUCCESS;
-      if (c.found) c.algo = result.algo;
+      const int pick =
+          status == CUBLAS_STATUS_SUCCESS ? preferred(results, found, rows * cols) : -1;
+      c.found = pick >= 0;
+      if (c.found) c.algo = results[pick].algo;
       it = chosen.emplace(key, c).first;
     }
     choice = it->second;
