@@ -133,6 +133,10 @@ struct Method::Loader {
   // decomposed scaled-dot-product attention runs as one kernel
   // (kAttentionKernel) reading and writing views of the values' bytes.
   void fuse_attention();
+  // Residual-add fusion (rewrite.h, find_gemm_add_fusions): an add after
+  // an addmm or mm runs as one product with the residual in its epilogue
+  // (kGemmAddKernel), where the device has the kernel.
+  void fuse_gemm_add();
   // Points each fused kernel's view at the bytes of the tensor it reads,
   // after the passes that give tensors memory of their own.
   void follow_views();

@@ -252,6 +252,31 @@ std::vector<AttentionFusion> find_attention_fusions(const format::MethodDesc& d,
                                                     const std::vector<bool>& keep,
                                                     const std::vector<std::vector<bool>>& idle);
 
+/// A product and the residual add after it:
+///   addmm.out(bias, mat1, mat2, beta 1, alpha 1) -> product (bias [n]), or
+///   mm.out(mat1, mat2) -> product;
+///   then, as the next instruction that runs, add.out(read, other, alpha 1)
+///   -> out (operands in either order),
+/// where `read` is the product, or a view the exporter resolved by planning
+/// (a tensor over exactly the product's bytes that no instruction writes),
+/// that the add alone reads; the product (not in `keep`) is read by nothing
+/// else; every tensor float32, float16 or bfloat16 of one dtype, static and
+/// in default dim order, product [m, n] and read, other and out of one
+/// shape whose last dim is n. The add runs kGemmAddKernel(mat1, mat2, bias
+/// or None, other, out) and the product nothing. The caller checks that no
+/// other view reads the product's bytes and that out overlaps other
+/// element for element or not at all, and none of mat1, mat2 and the bias.
+/// None in methods with jumps or moves.
+struct GemmAddFusion {
+  size_t chain = 0;
+  size_t gemm = 0, add = 0;
+  int32_t mat1 = -1, mat2 = -1, bias = -1, other = -1, out = -1;
+  int32_t product = -1, read = -1;
+};
+std::vector<GemmAddFusion> find_gemm_add_fusions(const format::MethodDesc& d,
+                                                 const std::vector<bool>& keep,
+                                                 const std::vector<std::vector<bool>>& idle);
+
 /// A quantized linear layer (kQuantizedLinearKernel) with the steps that
 /// make and consume its int8 activations around it:
 ///   quantize_per_tensor.out(x, s, z, -128, 127, int8) -> q, running just

@@ -66,6 +66,12 @@ inline constexpr const char* kSliceAtKernel = "pterun::slice_at.out";
 /// scalar_tensor.out of the number that _local_scalar_dense read from src.
 inline constexpr const char* kItemCopyKernel = "pterun::item_copy.out";
 
+/// addmm.out (beta and alpha 1, a bias row) or mm.out, then add.out of its
+/// result and a residual (alpha 1), as one product whose epilogue adds
+/// both (ops/matmul.h, gemm_add_out): (mat1, mat2, bias or None, other, *,
+/// out).
+inline constexpr const char* kGemmAddKernel = "pterun::gemm_add.out";
+
 /// torch's decomposed attention (bmm, scale, additive mask, softmax or
 /// safe softmax, bmm) as one kernel (ops/attention.h, attention_out):
 /// (q [B, S, H, D], k, v [B, Sk, H_kv, D], mask [S, Sk] or None, scale,

@@ -56,6 +56,13 @@ bool leading_dims_merge(const Tensor& t, size_t last) {
   return true;
 }
 
+/// True when the bytes of two dense tensors overlap.
+bool share_bytes(const Tensor& a, const Tensor& b) {
+  const auto* a0 = static_cast<const char*>(a.data());
+  const auto* b0 = static_cast<const char*>(b.data());
+  return a.nbytes() > 0 && b.nbytes() > 0 && a0 < b0 + b.nbytes() && b0 < a0 + a.nbytes();
+}
+
 }  // namespace
 
 // Strictly 2-D.
@@ -221,6 +228,52 @@ void linear_out(KernelContext& ctx, const Tensor& in, const Tensor& weight, cons
     p.c = {static_cast<char*>(out.data()) + out_off * es, 0, out.stride(r - 2), out.stride(r - 1)};
     be.gemm(ctx, p, op);
   }
+}
+
+// out = other + (mat1 @ mat2 + bias), one rounding (matmul.h).
+void gemm_add_out(KernelContext& ctx, const Tensor& mat1, const Tensor& mat2, const Tensor* bias,
+                  const Tensor& other, Tensor& out) {
+  const char* op = "pterun::gemm_add.out";
+  const Tensor& a = mat1;
+  const Tensor& b = mat2;
+  check_dtypes(op, {&a, &b, &other, &out});
+  check_matrix_rank(op, "mat1", a, 2);
+  check_matrix_rank(op, "mat2", b, 2);
+  PTERUN_CHECK(a.size(1) == b.size(0), ErrorCode::InvalidArgument, op, ": cannot multiply ",
+               describe(a), " by ", describe(b));
+  const int64_t m = a.size(0), n = b.size(1);
+  if (bias != nullptr) {
+    check_dtypes(op, {&a, bias});
+    PTERUN_CHECK(bias->dim() == 1 && bias->size(0) == n, ErrorCode::InvalidArgument, op,
+                 ": bias must be [", n, "], got ", describe(*bias));
+  }
+  PTERUN_CHECK(other.dim() >= 1 && other.size(other.dim() - 1) == n && other.numel() == m * n &&
+                   other.is_contiguous_order(),
+               ErrorCode::InvalidArgument, op, ": other ", describe(other),
+               " is not a contiguous [", m, ", ", n, "] product's shape");
+  kernels::resize_output(out, other.sizes(), op);
+  PTERUN_CHECK(out.is_contiguous_order(), ErrorCode::InvalidArgument, op, ": out ", describe(out),
+               " must be contiguous");
+  // The product reads its operands while it writes out; other is read
+  // element for element as out is written.
+  const bool same = out.data() == other.data();
+  PTERUN_CHECK(!share_bytes(out, a) && !share_bytes(out, b) &&
+                   (bias == nullptr || !share_bytes(out, *bias)) &&
+                   (same || !share_bytes(out, other)),
+               ErrorCode::InvalidArgument, op, ": out overlaps an operand");
+  const MatmulBackend& be = matmul(ctx);
+  PTERUN_CHECK(be.adds, ErrorCode::NotSupported, op, ": this backend adds no matrix to a product");
+  GemmProblem p;
+  p.dtype = a.dtype();
+  p.m = m;
+  p.k = a.size(1);
+  p.n = n;
+  p.a = view2d(a);
+  p.b = view2d(b);
+  p.c = {out.data(), 0, n, 1};
+  p.bias = bias != nullptr ? bias->data() : nullptr;
+  p.addend = other.data();
+  be.gemm(ctx, p, op);
 }
 
 }  // namespace pterun::ops

@@ -29,12 +29,17 @@ struct MatrixView {
 /// m x k, b is k x n, c is m x n, all of `dtype` (one of RealHBF16,
 /// checked). `bias` (n contiguous elements, or null) is added to every row;
 /// the beta term only when `accumulate` (so NaNs in c do not leak through
-/// beta = 0). bias and accumulate are exclusive.
+/// beta = 0). bias and accumulate are exclusive. `addend` (or null; only for
+/// a backend whose `adds` is true, batch 1): an m x n matrix laid out as c
+/// (c itself, or memory that overlaps none of c) added after the bias, the
+/// sum rounded once: c = alpha * a @ b + bias + addend. Exclusive with
+/// accumulate.
 struct GemmProblem {
   DType dtype = DType::Float32;
   int64_t batch = 1, m = 0, k = 0, n = 0;
   MatrixView a, b, c;
   const void* bias = nullptr;
+  const void* addend = nullptr;
   Scalar alpha = Scalar::from_int(1);
   Scalar beta = Scalar::from_int(0);
   bool accumulate = false;
@@ -56,6 +61,8 @@ struct MatmulBackend {
   /// cache, without a step of its own; CUDA: [0, inf) in cuBLASLt's ReLU
   /// epilogue, other bounds by a clamp kernel after the product).
   bool clamps = false;
+  /// Whether `gemm` takes GemmProblem::addend (CUDA: cuBLASLt's C operand).
+  bool adds = false;
 };
 
 // mm.out(Tensor self, Tensor mat2, *, Tensor(a!) out)
@@ -69,5 +76,15 @@ void addmm_out(KernelContext& ctx, const Tensor& self, const Tensor& mat1, const
 // linear.out(Tensor input, Tensor weight, Tensor? bias=None, *, Tensor(a!) out)
 void linear_out(KernelContext& ctx, const Tensor& in, const Tensor& weight, const Tensor* bias,
                 Tensor& out);
+
+// ---- internal kernel (kernels/internal_ops.h) ----
+// pterun::gemm_add.out(Tensor mat1, Tensor mat2, Tensor? bias, Tensor other, *,
+//   Tensor(a!) out) -> Tensor(a!): out = other + (mat1 @ mat2 + bias), mat1 [m, k], mat2
+//   [k, n], bias [n] or None, other of m * n elements whose last dim is n, contiguous; out
+//   takes other's sizes and is other itself or overlaps none of the operands. The sum is
+//   rounded once (the unfused addmm and add round twice in float16 and bfloat16). For a
+//   backend whose `adds` is true.
+void gemm_add_out(KernelContext& ctx, const Tensor& mat1, const Tensor& mat2, const Tensor* bias,
+                  const Tensor& other, Tensor& out);
 
 }  // namespace pterun::ops

@@ -41,6 +41,10 @@ bool has_conv_fused(const OpBackend& b) {
   return b.conv->convolution_fused != nullptr;
 }
 
+bool has_gemm_add(const OpBackend& b) {
+  return b.matmul->adds;
+}
+
 bool has_dynamic_linear(const OpBackend& b) {
   return b.quant->dynamic_linear != nullptr;
 }
@@ -286,6 +290,7 @@ constexpr OpDef kOps[] = {
     def<&bmm_out>("aten::bmm.out", F::Matmul),
     def<&addmm_out>("aten::addmm.out", F::Matmul),
     def<&linear_out>("aten::linear.out", F::Matmul),
+    only_where(def<&gemm_add_out>(kernels::kGemmAddKernel, F::Matmul), &has_gemm_add),
 
     // ---- conv -------------------------------------------------------------------
     def<&convolution_out>("aten::convolution.out", F::Conv),

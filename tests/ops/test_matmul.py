@@ -8,8 +8,8 @@ products, threads, dynamic outs and argument errors."""
 import numpy as np
 import pytest
 
-from harness import (BF16, Out, T, bf16, cast, check, check_error, dtype_of, integers, is_float,
-                     normal, rand, reference, tensor, value)
+from harness import (BF16, Out, T, bf16, call_kernel, cast, check, check_error, cuda_only, dtype_of,
+                     integers, is_float, normal, rand, reference, tensor, value)
 
 DTYPES = [np.float32, np.float16, BF16, np.float64, np.int32, np.int64, np.int8, np.uint8]
 
@@ -463,3 +463,67 @@ def test_linear_errors(device):
                 Out(np.float32, (3, 5)), exc=ValueError)
     check_error(device, "aten::linear.out", normals(3, 4), normals(5, 4), normals(4),
                 Out(np.float32, (3, 5)), exc=ValueError)
+
+
+# ---- gemm_add (the residual-add fusion's kernel) ------------------------------------------------
+
+
+def _ulp(x, dtype):
+    """The spacing of `dtype` at |x| (float64 array)."""
+    bits = {np.float32: 23, np.float16: 10, BF16: 7}[dtype]
+    tiny = {np.float32: 2.0**-126, np.float16: 2.0**-14, BF16: 2.0**-126}[dtype]
+    return np.exp2(np.floor(np.log2(np.maximum(np.abs(x), tiny)))) * 2.0**-bits
+
+
+@cuda_only("the product's epilogue adds the residual (cuBLASLt's C operand)")
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, BF16])
+@pytest.mark.parametrize("with_bias", [True, False])
+@pytest.mark.parametrize("m,k,n", [(16, 64, 64), (1, 32, 48), (300, 256, 64), (7, 5, 3),
+                                   (2048, 64, 192)])
+def test_gemm_add_rounds_the_sum_once(device, dtype, with_bias, m, k, n):
+    a, b, other = normals(m, k), normals(k, n), normals(1, m, n)
+    bias = normals(n)
+    if dtype != np.float32:
+        # Operands exact in the dtype, so that the one rounding is the out's.
+        a, b, other, bias = (cast(x, dtype).astype(np.float32) for x in (a, b, other, bias))
+    exact = ref_mm(a, b) + other.astype(np.float64)
+    if with_bias:
+        exact = exact + bias.astype(np.float64)
+    got = call_kernel("pterun::gemm_add.out", tensor(a, dtype), tensor(b, dtype),
+                      tensor(bias, dtype) if with_bias else None, tensor(other, dtype),
+                      Out(dtype, (1, m, n)), device=device)[0].astype(np.float64)
+    assert got.shape == (1, m, n)
+    # float32 accumulation (at most k + 2 roundings of partial sums bounded
+    # by the sum of magnitudes), then one rounding to the dtype: half a unit
+    # in the last place of the sum, where the unfused addmm and add round
+    # twice (up to a unit).
+    magnitude = np.abs(a).astype(np.float64) @ np.abs(b) + np.abs(other)
+    if with_bias:
+        magnitude = magnitude + np.abs(bias)
+    bound = 0.5 * _ulp(exact, dtype) * 1.001 + (k + 2) * 2.0**-24 * magnitude
+    worst = np.max(np.abs(got - exact) - bound)
+    assert worst <= 0, f"error beyond one rounding by {worst}"
+
+
+@cuda_only("the product's epilogue adds the residual")
+def test_gemm_add_errors(device):
+    a, b, other = normals(4, 3), normals(3, 5), normals(4, 5)
+    name = "pterun::gemm_add.out"
+    with pytest.raises(ValueError, match="cannot multiply"):
+        call_kernel(name, a, normals(4, 5), None, other, Out(np.float32, (4, 5)), device=device)
+    with pytest.raises(ValueError, match="bias"):
+        call_kernel(name, a, b, normals(4), other, Out(np.float32, (4, 5)), device=device)
+    with pytest.raises(ValueError, match="other"):
+        call_kernel(name, a, b, None, normals(4, 6), Out(np.float32, (4, 6)), device=device)
+    with pytest.raises(ValueError, match="other"):
+        call_kernel(name, a, b, None, T(normals(5, 4), dim_order=(1, 0)),
+                    Out(np.float32, (5, 4)), device=device)
+    with pytest.raises(ValueError, match="dtype"):
+        call_kernel(name, a, b, None, other.astype(np.float64), Out(np.float32, (4, 5)),
+                    device=device)
+
+
+def test_gemm_add_is_cuda_only():
+    with pytest.raises(NotImplementedError):
+        call_kernel("pterun::gemm_add.out", normals(4, 3), normals(3, 5), None, normals(4, 5),
+                    Out(np.float32, (4, 5)))

@@ -15,6 +15,10 @@
 // output bounds) to [0, inf) rides in cuBLASLt's ReLU epilogue with the
 // bias; any other clamp, or a product cuBLASLt does not take, is one
 // clamp kernel over C after the product.
+// A matrix added to the product (GemmProblem::addend: a residual) is
+// cuBLASLt's C operand with beta 1, the bias in the same epilogue; where
+// cuBLASLt offers no algorithm, the product is made as above and one
+// kernel adds the rest.
 // f64, integers (wrapping, like the CPU) and k = 0 take a simple tiled
 // kernel.
 
@@ -159,9 +163,33 @@ __global__ void clamp_kernel(float* c, int64_t m, int64_t n, int64_t bs, int64_t
 void clamp_output(kernels::KernelContext& ctx, const ops::GemmProblem& p, const char* op) {
   const int64_t total = p.batch * p.m * p.n;
   const int blocks = static_cast<int>(std::min<int64_t>((total + 255) / 256, 4096));
-  clamp_kernel<<<blocks, 256, 0, stream(ctx)>>>(
-      static_cast<float*>(const_cast<void*>(p.c.data)), p.m, p.n, p.c.batch_stride,
-      p.c.row_stride, p.c.col_stride, total, p.clamp_lo, p.clamp_hi);
+  clamp_kernel<<<blocks, 256, 0, stream(ctx)>>>(static_cast<float*>(const_cast<void*>(p.c.data)),
+                                                p.m, p.n, p.c.batch_stride, p.c.row_stride,
+                                                p.c.col_stride, total, p.clamp_lo, p.clamp_hi);
+  check_launch(op);
+}
+
+// ---- addend and bias after the product (GemmProblem::addend without cuBLASLt) ----
+
+/// c[i, j] += addend[i, j] (if any) + bias[j] (if any), c dense [m, n],
+/// summed in float and rounded once.
+__global__ void add_after_kernel(void* c, const void* addend, const void* bias, DType dtype,
+                                 int64_t n, int64_t total) {
+  for (int64_t e = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; e < total;
+       e += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    float r = load_as<float>(c, dtype, e);
+    if (addend != nullptr) r += load_as<float>(addend, dtype, e);
+    if (bias != nullptr) r += load_as<float>(bias, dtype, e % n);
+    store_as(c, dtype, e, r);
+  }
+}
+
+void add_after(kernels::KernelContext& ctx, const ops::GemmProblem& p, const void* addend,
+               const void* bias, const char* op) {
+  const int64_t total = p.m * p.n;
+  const int blocks = static_cast<int>(std::min<int64_t>((total + 255) / 256, 4096));
+  add_after_kernel<<<blocks, 256, 0, stream(ctx)>>>(const_cast<void*>(p.c.data), addend, bias,
+                                                    p.dtype, p.n, total);
   check_launch(op);
 }
 
@@ -254,13 +282,30 @@ bool cublas_gemm(kernels::KernelContext& ctx, const ops::GemmProblem& p, const c
   PTERUN_CHECK(fits_int(m) && fits_int(n) && fits_int(k) && fits_int(batch) && fits_int(ca.ld) &&
                    fits_int(cb.ld) && fits_int(cc.ld),
                ErrorCode::NotSupported, op, ": matrix sizes beyond cuBLAS's 32-bit limits");
-  // A bias row with one product in place: cuBLASLt adds it (C^T = op(B^T)
-  // op(A^T) + bias down the columns).
-  if (p.bias != nullptr && batch == 1 && c_direct &&
+  // A bias row and/or an addend with one product in place: cuBLASLt adds
+  // them (C^T = op(B^T) op(A^T) + bias down the columns + addend^T).
+  if ((p.bias != nullptr || p.addend != nullptr) && batch == 1 && c_direct &&
       lt_gemm_bias(ctx, t, gemm_compute(ctx, p.dtype), n, m, k, {b.data, cb.op, cb.ld},
                    {a.data, ca.op, ca.ld}, const_cast<void*>(c.data), cc.ld, p.bias, alpha,
-                   relu_clamp(p))) {
+                   relu_clamp(p), p.addend)) {
     return relu_clamp(p);
+  }
+  if (p.addend != nullptr) {
+    // No cuBLASLt algorithm: the product (with the bias where the addend is
+    // elsewhere, accumulated onto it where it is c itself), then the rest.
+    PTERUN_CHECK(batch == 1 && c_direct && cc.ld == n && !p.accumulate && !p.clamp,
+                 ErrorCode::Internal, op, ": an addend needs one dense product");
+    ops::GemmProblem q = p;
+    q.addend = nullptr;
+    const bool in_place = p.addend == p.c.data;
+    if (in_place) {
+      q.bias = nullptr;
+      q.accumulate = true;
+      q.beta = Scalar::from_int(1);
+    }
+    cublas_gemm(ctx, q, op);
+    add_after(ctx, p, in_place ? nullptr : p.addend, in_place ? p.bias : nullptr, op);
+    return false;
   }
   float beta = 0.0f;
   if (p.bias != nullptr) {
@@ -339,7 +384,7 @@ namespace pterun::kernels::cuda_ops {
 
 const ops::MatmulBackend& matmul_backend() {
   static constexpr ops::MatmulBackend kMatmul{&cuda::nn::cuda_gemm, &cuda::nn::cuda_copy,
-                                              /*clamps=*/true};
+                                              /*clamps=*/true, /*adds=*/true};
   return kMatmul;
 }
 

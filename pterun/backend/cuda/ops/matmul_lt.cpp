@@ -24,9 +24,10 @@ struct Key {
   int type;
   int compute;
   int op_a, op_b;
-  int relu;  // the epilogue (keeps the 64-bit fields aligned without padding)
+  int epilogue;
   int64_t rows, cols, k, lda, ldb, ldd;
-  uint32_t align_a, align_b, align_d, align_bias;
+  uint32_t align_a, align_b, align_c, align_d, align_bias;
+  uint32_t has_c;  // a C operand (else C is D)
 };
 
 struct Choice {
@@ -88,16 +89,19 @@ void layout(cublasLtMatrixLayoutOpaque_t& storage, cudaDataType_t type, cublasOp
 
 bool lt_gemm_bias(kernels::KernelContext& ctx, cudaDataType_t type, cublasComputeType_t compute,
                   int64_t rows, int64_t cols, int64_t k, const LtOperand& a, const LtOperand& b,
-                  void* d, int64_t ldd, const void* bias, float alpha, bool relu) {
+                  void* d, int64_t ldd, const void* bias, float alpha, bool relu,
+                  const void* c_in) {
   const CublasLt lt = cublas_lt(ctx);
 
   cublasLtMatmulDescOpaque_t desc;
   PTERUN_CUBLAS_CHECK(cublasLtMatmulDescInit(&desc, compute, CUDA_R_32F));
   set(&desc, CUBLASLT_MATMUL_DESC_TRANSA, &a.op, sizeof(a.op));
   set(&desc, CUBLASLT_MATMUL_DESC_TRANSB, &b.op, sizeof(b.op));
-  const cublasLtEpilogue_t epilogue = relu ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_BIAS;
+  const cublasLtEpilogue_t epilogue =
+      bias != nullptr ? (relu ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_BIAS)
+                      : (relu ? CUBLASLT_EPILOGUE_RELU : CUBLASLT_EPILOGUE_DEFAULT);
   set(&desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof(epilogue));
-  set(&desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias));
+  if (bias != nullptr) set(&desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias));
   cublasLtMatrixLayoutOpaque_t la, lb, ld;
   layout(la, type, a.op, rows, k, a.ld);
   layout(lb, type, b.op, k, cols, b.ld);
@@ -110,7 +114,8 @@ bool lt_gemm_bias(kernels::KernelContext& ctx, cudaDataType_t type, cublasComput
   key.compute = static_cast<int>(compute);
   key.op_a = static_cast<int>(a.op);
   key.op_b = static_cast<int>(b.op);
-  key.relu = relu ? 1 : 0;
+  key.epilogue = static_cast<int>(epilogue);
+  key.has_c = c_in != nullptr ? 1 : 0;
   key.rows = rows;
   key.cols = cols;
   key.k = k;
@@ -120,6 +125,7 @@ bool lt_gemm_bias(kernels::KernelContext& ctx, cudaDataType_t type, cublasComput
   key.align_a = address_alignment(a.data);
   key.align_b = address_alignment(b.data);
   key.align_d = address_alignment(d);
+  key.align_c = c_in != nullptr ? address_alignment(c_in) : key.align_d;
   key.align_bias = address_alignment(bias);
 
   static std::mutex mutex;
@@ -137,7 +143,7 @@ bool lt_gemm_bias(kernels::KernelContext& ctx, cudaDataType_t type, cublasComput
       const cublasLtMatmulPreferenceAttributes_t aligns[] = {
           CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
           CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES};
-      const uint32_t values[] = {key.align_a, key.align_b, key.align_d, key.align_d};
+      const uint32_t values[] = {key.align_a, key.align_b, key.align_c, key.align_d};
       for (int i = 0; i < 4; ++i) {
         PTERUN_CUBLAS_CHECK(
             cublasLtMatmulPreferenceSetAttribute(&pref, aligns[i], &values[i], sizeof values[i]));
@@ -156,10 +162,11 @@ bool lt_gemm_bias(kernels::KernelContext& ctx, cudaDataType_t type, cublasComput
     choice = it->second;
   }
   if (!choice.found) return false;
-  const float beta = 0.0f;
-  PTERUN_CUBLAS_CHECK(cublasLtMatmul(lt.handle, &desc, &alpha, a.data, &la, b.data, &lb, &beta, d,
-                                     &ld, d, &ld, &choice.algo, lt.workspace, lt.workspace_bytes,
-                                     stream(ctx)));
+  const float beta = c_in != nullptr ? 1.0f : 0.0f;
+  const void* c_data = c_in != nullptr ? c_in : d;
+  PTERUN_CUBLAS_CHECK(cublasLtMatmul(lt.handle, &desc, &alpha, a.data, &la, b.data, &lb, &beta,
+                                     c_data, &ld, d, &ld, &choice.algo, lt.workspace,
+                                     lt.workspace_bytes, stream(ctx)));
   return true;
 }
 

@@ -5,7 +5,8 @@
 // instead of being copied into the output first and accumulated (one
 // kernel instead of two), and a ReLU after it where asked
 // (CUBLASLT_EPILOGUE_RELU_BIAS: an XNNPACK FullyConnected node's clamp to
-// [0, inf), without a pass of its own).
+// [0, inf), without a pass of its own). A matrix added to the product
+// (GemmProblem::addend, a residual) is cuBLASLt's C operand with beta 1.
 
 #include <cublas_v2.h>
 #include <library_types.h>
@@ -24,8 +25,9 @@ struct LtOperand {
 };
 
 /// D (rows x cols, column-major, leading dimension ldd) = alpha * op(A)
-/// op(B) + bias, bias a vector of `rows` elements of D's type, added to
-/// every column; A is rows x k after op, B k x cols. `compute` is the
+/// op(B) + bias + C, bias a vector of `rows` elements of D's type added to
+/// every column (or null), C (`c_in`, or null for none) a matrix laid out as
+/// D (D itself, or not overlapping it); A is rows x k after op, B k x cols. `compute` is the
 /// cuBLAS compute type (float32 accumulation, TF32 inputs where allowed).
 /// `relu`: D = max(D, 0) after the bias, NaN kept (tests/ops/test_xnnpack_linear.py
 /// checks that on the GPU). False when cuBLASLt offers no algorithm for the problem (then nothing
@@ -33,6 +35,7 @@ struct LtOperand {
 /// kept for the process.
 bool lt_gemm_bias(kernels::KernelContext& ctx, cudaDataType_t type, cublasComputeType_t compute,
                   int64_t rows, int64_t cols, int64_t k, const LtOperand& a, const LtOperand& b,
-                  void* d, int64_t ldd, const void* bias, float alpha, bool relu = false);
+                  void* d, int64_t ldd, const void* bias, float alpha, bool relu = false,
+                  const void* c_in = nullptr);
 
 }  // namespace pterun::cuda::nn

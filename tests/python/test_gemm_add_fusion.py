@@ -1,0 +1,59 @@
+"""Residual-add fusion at load (docs/architecture.md, "Load passes"): an
+addmm or mm whose result an add.out reads alone (directly or through a
+reshape the exporter resolved by planning) runs as one
+pterun::gemm_add.out step whose epilogue adds the bias and the residual,
+on a device whose products take an addend (CUDA: cuBLASLt's C operand);
+PTERUN_FUSE_GEMM_ADD=0 turns the pass off. The outputs stay torch's
+(tests/fixtures, expected from torch eager); the CPU, which has no such
+kernel, runs the same steps either way."""
+
+import json
+
+import numpy as np
+import pytest
+
+import pterun
+from conftest import FIXTURES, fixture_paths
+from cuda_util import host
+
+DEVICES = ["cpu", pytest.param("cuda:0", marks=pytest.mark.skipif(
+    pterun.cuda_device_count() == 0, reason="no CUDA device"))]
+
+# Residual connections after a product: gpt's two blocks have two each
+# (attention and MLP), llama_block's one block two; mlp has none.
+FUSED = {"gpt": 4, "llama_block": 2, "mlp": 0}
+
+
+def run_calls(name, device, monkeypatch, fuse):
+    monkeypatch.setenv("PTERUN_FUSE_GEMM_ADD", "1" if fuse else "0")
+    entry = json.loads((FIXTURES / "manifest.json").read_text())["fixtures"][name]
+    pte, ptd = fixture_paths(entry)
+    method = pterun.load_program(pte, data=ptd).load_method("forward", device=device,
+                                                            cuda_graphs=False)
+    arrays = np.load(FIXTURES / entry["files"]["npz"])
+    outs, expected, steps = [], [], []
+    for call in entry["calls"]:
+        inputs = [arrays[spec["key"]] for spec in call["inputs"]]
+        pterun.reset_stats()
+        got = method(inputs)
+        steps.append(pterun.stats()["kernel_calls"])
+        outs.append([host(t) if device != "cpu" else t.numpy() for t in got])
+        expected.append([arrays[spec["key"]] for spec in call["outputs"]])
+    return outs, expected, steps
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("name", sorted(FUSED))
+def test_fused_residual_adds_give_torchs_outputs(name, device, monkeypatch):
+    fused, expected, fused_steps = run_calls(name, device, monkeypatch, fuse=True)
+    plain, _, plain_steps = run_calls(name, device, monkeypatch, fuse=False)
+    for k, (got, want, unfused) in enumerate(zip(fused, expected, plain)):
+        assert len(got) == len(want)
+        for i, (x, y, z) in enumerate(zip(got, want, unfused)):
+            where = f"{name} on {device}, call {k}, output {i}"
+            assert x.shape == y.shape, where
+            np.testing.assert_allclose(x, y, rtol=1e-5, atol=2e-6, err_msg=where)
+            np.testing.assert_allclose(x, z, rtol=1e-5, atol=2e-6, err_msg=where)
+    saved = FUSED[name] if device != "cpu" else 0
+    for f, p in zip(fused_steps, plain_steps):
+        assert f == p - saved, f"{name} on {device}: {f} steps fused, {p} without"
