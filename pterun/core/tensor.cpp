@@ -60,6 +60,12 @@ void Tensor::compute_strides() {
   }
 }
 
+void Tensor::set_strides_unchecked(std::span<const int64_t> strides) {
+  PTERUN_CHECK(strides.size() == rank_, ErrorCode::Internal, "tensor: ", strides.size(),
+               " strides for rank ", int{rank_});
+  for (size_t i = 0; i < rank_; ++i) strides_[i] = strides[i];
+}
+
 void Tensor::resize(std::span<const int64_t> sizes) {
   PTERUN_CHECK(sizes.size() == rank_, ErrorCode::InvalidArgument, "resize: rank ", sizes.size(),
                " given for a tensor of rank ", int{rank_});

@@ -78,6 +78,14 @@ class Tensor {
   /// tensors the runtime owns entirely (views, scratch).
   void reshape_unchecked(std::span<const int64_t> sizes, std::span<const uint8_t> dim_order = {});
 
+  /// Gives the tensor explicit strides (elements, one per dimension): a
+  /// view the runtime makes for a kernel that walks strides, over a window
+  /// of another tensor's bytes (the queries inside a packed projection,
+  /// say). The caller keeps every element inside the bytes at data(); the
+  /// dim order stays as it was, and a resize or reshape recomputes dense
+  /// strides.
+  void set_strides_unchecked(std::span<const int64_t> strides);
+
   /// Bytes the bound shape needs (set at load; resize keeps nbytes within).
   size_t bound_nbytes() const { return bound_nbytes_; }
   void set_bound_nbytes(size_t n) { bound_nbytes_ = n; }

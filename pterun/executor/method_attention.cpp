@@ -86,8 +86,12 @@ void Method::Loader::fuse_attention() {
       const Tensor& t = m.tensors_[tensor_of_value[v.value]];
       Tensor& view =
           m.extra_tensors_.emplace_back(t.dtype(), v.sizes, v.dim_order, ShapeDynamism::Static);
-      view.set_data(t.data(), t.capacity());
-      views.emplace_back(&view, &t);
+      // A window of a packed projection: the finder kept every element
+      // inside the value's static bytes.
+      const size_t offset = static_cast<size_t>(v.offset) * t.element_size();
+      if (!v.strides.empty()) view.set_strides_unchecked(v.strides);
+      view.set_data(static_cast<char*>(t.data()) + offset, t.capacity() - offset);
+      views.push_back({&view, &t, offset});
       return &m.extra_values_.emplace_back(Value::from_tensor(&view));
     };
     Value* q = value_of(f.q);
@@ -113,12 +117,12 @@ void Method::Loader::fuse_attention() {
 // The views see the bytes their tensors hold after the passes, and follow
 // an input or an output (or a view of one) that a call re-points.
 void Method::Loader::follow_views() {
-  for (auto [view, source] : views) {
-    view->set_data(source->data(), source->capacity());
+  for (auto [view, source, offset] : views) {
+    view->set_data(static_cast<char*>(source->data()) + offset, source->capacity() - offset);
     auto follow = [&](std::vector<std::pair<Tensor*, size_t>>& list, const Tensor* tensor) {
-      if (tensor == source) list.emplace_back(view, 0);
+      if (tensor == source) list.emplace_back(view, offset);
       for (size_t j = 0, n = list.size(); j < n; ++j) {
-        if (list[j].first == source) list.emplace_back(view, list[j].second);
+        if (list[j].first == source) list.emplace_back(view, list[j].second + offset);
       }
     };
     for (size_t i = 0; i < d.inputs.size() && i < m.input_followers_.size(); ++i) {

@@ -48,7 +48,13 @@ struct Method::Loader {
   std::set<int32_t> pinned;          // values fused kernels read or write through views
   // Those views, each with the tensor whose bytes it reads: made to follow
   // it after the passes that move memory (follow_views).
-  std::vector<std::pair<Tensor*, const Tensor*>> views;
+  // A view may start `offset` bytes into its tensor.
+  struct FollowingView {
+    Tensor* view;
+    const Tensor* source;
+    size_t offset;
+  };
+  std::vector<FollowingView> views;
 
   void analyse_instructions();
   void check_support();

@@ -231,12 +231,22 @@ std::vector<PatternFusion> find_safe_softmax_fusions(const format::MethodDesc& d
 /// not overlap what the kernel reads (else F gets memory of its own) and
 /// that each instruction still runs its own operator. None in methods with
 /// jumps or moves.
+/// Where q, k and v are the three items of one split_with_sizes_copy.out
+/// of a tensor X along its last dim (a packed projection [..., 3 H D] cut
+/// into thirds, as GPT-2-style blocks write it), each item read by the run
+/// alone, the views read X in place (`strides`, `offset`) and the split
+/// joins the run: its three copies go.
 struct AttentionFusion {
+  /// value's bytes seen with `sizes` and `dim_order`; or, where `strides`
+  /// is not empty, the elements at `offset` + sum of index * stride (a
+  /// window of a packed projection: see below).
   struct View {
     int32_t value = -1;
     std::vector<int64_t> sizes;
     std::vector<uint8_t> dim_order;
     bool whole = true;
+    std::vector<int64_t> strides;
+    int64_t offset = 0;
   };
   size_t chain = 0;
   size_t at = 0;

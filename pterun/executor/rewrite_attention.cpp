@@ -171,6 +171,14 @@ class Finder {
     f.q = view_of(q->base, qs, qv);
     f.k = view_of(kt->base, tensor(kt->base)->sizes, kv);
     f.v = view_of(values->base, tensor(values->base)->sizes, vv);
+    // What the kernel reads from planned memory, with the run's instruction
+    // that read it: the bases, or the tensor a split cut them from.
+    std::array<std::pair<int32_t, size_t>, 3> base_reads = {
+        std::pair{q->base, q->reader}, {kt->base, kt->reader}, {values->base, values->reader}};
+    if (const auto split = unpack_split(f, {q->base, kt->base, values->base}, {qv, kv, vv},
+                                        {q->reader, kt->reader, values->reader})) {
+      base_reads = {std::pair{split->first, split->second}, {-1, kNone}, {-1, kNone}};
+    }
     // [B, S, H, D] each; keys and values alike; as many heads as the queries.
     const auto& qz = f.q.sizes;
     const auto& kz = f.k.sizes;
@@ -220,8 +228,7 @@ class Finder {
     // What the kernel reads from planned memory, with the instruction of the
     // run that read it (a folded value has memory of its own).
     for (auto [t, r] :
-         {std::pair{f.q.value, q->reader}, std::pair{f.k.value, kt->reader},
-          std::pair{f.v.value, values->reader}, std::pair{mask.value_or(-1), mask_at}}) {
+         {base_reads[0], base_reads[1], base_reads[2], std::pair{mask.value_or(-1), mask_at}}) {
       if (t >= 0 && folded_.find(t) == folded_.end()) f.reads.emplace_back(t, r);
     }
     if (!consistent(f)) return std::nullopt;
@@ -243,6 +250,17 @@ class Finder {
   size_t writer(int32_t t) const {
     const auto it = writer_.find(t);
     return it == writer_.end() ? kNone : it->second;
+  }
+
+  // The running instruction whose result is a list holding t, or kNone.
+  size_t list_writer(int32_t t) const {
+    for (const auto& [value, w] : writer_) {
+      const format::ValueDesc& x = d_.values[value];
+      if (x.kind == ValueKind::TensorList && std::count(x.items.begin(), x.items.end(), t) > 0) {
+        return w;
+      }
+    }
+    return kNone;
   }
 
   bool plain(const format::TensorDesc* t) const {
@@ -289,6 +307,108 @@ class Finder {
       return same_bytes(*rt, *tt) ? r : -1;
     }
     return -1;
+  }
+
+  // q, k and v (`bases`, [B, S, H, D] each, no instruction writing them,
+  // read first by the run's `readers`) the bytes of the three items of one
+  // running split_with_sizes_copy.out of X [..., C] along its last dim, the
+  // last instruction to write them before they are read, each item read by
+  // the run alone: the views (with `perms`, as view_of takes them) become
+  // windows of X, the split joins the run and its items are dropped.
+  // Returns X and the split's index, or nothing (the views stay as they
+  // were).
+  std::optional<std::pair<int32_t, size_t>> unpack_split(AttentionFusion& f,
+                                                         const std::array<int32_t, 3>& bases,
+                                                         const std::array<Perm, 3>& perms,
+                                                         const std::array<size_t, 3>& readers) {
+    std::array<const format::TensorDesc*, 3> bt{};
+    size_t w = kNone;
+    for (int i = 0; i < 3; ++i) {
+      bt[i] = tensor(bases[i]);
+      if (bt[i] == nullptr || writer(bases[i]) != kNone || !internal(bases[i]) ||
+          !desc::planned(*bt[i]) || readers[i] == kNone) {
+        return std::nullopt;
+      }
+      // The last running instruction before the reader that writes there.
+      size_t last = kNone;
+      for (size_t k = std::min(readers[i], instrs_.size()); k-- > 0;) {
+        if (running(k) && may_write(k, *bt[i])) {
+          last = k;
+          break;
+        }
+      }
+      if (last == kNone || (w != kNone && last != w)) return std::nullopt;
+      w = last;
+    }
+    {
+      if (!v_.is_kernel(w, "aten::split_with_sizes_copy.out", 5)) return std::nullopt;
+      const auto& a = instrs_[w].args;
+      // The out list and the returned one (two values naming the same items).
+      const format::ValueDesc& list = d_.values[a[3]];
+      const int32_t x = a[0];
+      const format::TensorDesc* xt = tensor(x);
+      if (d_.values[a[4]].items != list.items || list.kind != ValueKind::TensorList ||
+          list.items.size() != 3 || !plain(xt) || xt->sizes.empty() || keep_[x] ||
+          !last_dim(a[2], x)) {
+        return std::nullopt;
+      }
+      const int64_t cols = xt->sizes.back();
+      if (cols <= 0) return std::nullopt;
+      const int64_t rows = static_cast<int64_t>(xt->numel) / cols;
+      std::array<int, 3> item_of = {-1, -1, -1};
+      std::array<int64_t, 3> offsets{};
+      int64_t offset = 0;
+      bool ok = true;
+      for (size_t j = 0; j < 3 && ok; ++j) {
+        const auto item = static_cast<int32_t>(list.items[j]);
+        const format::TensorDesc* it = item >= 0 ? tensor(item) : nullptr;
+        ok = it != nullptr && internal(item) && v_.uses[item] == 1 &&
+             it->sizes.size() == xt->sizes.size() && it->dtype == xt->dtype &&
+             std::equal(it->sizes.begin(), it->sizes.end() - 1, xt->sizes.begin());
+        for (int i = 0; i < 3 && ok; ++i) {
+          if (item_of[i] < 0 && same_bytes(*it, *bt[i])) {
+            item_of[i] = static_cast<int>(j);
+            offsets[i] = offset;
+            break;
+          }
+        }
+        if (ok) offset += it->sizes.back();
+      }
+      if (!ok || offset != cols || std::count(item_of.begin(), item_of.end(), -1) > 0) {
+        return std::nullopt;
+      }
+      std::array<AttentionFusion::View, 3> views = {f.q, f.k, f.v};
+      for (int i = 0; i < 3; ++i) {
+        // base[b, s, h, e] is the item's element (b * S + s, h * D + e).
+        const std::vector<int64_t>& z = bt[i]->sizes;
+        const auto width = list.items[item_of[i]];
+        if (z.size() != 4 || z[0] * z[1] != rows ||
+            z[2] * z[3] != tensor(static_cast<int32_t>(width))->sizes.back()) {
+          return std::nullopt;
+        }
+      }
+      for (int i = 0; i < 3; ++i) {
+        const std::vector<int64_t>& z = bt[i]->sizes;
+        const std::array<int64_t, 4> strides = {z[1] * cols, cols, z[3], 1};
+        AttentionFusion::View& view = views[i];
+        view.value = x;
+        view.whole = false;
+        view.offset = offsets[i];
+        view.strides.clear();
+        view.dim_order = {0, 1, 2, 3};
+        for (int k = 0; k < 4; ++k) view.strides.push_back(strides[perms[i][k]]);
+        // Every element inside X.
+        int64_t last = view.offset;
+        for (int k = 0; k < 4; ++k) last += (view.sizes[k] - 1) * view.strides[k];
+        if (last >= static_cast<int64_t>(xt->numel)) return std::nullopt;
+      }
+      f.q = views[0];
+      f.k = views[1];
+      f.v = views[2];
+      steps_.push_back(w);
+      for (int64_t item : list.items) written_.push_back(static_cast<int32_t>(item));
+      return std::pair{x, w};
+    }
   }
 
   // expand_copy.out of a tensor to its own shape (a copy) is passed over.
@@ -592,7 +712,8 @@ class Finder {
     };
     for (int32_t t : f.dropped) {
       if (keep_[t]) return false;
-      const size_t w = writer(t);
+      size_t w = writer(t);
+      if (w == kNone) w = list_writer(t);
       if (w == kNone) continue;  // a view: its writer's value is checked
       std::vector<size_t> readers;
       if (!readers_of(t, w, readers)) return false;
