@@ -179,10 +179,13 @@ class Finder {
                                         {q->reader, kt->reader, values->reader})) {
       base_reads = {std::pair{split->first, split->second}, {-1, kNone}, {-1, kNone}};
     }
-    // [B, S, H, D] each; keys and values alike; as many heads as the queries.
+    // [B, S, H, D] each; keys and values alike; as many heads as the
+    // queries, or a whole number of query heads per head (grouped keys and
+    // values whose repeat the trace passed over).
     const auto& qz = f.q.sizes;
     const auto& kz = f.k.sizes;
-    if (kz != f.v.sizes || qz[0] != kz[0] || qz[2] != kz[2] || qz[3] != kz[3] || kz[1] < qz[1]) {
+    if (kz != f.v.sizes || qz[0] != kz[0] || kz[2] <= 0 || qz[2] % kz[2] != 0 || qz[3] != kz[3] ||
+        kz[1] < qz[1]) {
       return std::nullopt;
     }
     const DType dtype = tensor(q->base)->dtype;
@@ -518,7 +521,19 @@ class Finder {
     Perm perm = kIdentity;
     int32_t t = s;
     size_t read_at = reader;
-    for (size_t w = writer(t); w != kNone; w = writer(t)) {
+    for (;;) {
+      const size_t w = writer(t);
+      if (w == kNone) {
+        // Keys or values repeated per group of query heads: read the
+        // groups' own heads, where the repeat found them (tracing further
+        // back could reach bytes the plan hands to another value before
+        // the attention runs).
+        if (const auto repeat = repeated_heads(t, read_at)) {
+          t = repeat->first;
+          read_at = repeat->second;
+        }
+        break;
+      }
       const auto& a = instrs_[w].args;
       const format::TensorDesc* in = tensor(a[0]);
       if (!internal(t) || v_.uses[t] > 2) break;
@@ -542,6 +557,70 @@ class Finder {
     const format::TensorDesc* base = tensor(t);
     if (base == nullptr || base->sizes.size() != 4 || !plain(base)) return std::nullopt;
     return Traced{t, perm, read_at};
+  }
+
+  // torch's repeat_kv of grouped-query attention: t [B, H, S, D] (no
+  // instruction writing it, read first by the run's `reader`) holds the
+  // bytes of clone(expand(unsqueeze(src, 2), [B, G, R, S, D])) (clone.out
+  // or _clone_dim_order.out, the last instruction to write them before
+  // the reader), src [B, G, S, D] and H = G * R, each step's result read by
+  // the next alone: head h of t is head h / R of src, as the kernel reads
+  // grouped keys and values. The three steps join the run; returns src
+  // and the unsqueeze's index.
+  std::optional<std::pair<int32_t, size_t>> repeated_heads(int32_t t, size_t reader) {
+    const format::TensorDesc* tt = tensor(t);
+    if (tt == nullptr || tt->sizes.size() != 4 || !internal(t) || !desc::planned(*tt) ||
+        reader == kNone) {
+      return std::nullopt;
+    }
+    size_t clone = kNone;
+    for (size_t k = std::min(reader, instrs_.size()); k-- > 0;) {
+      if (running(k) && may_write(k, *tt)) {
+        clone = k;
+        break;
+      }
+    }
+    if (clone == kNone || !(v_.is_kernel(clone, "dim_order_ops::_clone_dim_order.out", 5) ||
+                            v_.is_kernel(clone, "aten::clone.out", 4))) {
+      return std::nullopt;
+    }
+    const auto& ca = instrs_[clone].args;
+    const int32_t c = ca.back(), e = ca[0];
+    const format::TensorDesc* ct = tensor(c);
+    const format::TensorDesc* et = tensor(e);
+    const size_t expand = writer(e);
+    if (ct == nullptr || et == nullptr || !internal(c) || !internal(e) || v_.uses[c] != 1 ||
+        v_.uses[e] != 2 || !same_bytes(*ct, *tt) || ct->sizes.size() != 5 ||
+        et->sizes != ct->sizes || expand == kNone ||
+        !v_.is_kernel(expand, "aten::expand_copy.out", 5)) {
+      return std::nullopt;
+    }
+    const int32_t u = instrs_[expand].args[0];
+    const format::TensorDesc* ut = tensor(u);
+    const size_t unsqueeze = writer(u);
+    if (ut == nullptr || !internal(u) || v_.uses[u] != 2 || unsqueeze == kNone ||
+        !v_.is_kernel(unsqueeze, "aten::unsqueeze_copy.out", 4)) {
+      return std::nullopt;
+    }
+    const auto& ua = instrs_[unsqueeze].args;
+    const format::ValueDesc& dim = d_.values[ua[1]];
+    const int32_t src = ua[0];
+    const format::TensorDesc* st = tensor(src);
+    if (dim.kind != ValueKind::Int || (dim.int_value != 2 && dim.int_value != -3) || !plain(st) ||
+        st->sizes.size() != 4 || st->dtype != tt->dtype) {
+      return std::nullopt;
+    }
+    // src [B, G, S, D] -> u [B, G, 1, S, D] -> e, c [B, G, R, S, D] = t [B, G * R, S, D].
+    const std::vector<int64_t>& z = st->sizes;
+    const std::vector<int64_t> grouped = {z[0], z[1], 1, z[2], z[3]};
+    const std::vector<int64_t>& r = ct->sizes;
+    if (ut->sizes != grouped || r[0] != z[0] || r[1] != z[1] || r[3] != z[2] || r[4] != z[3] ||
+        tt->sizes != std::vector<int64_t>{z[0], z[1] * r[2], z[2], z[3]}) {
+      return std::nullopt;
+    }
+    for (size_t k : {clone, expand, unsqueeze}) steps_.push_back(k);
+    for (int32_t x : {c, e, u}) written_.push_back(x);
+    return std::pair{src, unsqueeze};
   }
 
   // The product's result [N, S, D] followed through its layout copies to

@@ -1,7 +1,8 @@
 // Attention fusion reads the queries, keys and values where the program
 // left them: gpt's packed projection (one product cut into q, k and v by
 // split_with_sizes_copy) is read in place through strided windows, and the
-// split runs no more.
+// split runs no more; llama_block's grouped keys and values are read
+// before torch's repeat_kv copies them.
 
 #include <gtest/gtest.h>
 
@@ -74,14 +75,26 @@ TEST(AttentionFusion, GptReadsThePackedProjectionInPlace) {
   }
 }
 
-TEST(AttentionFusion, SeparateProjectionsStayWhole) {
-  // llama_block: q, k and v from three products; nothing to unpack.
+TEST(AttentionFusion, GroupedKeysAndValuesAreReadOncePerGroup) {
+  // llama_block: q, k and v from three products (nothing to unpack); k and
+  // v have 2 heads for q's 4, repeated by unsqueeze, expand and clone
+  // (torch's repeat_kv). The kernel reads the 2 heads themselves, and the
+  // repeat's steps join the run.
   auto program = test::load_fixture(test::manifest()["fixtures"]["llama_block"]);
   const auto& d = program->method("forward");
   const auto found = find_attention_fusions(d, inputs_and_outputs(d), folded(d));
   ASSERT_EQ(found.size(), 1u);
-  for (const AttentionFusion::View* v : {&found[0].q, &found[0].k, &found[0].v}) {
-    EXPECT_TRUE(v->strides.empty());
+  const AttentionFusion& f = found[0];
+  for (const AttentionFusion::View* v : {&f.q, &f.k, &f.v}) EXPECT_TRUE(v->strides.empty());
+  EXPECT_EQ(f.q.sizes, (std::vector<int64_t>{1, 16, 4, 16}));
+  EXPECT_EQ(f.k.sizes, (std::vector<int64_t>{1, 16, 2, 16}));
+  EXPECT_EQ(f.v.sizes, (std::vector<int64_t>{1, 16, 2, 16}));
+  for (const char* op : {"aten::unsqueeze_copy.out", "aten::expand_copy.out",
+                         "dim_order_ops::_clone_dim_order.out"}) {
+    EXPECT_GE(std::count_if(f.idle.begin(), f.idle.end(),
+                            [&](size_t k) { return op_at(d, f.chain, k) == op; }),
+              2)
+        << op;
   }
 }
 
