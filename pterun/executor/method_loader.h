@@ -139,6 +139,9 @@ struct Method::Loader {
   // decomposed scaled-dot-product attention runs as one kernel
   // (kAttentionKernel) reading and writing views of the values' bytes.
   void fuse_attention();
+  // Rotary fusion (rewrite.h, find_rotary_fusions): torch's rotate-half
+  // rotary embedding (seven steps) runs as one kRotaryHalfKernel.
+  void fuse_rotary();
   // Residual-add fusion (rewrite.h, find_gemm_add_fusions): an add after
   // an addmm or mm runs as one product with the residual in its epilogue
   // (kGemmAddKernel), where the device has the kernel.

@@ -191,6 +191,29 @@ void Method::Loader::fuse_safe_softmax() {
   apply_pattern_fusions(find_safe_softmax_fusions(d, kept_values(), layout.idle), layout);
 }
 
+// Rotate-half rotary embeddings (rewrite.h, find_rotary_fusions) run as one
+// kernel where every step involved still runs its own operator and out
+// overlaps none of x, cos and sin (each out element reads x half a row
+// away, so not even element for element).
+void Method::Loader::fuse_rotary() {
+  const ChainLayout layout = chain_layout();
+  std::vector<PatternFusion> found = find_rotary_fusions(d, kept_values(), layout.idle);
+  std::erase_if(found, [&](const PatternFusion& f) {
+    if (!runs_own_operator(f.chain, f.replacement.index) ||
+        std::any_of(f.idle.begin(), f.idle.end(),
+                    [&](size_t k) { return !runs_own_operator(f.chain, k); })) {
+      return true;
+    }
+    const TensorDesc& out = *d.values[f.out].tensor;
+    for (size_t i = 0; i < 3; ++i) {
+      const TensorDesc& t = *d.values[f.replacement.args[i]].tensor;
+      if (is_planned(t) && is_planned(out) && overlaps(t, out)) return true;
+    }
+    return false;
+  });
+  apply_pattern_fusions(found, layout);
+}
+
 bool Method::Loader::runs_own_operator(size_t c, size_t k) const {
   const Step& s = m.chains_[c][k];
   const format::InstructionDesc& instr = d.chains[c].instructions[k];

@@ -262,6 +262,22 @@ std::vector<AttentionFusion> find_attention_fusions(const format::MethodDesc& d,
                                                     const std::vector<bool>& keep,
                                                     const std::vector<std::vector<bool>>& idle);
 
+/// torch's rotate-half rotary embedding (LLaMA as Hugging Face writes it):
+///   mul.out(x, cos) -> a; slice_copy.Tensor_out(x, -1, h, end >= 2h) -> s1;
+///   neg.out(s1) -> n; slice_copy.Tensor_out(x, -1, 0 or None, h) -> s2;
+///   cat.out((n, s2), -1) -> c; mul.out(c, sin) -> b; add.out(a, b, 1) -> out
+/// (products and the sum in either order of operands), the seven running
+/// one after the other in any order ending with the add, each intermediate
+/// (not in `keep`) read by the next alone, x, cos, sin and out of one dtype
+/// (float32, float16, bfloat16), x and out static and of one shape whose
+/// last dim is 2h. The add becomes kRotaryHalfKernel(x, cos, sin, out) and
+/// the other six run nothing. The caller checks that out overlaps none of
+/// x, cos and sin, and that no view reads the dropped values' bytes. None
+/// in methods with jumps or moves.
+std::vector<PatternFusion> find_rotary_fusions(const format::MethodDesc& d,
+                                               const std::vector<bool>& keep,
+                                               const std::vector<std::vector<bool>>& idle);
+
 /// A product and the residual add after it:
 ///   addmm.out(bias, mat1, mat2, beta 1, alpha 1) -> product (bias [n]), or
 ///   mm.out(mat1, mat2) -> product;

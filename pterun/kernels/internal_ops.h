@@ -66,6 +66,11 @@ inline constexpr const char* kSliceAtKernel = "pterun::slice_at.out";
 /// scalar_tensor.out of the number that _local_scalar_dense read from src.
 inline constexpr const char* kItemCopyKernel = "pterun::item_copy.out";
 
+/// torch's rotate-half rotary embedding, x * cos + cat(-x[..., h:],
+/// x[..., :h]) * sin, as one pass (ops/elementwise.h, RotaryArgs):
+/// (x, cos, sin, *, out).
+inline constexpr const char* kRotaryHalfKernel = "pterun::rotary_half.out";
+
 /// addmm.out (beta and alpha 1, a bias row) or mm.out, then add.out of its
 /// result and a residual (alpha 1), as one product whose epilogue adds
 /// both (ops/matmul.h, gemm_add_out): (mat1, mat2, bias or None, other, *,

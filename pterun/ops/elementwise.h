@@ -7,6 +7,7 @@
 // compute function maps the op code to its per-element functor in one
 // switch per call.
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -143,10 +144,11 @@ enum class UnaryFn : uint8_t {
 
 /// Calls X(name) for each floating UnaryFn, Exp through Sigmoid (one case
 /// per function where a backend dispatches them).
-#define PTERUN_FLOAT_UNARY_FNS(X)                                                               \
-  X(Exp)                                                                                        \
-  X(Expm1) X(Log) X(Log1p) X(Log2) X(Log10) X(Sqrt) X(Rsqrt) X(Reciprocal) X(Sin) X(Cos) X(Tan) \
-      X(Asin) X(Acos) X(Atan) X(Sinh) X(Cosh) X(Tanh) X(Asinh) X(Acosh) X(Atanh) X(Erf) X(Sigmoid)
+#define PTERUN_FLOAT_UNARY_FNS(X)                                                              \
+  X(Exp)                                                                                       \
+  X(Expm1)                                                                                     \
+  X(Log) X(Log1p) X(Log2) X(Log10) X(Sqrt) X(Rsqrt) X(Reciprocal) X(Sin) X(Cos) X(Tan) X(Asin) \
+      X(Acos) X(Atan) X(Sinh) X(Cosh) X(Tanh) X(Asinh) X(Acosh) X(Atanh) X(Erf) X(Sigmoid)
 
 /// out = fn(in), out of in's shape.
 struct UnaryArgs {
@@ -261,6 +263,23 @@ struct GluArgs {
   const char* op;
 };
 
+/// torch's rotate-half rotary embedding (LLaMA as Hugging Face writes it):
+/// out = x * cos + rotate_half(x) * sin, rotate_half(x) = cat(-x[..., h:],
+/// x[..., :h]) along the last dim of size 2h. x, cos, sin and out share one
+/// floating dtype; cos and sin broadcast to x's shape (`cos_strides`,
+/// `sin_strides`: their strides against x's dims, 0 where they broadcast);
+/// out is x's shape, overlapping none of the inputs. Each product and the
+/// sum are rounded to the dtype as the unfused steps round them.
+struct RotaryArgs {
+  const Tensor& x;
+  const Tensor& cos;
+  const Tensor& sin;
+  std::array<int64_t, kMaxRank> cos_strides;
+  std::array<int64_t, kMaxRank> sin_strides;
+  Tensor& out;
+  const char* op;
+};
+
 struct FusedArgs;  // fused.h
 
 /// One backend's elementwise compute. Every entry but fused is required.
@@ -275,6 +294,7 @@ struct ElementwiseBackend {
   void (*clamp)(KernelContext& ctx, const ClampArgs& a);
   void (*clamp_tensor)(KernelContext& ctx, const ClampTensorArgs& a);
   void (*glu)(KernelContext& ctx, const GluArgs& a);
+  void (*rotary)(KernelContext& ctx, const RotaryArgs& a);
   /// nullptr where the backend has no fused elementwise programs (fused.h):
   /// pterun::fused_elementwise.out is then not registered, and the
   /// executor runs each operator of a chain on its own.
@@ -289,8 +309,15 @@ struct ElementwiseBackend {
   ::pterun::ops::ElementwiseBackend {                                                         \
     .binary = &binary, .binary_scalar = &binary_scalar, .unary = &unary, .compare = &compare, \
     .logical = &logical, .where = &where, .activation = &activation, .clamp = &clamp,         \
-    .clamp_tensor = &clamp_tensor, .glu = &glu, .fused = (fused_fn),                          \
+    .clamp_tensor = &clamp_tensor, .glu = &glu, .rotary = &rotary, .fused = (fused_fn),       \
   }
+
+// ---- internal kernel (kernels/internal_ops.h; elementwise_activation.cpp) ----
+
+// pterun::rotary_half.out(Tensor x, Tensor cos, Tensor sin, *, Tensor(a!) out) -> Tensor(a!):
+// RotaryArgs.
+void rotary_half_out(KernelContext& ctx, const Tensor& x, const Tensor& cos, const Tensor& sin,
+                     Tensor& out);
 
 // ---- front-ends: binary (elementwise_binary.cpp) ---------------------------
 

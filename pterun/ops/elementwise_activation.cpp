@@ -6,6 +6,7 @@
 #include "pterun/core/text.h"
 #include "pterun/kernels/common/dtype_util.h"
 #include "pterun/kernels/common/shape_util.h"
+#include "pterun/kernels/internal_ops.h"
 #include "pterun/ops/backend.h"
 #include "pterun/ops/elementwise.h"
 #include "pterun/ops/elementwise_checks.h"
@@ -161,6 +162,46 @@ void glu_out(KernelContext& ctx, const Tensor& self, int64_t dim, Tensor& out) {
   kernels::resize_output(out, shape.span(), op);
   if (out.numel() == 0) return;
   elementwise(ctx).glu(ctx, {self, d, out, op});
+}
+
+// out = x * cos + rotate_half(x) * sin (RotaryArgs).
+void rotary_half_out(KernelContext& ctx, const Tensor& x, const Tensor& cos, const Tensor& sin,
+                     Tensor& out) {
+  const char* op = kernels::kRotaryHalfKernel;
+  check_dtype(x, Family::FloatHBF16, op, "x");
+  for (const Tensor* t : {&cos, &sin, static_cast<const Tensor*>(&out)}) {
+    PTERUN_CHECK(t->dtype() == x.dtype(), ErrorCode::InvalidArgument, op, ": ", describe(*t),
+                 " must have x's dtype ", dtype_name(x.dtype()));
+  }
+  const size_t rank = x.dim();
+  PTERUN_CHECK(rank >= 1 && x.size(rank - 1) % 2 == 0, ErrorCode::InvalidArgument, op, ": x ",
+               describe(x), " must have a last dim of even size");
+  // cos and sin against x's dims, right-aligned, 0 where they broadcast.
+  auto broadcast = [&](const Tensor& t, const char* name) {
+    std::array<int64_t, kMaxRank> strides{};
+    PTERUN_CHECK(t.dim() <= rank, ErrorCode::InvalidArgument, op, ": ", name, " ", describe(t),
+                 " does not broadcast to x ", describe(x));
+    for (size_t i = 0; i < t.dim(); ++i) {
+      const size_t d = rank - t.dim() + i;
+      PTERUN_CHECK(t.size(i) == x.size(d) || t.size(i) == 1, ErrorCode::InvalidArgument, op, ": ",
+                   name, " ", describe(t), " does not broadcast to x ", describe(x));
+      strides[d] = t.size(i) == 1 ? 0 : t.stride(i);
+    }
+    return strides;
+  };
+  const auto cos_strides = broadcast(cos, "cos");
+  const auto sin_strides = broadcast(sin, "sin");
+  kernels::resize_output(out, x.sizes(), op);
+  auto apart = [&](const Tensor& t) {
+    const auto* a = static_cast<const char*>(t.data());
+    const auto* o = static_cast<const char*>(out.data());
+    return t.nbytes() == 0 || out.nbytes() == 0 || a + t.nbytes() <= o || o + out.nbytes() <= a;
+  };
+  // Each out element reads x half a row away: out may not overlap x.
+  PTERUN_CHECK(apart(x) && apart(cos) && apart(sin), ErrorCode::InvalidArgument, op,
+               ": out overlaps an input");
+  if (out.numel() == 0) return;
+  elementwise(ctx).rotary(ctx, {x, cos, sin, cos_strides, sin_strides, out, op});
 }
 
 }  // namespace pterun::ops

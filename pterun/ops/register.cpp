@@ -229,6 +229,7 @@ constexpr OpDef kOps[] = {
     def<&hardsigmoid_out>("aten::hardsigmoid.out", F::Elementwise),
     def<&hardswish_out>("aten::hardswish.out", F::Elementwise),
     def<&glu_out>("aten::glu.out", F::Elementwise),
+    def<&rotary_half_out>(kernels::kRotaryHalfKernel, F::Elementwise),
     // ---- reduce -----------------------------------------------------------------
     def<&sum_dim_out>("aten::sum.IntList_out", F::Reduce),
     def<&sum_out>("aten::sum.out", F::Reduce),

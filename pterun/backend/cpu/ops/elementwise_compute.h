@@ -22,6 +22,7 @@ void activation(KernelContext& ctx, const ops::ActivationArgs& a);       // acti
 void clamp(KernelContext& ctx, const ops::ClampArgs& a);                 // activation.cpp
 void clamp_tensor(KernelContext& ctx, const ops::ClampTensorArgs& a);    // activation.cpp
 void glu(KernelContext& ctx, const ops::GluArgs& a);                     // activation.cpp
+void rotary(KernelContext& ctx, const ops::RotaryArgs& a);               // rotary.cpp
 void fused(KernelContext& ctx, const ops::FusedArgs& a);                 // fused.cpp
 
 }  // namespace pterun::cpu::elementwise

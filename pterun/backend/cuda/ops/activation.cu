@@ -88,7 +88,83 @@ __global__ void glu_kernel(cuda::StridedIndexer<2> ix, int64_t n, const void* in
   }
 }
 
+// rotary_half: out = x * cos + rotate_half(x) * sin over x's rank (at most
+// kRotaryRank) dims, the last of size 2 * half; each product and the sum
+// rounded to T as the unfused steps round them.
+constexpr int kRotaryRank = 8;
+
+struct RotaryGeometry {
+  int rank;
+  int64_t half;
+  int64_t sizes[kRotaryRank];
+  int64_t xs[kRotaryRank], cs[kRotaryRank], ss[kRotaryRank], os[kRotaryRank];
+};
+
+__device__ inline float mul_rn(float a, float b) {
+  return __fmul_rn(a, b);
+}
+__device__ inline double mul_rn(double a, double b) {
+  return __dmul_rn(a, b);
+}
+__device__ inline float add_rn(float a, float b) {
+  return __fadd_rn(a, b);
+}
+__device__ inline double add_rn(double a, double b) {
+  return __dadd_rn(a, b);
+}
+
+template <typename T>
+__global__ void rotary_kernel(RotaryGeometry g, int64_t n, const T* x, const T* cos, const T* sin,
+                              T* out) {
+  using C = std::conditional_t<std::is_same_v<T, double>, double, float>;
+  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  const int last = g.rank - 1;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += step) {
+    int64_t xo = 0, co = 0, so = 0, oo = 0, rem = i, j = 0;
+    for (int d = last; d >= 0; --d) {
+      const int64_t k = rem % g.sizes[d];
+      rem /= g.sizes[d];
+      if (d == last) j = k;
+      xo += k * g.xs[d];
+      co += k * g.cs[d];
+      so += k * g.ss[d];
+      oo += k * g.os[d];
+    }
+    const int64_t partner = j < g.half ? xo + g.half * g.xs[last] : xo - g.half * g.xs[last];
+    const C p = cuda::convert<C>(x[partner]);
+    const C turned = j < g.half ? -p : p;
+    // Rounded products and sum (no fused multiply-add), as the unfused steps.
+    const T a = cuda::convert<T>(mul_rn(cuda::convert<C>(x[xo]), cuda::convert<C>(cos[co])));
+    const T b = cuda::convert<T>(mul_rn(turned, cuda::convert<C>(sin[so])));
+    out[oo] = cuda::convert<T>(add_rn(cuda::convert<C>(a), cuda::convert<C>(b)));
+  }
+}
+
 }  // namespace
+
+void elementwise::rotary(KernelContext& ctx, const ops::RotaryArgs& r) {
+  const Tensor& x = r.x;
+  const auto rank = static_cast<int>(x.dim());
+  PTERUN_CHECK(rank <= kRotaryRank, ErrorCode::NotSupported, r.op, ": x ", describe(x),
+               " has more than ", kRotaryRank, " dims");
+  RotaryGeometry g{};
+  g.rank = rank;
+  g.half = x.size(rank - 1) / 2;
+  for (int d = 0; d < rank; ++d) {
+    g.sizes[d] = x.size(d);
+    g.xs[d] = x.stride(d);
+    g.cs[d] = r.cos_strides[d];
+    g.ss[d] = r.sin_strides[d];
+    g.os[d] = r.out.stride(d);
+  }
+  const int64_t n = x.numel();
+  cuda::visit_float_dtype(x.dtype(), r.op, [&]<typename T>() {
+    rotary_kernel<T><<<cuda::blocks_for(n, 256), 256, 0, cuda::stream(ctx)>>>(
+        g, n, static_cast<const T*>(x.data()), static_cast<const T*>(r.cos.data()),
+        static_cast<const T*>(r.sin.data()), static_cast<T*>(r.out.data()));
+  });
+  cuda::check_launch(r.op);
+}
 
 void elementwise::activation(KernelContext& ctx, const ops::ActivationArgs& a) {
   switch (a.fn) {

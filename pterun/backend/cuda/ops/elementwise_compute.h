@@ -20,6 +20,7 @@ void activation(KernelContext& ctx, const ops::ActivationArgs& a);       // acti
 void clamp(KernelContext& ctx, const ops::ClampArgs& a);                 // activation.cu
 void clamp_tensor(KernelContext& ctx, const ops::ClampTensorArgs& a);    // activation.cu
 void glu(KernelContext& ctx, const ops::GluArgs& a);                     // activation.cu
+void rotary(KernelContext& ctx, const ops::RotaryArgs& a);               // activation.cu
 void fused(KernelContext& ctx, const ops::FusedArgs& a);                 // fused.cu
 
 /// The fns::PowMode a floating pow op code runs with (binary_scalar.cu).
