@@ -22,11 +22,12 @@ void Method::Loader::fuse_gemm_add() {
   const ChainLayout layout = chain_layout();
   for (const GemmAddFusion& f : find_gemm_add_fusions(d, kept_values(), layout.idle)) {
     if (!runs_own_operator(f.chain, f.gemm) || !runs_own_operator(f.chain, f.add)) continue;
-    bool moving = false;
-    for (int32_t v : {f.mat1, f.mat2, f.bias, f.other, f.out, f.product, f.read}) {
-      moving = moving || (v >= 0 && aliased.count(v) > 0);
-    }
-    if (moving) continue;
+    // The product and the view of it the add read are dropped: neither may
+    // be a value a kernel re-points. The operands and out may (an earlier
+    // pass's result moved to memory of its own, say): the kernel reads them
+    // where they are when it runs, and its front-end checks that out
+    // overlaps no operand there.
+    if (aliased.count(f.product) > 0 || aliased.count(f.read) > 0) continue;
     // No view but the add's operand reads the product's bytes.
     const Tensor* read = &m.tensors_[tensor_of_value[f.read]];
     const auto viewers = followers(f.product, layout.start[f.chain] + static_cast<int64_t>(f.gemm));

@@ -82,6 +82,7 @@ class Finder {
     steps_.clear();
     written_.clear();
     scale_ = 1;
+    narrow_.reset();
     AttentionFusion f;
     f.chain = v_.c;
     const auto& pv = instrs_[k].args;  // (probabilities, values, out)
@@ -193,7 +194,9 @@ class Finder {
     // head_dim up to 256).
     if ((dtype != DType::Float32 && dtype != DType::Float16 && dtype != DType::BFloat16) ||
         qz[3] > kMaxHeadDim || tensor(kt->base)->dtype != dtype ||
-        tensor(values->base)->dtype != dtype || tensor(pv[2])->dtype != dtype) {
+        tensor(values->base)->dtype != dtype ||
+        tensor(pv[2])->dtype != (narrow_ ? DType::Float32 : dtype) ||
+        (narrow_ && *narrow_ != dtype)) {
       return std::nullopt;
     }
     // Every tensor between the two products holds the rows of scores
@@ -414,6 +417,22 @@ class Finder {
     }
   }
 
+  // A dtype conversion keeping shape and the default dim order:
+  // _to_dim_order_copy.out(self, non_blocking, dim_order) or
+  // _to_copy.out(self, non_blocking, memory_format).
+  bool cast(size_t w) const {
+    const bool to_copy = v_.is_kernel(w, "aten::_to_copy.out", 5);
+    if (!to_copy && !v_.is_kernel(w, "dim_order_ops::_to_dim_order_copy.out", 5)) return false;
+    const format::ValueDesc& order = d_.values[instrs_[w].args[2]];
+    if (order.kind == ValueKind::None) return true;
+    if (to_copy || order.kind != ValueKind::IntList) return false;
+    for (size_t k = 0; k < order.items.size(); ++k) {
+      const format::ValueDesc& item = d_.values[order.items[k]];
+      if (item.kind != ValueKind::Int || item.int_value != static_cast<int64_t>(k)) return false;
+    }
+    return true;
+  }
+
   // expand_copy.out of a tensor to its own shape (a copy) is passed over.
   int32_t through_same_expand(int32_t t) {
     for (size_t w = writer(t); w != kNone && v_.is_kernel(w, "aten::expand_copy.out", 5);
@@ -546,6 +565,16 @@ class Finder {
                  v_.is_kernel(w, "dim_order_ops::_clone_dim_order.out", 5) ||
                  v_.is_kernel(w, "aten::clone.out", 4)) {
         if (in == nullptr || in->sizes != tensor(t)->sizes) break;  // a copy
+      } else if (cast(w)) {
+        // float16 or bfloat16 widened to float32, exactly: the kernel reads
+        // the narrow values (one dtype for q, k and v).
+        const format::TensorDesc* tt = tensor(t);
+        if (in == nullptr || !plain(in) || in->sizes != tt->sizes || tt->dtype != DType::Float32 ||
+            (in->dtype != DType::Float16 && in->dtype != DType::BFloat16) ||
+            (narrow_ && *narrow_ != in->dtype)) {
+          break;
+        }
+        narrow_ = in->dtype;
       } else if (!numbers || (next = number(w, t)) < 0) {
         break;
       }
@@ -637,6 +666,7 @@ class Finder {
     int32_t t = o;
     std::vector<int64_t> sizes = bhsd;
     Perm perm = kIdentity;
+    bool narrowed = false;
     for (;;) {
       std::vector<size_t> readers;
       if (!readers_of(t, w, readers) || readers.size() != 1) break;
@@ -655,6 +685,13 @@ class Finder {
         const std::optional<Perm> dims = permutation(a[1]);
         if (!dims) break;
         p = *dims;
+      } else if (cast(r)) {
+        // The float32 result rounded back to the operands' dtype (once).
+        if (!narrow_ || narrowed || in->dtype != DType::Float32 || nt->dtype != *narrow_ ||
+            nt->sizes != in->sizes) {
+          break;
+        }
+        narrowed = true;
       } else if (!(v_.is_kernel(r, "dim_order_ops::_clone_dim_order.out", 5) ||
                    v_.is_kernel(r, "aten::clone.out", 4))) {
         break;
@@ -672,7 +709,7 @@ class Finder {
     }
     // out[b, s, h, d] = result[b, h, s, d]; result = T.permute(inverse(perm)).
     const Perm p = then(inverse(perm), kSwapMiddle);
-    if (p[3] != 3) return std::nullopt;
+    if (p[3] != 3 || narrowed != narrow_.has_value()) return std::nullopt;
     AttentionFusion::View v = view_of(t, t == o ? bhsd : sizes, p);
     v.whole = v.whole && t != o;  // o is [B * H, S, D]
     if (fixed(t) && !v.whole) return std::nullopt;
@@ -825,6 +862,9 @@ class Finder {
   std::vector<size_t> steps_;
   std::vector<int32_t> written_;
   double scale_ = 1;
+  // The dtype the operands were widened from to float32 (torch's math
+  // attention of float16 and bfloat16 tensors), if they were.
+  std::optional<DType> narrow_;
 };
 
 }  // namespace

@@ -51,8 +51,11 @@ def run_calls(name, device, monkeypatch, fuse):
     else:
         monkeypatch.setenv("PTERUN_FUSE_ELEMENTWISE", "0")
     # The elementwise pass alone: the attention fusion would take the
-    # layout copies and scalings of gpt's and llama_block's attention first.
-    monkeypatch.setenv("PTERUN_FUSE_ATTENTION", "0")
+    # layout copies and scalings of gpt's and llama_block's attention first,
+    # the rotary fusion llama_block's rotary embeddings, and the
+    # residual-add fusion the adds after products.
+    for other in ("PTERUN_FUSE_ATTENTION", "PTERUN_FUSE_ROTARY", "PTERUN_FUSE_GEMM_ADD"):
+        monkeypatch.setenv(other, "0")
     entry = pterun_manifest()["fixtures"][name]
     pte, ptd = fixture_paths(entry)
     method = pterun.load_program(pte, data=ptd).load_method("forward", device=device,
