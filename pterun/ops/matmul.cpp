@@ -56,6 +56,19 @@ bool leading_dims_merge(const Tensor& t, size_t last) {
   return true;
 }
 
+/// The product a @ b of two 2-D tensors written into `c` (a view of out).
+GemmProblem product(const Tensor& a, const Tensor& b, MatrixView c) {
+  GemmProblem p;
+  p.dtype = a.dtype();
+  p.m = a.size(0);
+  p.k = a.size(1);
+  p.n = b.size(1);
+  p.a = view2d(a);
+  p.b = view2d(b);
+  p.c = c;
+  return p;
+}
+
 /// True when the bytes of two dense tensors overlap.
 bool share_bytes(const Tensor& a, const Tensor& b) {
   const auto* a0 = static_cast<const char*>(a.data());
@@ -77,15 +90,7 @@ void mm_out(KernelContext& ctx, const Tensor& self, const Tensor& mat2, Tensor& 
                describe(a), " by ", describe(b));
   const std::array<int64_t, 2> sizes{a.size(0), b.size(1)};
   kernels::resize_output(out, sizes, op);
-  GemmProblem p;
-  p.dtype = a.dtype();
-  p.m = a.size(0);
-  p.k = a.size(1);
-  p.n = b.size(1);
-  p.a = view2d(a);
-  p.b = view2d(b);
-  p.c = view2d(out);
-  matmul(ctx).gemm(ctx, p, op);
+  matmul(ctx).gemm(ctx, product(a, b, view2d(out)), op);
 }
 
 // Batched, strictly 3-D with equal batch sizes.
@@ -141,14 +146,7 @@ void addmm_out(KernelContext& ctx, const Tensor& self, const Tensor& mat1, const
   kernels::resize_output(out, sizes, op);
 
   const MatmulBackend& be = matmul(ctx);
-  GemmProblem p;
-  p.dtype = a.dtype();
-  p.m = m;
-  p.k = a.size(1);
-  p.n = n;
-  p.a = view2d(a);
-  p.b = view2d(b);
-  p.c = view2d(out);
+  GemmProblem p = product(a, b, view2d(out));
   p.alpha = alpha;
   if (beta.to_double() != 0.0) {
     const bool row_vector = self_strides[0] == 0 && (self_strides[1] == 1 || n == 1);
@@ -263,14 +261,7 @@ void gemm_add_out(KernelContext& ctx, const Tensor& mat1, const Tensor& mat2, co
                ErrorCode::InvalidArgument, op, ": out overlaps an operand");
   const MatmulBackend& be = matmul(ctx);
   PTERUN_CHECK(be.adds, ErrorCode::NotSupported, op, ": this backend adds no matrix to a product");
-  GemmProblem p;
-  p.dtype = a.dtype();
-  p.m = m;
-  p.k = a.size(1);
-  p.n = n;
-  p.a = view2d(a);
-  p.b = view2d(b);
-  p.c = {out.data(), 0, n, 1};
+  GemmProblem p = product(a, b, {out.data(), 0, n, 1});
   p.bias = bias != nullptr ? bias->data() : nullptr;
   p.addend = other.data();
   be.gemm(ctx, p, op);

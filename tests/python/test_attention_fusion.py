@@ -15,12 +15,7 @@ attention_traps holds forms close to those that compute something else
 import numpy as np
 import pytest
 
-import pterun
-from conftest import FIXTURES, fixture_paths
-from cuda_util import host
-
-DEVICES = ["cpu", pytest.param("cuda:0", marks=pytest.mark.skipif(
-    pterun.cuda_device_count() == 0, reason="no CUDA device"))]
+from fusion_util import DEVICES, fixture_calls
 
 # Steps a call saves at least with the pass on: on the CPU, every step of
 # each attention but one; on a GPU, where elementwise fusion already joins
@@ -34,22 +29,7 @@ SAVED = {
 
 
 def run_calls(name, device, monkeypatch, fuse):
-    monkeypatch.setenv("PTERUN_FUSE_ATTENTION", "1" if fuse else "0")
-    import json
-    entry = json.loads((FIXTURES / "manifest.json").read_text())["fixtures"][name]
-    pte, ptd = fixture_paths(entry)
-    method = pterun.load_program(pte, data=ptd).load_method("forward", device=device,
-                                                            cuda_graphs=False)
-    arrays = np.load(FIXTURES / entry["files"]["npz"])
-    outs, expected, steps = [], [], []
-    for call in entry["calls"]:
-        inputs = [arrays[spec["key"]] for spec in call["inputs"]]
-        pterun.reset_stats()
-        got = method(inputs)
-        steps.append(pterun.stats()["kernel_calls"])
-        outs.append([host(t) if device != "cpu" else t.numpy() for t in got])
-        expected.append([arrays[spec["key"]] for spec in call["outputs"]])
-    return outs, expected, steps
+    return fixture_calls(name, device, monkeypatch, {"PTERUN_FUSE_ATTENTION": "1" if fuse else "0"})
 
 
 @pytest.mark.parametrize("device", DEVICES)

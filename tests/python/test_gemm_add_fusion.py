@@ -7,17 +7,10 @@ PTERUN_FUSE_GEMM_ADD=0 turns the pass off. The outputs stay torch's
 (tests/fixtures, expected from torch eager); the CPU, which has no such
 kernel, runs the same steps either way."""
 
-import json
-
 import numpy as np
 import pytest
 
-import pterun
-from conftest import FIXTURES, fixture_paths
-from cuda_util import host
-
-DEVICES = ["cpu", pytest.param("cuda:0", marks=pytest.mark.skipif(
-    pterun.cuda_device_count() == 0, reason="no CUDA device"))]
+from fusion_util import DEVICES, fixture_calls
 
 # Residual connections after a product: gpt's two blocks have two each
 # (attention and MLP), llama_block's one block two; mlp has none.
@@ -25,21 +18,7 @@ FUSED = {"gpt": 4, "llama_block": 2, "mlp": 0}
 
 
 def run_calls(name, device, monkeypatch, fuse):
-    monkeypatch.setenv("PTERUN_FUSE_GEMM_ADD", "1" if fuse else "0")
-    entry = json.loads((FIXTURES / "manifest.json").read_text())["fixtures"][name]
-    pte, ptd = fixture_paths(entry)
-    method = pterun.load_program(pte, data=ptd).load_method("forward", device=device,
-                                                            cuda_graphs=False)
-    arrays = np.load(FIXTURES / entry["files"]["npz"])
-    outs, expected, steps = [], [], []
-    for call in entry["calls"]:
-        inputs = [arrays[spec["key"]] for spec in call["inputs"]]
-        pterun.reset_stats()
-        got = method(inputs)
-        steps.append(pterun.stats()["kernel_calls"])
-        outs.append([host(t) if device != "cpu" else t.numpy() for t in got])
-        expected.append([arrays[spec["key"]] for spec in call["outputs"]])
-    return outs, expected, steps
+    return fixture_calls(name, device, monkeypatch, {"PTERUN_FUSE_GEMM_ADD": "1" if fuse else "0"})
 
 
 @pytest.mark.parametrize("device", DEVICES)

@@ -14,35 +14,19 @@ import pytest
 import pterun
 from conftest import FIXTURES, fixture_paths
 from cuda_util import host
-
-DEVICES = ["cpu", pytest.param("cuda:0", marks=pytest.mark.skipif(
-    pterun.cuda_device_count() == 0, reason="no CUDA device"))]
+from fusion_util import DEVICES, fixture_calls
 
 # Rotary embeddings per call, each seven steps made one; gpt has none.
 FUSED = {"llama_block": 2, "gpt": 0}
 
 
 def run_calls(name, device, monkeypatch, fuse):
-    monkeypatch.setenv("PTERUN_FUSE_ROTARY", "1" if fuse else "0")
     # The attention and elementwise fusions would take some of the same
     # steps either way: off, so that the steps counted are the rotary
     # pass's alone.
-    monkeypatch.setenv("PTERUN_FUSE_ATTENTION", "0")
-    monkeypatch.setenv("PTERUN_FUSE_ELEMENTWISE", "0")
-    entry = json.loads((FIXTURES / "manifest.json").read_text())["fixtures"][name]
-    pte, ptd = fixture_paths(entry)
-    method = pterun.load_program(pte, data=ptd).load_method("forward", device=device,
-                                                            cuda_graphs=False)
-    arrays = np.load(FIXTURES / entry["files"]["npz"])
-    outs, expected, steps = [], [], []
-    for call in entry["calls"]:
-        inputs = [arrays[spec["key"]] for spec in call["inputs"]]
-        pterun.reset_stats()
-        got = method(inputs)
-        steps.append(pterun.stats()["kernel_calls"])
-        outs.append([host(t) if device != "cpu" else t.numpy() for t in got])
-        expected.append([arrays[spec["key"]] for spec in call["outputs"]])
-    return outs, expected, steps
+    return fixture_calls(name, device, monkeypatch, {
+        "PTERUN_FUSE_ROTARY": "1" if fuse else "0", "PTERUN_FUSE_ATTENTION": "0",
+        "PTERUN_FUSE_ELEMENTWISE": "0"})
 
 
 @pytest.mark.parametrize("device", DEVICES)

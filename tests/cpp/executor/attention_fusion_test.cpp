@@ -18,26 +18,10 @@
 namespace pterun {
 namespace {
 
+using test::folded;
 using test::inputs_and_outputs;
-
-std::vector<std::vector<bool>> none_idle(const format::MethodDesc& d) {
-  std::vector<std::vector<bool>> idle;
-  for (const auto& chain : d.chains) idle.emplace_back(chain.instructions.size(), false);
-  return idle;
-}
-
-// The instructions constant folding takes out (the causal masks' steps).
-std::vector<std::vector<bool>> folded(const format::MethodDesc& d) {
-  auto idle = none_idle(d);
-  for (auto [c, k] : find_constant_instructions(d, inputs_and_outputs(d), Device::CPU)) {
-    idle[c][k] = true;
-  }
-  return idle;
-}
-
-std::string op_at(const format::MethodDesc& d, size_t chain, size_t k) {
-  return d.operators[d.chains[chain].instructions[k].index].full_name();
-}
+using test::none_idle;
+using test::op_at;
 
 TEST(AttentionFusion, GptReadsThePackedProjectionInPlace) {
   auto program = test::load_fixture(test::manifest()["fixtures"]["gpt"]);

@@ -20,32 +20,15 @@
 namespace pterun {
 namespace {
 
+using test::folded;
 using test::inputs_and_outputs;
-
-std::vector<std::vector<bool>> none_idle(const format::MethodDesc& d) {
-  std::vector<std::vector<bool>> idle;
-  for (const auto& chain : d.chains) idle.emplace_back(chain.instructions.size(), false);
-  return idle;
-}
-
-// The instructions constant folding takes out (the hardswish's constant
-// 3 and 6 are copies of program constants).
-std::vector<std::vector<bool>> folded(const format::MethodDesc& d) {
-  auto idle = none_idle(d);
-  for (auto [c, k] : find_constant_instructions(d, inputs_and_outputs(d), Device::CPU)) {
-    idle[c][k] = true;
-  }
-  return idle;
-}
+using test::none_idle;
+using test::op_at;
 
 std::vector<std::string> kernels_of(const std::vector<ConvFusion>& found) {
   std::vector<std::string> names;
   for (const ConvFusion& f : found) names.push_back(f.kernel != nullptr ? f.kernel : "batch norm");
   return names;
-}
-
-std::string op_at(const format::MethodDesc& d, size_t chain, size_t k) {
-  return d.operators[d.chains[chain].instructions[k].index].full_name();
 }
 
 TEST(ConvFusion, CnnFoldsBothBatchNormsAndActivations) {

@@ -21,15 +21,12 @@ namespace pterun {
 namespace {
 
 using test::inputs_and_outputs;
+using test::op_at;
 
 std::vector<std::vector<bool>> all(const format::MethodDesc& d, bool value) {
   std::vector<std::vector<bool>> m;
   for (const auto& chain : d.chains) m.emplace_back(chain.instructions.size(), value);
   return m;
-}
-
-std::string op_at(const format::MethodDesc& d, size_t chain, size_t k) {
-  return d.operators[d.chains[chain].instructions[k].index].full_name();
 }
 
 std::vector<ElementwiseFusion> trees(const format::MethodDesc& d, const std::vector<bool>& keep) {

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "pterun/core/half.h"
+#include "pterun/executor/constant_fold.h"
 #include "pterun/kernels/common/dtype_util.h"
 #include "tests/cpp/test_util.h"
 
@@ -134,6 +135,24 @@ std::shared_ptr<const Program> load_fixture(const json& entry, const std::string
   std::string data = entry["files"].contains("ptd") ? dir + entry["files"]["ptd"].get<std::string>()
                                                     : std::string();
   return Program::load_file(dir + entry["files"]["pte"].get<std::string>(), data);
+}
+
+std::vector<std::vector<bool>> none_idle(const format::MethodDesc& d) {
+  std::vector<std::vector<bool>> idle;
+  for (const auto& chain : d.chains) idle.emplace_back(chain.instructions.size(), false);
+  return idle;
+}
+
+std::vector<std::vector<bool>> folded(const format::MethodDesc& d) {
+  auto idle = none_idle(d);
+  for (auto [c, k] : find_constant_instructions(d, inputs_and_outputs(d), Device::CPU)) {
+    idle[c][k] = true;
+  }
+  return idle;
+}
+
+std::string op_at(const format::MethodDesc& d, size_t chain, size_t k) {
+  return d.operators[d.chains[chain].instructions[k].index].full_name();
 }
 
 std::vector<bool> inputs_and_outputs(const format::MethodDesc& d) {

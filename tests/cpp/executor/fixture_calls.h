@@ -50,4 +50,14 @@ std::shared_ptr<const Program> load_fixture(const nlohmann::json& entry,
 /// outputs must stay as they are.
 std::vector<bool> inputs_and_outputs(const format::MethodDesc& d);
 
+/// The `idle` a load-time finder gets for `d` before any pass ran.
+std::vector<std::vector<bool>> none_idle(const format::MethodDesc& d);
+
+/// The `idle` after constant folding on the CPU (the instructions it takes
+/// out, such as a causal mask's steps).
+std::vector<std::vector<bool>> folded(const format::MethodDesc& d);
+
+/// The full name of instruction k of chain `chain`'s operator.
+std::string op_at(const format::MethodDesc& d, size_t chain, size_t k);
+
 }  // namespace pterun::test

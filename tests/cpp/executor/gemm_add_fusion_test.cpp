@@ -15,17 +15,10 @@
 namespace pterun {
 namespace {
 
+using test::folded;
 using test::inputs_and_outputs;
-
-std::vector<std::vector<bool>> none_idle(const format::MethodDesc& d) {
-  std::vector<std::vector<bool>> idle;
-  for (const auto& chain : d.chains) idle.emplace_back(chain.instructions.size(), false);
-  return idle;
-}
-
-std::string op_at(const format::MethodDesc& d, size_t chain, size_t k) {
-  return d.operators[d.chains[chain].instructions[k].index].full_name();
-}
+using test::none_idle;
+using test::op_at;
 
 TEST(GemmAddFusion, GptAndLlamaResidualConnections) {
   // gpt: addmm (attention's projection, the MLP's second layer) -> add,
