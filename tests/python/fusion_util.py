@@ -36,3 +36,18 @@ def fixture_calls(name, device, monkeypatch, env):
         outs.append([host(t) if device != "cpu" else t.numpy() for t in got])
         expected.append([arrays[spec["key"]] for spec in call["outputs"]])
     return outs, expected, steps
+
+
+def check_outputs(fused, expected, plain, where, rtol=1e-5, atol=2e-6, plain_tol=None):
+    """Every call's fused outputs against the expected ones (torch's) and
+    the unfused run's (within `plain_tol`, default the same bound); no NaN
+    where torch has none."""
+    prtol, patol = plain_tol or (rtol, atol)
+    for k, (got, want, unfused) in enumerate(zip(fused, expected, plain)):
+        assert len(got) == len(want)
+        for i, (x, y, z) in enumerate(zip(got, want, unfused)):
+            at = f"{where}, call {k}, output {i}"
+            assert x.shape == y.shape, at
+            assert np.isnan(x).sum() == np.isnan(y).sum(), at
+            np.testing.assert_allclose(x, y, rtol=rtol, atol=atol, err_msg=at)
+            np.testing.assert_allclose(x, z, rtol=prtol, atol=patol, err_msg=at)

@@ -15,7 +15,7 @@ attention_traps holds forms close to those that compute something else
 import numpy as np
 import pytest
 
-from fusion_util import DEVICES, fixture_calls
+from fusion_util import DEVICES, check_outputs, fixture_calls
 
 # Steps a call saves at least with the pass on: on the CPU, every step of
 # each attention but one; on a GPU, where elementwise fusion already joins
@@ -37,15 +37,8 @@ def run_calls(name, device, monkeypatch, fuse):
 def test_fused_attention_gives_torchs_outputs_in_fewer_steps(name, device, monkeypatch):
     fused, expected, fused_steps = run_calls(name, device, monkeypatch, fuse=True)
     plain, _, plain_steps = run_calls(name, device, monkeypatch, fuse=False)
-    for k, (got, want, unfused) in enumerate(zip(fused, expected, plain)):
-        assert len(got) == len(want)
-        for i, (x, y, z) in enumerate(zip(got, want, unfused)):
-            where = f"{name} on {device}, call {k}, output {i}"
-            assert x.shape == y.shape, where
-            # Rows that may use no key are zeros (the safe softmax), never NaN.
-            assert not np.isnan(x).any(), where
-            np.testing.assert_allclose(x, y, rtol=1e-5, atol=2e-6, err_msg=where)
-            np.testing.assert_allclose(x, z, rtol=1e-5, atol=2e-6, err_msg=where)
+    # Rows that may use no key are zeros (the safe softmax), never NaN.
+    check_outputs(fused, expected, plain, f"{name} on {device}")
     saved = SAVED[name][0 if device == "cpu" else 1]
     for f, p in zip(fused_steps, plain_steps):
         assert f <= p - saved, f"{name} on {device}: {f} steps fused, {p} without"

@@ -7,10 +7,9 @@ PTERUN_FUSE_GEMM_ADD=0 turns the pass off. The outputs stay torch's
 (tests/fixtures, expected from torch eager); the CPU, which has no such
 kernel, runs the same steps either way."""
 
-import numpy as np
 import pytest
 
-from fusion_util import DEVICES, fixture_calls
+from fusion_util import DEVICES, check_outputs, fixture_calls
 
 # Residual connections after a product: gpt's two blocks have two each
 # (attention and MLP), llama_block's one block two; mlp has none.
@@ -26,13 +25,7 @@ def run_calls(name, device, monkeypatch, fuse):
 def test_fused_residual_adds_give_torchs_outputs(name, device, monkeypatch):
     fused, expected, fused_steps = run_calls(name, device, monkeypatch, fuse=True)
     plain, _, plain_steps = run_calls(name, device, monkeypatch, fuse=False)
-    for k, (got, want, unfused) in enumerate(zip(fused, expected, plain)):
-        assert len(got) == len(want)
-        for i, (x, y, z) in enumerate(zip(got, want, unfused)):
-            where = f"{name} on {device}, call {k}, output {i}"
-            assert x.shape == y.shape, where
-            np.testing.assert_allclose(x, y, rtol=1e-5, atol=2e-6, err_msg=where)
-            np.testing.assert_allclose(x, z, rtol=1e-5, atol=2e-6, err_msg=where)
+    check_outputs(fused, expected, plain, f"{name} on {device}")
     saved = FUSED[name] if device != "cpu" else 0
     for f, p in zip(fused_steps, plain_steps):
         assert f == p - saved, f"{name} on {device}: {f} steps fused, {p} without"

@@ -14,7 +14,7 @@ import pytest
 import pterun
 from conftest import FIXTURES, fixture_paths
 from cuda_util import host
-from fusion_util import DEVICES, fixture_calls
+from fusion_util import DEVICES, check_outputs, fixture_calls
 
 # Rotary embeddings per call, each seven steps made one; gpt has none.
 FUSED = {"llama_block": 2, "gpt": 0}
@@ -34,12 +34,7 @@ def run_calls(name, device, monkeypatch, fuse):
 def test_fused_rotary_gives_torchs_outputs_in_fewer_steps(name, device, monkeypatch):
     fused, expected, fused_steps = run_calls(name, device, monkeypatch, fuse=True)
     plain, _, plain_steps = run_calls(name, device, monkeypatch, fuse=False)
-    for k, (got, want, unfused) in enumerate(zip(fused, expected, plain)):
-        for i, (x, y, z) in enumerate(zip(got, want, unfused)):
-            where = f"{name} on {device}, call {k}, output {i}"
-            assert x.shape == y.shape, where
-            np.testing.assert_allclose(x, y, rtol=1e-5, atol=2e-6, err_msg=where)
-            np.testing.assert_allclose(x, z, rtol=1e-6, atol=1e-7, err_msg=where)
+    check_outputs(fused, expected, plain, f"{name} on {device}", plain_tol=(1e-6, 1e-7))
     for f, p in zip(fused_steps, plain_steps):
         # Seven steps become one per embedding.
         assert p - f == 6 * FUSED[name], f"{name} on {device}: {f} steps fused, {p} without"
