@@ -34,11 +34,13 @@ constexpr int64_t kCudaMaxScores = 64 * 1024;
 namespace {
 
 /// Whether CUDA's tiled attention takes queries `q` ([B, S, H, D]) of
-/// `dtype` (attention_mma.h and attention_tiled.h say when).
-bool cuda_tiled_attention(DType dtype, const std::vector<int64_t>& q) {
+/// `dtype` over `keys` keys (attention_mma.h and attention_tiled.h say
+/// when).
+bool cuda_tiled_attention(DType dtype, const std::vector<int64_t>& q, int64_t keys) {
   const int64_t dim = q[3];
   const bool half = dtype == DType::Float16 || dtype == DType::BFloat16;
-  return (half ? q[1] >= 16 : dtype == DType::Float32 && q[1] >= 64) &&
+  const int64_t f32_min = keys <= 256 ? 16 : 64;
+  return (half ? q[1] >= 16 : dtype == DType::Float32 && q[1] >= f32_min) &&
          (dim == 16 || dim == 32 || dim == 64 || dim == 128);
 }
 
@@ -54,7 +56,8 @@ void Method::Loader::fuse_attention() {
   for (const AttentionFusion& f : find_attention_fusions(d, keep, layout.idle)) {
     const int64_t head_scores = f.q.sizes[1] * f.k.sizes[1];
     const int64_t scores = head_scores * f.q.sizes[0] * f.q.sizes[2];
-    const bool tiled = !cpu && cuda_tiled_attention(d.values[f.q.value].tensor->dtype, f.q.sizes);
+    const bool tiled =
+        !cpu && cuda_tiled_attention(d.values[f.q.value].tensor->dtype, f.q.sizes, f.k.sizes[1]);
     if (cpu ? head_scores > kCpuMaxHeadScores : scores > kCudaMaxScores && !tiled) {
       continue;
     }

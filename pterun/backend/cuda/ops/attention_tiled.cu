@@ -36,7 +36,15 @@ constexpr int kQueries = 64;           // per block
 constexpr int kKeys = 64;              // per tile
 constexpr int kRowPad = kQueries + 4;  // floats per row of the transposed tiles
 constexpr int kProbPad = kKeys + 1;    // floats per row of the probabilities
-constexpr int64_t kMinTokens = 64;     // fewer queries: attention.cu's kernel
+// Fewer queries go to attention.cu's kernel, which splits the keys among
+// blocks (a decode step's long cache), except a short prompt over a short
+// cache (kShortTokens or more queries, at most kShortKeys keys): there that
+// kernel runs a head's rows one after another in a few warps (gpt's 16
+// tokens: 16 us an attention on the H100), and one tile here takes them
+// all at once.
+constexpr int64_t kMinTokens = 64;
+constexpr int64_t kShortTokens = 16;
+constexpr int64_t kShortKeys = 256;
 constexpr unsigned kFull = 0xffffffffu;
 
 struct TiledParams {
@@ -218,7 +226,8 @@ bool sdpa_tiled_f32(KernelContext& ctx, const ops::SdpaArgs& a, const char* op) 
   if (a.q.dtype() != DType::Float32) return false;
   if (a.mask != nullptr && a.mask->dtype() != DType::Float32) return false;
   dim3 grid;
-  if (!tiled_grid(a, kMinTokens, kQueries, grid)) return false;
+  const bool short_cache = a.k.size(1) <= kShortKeys;
+  if (!tiled_grid(a, short_cache ? kShortTokens : kMinTokens, kQueries, grid)) return false;
 
   TiledParams p{};
   fill_sdpa_params(ctx, a, p);
