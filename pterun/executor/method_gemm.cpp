@@ -36,16 +36,22 @@ void Method::Loader::fuse_gemm_add() {
       continue;
     }
     // The product reads its operands while out is written; out may be the
-    // residual itself, element for element.
-    const TensorDesc& out = *d.values[f.out].tensor;
+    // residual itself, element for element. Compared where the tensors lie
+    // now: constant folding gave the weights' transposes memory of their
+    // own, over bytes the plan gave to others.
+    const Tensor& out = m.tensors_[tensor_of_value[f.out]];
+    auto bytes = [&](int32_t v) {
+      const Tensor& t = m.tensors_[tensor_of_value[v]];
+      return std::pair{static_cast<const char*>(t.data()), t.nbytes()};
+    };
+    const auto [out_at, out_bytes] = bytes(f.out);
     auto apart = [&](int32_t v) {
       if (v < 0) return true;
-      const TensorDesc& t = *d.values[v].tensor;
-      return !is_planned(t) || !is_planned(out) || !overlaps(t, out);
+      const auto [at, n] = bytes(v);
+      return at + n <= out_at || out_at + out_bytes <= at;
     };
-    const TensorDesc& other = *d.values[f.other].tensor;
-    const bool same = is_planned(other) && is_planned(out) && other.memory_id == out.memory_id &&
-                      other.memory_offset == out.memory_offset && other.sizes == out.sizes;
+    const bool same = bytes(f.other).first == out_at && bytes(f.other).second == out_bytes &&
+                      m.tensors_[tensor_of_value[f.other]].sizes().size() == out.sizes().size();
     if (!apart(f.mat1) || !apart(f.mat2) || !apart(f.bias) || !(same || apart(f.other))) continue;
     Step& step = m.chains_[f.chain][f.add];
     step.kind = InstructionKind::KernelCall;
