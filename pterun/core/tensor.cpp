@@ -90,6 +90,12 @@ void Tensor::resize(std::span<const int64_t> sizes) {
   compute_strides();
 }
 
+bool share_bytes(const Tensor& a, const Tensor& b) {
+  const auto* a0 = static_cast<const char*>(a.data());
+  const auto* b0 = static_cast<const char*>(b.data());
+  return a.nbytes() > 0 && b.nbytes() > 0 && a0 < b0 + b.nbytes() && b0 < a0 + a.nbytes();
+}
+
 std::string describe(const Tensor& t) {
   std::string s = std::string(dtype_name(t.dtype())) + "[";
   for (size_t i = 0; i < t.dim(); ++i) s += (i ? ", " : "") + std::to_string(t.size(i));

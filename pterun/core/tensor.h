@@ -106,6 +106,11 @@ class Tensor {
   uint64_t constant_id_ = 0;
 };
 
+/// True when the bytes two tensors span at their data pointers overlap
+/// (each taken as numel * element size from data(); empty tensors overlap
+/// nothing).
+bool share_bytes(const Tensor& a, const Tensor& b);
+
 /// "float32[2, 3]" (plus the dim order when it is not contiguous).
 std::string describe(const Tensor& t);
 

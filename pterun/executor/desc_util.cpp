@@ -81,6 +81,12 @@ bool overlaps(const format::TensorDesc& a, const format::TensorDesc& b) {
          b.memory_offset < a.memory_offset + a.nbytes && a.nbytes > 0 && b.nbytes > 0;
 }
 
+bool same_bytes(const format::TensorDesc& a, const format::TensorDesc& b) {
+  return planned(a) && planned(b) && a.memory_id == b.memory_id &&
+         a.memory_offset == b.memory_offset && a.nbytes == b.nbytes && a.dtype == b.dtype &&
+         default_order(a) && default_order(b);
+}
+
 bool overlapped(const format::MethodDesc& d, int32_t v) {
   const format::TensorDesc& t = *d.values[v].tensor;
   for (size_t i = 0; i < d.values.size(); ++i) {

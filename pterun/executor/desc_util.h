@@ -50,6 +50,11 @@ bool planned(const format::TensorDesc& t);
 /// True when two planned tensors' bytes overlap.
 bool overlaps(const format::TensorDesc& a, const format::TensorDesc& b);
 
+/// True when two planned tensors hold exactly the same bytes as the same
+/// elements: one buffer, offset and size, one dtype, both in default dim
+/// order (a reshape the exporter resolved by planning).
+bool same_bytes(const format::TensorDesc& a, const format::TensorDesc& b);
+
 /// True when some other tensor value's planned bytes overlap those of `v`.
 bool overlapped(const format::MethodDesc& d, int32_t v);
 

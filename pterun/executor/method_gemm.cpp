@@ -39,19 +39,12 @@ void Method::Loader::fuse_gemm_add() {
     // residual itself, element for element. Compared where the tensors lie
     // now: constant folding gave the weights' transposes memory of their
     // own, over bytes the plan gave to others.
-    const Tensor& out = m.tensors_[tensor_of_value[f.out]];
-    auto bytes = [&](int32_t v) {
-      const Tensor& t = m.tensors_[tensor_of_value[v]];
-      return std::pair{static_cast<const char*>(t.data()), t.nbytes()};
-    };
-    const auto [out_at, out_bytes] = bytes(f.out);
-    auto apart = [&](int32_t v) {
-      if (v < 0) return true;
-      const auto [at, n] = bytes(v);
-      return at + n <= out_at || out_at + out_bytes <= at;
-    };
-    const bool same = bytes(f.other).first == out_at && bytes(f.other).second == out_bytes &&
-                      m.tensors_[tensor_of_value[f.other]].sizes().size() == out.sizes().size();
+    // (other and out have one shape: the same data pointer is the same
+    // elements.)
+    auto tensor = [&](int32_t v) -> const Tensor& { return m.tensors_[tensor_of_value[v]]; };
+    const Tensor& out = tensor(f.out);
+    auto apart = [&](int32_t v) { return v < 0 || !share_bytes(tensor(v), out); };
+    const bool same = tensor(f.other).data() == out.data();
     if (!apart(f.mat1) || !apart(f.mat2) || !apart(f.bias) || !(same || apart(f.other))) continue;
     Step& step = m.chains_[f.chain][f.add];
     step.kind = InstructionKind::KernelCall;

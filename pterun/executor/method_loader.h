@@ -168,6 +168,8 @@ struct Method::Loader {
   // Whether step k of chain c still runs its instruction's own operator
   // (no earlier pass replaced or idled it).
   bool runs_own_operator(size_t c, size_t k) const;
+  // Whether every step of pattern fusion `f` still runs its own operator.
+  bool runs_own_operators(const PatternFusion& f) const;
   // Whether a view reads one of the values a fusion drops (each with its
   // writer's step in a chain that starts at instruction `chain_start`).
   bool any_viewed(const std::vector<std::pair<int32_t, size_t>>& dropped, int64_t chain_start);

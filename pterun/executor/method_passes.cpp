@@ -199,11 +199,7 @@ void Method::Loader::fuse_rotary() {
   const ChainLayout layout = chain_layout();
   std::vector<PatternFusion> found = find_rotary_fusions(d, kept_values(), layout.idle);
   std::erase_if(found, [&](const PatternFusion& f) {
-    if (!runs_own_operator(f.chain, f.replacement.index) ||
-        std::any_of(f.idle.begin(), f.idle.end(),
-                    [&](size_t k) { return !runs_own_operator(f.chain, k); })) {
-      return true;
-    }
+    if (!runs_own_operators(f)) return true;
     const TensorDesc& out = *d.values[f.out].tensor;
     for (size_t i = 0; i < 3; ++i) {
       const TensorDesc& t = *d.values[f.replacement.args[i]].tensor;
@@ -222,17 +218,19 @@ bool Method::Loader::runs_own_operator(size_t c, size_t k) const {
                                                         m.options_.device);
 }
 
+bool Method::Loader::runs_own_operators(const PatternFusion& f) const {
+  return runs_own_operator(f.chain, f.replacement.index) &&
+         std::all_of(f.idle.begin(), f.idle.end(),
+                     [&](size_t k) { return runs_own_operator(f.chain, k); });
+}
+
 void Method::Loader::fuse_quant_io() {
   const ChainLayout layout = chain_layout();
   // Only where every step involved still runs its own operator: a quantize
   // that integer compute (fuse_quantized) made the root of a chain runs
   // another kernel, and the value it would read is no longer written.
   std::vector<PatternFusion> found = find_quant_io_fusions(d, kept_values(), layout.idle);
-  std::erase_if(found, [&](const PatternFusion& f) {
-    if (!runs_own_operator(f.chain, f.replacement.index)) return true;
-    return std::any_of(f.idle.begin(), f.idle.end(),
-                       [&](size_t k) { return !runs_own_operator(f.chain, k); });
-  });
+  std::erase_if(found, [&](const PatternFusion& f) { return !runs_own_operators(f); });
   apply_pattern_fusions(found, layout);
 }
 

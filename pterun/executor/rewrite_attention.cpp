@@ -258,6 +258,15 @@ class Finder {
     return it == writer_.end() ? kNone : it->second;
   }
 
+  // The last running instruction before `before` that may write over t's
+  // bytes, or kNone.
+  size_t last_write(const format::TensorDesc& t, size_t before) const {
+    for (size_t k = std::min(before, instrs_.size()); k-- > 0;) {
+      if (running(k) && may_write(k, t)) return k;
+    }
+    return kNone;
+  }
+
   // The running instruction whose result is a list holding t, or kNone.
   size_t list_writer(int32_t t) const {
     for (const auto& [value, w] : writer_) {
@@ -284,12 +293,6 @@ class Finder {
   // Not kept, static, default order: a value the fusion may drop.
   bool internal(int32_t t) const { return !keep_[t] && plain(tensor(t)); }
 
-  bool same_bytes(const format::TensorDesc& a, const format::TensorDesc& b) const {
-    return desc::planned(a) && desc::planned(b) && a.memory_id == b.memory_id &&
-           a.memory_offset == b.memory_offset && a.nbytes == b.nbytes && a.dtype == b.dtype &&
-           desc::default_order(a) && desc::default_order(b);
-  }
-
   // The value an instruction wrote whose bytes `t` reads, as instruction
   // `before` sees them: t itself when an instruction writes it, else the
   // last one before `before` that wrote exactly t's bytes (a view the
@@ -310,7 +313,7 @@ class Finder {
         continue;
       }
       if (!desc::planned(*rt) || !desc::overlaps(*rt, *tt)) continue;
-      return same_bytes(*rt, *tt) ? r : -1;
+      return desc::same_bytes(*rt, *tt) ? r : -1;
     }
     return -1;
   }
@@ -335,86 +338,73 @@ class Finder {
           !desc::planned(*bt[i]) || readers[i] == kNone) {
         return std::nullopt;
       }
-      // The last running instruction before the reader that writes there.
-      size_t last = kNone;
-      for (size_t k = std::min(readers[i], instrs_.size()); k-- > 0;) {
-        if (running(k) && may_write(k, *bt[i])) {
-          last = k;
-          break;
-        }
-      }
+      const size_t last = last_write(*bt[i], readers[i]);
       if (last == kNone || (w != kNone && last != w)) return std::nullopt;
       w = last;
     }
-    {
-      if (!v_.is_kernel(w, "aten::split_with_sizes_copy.out", 5)) return std::nullopt;
-      const auto& a = instrs_[w].args;
-      // The out list and the returned one (two values naming the same items).
-      const format::ValueDesc& list = d_.values[a[3]];
-      const int32_t x = a[0];
-      const format::TensorDesc* xt = tensor(x);
-      if (d_.values[a[4]].items != list.items || list.kind != ValueKind::TensorList ||
-          list.items.size() != 3 || !plain(xt) || xt->sizes.empty() || keep_[x] ||
-          !last_dim(a[2], x)) {
-        return std::nullopt;
-      }
-      const int64_t cols = xt->sizes.back();
-      if (cols <= 0) return std::nullopt;
-      const int64_t rows = static_cast<int64_t>(xt->numel) / cols;
-      std::array<int, 3> item_of = {-1, -1, -1};
-      std::array<int64_t, 3> offsets{};
-      int64_t offset = 0;
-      bool ok = true;
-      for (size_t j = 0; j < 3 && ok; ++j) {
-        const auto item = static_cast<int32_t>(list.items[j]);
-        const format::TensorDesc* it = item >= 0 ? tensor(item) : nullptr;
-        ok = it != nullptr && internal(item) && v_.uses[item] == 1 &&
-             it->sizes.size() == xt->sizes.size() && it->dtype == xt->dtype &&
-             std::equal(it->sizes.begin(), it->sizes.end() - 1, xt->sizes.begin());
-        for (int i = 0; i < 3 && ok; ++i) {
-          if (item_of[i] < 0 && same_bytes(*it, *bt[i])) {
-            item_of[i] = static_cast<int>(j);
-            offsets[i] = offset;
-            break;
-          }
-        }
-        if (ok) offset += it->sizes.back();
-      }
-      if (!ok || offset != cols || std::count(item_of.begin(), item_of.end(), -1) > 0) {
-        return std::nullopt;
-      }
-      std::array<AttentionFusion::View, 3> views = {f.q, f.k, f.v};
-      for (int i = 0; i < 3; ++i) {
-        // base[b, s, h, e] is the item's element (b * S + s, h * D + e).
-        const std::vector<int64_t>& z = bt[i]->sizes;
-        const auto width = list.items[item_of[i]];
-        if (z.size() != 4 || z[0] * z[1] != rows ||
-            z[2] * z[3] != tensor(static_cast<int32_t>(width))->sizes.back()) {
-          return std::nullopt;
-        }
-      }
-      for (int i = 0; i < 3; ++i) {
-        const std::vector<int64_t>& z = bt[i]->sizes;
-        const std::array<int64_t, 4> strides = {z[1] * cols, cols, z[3], 1};
-        AttentionFusion::View& view = views[i];
-        view.value = x;
-        view.whole = false;
-        view.offset = offsets[i];
-        view.strides.clear();
-        view.dim_order = {0, 1, 2, 3};
-        for (int k = 0; k < 4; ++k) view.strides.push_back(strides[perms[i][k]]);
-        // Every element inside X.
-        int64_t last = view.offset;
-        for (int k = 0; k < 4; ++k) last += (view.sizes[k] - 1) * view.strides[k];
-        if (last >= static_cast<int64_t>(xt->numel)) return std::nullopt;
-      }
-      f.q = views[0];
-      f.k = views[1];
-      f.v = views[2];
-      steps_.push_back(w);
-      for (int64_t item : list.items) written_.push_back(static_cast<int32_t>(item));
-      return std::pair{x, w};
+    if (!v_.is_kernel(w, "aten::split_with_sizes_copy.out", 5)) return std::nullopt;
+    const auto& a = instrs_[w].args;
+    // The out list and the returned one (two values naming the same items).
+    const format::ValueDesc& list = d_.values[a[3]];
+    const int32_t x = a[0];
+    const format::TensorDesc* xt = tensor(x);
+    if (d_.values[a[4]].items != list.items || list.kind != ValueKind::TensorList ||
+        list.items.size() != 3 || !plain(xt) || xt->sizes.empty() || keep_[x] ||
+        !last_dim(a[2], x)) {
+      return std::nullopt;
     }
+    const int64_t cols = xt->sizes.back();
+    if (cols <= 0) return std::nullopt;
+    const int64_t rows = static_cast<int64_t>(xt->numel) / cols;
+    std::array<int, 3> item_of = {-1, -1, -1};
+    std::array<int64_t, 3> offsets{};
+    int64_t offset = 0;
+    bool ok = true;
+    for (size_t j = 0; j < 3 && ok; ++j) {
+      const auto item = static_cast<int32_t>(list.items[j]);
+      const format::TensorDesc* it = item >= 0 ? tensor(item) : nullptr;
+      ok = it != nullptr && internal(item) && v_.uses[item] == 1 &&
+           it->sizes.size() == xt->sizes.size() && it->dtype == xt->dtype &&
+           std::equal(it->sizes.begin(), it->sizes.end() - 1, xt->sizes.begin());
+      for (int i = 0; i < 3 && ok; ++i) {
+        if (item_of[i] < 0 && desc::same_bytes(*it, *bt[i])) {
+          item_of[i] = static_cast<int>(j);
+          offsets[i] = offset;
+          break;
+        }
+      }
+      if (ok) offset += it->sizes.back();
+    }
+    if (!ok || offset != cols || std::count(item_of.begin(), item_of.end(), -1) > 0) {
+      return std::nullopt;
+    }
+    std::array<AttentionFusion::View, 3> views = {f.q, f.k, f.v};
+    for (int i = 0; i < 3; ++i) {
+      // base[b, s, h, e] is the item's element (b * S + s, h * D + e).
+      const std::vector<int64_t>& z = bt[i]->sizes;
+      const auto item = static_cast<int32_t>(list.items[item_of[i]]);
+      if (z.size() != 4 || z[0] * z[1] != rows || z[2] * z[3] != tensor(item)->sizes.back()) {
+        return std::nullopt;
+      }
+      const std::array<int64_t, 4> strides = {z[1] * cols, cols, z[3], 1};
+      AttentionFusion::View& view = views[i];
+      view.value = x;
+      view.whole = false;
+      view.offset = offsets[i];
+      view.strides.clear();
+      view.dim_order = {0, 1, 2, 3};
+      for (int k = 0; k < 4; ++k) view.strides.push_back(strides[perms[i][k]]);
+      // Every element inside X.
+      int64_t last = view.offset;
+      for (int k = 0; k < 4; ++k) last += (view.sizes[k] - 1) * view.strides[k];
+      if (last >= static_cast<int64_t>(xt->numel)) return std::nullopt;
+    }
+    f.q = views[0];
+    f.k = views[1];
+    f.v = views[2];
+    steps_.push_back(w);
+    for (int64_t item : list.items) written_.push_back(static_cast<int32_t>(item));
+    return std::pair{x, w};
   }
 
   // A dtype conversion keeping shape and the default dim order:
@@ -602,13 +592,7 @@ class Finder {
         reader == kNone) {
       return std::nullopt;
     }
-    size_t clone = kNone;
-    for (size_t k = std::min(reader, instrs_.size()); k-- > 0;) {
-      if (running(k) && may_write(k, *tt)) {
-        clone = k;
-        break;
-      }
-    }
+    const size_t clone = last_write(*tt, reader);
     if (clone == kNone || !(v_.is_kernel(clone, "dim_order_ops::_clone_dim_order.out", 5) ||
                             v_.is_kernel(clone, "aten::clone.out", 4))) {
       return std::nullopt;
@@ -619,7 +603,7 @@ class Finder {
     const format::TensorDesc* et = tensor(e);
     const size_t expand = writer(e);
     if (ct == nullptr || et == nullptr || !internal(c) || !internal(e) || v_.uses[c] != 1 ||
-        v_.uses[e] != 2 || !same_bytes(*ct, *tt) || ct->sizes.size() != 5 ||
+        v_.uses[e] != 2 || !desc::same_bytes(*ct, *tt) || ct->sizes.size() != 5 ||
         et->sizes != ct->sizes || expand == kNone ||
         !v_.is_kernel(expand, "aten::expand_copy.out", 5)) {
       return std::nullopt;

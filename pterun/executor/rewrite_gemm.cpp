@@ -23,10 +23,8 @@ bool floating_gemm_dtype(DType t) {
 bool planned_alias(const format::MethodDesc& d, int32_t product, int32_t view) {
   const format::TensorDesc* p = desc::tensor_of(d, product);
   const format::TensorDesc* v = desc::tensor_of(d, view);
-  if (p == nullptr || v == nullptr || !desc::planned(*p) || !desc::planned(*v) ||
-      p->memory_id != v->memory_id || p->memory_offset != v->memory_offset ||
-      p->nbytes != v->nbytes || p->numel != v->numel || p->dtype != v->dtype ||
-      !desc::default_order(*v) || v->dynamism != ShapeDynamism::Static) {
+  if (p == nullptr || v == nullptr || !desc::same_bytes(*p, *v) ||
+      v->dynamism != ShapeDynamism::Static) {
     return false;
   }
   for (const auto& chain : d.chains) {

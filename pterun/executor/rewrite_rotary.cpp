@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <array>
-#include <limits>
 
 #include "pterun/executor/chain_view.h"
 #include "pterun/executor/desc_util.h"
@@ -47,7 +46,6 @@ std::vector<PatternFusion> find_rotary_fusions(const format::MethodDesc& d,
     };
     auto int_of = [&](int32_t t, int64_t& out) {
       const auto& value = d.values[t];
-      if (value.kind == ValueKind::None) return false;
       if (value.kind != ValueKind::Int) return false;
       out = value.int_value;
       return true;

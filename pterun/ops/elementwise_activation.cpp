@@ -192,14 +192,9 @@ void rotary_half_out(KernelContext& ctx, const Tensor& x, const Tensor& cos, con
   const auto cos_strides = broadcast(cos, "cos");
   const auto sin_strides = broadcast(sin, "sin");
   kernels::resize_output(out, x.sizes(), op);
-  auto apart = [&](const Tensor& t) {
-    const auto* a = static_cast<const char*>(t.data());
-    const auto* o = static_cast<const char*>(out.data());
-    return t.nbytes() == 0 || out.nbytes() == 0 || a + t.nbytes() <= o || o + out.nbytes() <= a;
-  };
   // Each out element reads x half a row away: out may not overlap x.
-  PTERUN_CHECK(apart(x) && apart(cos) && apart(sin), ErrorCode::InvalidArgument, op,
-               ": out overlaps an input");
+  PTERUN_CHECK(!share_bytes(out, x) && !share_bytes(out, cos) && !share_bytes(out, sin),
+               ErrorCode::InvalidArgument, op, ": out overlaps an input");
   if (out.numel() == 0) return;
   elementwise(ctx).rotary(ctx, {x, cos, sin, cos_strides, sin_strides, out, op});
 }

@@ -69,13 +69,6 @@ GemmProblem product(const Tensor& a, const Tensor& b, MatrixView c) {
   return p;
 }
 
-/// True when the bytes of two dense tensors overlap.
-bool share_bytes(const Tensor& a, const Tensor& b) {
-  const auto* a0 = static_cast<const char*>(a.data());
-  const auto* b0 = static_cast<const char*>(b.data());
-  return a.nbytes() > 0 && b.nbytes() > 0 && a0 < b0 + b.nbytes() && b0 < a0 + a.nbytes();
-}
-
 }  // namespace
 
 // Strictly 2-D.
