@@ -415,6 +415,7 @@ std::unique_ptr<Method> Method::load(std::shared_ptr<const Program> program,
     loader.fuse_convolutions();
     loader.fuse_hardswish();
     if (!switched_off("PTERUN_FUSE_ROTARY")) loader.fuse_rotary();
+    if (!switched_off("PTERUN_FUSE_RMS_NORM")) loader.fuse_rms_norm();
     if (!switched_off("PTERUN_FUSE_ATTENTION")) loader.fuse_attention();
     if (!switched_off("PTERUN_FUSE_GEMM_ADD")) loader.fuse_gemm_add();
     loader.fuse_safe_softmax();

@@ -142,6 +142,7 @@ struct Method::Loader {
   // Rotary fusion (rewrite.h, find_rotary_fusions): torch's rotate-half
   // rotary embedding (seven steps) runs as one kRotaryHalfKernel.
   void fuse_rotary();
+  void fuse_rms_norm();
   // Residual-add fusion (rewrite.h, find_gemm_add_fusions): an add after
   // an addmm or mm runs as one product with the residual in its epilogue
   // (kGemmAddKernel), where the device has the kernel.

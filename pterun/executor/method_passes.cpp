@@ -210,6 +210,32 @@ void Method::Loader::fuse_rotary() {
   apply_pattern_fusions(found, layout);
 }
 
+// RMS norms (rewrite.h, find_rms_norm_fusions) run as one kernel where
+// every step involved still runs its own operator, out overlaps neither eps
+// nor the weight, and overlaps the input only element for element with
+// elements of one size (apply_pattern_fusions checks the placement).
+void Method::Loader::fuse_rms_norm() {
+  const ChainLayout layout = chain_layout();
+  std::vector<PatternFusion> found = find_rms_norm_fusions(d, kept_values(), layout.idle);
+  std::erase_if(found, [&](const PatternFusion& f) {
+    if (!runs_own_operators(f)) return true;
+    const TensorDesc& out = *d.values[f.out].tensor;
+    if (!is_planned(out)) return false;
+    const TensorDesc& in = *d.values[f.input].tensor;
+    if (is_planned(in) && overlaps(in, out) && element_size(in.dtype) != element_size(out.dtype)) {
+      return true;
+    }
+    for (size_t i : {size_t{1}, size_t{2}}) {
+      const format::ValueDesc& p = d.values[f.replacement.args[i]];
+      if (p.kind == ValueKind::Tensor && is_planned(*p.tensor) && overlaps(*p.tensor, out)) {
+        return true;
+      }
+    }
+    return false;
+  });
+  apply_pattern_fusions(found, layout);
+}
+
 bool Method::Loader::runs_own_operator(size_t c, size_t k) const {
   const Step& s = m.chains_[c][k];
   const format::InstructionDesc& instr = d.chains[c].instructions[k];

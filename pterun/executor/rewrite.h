@@ -278,6 +278,27 @@ std::vector<PatternFusion> find_rotary_fusions(const format::MethodDesc& d,
                                                const std::vector<bool>& keep,
                                                const std::vector<std::vector<bool>>& idle);
 
+/// torch's decomposed RMSNorm over the last dim, in dtype S (float32,
+/// float16, bfloat16):
+///   [_to_copy / _to_dim_order_copy(h) -> x, h half precision, S float32;]
+///   pow.Tensor_Scalar_out(x, 2) or mul.out(x, x) -> sq;
+///   mean.out(sq, [-1], keepdim, None) -> m; add.out(m, eps, 1) -> a (eps
+///   one element of S, either operand); rsqrt.out(a) -> r;
+///   mul.out(x, r) -> y (either order);
+///   [a cast of y to float16 / bfloat16 (S float32) -> y;]
+///   [mul.out(y, w) -> y, w [n] of y's dtype (either order)]
+/// the steps running one after the other, each intermediate (not in
+/// `keep`) read by the next step alone (the widened x by the square and
+/// the product alone), the result of x's shape in default dim order. The
+/// last step becomes kRmsNormKernel(h or x, eps, w or None, out) and the
+/// others run nothing. The caller checks that no view reads the dropped
+/// values' bytes and that out overlaps the input element for element (of
+/// one size) or not at all, and eps and w not at all. None in methods with
+/// jumps or moves.
+std::vector<PatternFusion> find_rms_norm_fusions(const format::MethodDesc& d,
+                                                 const std::vector<bool>& keep,
+                                                 const std::vector<std::vector<bool>>& idle);
+
 /// A product and the residual add after it:
 ///   addmm.out(bias, mat1, mat2, beta 1, alpha 1) -> product (bias [n]), or
 ///   mm.out(mat1, mat2) -> product;

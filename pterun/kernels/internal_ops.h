@@ -71,6 +71,11 @@ inline constexpr const char* kItemCopyKernel = "pterun::item_copy.out";
 /// (x, cos, sin, *, out).
 inline constexpr const char* kRotaryHalfKernel = "pterun::rotary_half.out";
 
+/// torch's decomposed RMSNorm, x * rsqrt(mean(x * x, -1) + eps) [* weight],
+/// as one pass over each row (ops/norm.h, RmsNormArgs): (x, eps, weight or
+/// None, *, out).
+inline constexpr const char* kRmsNormKernel = "pterun::rms_norm.out";
+
 /// addmm.out (beta and alpha 1, a bias row) or mm.out, then add.out of its
 /// result and a residual (alpha 1), as one product whose epilogue adds
 /// both (ops/matmul.h, gemm_add_out): (mat1, mat2, bias or None, other, *,

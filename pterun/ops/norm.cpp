@@ -3,12 +3,14 @@
 
 #include "pterun/ops/norm.h"
 
+#include <algorithm>
 #include <array>
 
 #include "pterun/core/checked_math.h"
 #include "pterun/core/error.h"
 #include "pterun/kernels/common/dtype_util.h"
 #include "pterun/kernels/common/shape_util.h"
+#include "pterun/kernels/internal_ops.h"
 #include "pterun/ops/backend.h"
 #include "pterun/ops/checks.h"
 
@@ -107,6 +109,43 @@ void native_group_norm_out(KernelContext& ctx, const Tensor& in, const Tensor* w
   if (batch == 0) return;
   check_dtype_in(in.dtype(), kernels::Family::FloatHBF16, op);
   norm(ctx).group_norm(ctx, {in, weight, bias, batch, channels, groups, eps, out, mean, rstd});
+}
+
+void rms_norm_out(KernelContext& ctx, const Tensor& x, const Tensor& eps, const Tensor* weight,
+                  Tensor& out) {
+  const char* op = kernels::kRmsNormKernel;
+  const DType s = eps.dtype();
+  PTERUN_CHECK(eps.numel() == 1, ErrorCode::InvalidArgument, op, ": eps ", describe(eps),
+               " must have one element");
+  check_dtype_in(s, kernels::Family::FloatHBF16, op);
+  // Half-precision x or out beside float32 steps: torch's x.float() and
+  // .type_as(x) around the norm, exact widening and one rounding.
+  auto fits = [s](DType t) {
+    return t == s || (s == DType::Float32 && (t == DType::Float16 || t == DType::BFloat16));
+  };
+  PTERUN_CHECK(fits(x.dtype()) && fits(out.dtype()), ErrorCode::InvalidArgument, op, ": x ",
+               describe(x), " and out ", describe(out), " must have eps's dtype ", dtype_name(s),
+               " (or float16 / bfloat16 beside float32 steps)");
+  PTERUN_CHECK(x.dim() >= 1, ErrorCode::InvalidArgument, op, ": x ", describe(x),
+               " must have a dim to normalise");
+  const int64_t n = x.size(x.dim() - 1);
+  if (weight != nullptr) {
+    PTERUN_CHECK(weight->dim() == 1 && weight->size(0) == n, ErrorCode::InvalidArgument, op,
+                 ": weight ", describe(*weight), " does not match x's last dim of ", n);
+    check_same_dtype(*weight, out, "weight", op);
+  }
+  kernels::resize_output(out, x.sizes(), op);
+  // Each row is read whole before it is written: out may be x itself, not
+  // another overlap of it.
+  const bool same_place = out.data() == x.data() && out.element_size() == x.element_size() &&
+                          std::equal(out.strides().begin(), out.strides().end(),
+                                     x.strides().begin(), x.strides().end());
+  PTERUN_CHECK(!share_bytes(out, x) || same_place, ErrorCode::InvalidArgument, op, ": out ",
+               describe(out), " overlaps x ", describe(x), " other than element for element");
+  PTERUN_CHECK(!share_bytes(out, eps) && (weight == nullptr || !share_bytes(out, *weight)),
+               ErrorCode::InvalidArgument, op, ": out overlaps eps or weight");
+  if (out.numel() == 0) return;
+  norm(ctx).rms_norm(ctx, {x, eps, weight, out});
 }
 
 }  // namespace pterun::ops

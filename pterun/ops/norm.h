@@ -53,10 +53,28 @@ struct GroupNormArgs {
   Tensor& rstd;
 };
 
+/// RMS norm over the last dim, as torch's decomposed RMSNorm computes it
+/// step by step in the dtype S of `eps` (each step's result rounded to S):
+///   s = x * x; m = mean(s, -1); a = m + eps; r = rsqrt(a); y = x * r
+/// then y rounded to out's dtype O and, given a weight (dtype O, the row's
+/// length), out = y * weight rounded to O. x is S or, for S float32, a
+/// float16 / bfloat16 tensor read as float32 (torch's `x.float()`); O is S
+/// or, for S float32, float16 / bfloat16 (torch's `.type_as(x)`). The mean
+/// sums in float (double for float64) in an order of the backend's
+/// choosing, so results match the unfused steps within that sum's
+/// rounding. out is x's shape and overlaps x exactly or not at all.
+struct RmsNormArgs {
+  const Tensor& in;
+  const Tensor& eps;     // one element, dtype S
+  const Tensor* weight;  // [in.size(-1)] of out's dtype, or nullptr
+  Tensor& out;
+};
+
 struct NormBackend {
   void (*layer_norm)(KernelContext& ctx, const LayerNormArgs& a);
   void (*batch_norm)(KernelContext& ctx, const BatchNormArgs& a);
   void (*group_norm)(KernelContext& ctx, const GroupNormArgs& a);
+  void (*rms_norm)(KernelContext& ctx, const RmsNormArgs& a);
 };
 
 // native_layer_norm.out(input, SymInt[] normalized_shape, Tensor? weight, Tensor? bias,
@@ -75,5 +93,11 @@ void batch_norm_no_training_out(KernelContext& ctx, const Tensor& in, const Tens
 void native_group_norm_out(KernelContext& ctx, const Tensor& in, const Tensor* weight,
                            const Tensor* bias, int64_t batch, int64_t channels, int64_t hxw,
                            int64_t groups, double eps, Tensor& out, Tensor& mean, Tensor& rstd);
+
+// pterun::rms_norm.out(Tensor x, Tensor eps, Tensor? weight, *, Tensor(a!) out) -> Tensor(a!):
+// RmsNormArgs (kernels/internal_ops.h, kRmsNormKernel; made at load from
+// torch's decomposed RMSNorm, executor/rewrite_norm.cpp).
+void rms_norm_out(KernelContext& ctx, const Tensor& x, const Tensor& eps, const Tensor* weight,
+                  Tensor& out);
 
 }  // namespace pterun::ops

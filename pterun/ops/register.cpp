@@ -128,6 +128,7 @@ constexpr OpDef kOps[] = {
     def<&native_layer_norm_out>("aten::native_layer_norm.out", F::Norm),
     def<&batch_norm_no_training_out>("aten::_native_batch_norm_legit_no_training.out", F::Norm),
     def<&native_group_norm_out>("aten::native_group_norm.out", F::Norm),
+    def<&rms_norm_out>(kernels::kRmsNormKernel, F::Norm),
 
     // ---- elementwise: binary arithmetic ---------------------------------------
     def<&add_out>("aten::add.out", F::Elementwise, kFold),

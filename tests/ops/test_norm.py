@@ -321,3 +321,94 @@ def test_layer_norm_row_widths(device, width, affine, dtype):
           None if w is None else tensor(w, dtype), None if b is None else tensor(b, dtype), 1e-5,
           Out(dtype, x.shape), Out(dtype, [3, 1]), Out(dtype, [3, 1]), expect=[ry, rm, rr],
           tol=tol)
+
+
+# ---- RMS norm (pterun::rms_norm.out, made at load from torch's decomposed RMSNorm) ------------
+
+RMS = "pterun::rms_norm.out"
+# Against the step-by-step NumPy model: a mean summed in another order may
+# round to the neighbouring value of the steps' dtype, and carry it on.
+RMS_TOL = {"float32": (1e-6, 1e-6), "float64": (1e-12, 1e-12), "float16": (2e-3, 2e-3),
+           BF16: (1.6e-2, 1.6e-2)}
+
+
+def np_rms_norm(x, eps, w, steps, out_dtype):
+    """torch's decomposed RMSNorm as the unfused instructions compute it:
+    each step's result rounded to `steps` (x * x, the mean, + eps, rsqrt,
+    x * r), then to out's dtype, then times the weight, rounded again."""
+    def r(v):
+        return cast(v, steps).astype(np.float64)
+    x = np.asarray(x, np.float64)
+    n = x.shape[-1]
+    sq = r(x * x)
+    mean = r(sq.sum(-1, keepdims=True) / n)
+    rstd = r(1 / np.sqrt(r(mean + float(cast(np.float64(eps), steps)))))
+    y = cast(r(x * rstd), out_dtype).astype(np.float64)
+    if w is not None:
+        y = y * np.asarray(w, np.float64)
+    return cast(y, out_dtype)
+
+
+def rms_norm(device, x, eps, w, steps, x_dtype=None, out_dtype=None, order=None, **kw):
+    """Runs pterun::rms_norm.out on x (values in float64, given to the kernel
+    as x_dtype) with eps of dtype `steps` and the weight as out_dtype."""
+    x_dtype = x_dtype or steps
+    out_dtype = out_dtype or steps
+    xv = cast(x, x_dtype).astype(np.float64)
+    wv = None if w is None else cast(w, out_dtype).astype(np.float64)
+    want = np_rms_norm(xv, eps, wv, steps, out_dtype)
+    tol = RMS_TOL[out_dtype if out_dtype == BF16 else np.dtype(out_dtype).name]
+    return check(device, RMS, tensor(xv, x_dtype, order), tensor(np.array(eps), steps),
+                 None if w is None else tensor(wv, out_dtype),
+                 Out(out_dtype, x.shape, dim_order=order), expect=[want], tol=tol,
+                 gpu_tol=tol, **kw)
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("shape", [(4, 64), (2, 3, 16), (3, 4096), (5, 7), (1, 1000), (64,)])
+@pytest.mark.parametrize("weighted", [True, False])
+def test_rms_norm(device, dtype, shape, weighted):
+    # Rows of whole 16-byte packs take the GPU's register kernel, the rest
+    # (7 and 1000 wide, float64) the block kernel.
+    x = normal(shape, scale=2)
+    w = rand(shape[-1:]) if weighted else None
+    rms_norm(device, x, 1e-5, w, dtype, num_threads=2)
+
+
+@pytest.mark.parametrize("half", [np.float16, BF16])
+@pytest.mark.parametrize("out_half", [True, False])
+def test_rms_norm_half_precision_beside_float32_steps(device, half, out_half):
+    # torch's x.float() before and .type_as(x) after (the LLM exports), or
+    # a float32 result.
+    x = normal((3, 5, 128), scale=3)
+    out = half if out_half else np.float32
+    rms_norm(device, x, 1e-6, rand((128,)), np.float32, x_dtype=half, out_dtype=out)
+    rms_norm(device, x[0], 1e-6, None, np.float32, x_dtype=half, out_dtype=out)
+
+
+def test_rms_norm_layouts_and_empty(device):
+    # A last dim that is not the fastest (channels-last): the block kernel.
+    x = normal((2, 3, 4, 6))
+    rms_norm(device, x, 1e-5, rand((6,)), np.float32, order=CL)
+    rms_norm(device, normal((0, 8)), 1e-5, None, np.float32)
+    # Tiny and huge values: the squares underflow or overflow as torch's do.
+    rms_norm(device, np.array([[1e-30, 2e-30, -1e-30], [1e30, 3e30, 2e30]]), 1e-5, None,
+             np.float32)
+
+
+def test_rms_norm_errors(device):
+    x = np.ones((2, 4), np.float32)
+    eps = np.array(1e-5, np.float32)
+    out = Out(np.float32, (2, 4))
+    check_error(device, RMS, x, np.array([1e-5, 1e-5], np.float32), None, out, exc=ValueError,
+                match="one element")
+    check_error(device, RMS, x, eps, np.ones(3, np.float32), out, exc=ValueError,
+                match="last dim")
+    check_error(device, RMS, x, eps, np.ones(4, np.float64), out, exc=ValueError)
+    # float64 x beside float32 steps, float16 out beside float16... float32 out.
+    check_error(device, RMS, x.astype(np.float64), eps, None, Out(np.float64, (2, 4)),
+                exc=ValueError, match="eps's dtype")
+    check_error(device, RMS, x.astype(np.float16), eps.astype(np.float16), None, out,
+                exc=ValueError, match="eps's dtype")
+    check_error(device, RMS, np.ones((2, 4), np.int32), np.array(1, np.int32), None,
+                Out(np.int32, (2, 4)), exc=(ValueError, NotImplementedError))

@@ -52,9 +52,10 @@ def run_calls(name, device, monkeypatch, fuse):
         monkeypatch.setenv("PTERUN_FUSE_ELEMENTWISE", "0")
     # The elementwise pass alone: the attention fusion would take the
     # layout copies and scalings of gpt's and llama_block's attention first,
-    # the rotary fusion llama_block's rotary embeddings, and the
-    # residual-add fusion the adds after products.
-    for other in ("PTERUN_FUSE_ATTENTION", "PTERUN_FUSE_ROTARY", "PTERUN_FUSE_GEMM_ADD"):
+    # the rotary fusion llama_block's rotary embeddings, the RMS norm
+    # fusion its norms, and the residual-add fusion the adds after products.
+    for other in ("PTERUN_FUSE_ATTENTION", "PTERUN_FUSE_ROTARY", "PTERUN_FUSE_RMS_NORM",
+                  "PTERUN_FUSE_GEMM_ADD"):
         monkeypatch.setenv(other, "0")
     entry = pterun_manifest()["fixtures"][name]
     pte, ptd = fixture_paths(entry)

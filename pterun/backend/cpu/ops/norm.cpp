@@ -346,7 +346,8 @@ void group_norm_out(KernelContext& ctx, const ops::GroupNormArgs& a) {
 }  // namespace
 
 const ops::NormBackend& norm_backend() {
-  static constexpr ops::NormBackend kNorm{&layer_norm_out, &batch_norm_out, &group_norm_out};
+  static constexpr ops::NormBackend kNorm{&layer_norm_out, &batch_norm_out, &group_norm_out,
+                                          &rms_norm_out};
   return kNorm;
 }
 

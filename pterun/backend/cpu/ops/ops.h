@@ -7,6 +7,7 @@
 #include "pterun/kernels/registry.h"
 #include "pterun/ops/backend_tables.h"
 #include "pterun/ops/index.h"
+#include "pterun/ops/norm.h"
 
 namespace pterun::cpu {
 
@@ -14,5 +15,8 @@ PTERUN_DECLARE_OP_TABLES();  // each family's compute file defines its function
 
 // The index table's quantized embeddings (embedding_quant.cpp).
 void embedding_quantized(kernels::KernelContext& ctx, const ops::QuantEmbeddingArgs& a);
+
+// The norm table's RMS norm (rms_norm.cpp).
+void rms_norm_out(kernels::KernelContext& ctx, const ops::RmsNormArgs& a);
 
 }  // namespace pterun::cpu

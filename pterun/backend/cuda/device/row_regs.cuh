@@ -72,12 +72,25 @@ struct RowRegs {
   /// Writes map(x, element index) to `row`.
   template <typename F>
   __device__ void store(T* __restrict__ row, int64_t packs, F map) const {
+    store_packs(row, packs, [&](int64_t p, const C(&in)[V], C(&out)[V]) {
+#pragma unroll
+      for (int e = 0; e < V; ++e) out[e] = map(in[e], p * V + e);
+    });
+  }
+
+  /// Writes a pack at a time: map(pack index, held values, values to
+  /// write), so that the map can read a pack of per-element parameters
+  /// with one access.
+  template <typename F>
+  __device__ void store_packs(T* __restrict__ row, int64_t packs, F map) const {
 #pragma unroll
     for (int j = 0; j < kSlots; ++j) {
       if (pack(j) < packs) {
+        C y[V];
+        map(pack(j), x[j], y);
         Pack<T, V> p;
 #pragma unroll
-        for (int e = 0; e < V; ++e) p.v[e] = convert<T>(map(x[j][e], pack(j) * V + e));
+        for (int e = 0; e < V; ++e) p.v[e] = convert<T>(y[e]);
         reinterpret_cast<Pack<T, V>*>(row)[pack(j)] = p;
       }
     }

@@ -108,12 +108,20 @@ __global__ void __launch_bounds__(kBlock) layer_norm_rows(LayerNormLaunch l, int
     const C rstd = C(1) / sqrt(ss / n + static_cast<C>(l.eps));
     const T* w = static_cast<const T*>(l.weight);
     const T* b = static_cast<const T*>(l.bias);
-    row.store(static_cast<T*>(l.out) + ro[1], packs, [&](C x, int64_t i) {
-      C v = (x - mean) * rstd;
-      if (w != nullptr) v = v * convert<C>(w[i]);
-      if (b != nullptr) v = v + convert<C>(b[i]);
-      return v;
-    });
+    // Weight and bias a pack at a time, as the row (dense_rows aligned them).
+    row.store_packs(static_cast<T*>(l.out) + ro[1], packs,
+                    [&](int64_t p, const C(&x)[V], C(&y)[V]) {
+                      Pack<T, V> wp{}, bp{};
+                      if (w != nullptr) wp = reinterpret_cast<const Pack<T, V>*>(w)[p];
+                      if (b != nullptr) bp = reinterpret_cast<const Pack<T, V>*>(b)[p];
+#pragma unroll
+                      for (int e = 0; e < V; ++e) {
+                        C v = (x[e] - mean) * rstd;
+                        if (w != nullptr) v = v * convert<C>(wp.v[e]);
+                        if (b != nullptr) v = v + convert<C>(bp.v[e]);
+                        y[e] = v;
+                      }
+                    });
     if (Row::lane() == 0) {
       static_cast<T*>(l.mean)[ro[2]] = convert<T>(mean);
       static_cast<T*>(l.rstd)[ro[3]] = convert<T>(rstd);
@@ -414,7 +422,8 @@ void group_norm_out(KernelContext& ctx, const ops::GroupNormArgs& a) {
 }  // namespace
 
 const ops::NormBackend& norm_backend() {
-  static constexpr ops::NormBackend kNorm{&layer_norm_out, &batch_norm_out, &group_norm_out};
+  static constexpr ops::NormBackend kNorm{&layer_norm_out, &batch_norm_out, &group_norm_out,
+                                          &rms_norm_out};
   return kNorm;
 }
 
