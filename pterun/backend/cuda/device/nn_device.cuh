@@ -19,6 +19,19 @@ namespace pterun::cuda::nn {
 constexpr int kBlock = 256;  // threads of the block-per-row kernels
 constexpr int kWarps = kBlock / 32;
 
+/// What the normalisation kernels compute statistics in for dtype T:
+/// double for double, float otherwise.
+template <typename T>
+using StatOf = std::conditional_t<std::is_same_v<T, double>, double, float>;
+
+/// a + b, as the reductions' combining function.
+struct Add {
+  template <typename C>
+  __device__ C operator()(C a, C b) const {
+    return a + b;
+  }
+};
+
 /// Element offsets of the N operands of `s` at row-major index i.
 template <int N>
 __device__ inline void space_offsets(const Space<N>& s, int64_t i, int64_t (&off)[N]) {

@@ -22,16 +22,6 @@
 namespace pterun::cuda::nn {
 namespace {
 
-template <typename T>
-using StatOf = std::conditional_t<std::is_same_v<T, double>, double, float>;
-
-struct Add {
-  template <typename C>
-  __device__ C operator()(C a, C b) const {
-    return a + b;
-  }
-};
-
 template <typename T, typename C>
 __device__ inline C ld(const void* p, int64_t off) {
   return convert<C>(static_cast<const T*>(p)[off]);

@@ -29,16 +29,6 @@ struct RmsNormLaunch {
   int64_t in_step = 1, out_step = 1, w_step = 1;
 };
 
-template <typename S>
-using StatOf = std::conditional_t<std::is_same_v<S, double>, double, float>;
-
-struct Add {
-  template <typename C>
-  __device__ C operator()(C a, C b) const {
-    return a + b;
-  }
-};
-
 template <typename C>
 __device__ inline C mul_rn(C a, C b) {
   if constexpr (std::is_same_v<C, double>) {

@@ -31,12 +31,6 @@ struct MaxNaN {
     return (x > a || x != x) ? x : a;
   }
 };
-struct Add {
-  template <typename C>
-  __device__ C operator()(C a, C b) const {
-    return a + b;
-  }
-};
 
 /// A safe softmax's line of nothing but -inf (max -inf): its max is taken
 /// as 0, so that its exps are all 0, and its scale as 0.
