@@ -40,7 +40,8 @@ def kernel_table(torch, call, calls: int) -> dict[str, list[float]]:
         if ev.device_type != torch.autograd.DeviceType.CUDA:
             continue
         rows[ev.name[:90]][0] += 1
-        rows[ev.name[:90]][1] += ev.device_time_total
+        us = getattr(ev, "device_time_total", None)
+        rows[ev.name[:90]][1] += us if us is not None else ev.cuda_time_total
     return rows
 
 
