@@ -267,6 +267,21 @@ class Finder {
     return kNone;
   }
 
+  // Whether `a`, read by instruction k, is a view (no running instruction
+  // writes it) of the bytes of a value folded at load: it reads that
+  // value's own memory, not the planned bytes.
+  bool folded_view(int32_t a, size_t k) const {
+    const format::TensorDesc* at = tensor(a);
+    if (at == nullptr || writer_.count(a) > 0) return false;
+    for (size_t j = std::min(k, instrs_.size()); j-- > 0;) {
+      if (!may_write(j, *at)) continue;
+      if (running(j) || instrs_[j].args.empty()) return false;
+      const format::TensorDesc* wt = tensor(instrs_[j].args.back());
+      return wt != nullptr && desc::same_bytes(*wt, *at);
+    }
+    return false;
+  }
+
   // The running instruction whose result is a list holding t, or kNone.
   size_t list_writer(int32_t t) const {
     for (const auto& [value, w] : writer_) {
@@ -732,10 +747,10 @@ class Finder {
     if (tt == nullptr || !desc::planned(*tt)) return false;
     // A value whose writer no longer runs (folded at load into memory of
     // its own, or dropped by an earlier fusion) reads nothing planned.
-    auto touches = [&](int32_t a) {
+    auto touches = [&](int32_t a, size_t k) {
       const format::TensorDesc* at = tensor(a);
       return at != nullptr && desc::planned(*at) && desc::overlaps(*at, *tt) &&
-             folded_.find(a) == folded_.end();
+             folded_.find(a) == folded_.end() && !folded_view(a, k);
     };
     for (size_t k = w + 1; k < instrs_.size(); ++k) {
       const auto& instr = instrs_[k];
@@ -761,19 +776,19 @@ class Finder {
         const auto& value = d_.values[a];
         if (value.kind == ValueKind::TensorList || value.kind == ValueKind::OptionalTensorList) {
           for (int64_t item : value.items) {
-            if (item >= 0 && touches(static_cast<int32_t>(item))) return false;
+            if (item >= 0 && touches(static_cast<int32_t>(item), k)) return false;
           }
-        } else if (touches(a) && (out.empty() || out.back() != k)) {
+        } else if (touches(a, k) && (out.empty() || out.back() != k)) {
           out.push_back(k);
         }
       }
       if (!instr.args.empty()) {
         const int32_t r = instr.args.back();
         const auto& rv = d_.values[r];
-        if (touches(r)) return true;
+        if (touches(r, k)) return true;
         if (rv.kind == ValueKind::TensorList) {
           for (int64_t item : rv.items) {
-            if (item >= 0 && touches(static_cast<int32_t>(item))) return true;
+            if (item >= 0 && touches(static_cast<int32_t>(item), k)) return true;
           }
         }
       }

@@ -36,8 +36,11 @@ def run_calls(name, device, monkeypatch, fuse):
 def test_fused_rms_norm_gives_torchs_outputs_in_fewer_steps(name, device, monkeypatch):
     fused, expected, fused_steps = run_calls(name, device, monkeypatch, fuse=True)
     plain, _, plain_steps = run_calls(name, device, monkeypatch, fuse=False)
-    exact = (0, 0) if device == "cpu" else (1e-6, 1e-7)
-    check_outputs(fused, expected, plain, f"{name} on {device}", plain_tol=exact)
+    # The CPU sums each mean as mean.out does: the same bits. CUDA's sums in
+    # another order, and a unit in the last place of a norm's scale carries
+    # through the block.
+    check_outputs(fused, expected, plain, f"{name} on {device}",
+                  plain_tol=(0, 0) if device == "cpu" else None)
     for f, p in zip(fused_steps, plain_steps):
         # pow, mean, add, rsqrt, mul, mul become one step per norm.
         assert p - f == 5 * FIXTURE_NORMS[name], f"{name} on {device}: {f} steps fused, {p} without"

@@ -82,6 +82,20 @@ TEST(AttentionFusion, GroupedKeysAndValuesAreReadOncePerGroup) {
   }
 }
 
+TEST(AttentionFusion, AViewOfAFoldedValueReadsNothingTheRunDrops) {
+  // llama_block at batch 8 over 128 tokens: the output projection after the attention is a
+  // batched product of the weight expanded to [8, 64, 64], folded at load
+  // into memory of its own. The plan had put that expansion (and the view
+  // the product reads) over the bytes of the values' repeat, which the run
+  // drops: the view reads the folded copy, not those bytes.
+  auto program = test::load_fixture(test::manifest()["fixtures"]["llama_block_b8"]);
+  const auto& d = program->method("forward");
+  const auto found = find_attention_fusions(d, inputs_and_outputs(d), folded(d));
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_EQ(found[0].q.sizes, (std::vector<int64_t>{8, 128, 4, 16}));
+  EXPECT_EQ(found[0].k.sizes, (std::vector<int64_t>{8, 128, 2, 16}));
+}
+
 TEST(AttentionFusion, AKeptItemKeepsTheSplit) {
   // A caller that keeps one of the split's outputs keeps the split running:
   // the views read its outputs as before.
