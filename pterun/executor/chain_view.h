@@ -63,6 +63,30 @@ struct ChainView {
     }
     return false;
   }
+  // The running instruction that returns each value, instrs().size()
+  // where none does.
+  std::vector<size_t> running_writers() const {
+    std::vector<size_t> w(d.values.size(), instrs().size());
+    for (size_t k = 0; k < instrs().size(); ++k) {
+      if ((k >= idle.size() || !idle[k]) && instrs()[k].kind == InstructionKind::KernelCall &&
+          !instrs()[k].args.empty()) {
+        w[instrs()[k].args.back()] = k;
+      }
+    }
+    return w;
+  }
+  // The writer of t (from `writers`, running_writers()) when it runs
+  // operator `name` of `args` arguments, writing t as its out, and t (not
+  // kept) is read by one other instruction alone; else instrs().size().
+  size_t sole_step(const std::vector<size_t>& writers, int32_t t, const char* name,
+                   size_t args) const {
+    const size_t w = t >= 0 ? writers[t] : instrs().size();
+    if (w == instrs().size() || keep[t] || uses[t] != 2 || !is_kernel(w, name, args) ||
+        instrs()[w].args[args - 2] != t) {
+      return instrs().size();
+    }
+    return w;
+  }
   bool number_is(int32_t v, double want) const {
     const auto& value = d.values[v];
     return (value.kind == ValueKind::Int && static_cast<double>(value.int_value) == want) ||

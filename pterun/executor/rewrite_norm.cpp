@@ -34,23 +34,12 @@ std::vector<PatternFusion> find_rms_norm_fusions(const format::MethodDesc& d,
     const size_t none = instrs.size();
     const std::vector<int>& uses = v.uses;
     auto running = [&](size_t k) { return k >= v.idle.size() || !v.idle[k]; };
-    // The running instruction that returns t, or none.
-    std::vector<size_t> writer_of(d.values.size(), none);
-    for (size_t k = 0; k < instrs.size(); ++k) {
-      if (running(k) && instrs[k].kind == InstructionKind::KernelCall && !instrs[k].args.empty()) {
-        writer_of[instrs[k].args.back()] = k;
-      }
-    }
+    const std::vector<size_t> writer_of = v.running_writers();
     auto tensor = [&](int32_t t) { return desc::tensor_of(d, t); };
     // Written by `name` (with `args` arguments) and read by the pattern's
     // next step alone, not kept.
-    auto step = [&](int32_t t, const char* name, size_t args) -> size_t {
-      const size_t w = t >= 0 ? writer_of[t] : none;
-      if (w == none || keep[t] || uses[t] != 2 || !v.is_kernel(w, name, args) ||
-          instrs[w].args[args - 2] != t) {
-        return none;
-      }
-      return w;
+    auto step = [&](int32_t t, const char* name, size_t args) {
+      return v.sole_step(writer_of, t, name, args);
     };
     // The reader of t other than its writer, when t (not kept) has one.
     auto only_reader = [&](int32_t t, size_t writer) -> size_t {

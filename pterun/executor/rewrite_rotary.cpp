@@ -14,7 +14,6 @@ namespace pterun {
 namespace {
 
 using detail::ChainView;
-using format::InstructionKind;
 
 }  // namespace
 
@@ -24,25 +23,12 @@ std::vector<PatternFusion> find_rotary_fusions(const format::MethodDesc& d,
   std::vector<PatternFusion> found;
   detail::for_each_chain(d, keep, idle, [&](const ChainView& v) {
     const auto& instrs = v.instrs();
-    const std::vector<int>& uses = v.uses;
-    // The running instruction that returns t, or instrs.size().
-    std::vector<size_t> writer_of(d.values.size(), instrs.size());
-    for (size_t k = 0; k < instrs.size(); ++k) {
-      if ((k >= v.idle.size() || !v.idle[k]) && instrs[k].kind == InstructionKind::KernelCall &&
-          !instrs[k].args.empty()) {
-        writer_of[instrs[k].args.back()] = k;
-      }
-    }
+    const std::vector<size_t> writer_of = v.running_writers();
     auto tensor = [&](int32_t t) { return desc::tensor_of(d, t); };
     // Written by instruction `name` (with `args` arguments) and read once
     // (by the pattern), not kept.
-    auto step = [&](int32_t t, const char* name, size_t args) -> size_t {
-      const size_t w = t >= 0 ? writer_of[t] : instrs.size();
-      if (w == instrs.size() || keep[t] || uses[t] != 2 || !v.is_kernel(w, name, args) ||
-          instrs[w].args[args - 2] != t) {
-        return instrs.size();
-      }
-      return w;
+    auto step = [&](int32_t t, const char* name, size_t args) {
+      return v.sole_step(writer_of, t, name, args);
     };
     auto int_of = [&](int32_t t, int64_t& out) {
       const auto& value = d.values[t];

@@ -13,6 +13,7 @@
 #include "pterun/backend/cpu/engine/reduce.h"
 #include "pterun/backend/cpu/ops/ops.h"
 #include "pterun/kernels/common/dtype_util.h"
+#include "pterun/kernels/common/reduce_util.h"
 #include "pterun/kernels/internal_ops.h"
 #include "pterun/ops/norm.h"
 
@@ -59,17 +60,15 @@ void rms_rows(KernelContext& ctx, const ops::RmsNormArgs& a) {
   const int threads = std::max(1, ctx.num_threads);
   // Per thread: the row as C, then its squares.
   C* scratch = static_cast<C*>(ctx.scratch(sizeof(C) * 2 * static_cast<size_t>(n * threads)));
+  kernels::Odometer<2> walk;  // the rows: offsets in x and out
+  for (size_t d = 0; d + 1 < rank; ++d) walk.push(x.size(d), {x.stride(d), out.stride(d)});
   cpu::parallel_for(ctx, rows, n * 4, [&](int64_t begin, int64_t end) {
     C* row = scratch + 2 * n * cpu::parallel_thread_index();
     C* sq = row + n;
-    for (int64_t r = begin; r < end; ++r) {
-      int64_t xo = 0, oo = 0, rem = r;
-      for (size_t k = rank - 1; k-- > 0;) {
-        const int64_t i = rem % x.size(k);
-        rem /= x.size(k);
-        xo += i * x.stride(k);
-        oo += i * out.stride(k);
-      }
+    auto od = walk;
+    od.seek(begin);
+    for (int64_t r = begin; r < end; ++r, od.next()) {
+      const int64_t xo = od.offset[0], oo = od.offset[1];
       for (int64_t i = 0; i < n; ++i) {
         row[i] = kernels::convert<C>(xs[xo + i * xl]);
         sq[i] = round_s(row[i] * row[i]);
