@@ -112,7 +112,7 @@ def test_layer_norm_affine_variants(device, affine, k):
 
 
 @pytest.mark.parametrize("dtype", FLOATS)
-@pytest.mark.parametrize("shape,k", [((4, 16), 1), ((2, 3, 8), 2), ((3, 4096), 1),
+@pytest.mark.parametrize("shape,k", [((4, 16), 1), ((2, 3, 8), 2), ((3, 768), 1), ((3, 4096), 1),
                                      ((2, 3, 4, 5), 1), ((5, 7), 2)])
 @pytest.mark.parametrize("affine", [(True, True), (True, False), (False, True), (False, False)])
 def test_layer_norm(device, dtype, shape, k, affine):
@@ -365,7 +365,8 @@ def rms_norm(device, x, eps, w, steps, x_dtype=None, out_dtype=None, order=None,
 
 
 @pytest.mark.parametrize("dtype", FLOATS)
-@pytest.mark.parametrize("shape", [(4, 64), (2, 3, 16), (3, 4096), (5, 7), (1, 1000), (64,)])
+@pytest.mark.parametrize("shape", [(4, 64), (2, 3, 16), (3, 768), (3, 4096), (5, 7), (1, 1000),
+                                   (64,)])
 @pytest.mark.parametrize("weighted", [True, False])
 def test_rms_norm(device, dtype, shape, weighted):
     # Rows of whole 16-byte packs take the GPU's register kernel, the rest

@@ -47,7 +47,8 @@ CASES = [("aten::_softmax.out", np_softmax), ("aten::_log_softmax.out", np_log_s
 @pytest.mark.parametrize("dtype", FLOATS)
 @pytest.mark.parametrize("shape,dim", [((4, 10), 1), ((4, 10), 0), ((2, 3, 4, 5), -1),
                                        ((2, 3, 4, 5), 1), ((3, 5000), -1), ((5000, 3), 0),
-                                       ((7,), 0), ((), 0), ((64, 3000), 1)])
+                                       ((7,), 0), ((), 0), ((64, 3000), 1), ((5, 128), -1),
+                                       ((3, 768), -1)])
 def test_softmax(device, name, dtype, shape, dim):
     x = rand(shape, low=-8, high=8)
     check(device, f"aten::{name}.out", tensor(x, dtype), dim, False, Out(dtype, shape), tol=TOL)
