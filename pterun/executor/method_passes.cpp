@@ -213,23 +213,24 @@ void Method::Loader::fuse_rotary() {
 // RMS norms (rewrite.h, find_rms_norm_fusions) run as one kernel where
 // every step involved still runs its own operator, out overlaps neither eps
 // nor the weight, and overlaps the input only element for element with
-// elements of one size (apply_pattern_fusions checks the placement).
+// elements of one size. Compared where the tensors lie now: constant
+// folding gave a half-precision eps memory of its own, over bytes the plan
+// gave to others.
 void Method::Loader::fuse_rms_norm() {
   const ChainLayout layout = chain_layout();
   std::vector<PatternFusion> found = find_rms_norm_fusions(d, kept_values(), layout.idle);
   std::erase_if(found, [&](const PatternFusion& f) {
     if (!runs_own_operators(f)) return true;
-    const TensorDesc& out = *d.values[f.out].tensor;
-    if (!is_planned(out)) return false;
-    const TensorDesc& in = *d.values[f.input].tensor;
-    if (is_planned(in) && overlaps(in, out) && element_size(in.dtype) != element_size(out.dtype)) {
+    auto tensor = [&](int32_t v) -> const Tensor& { return m.tensors_[tensor_of_value[v]]; };
+    const Tensor& out = tensor(f.out);
+    const Tensor& in = tensor(f.input);
+    if (share_bytes(in, out) &&
+        (in.data() != out.data() || in.element_size() != out.element_size())) {
       return true;
     }
     for (size_t i : {size_t{1}, size_t{2}}) {
-      const format::ValueDesc& p = d.values[f.replacement.args[i]];
-      if (p.kind == ValueKind::Tensor && is_planned(*p.tensor) && overlaps(*p.tensor, out)) {
-        return true;
-      }
+      const int32_t v = f.replacement.args[i];
+      if (d.values[v].kind == ValueKind::Tensor && share_bytes(tensor(v), out)) return true;
     }
     return false;
   });

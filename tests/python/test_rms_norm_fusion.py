@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import pterun
-from conftest import FIXTURES
+from conftest import FIXTURES, fixture_paths
 from cuda_util import host
 from fusion_util import DEVICES, check_outputs, fixture_calls
 
@@ -46,6 +46,40 @@ def test_fused_rms_norm_gives_torchs_outputs_in_fewer_steps(name, device, monkey
         assert p - f == 5 * FIXTURE_NORMS[name], f"{name} on {device}: {f} steps fused, {p} without"
 
 
+def bf16_call(device, monkeypatch, fuse):
+    """llama_block_bf16's call: (output as float32, expected, kernel steps)."""
+    monkeypatch.setenv("PTERUN_FUSE_RMS_NORM", "1" if fuse else "0")
+    monkeypatch.setenv("PTERUN_FUSE_ELEMENTWISE", "0")
+    entry = json.loads((FIXTURES / "manifest.json").read_text())["fixtures"]["llama_block_bf16"]
+    pte, ptd = fixture_paths(entry)
+    method = pterun.load_program(pte, data=ptd).load_method("forward", device=device,
+                                                            cuda_graphs=False)
+    arrays = np.load(FIXTURES / entry["files"]["npz"])
+    call = entry["calls"][0]
+    inputs = [pterun.Tensor.from_host(arrays[spec["key"]], device, dtype="bfloat16")
+              for spec in call["inputs"]]
+    pterun.reset_stats()
+    out = method(inputs)[0]
+    steps = pterun.stats()["kernel_calls"]
+    bits = arrays[call["outputs"][0]["key"]]  # bfloat16 stored as its bits
+    return host(out), (bits.astype(np.uint32) << 16).view(np.float32), steps
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_bfloat16_norms_with_an_eps_folded_at_load(device, monkeypatch):
+    # The eps of a bfloat16 norm is a float32 constant cast to bfloat16,
+    # folded at load into memory of its own (where the plan had put it over
+    # the norm's out: the pass compares where the tensors lie).
+    fused, want, fused_steps = bf16_call(device, monkeypatch, fuse=True)
+    plain, _, plain_steps = bf16_call(device, monkeypatch, fuse=False)
+    assert plain_steps - fused_steps == 5 * 2, (fused_steps, plain_steps)
+    if device == "cpu":
+        np.testing.assert_array_equal(fused, plain)
+    else:
+        np.testing.assert_allclose(fused, plain, rtol=1.6e-2, atol=1.6e-2)
+    np.testing.assert_allclose(fused, want, rtol=2e-2, atol=2e-2)
+
+
 def llm_call(name, device, monkeypatch, fuse):
     """The first call of an LLM fixture: (logits as float32, kernel steps)."""
     monkeypatch.setenv("PTERUN_FUSE_RMS_NORM", "1" if fuse else "0")
@@ -57,12 +91,7 @@ def llm_call(name, device, monkeypatch, fuse):
     inputs = [ref["c0_tokens"]] + ([ref["c0_pos"]] if entry["kv_cache"] else [])
     pterun.reset_stats()
     out = method(inputs)[0]
-    steps = pterun.stats()["kernel_calls"]
-    h = out.to_host() if device == "cpu" else pterun.Tensor.from_host(host(out), "cpu")
-    if h.dtype_name == "bfloat16":
-        bits = np.array(pterun.Tensor.from_host(h, "cpu", dtype="uint16").numpy(), copy=True)
-        return (bits.astype(np.uint32) << 16).view(np.float32), steps, ref["c0_logits"]
-    return np.array(h.numpy(), dtype=np.float32, copy=True), steps, ref["c0_logits"]
+    return host(out).astype(np.float32), pterun.stats()["kernel_calls"], ref["c0_logits"]
 
 
 @pytest.mark.parametrize("device", DEVICES)
