@@ -6,8 +6,8 @@
 // and every later pass works on the registers, so the kernel moves each
 // element once each way, as a copy does.
 //
-// kThreads threads share a row (4, 8, 16 or 32: a group of lanes of one
-// warp, or kBlock: the block); thread t holds packs t, t + kThreads, ... up to
+// kThreads threads share a row (8 or 32: a group of lanes of one warp, or
+// kBlock: the block); thread t holds packs t, t + kThreads, ... up to
 // kSlots of them, so a row fits when it has at most kThreads * kSlots * V
 // elements. Packs past the row's end are not loaded (they hold zeros).
 // RowWalk visits a kernel's rows so that every lane of a warp takes part
@@ -102,9 +102,8 @@ struct RowRegs {
 /// (of the block for kBlock) must call it.
 template <int kThreads, typename A, typename F>
 __device__ inline A row_reduce(A v, F f) {
-  static_assert(kThreads == 4 || kThreads == 8 || kThreads == 16 || kThreads == 32 ||
-                    kThreads == kBlock,
-                "4, 8, 16 or 32 lanes or the block per row");
+  static_assert(kThreads == 8 || kThreads == 32 || kThreads == kBlock,
+                "8 or 32 lanes or the block per row");
   if constexpr (kThreads <= 32) {
     for (int delta = kThreads / 2; delta > 0; delta >>= 1) {
       v = f(v, __shfl_xor_sync(0xffffffffu, v, delta));
@@ -154,17 +153,9 @@ bool steps_by_packs(const Space<N>& s, int n, int v) {
 /// of the row shapes that holds `packs` packs: 8 lanes x 4, a warp x 4 or
 /// x 8, the block x 2, x 4 or x 8 (fewest registers for the row; only a
 /// warp x 8 and the block x 8 for single-element packs, V == 1, to keep
-/// the instantiations down); for packs of 8 or more elements first 4
-/// lanes x 4 and 16 lanes x 8. False when none does.
+/// the instantiations down). False when none does.
 template <int V, typename F>
 bool for_row_shape(int64_t packs, F&& launch) {
-  // Packs of 8 or more elements (2-byte types): fewer lanes a row, so that
-  // each thread moves as many bytes as it does for float32 rows (the
-  // shuffles and index arithmetic of a row cost the same either way).
-  if constexpr (V >= 8) {
-    if (packs <= 4 * 4) return launch.template operator()<4, 4>(), true;
-    if (packs <= 16 * 8) return launch.template operator()<16, 8>(), true;
-  }
   if (V > 1 && packs <= 8 * 4) return launch.template operator()<8, 4>(), true;
   if (V > 1 && packs <= 32 * 4) return launch.template operator()<32, 4>(), true;
   if (packs <= 32 * 8) return launch.template operator()<32, 8>(), true;
