@@ -36,18 +36,35 @@ struct ChainView {
     if (value.kind != ValueKind::Tensor || value.tensor->dtype != DType::Float32) return nullptr;
     return value.tensor.get();
   }
+  // Whether instruction k still runs (not folded or fused away).
+  bool running(size_t k) const { return k >= idle.size() || !idle[k]; }
   // The next instruction after k that runs.
   size_t next_running(size_t k) const {
     size_t j = k + 1;
-    while (j < instrs().size() && j < idle.size() && idle[j]) ++j;
+    while (j < instrs().size() && !running(j)) ++j;
     return j;
   }
   // The last instruction before k that runs, or instrs().size() if none.
   size_t previous_running(size_t k) const {
     for (size_t j = k; j-- > 0;) {
-      if (j >= idle.size() || !idle[j]) return j;
+      if (running(j)) return j;
     }
     return instrs().size();
+  }
+  // A dtype conversion keeping the default dim order:
+  // _to_dim_order_copy.out(self, non_blocking, dim_order None or the
+  // identity) or _to_copy.out(self, non_blocking, memory_format None).
+  bool cast_step(size_t k) const {
+    const bool to_copy = is_kernel(k, "aten::_to_copy.out", 5);
+    if (!to_copy && !is_kernel(k, "dim_order_ops::_to_dim_order_copy.out", 5)) return false;
+    const format::ValueDesc& order = d.values[instrs()[k].args[2]];
+    if (order.kind == ValueKind::None) return true;
+    if (to_copy || order.kind != ValueKind::IntList) return false;
+    for (size_t i = 0; i < order.items.size(); ++i) {
+      const format::ValueDesc& item = d.values[order.items[i]];
+      if (item.kind != ValueKind::Int || item.int_value != static_cast<int64_t>(i)) return false;
+    }
+    return true;
   }
   // A float32 constant of one element, or the result of an instruction
   // folded at load (marked idle).
@@ -68,7 +85,7 @@ struct ChainView {
   std::vector<size_t> running_writers() const {
     std::vector<size_t> w(d.values.size(), instrs().size());
     for (size_t k = 0; k < instrs().size(); ++k) {
-      if ((k >= idle.size() || !idle[k]) && instrs()[k].kind == InstructionKind::KernelCall &&
+      if (running(k) && instrs()[k].kind == InstructionKind::KernelCall &&
           !instrs()[k].args.empty()) {
         w[instrs()[k].args.back()] = k;
       }

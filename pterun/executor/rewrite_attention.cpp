@@ -250,7 +250,7 @@ class Finder {
     size_t reader;  // the run's instruction that read base
   };
 
-  bool running(size_t k) const { return k >= v_.idle.size() || !v_.idle[k]; }
+  bool running(size_t k) const { return v_.running(k); }
   const format::TensorDesc* tensor(int32_t t) const { return desc::tensor_of(d_, t); }
 
   size_t writer(int32_t t) const {
@@ -422,22 +422,6 @@ class Finder {
     return std::pair{x, w};
   }
 
-  // A dtype conversion keeping shape and the default dim order:
-  // _to_dim_order_copy.out(self, non_blocking, dim_order) or
-  // _to_copy.out(self, non_blocking, memory_format).
-  bool cast(size_t w) const {
-    const bool to_copy = v_.is_kernel(w, "aten::_to_copy.out", 5);
-    if (!to_copy && !v_.is_kernel(w, "dim_order_ops::_to_dim_order_copy.out", 5)) return false;
-    const format::ValueDesc& order = d_.values[instrs_[w].args[2]];
-    if (order.kind == ValueKind::None) return true;
-    if (to_copy || order.kind != ValueKind::IntList) return false;
-    for (size_t k = 0; k < order.items.size(); ++k) {
-      const format::ValueDesc& item = d_.values[order.items[k]];
-      if (item.kind != ValueKind::Int || item.int_value != static_cast<int64_t>(k)) return false;
-    }
-    return true;
-  }
-
   // expand_copy.out of a tensor to its own shape (a copy) is passed over.
   int32_t through_same_expand(int32_t t) {
     for (size_t w = writer(t); w != kNone && v_.is_kernel(w, "aten::expand_copy.out", 5);
@@ -570,7 +554,7 @@ class Finder {
                  v_.is_kernel(w, "dim_order_ops::_clone_dim_order.out", 5) ||
                  v_.is_kernel(w, "aten::clone.out", 4)) {
         if (in == nullptr || in->sizes != tensor(t)->sizes) break;  // a copy
-      } else if (cast(w)) {
+      } else if (v_.cast_step(w)) {
         // float16 or bfloat16 widened to float32, exactly: the kernel reads
         // the narrow values (one dtype for q, k and v).
         const format::TensorDesc* tt = tensor(t);
@@ -684,7 +668,7 @@ class Finder {
         const std::optional<Perm> dims = permutation(a[1]);
         if (!dims) break;
         p = *dims;
-      } else if (cast(r)) {
+      } else if (v_.cast_step(r)) {
         // The float32 result rounded back to the operands' dtype (once).
         if (!narrow_ || narrowed || in->dtype != DType::Float32 || nt->dtype != *narrow_ ||
             nt->sizes != in->sizes) {

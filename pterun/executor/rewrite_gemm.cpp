@@ -55,7 +55,7 @@ std::vector<GemmAddFusion> find_gemm_add_fusions(const format::MethodDesc& d,
              desc::default_order(*x);
     };
     for (size_t k = 0; k < instrs.size(); ++k) {
-      if (k < v.idle.size() && v.idle[k]) continue;
+      if (!v.running(k)) continue;
       GemmAddFusion f;
       f.chain = v.c;
       f.gemm = k;

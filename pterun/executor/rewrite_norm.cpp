@@ -33,7 +33,6 @@ std::vector<PatternFusion> find_rms_norm_fusions(const format::MethodDesc& d,
     const auto& instrs = v.instrs();
     const size_t none = instrs.size();
     const std::vector<int>& uses = v.uses;
-    auto running = [&](size_t k) { return k >= v.idle.size() || !v.idle[k]; };
     const std::vector<size_t> writer_of = v.running_writers();
     auto tensor = [&](int32_t t) { return desc::tensor_of(d, t); };
     // Written by `name` (with `args` arguments) and read by the pattern's
@@ -45,18 +44,16 @@ std::vector<PatternFusion> find_rms_norm_fusions(const format::MethodDesc& d,
     auto only_reader = [&](int32_t t, size_t writer) -> size_t {
       if (keep[t] || uses[t] != 2) return none;
       for (size_t k = writer + 1; k < instrs.size(); ++k) {
-        if (!running(k) || instrs[k].kind != InstructionKind::KernelCall) continue;
+        if (!v.running(k) || instrs[k].kind != InstructionKind::KernelCall) continue;
         const auto& a = instrs[k].args;
         if (std::find(a.begin(), a.end(), t) != a.end()) return k;
       }
       return none;
     };
-    // A cast (_to_copy or _to_dim_order_copy with non_blocking false)
-    // writing `out`: its source, or -1.
+    // A cast (ChainView::cast_step, non_blocking false) to its source's
+    // shape and dim order: its source, or -1.
     auto cast_source = [&](size_t k) -> int32_t {
-      if (k == none) return -1;
-      const bool to_copy = v.is_kernel(k, "aten::_to_copy.out", 5);
-      if (!to_copy && !v.is_kernel(k, "dim_order_ops::_to_dim_order_copy.out", 5)) return -1;
+      if (k == none || !v.cast_step(k)) return -1;
       const auto& a = instrs[k].args;
       if (!v.number_is(a[1], 0) && d.values[a[1]].kind != ValueKind::Bool) return -1;
       if (d.values[a[1]].kind == ValueKind::Bool && d.values[a[1]].bool_value) return -1;
@@ -70,7 +67,7 @@ std::vector<PatternFusion> find_rms_norm_fusions(const format::MethodDesc& d,
     };
     for (size_t m = 0; m < instrs.size(); ++m) {
       // mean.out(sq, [-1], keepdim, None) -> mean.
-      if (!running(m) || !v.is_kernel(m, "aten::mean.out", 6)) continue;
+      if (!v.running(m) || !v.is_kernel(m, "aten::mean.out", 6)) continue;
       const auto& ma = instrs[m].args;
       const format::TensorDesc* sq_t = tensor(ma[0]);
       const format::TensorDesc* mean_t = tensor(ma[4]);

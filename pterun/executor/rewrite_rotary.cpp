@@ -37,7 +37,7 @@ std::vector<PatternFusion> find_rotary_fusions(const format::MethodDesc& d,
       return true;
     };
     for (size_t l = 0; l < instrs.size(); ++l) {
-      if ((l < v.idle.size() && v.idle[l]) || !v.is_kernel(l, "aten::add.out", 5)) continue;
+      if (!v.running(l) || !v.is_kernel(l, "aten::add.out", 5)) continue;
       const auto& add = instrs[l].args;
       const int32_t out = add[3];
       const format::TensorDesc* ot = tensor(out);

@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 
 #include "pterun/core/tensor.h"
 #include "pterun/ops/types.h"
@@ -63,6 +64,15 @@ struct GroupNormArgs {
 /// sums in float (double for float64) in an order of the backend's
 /// choosing, so results match the unfused steps within that sum's
 /// rounding. out is x's shape and overlaps x exactly or not at all.
+/// Whether a backend's element types X (x), S (the steps) and O (out) are
+/// a combination RmsNormArgs allows: X and O are S, or narrower beside
+/// float32 steps (a backend instantiates its kernel for these alone).
+template <typename X, typename S, typename O>
+inline constexpr bool kRmsNormTypes = (std::is_same_v<X, S> || std::is_same_v<S, float>)&&(
+                                          std::is_same_v<O, S> ||
+                                          std::is_same_v<S, float>)&&sizeof(X) <= sizeof(S) &&
+                                      sizeof(O) <= sizeof(S);
+
 struct RmsNormArgs {
   const Tensor& in;
   const Tensor& eps;     // one element, dtype S

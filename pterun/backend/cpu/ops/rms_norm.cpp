@@ -7,7 +7,6 @@
 
 #include <cmath>
 #include <type_traits>
-#include <vector>
 
 #include "pterun/backend/cpu/engine/parallel.h"
 #include "pterun/backend/cpu/engine/reduce.h"
@@ -93,10 +92,7 @@ void rms_norm_out(KernelContext& ctx, const ops::RmsNormArgs& a) {
     kernels::visit(a.in.dtype(), Family::FloatHBF16, op, [&]<typename X>() {
       kernels::visit(a.out.dtype(), Family::FloatHBF16, op, [&]<typename O>() {
         // The front-end allows X and O other than S only beside float32 steps.
-        if constexpr ((std::is_same_v<X, S> || std::is_same_v<S, float>)&&(
-                          std::is_same_v<O, S> || std::is_same_v<S, float>)&&sizeof(X) <=
-                          sizeof(S) &&
-                      sizeof(O) <= sizeof(S)) {
+        if constexpr (ops::kRmsNormTypes<X, S, O>) {
           rms_rows<X, S, O>(ctx, a);
         } else {
           throw_error(ErrorCode::InvalidArgument,

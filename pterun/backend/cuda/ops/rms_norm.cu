@@ -181,10 +181,7 @@ void rms_norm_out(KernelContext& ctx, const ops::RmsNormArgs& a) {
       kernels::visit_floating<cuda::DeviceTypes>(out.dtype(), op, [&]<typename O>() {
         // The front-end allows x and out other than the steps' dtype only
         // beside float32 steps.
-        if constexpr ((std::is_same_v<X, S> || std::is_same_v<S, float>)&&(
-                          std::is_same_v<O, S> || std::is_same_v<S, float>)&&sizeof(X) <=
-                          sizeof(S) &&
-                      sizeof(O) <= sizeof(S)) {
+        if constexpr (ops::kRmsNormTypes<X, S, O>) {
           cuda::nn::launch<X, S, O>(ctx, l, rows);
         } else {
           throw_error(ErrorCode::InvalidArgument,
